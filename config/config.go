@@ -1,0 +1,273 @@
+// Package config provides Lightbox's settings, read from the environment in
+// one place and validated at start-up with every problem reported at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the server, the worker and the CLI. Each field
+// names the variable it comes from in its comment.
+type Config struct {
+	DatabaseURL string // DATABASE_URL
+	RedisURL    string // REDIS_URL
+	HTTPAddr    string // HTTP_ADDR
+	PublicURL   string // PUBLIC_URL, the absolute base of links handed to clients
+	DataDir     string // DATA_DIR, blobs and development keys live below it
+
+	LogFormat string     // LOG_FORMAT: json or text
+	LogLevel  slog.Level // LOG_LEVEL: debug, info, warn, error
+
+	WorkerConcurrency int            // WORKER_CONCURRENCY, default the number of cores
+	QueueWeights      map[string]int // QUEUE_WEIGHTS, "critical=6,default=3,low=1"
+	StrictPriority    bool           // QUEUE_STRICT_PRIORITY
+	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
+
+	MaxBodyBytes int64         // MAX_BODY_BYTES, for JSON request bodies
+	SessionTTL   time.Duration // SESSION_TTL
+
+	UploadSecret   string        // UPLOAD_SECRET, HMAC key of signed URLs; generated under DATA_DIR when empty
+	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
+	MaxUploadBytes int64         // MAX_UPLOAD_BYTES, the largest original accepted
+	SweepInterval  time.Duration // SWEEP_INTERVAL
+
+	RateAPIPerMinute     int // RATE_API_PER_MINUTE
+	RateAPIBurst         int // RATE_API_BURST
+	RateUploadsPerMinute int // RATE_UPLOADS_PER_MINUTE, files prepared for upload
+	RateUploadsBurst     int // RATE_UPLOADS_BURST
+
+	ChainKeyFile string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
+}
+
+// Load reads the configuration from the process environment.
+func Load() (*Config, error) { return FromLookup(os.LookupEnv) }
+
+// FromLookup reads the configuration through lookup, so tests can pass their
+// own environment. The error joins every problem found, one per line.
+func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
+	r := reader{lookup: lookup}
+	c := &Config{
+		DatabaseURL: r.str("DATABASE_URL", "postgres://127.0.0.1:55432/lightbox?sslmode=disable"),
+		RedisURL:    r.str("REDIS_URL", "redis://127.0.0.1:56379/0"),
+		HTTPAddr:    r.str("HTTP_ADDR", "127.0.0.1:8080"),
+		DataDir:     r.str("DATA_DIR", ".data"),
+		LogFormat:   r.oneOf("LOG_FORMAT", "json", "json", "text"),
+		LogLevel:    r.level("LOG_LEVEL", slog.LevelInfo),
+
+		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", runtime.NumCPU(), 1, 1024),
+		QueueWeights:      r.weights("QUEUE_WEIGHTS", "critical=6,default=3,low=1"),
+		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
+		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
+
+		MaxBodyBytes: r.bytes("MAX_BODY_BYTES", 4<<20),
+		SessionTTL:   r.duration("SESSION_TTL", 7*24*time.Hour),
+
+		UploadSecret:   r.str("UPLOAD_SECRET", ""),
+		UploadURLTTL:   r.duration("UPLOAD_URL_TTL", 5*time.Minute),
+		MaxUploadBytes: r.bytes("MAX_UPLOAD_BYTES", 200<<20),
+		SweepInterval:  r.duration("SWEEP_INTERVAL", time.Minute),
+
+		RateAPIPerMinute:     r.integer("RATE_API_PER_MINUTE", 1200, 1, 1<<30),
+		RateAPIBurst:         r.integer("RATE_API_BURST", 300, 1, 1<<30),
+		RateUploadsPerMinute: r.integer("RATE_UPLOADS_PER_MINUTE", 6000, 1, 1<<30),
+		RateUploadsBurst:     r.integer("RATE_UPLOADS_BURST", 5000, 1, 1<<30),
+	}
+	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
+	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
+
+	r.check("DATABASE_URL", c.DatabaseURL, func(v string) error { return checkURL(v, "postgres", "postgresql") })
+	r.check("REDIS_URL", c.RedisURL, func(v string) error { return checkURL(v, "redis", "rediss") })
+	r.check("PUBLIC_URL", c.PublicURL, func(v string) error { return checkURL(v, "http", "https") })
+	r.check("HTTP_ADDR", c.HTTPAddr, func(v string) error {
+		_, _, err := net.SplitHostPort(v)
+		return err
+	})
+	if c.UploadSecret != "" && len(c.UploadSecret) < 32 {
+		r.fail("UPLOAD_SECRET", "must be at least 32 characters")
+	}
+	if c.UploadURLTTL < 10*time.Second || c.UploadURLTTL > 24*time.Hour {
+		r.fail("UPLOAD_URL_TTL", "must be between 10s and 24h")
+	}
+	if err := errors.Join(r.errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SecureCookies reports whether cookies must be marked Secure: whenever
+// clients reach us over HTTPS.
+func (c *Config) SecureCookies() bool { return strings.HasPrefix(c.PublicURL, "https://") }
+
+// Logger builds the process logger the configuration asks for.
+func (c *Config) Logger() *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// reader collects every problem instead of stopping at the first, so one
+// start-up tells an operator everything to fix.
+type reader struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (r *reader) fail(name, format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (r *reader) str(name, def string) string {
+	if v, ok := r.lookup(name); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (r *reader) check(name, v string, f func(string) error) {
+	if err := f(v); err != nil {
+		r.fail(name, "%v", err)
+	}
+}
+
+func (r *reader) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(r.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	r.fail(name, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	return def
+}
+
+func (r *reader) integer(name string, def, lo, hi int) int {
+	s := r.str(name, "")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		r.fail(name, "%q is not a whole number", s)
+		return def
+	}
+	if n < lo || n > hi {
+		r.fail(name, "%d is outside %d to %d", n, lo, hi)
+		return def
+	}
+	return n
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	s := r.str(name, "")
+	if s == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		r.fail(name, "%q is not true or false", s)
+		return def
+	}
+	return b
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	s := r.str(name, "")
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		r.fail(name, "%q is not a positive duration such as 30s or 5m", s)
+		return def
+	}
+	return d
+}
+
+// bytes reads a size in bytes, with an optional KiB, MiB or GiB suffix.
+func (r *reader) bytes(name string, def int64) int64 {
+	s := r.str(name, "")
+	if s == "" {
+		return def
+	}
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, suffix)), m
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		r.fail(name, "%q is not a positive size such as 4194304 or 4MiB", r.str(name, ""))
+		return def
+	}
+	return n * mult
+}
+
+func (r *reader) level(name string, def slog.Level) slog.Level {
+	s := r.str(name, "")
+	if s == "" {
+		return def
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		r.fail(name, "%q is not one of debug, info, warn, error", s)
+		return def
+	}
+	return l
+}
+
+// weights parses "critical=6,default=3,low=1". The three queues the tasks use
+// must all be present, or their work would never run.
+func (r *reader) weights(name, def string) map[string]int {
+	s := r.str(name, def)
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		q, w, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(strings.TrimSpace(w))
+		if !ok || q == "" || err != nil || n < 1 {
+			r.fail(name, "%q is not queue=weight with a weight of at least 1", part)
+			continue
+		}
+		out[strings.TrimSpace(q)] = n
+	}
+	var missing []string
+	for _, q := range []string{"critical", "default", "low"} {
+		if _, ok := out[q]; !ok {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		r.fail(name, "missing queue(s) %s", strings.Join(missing, ", "))
+	}
+	return out
+}
+
+func checkURL(v string, schemes ...string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", v)
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			if u.Host == "" {
+				return fmt.Errorf("%q has no host", v)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%q must start with %s://", v, strings.Join(schemes, ":// or "))
+}

@@ -1,0 +1,73 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"lightbox/config"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:8080" || c.DataDir != ".data" || c.PublicURL != "http://127.0.0.1:8080" {
+		t.Fatalf("defaults: addr %q, data %q, public %q", c.HTTPAddr, c.DataDir, c.PublicURL)
+	}
+	if c.QueueWeights["critical"] != 6 || c.QueueWeights["default"] != 3 || c.QueueWeights["low"] != 1 {
+		t.Fatalf("queue weights %v", c.QueueWeights)
+	}
+	if c.UploadURLTTL != 5*time.Minute || c.MaxUploadBytes != 200<<20 {
+		t.Fatalf("upload defaults: ttl %v, max %d", c.UploadURLTTL, c.MaxUploadBytes)
+	}
+}
+
+func TestEveryProblemReportedAtOnce(t *testing.T) {
+	_, err := config.FromLookup(lookup(map[string]string{
+		"DATABASE_URL":       "mysql://x/y",
+		"REDIS_URL":          "::not a url",
+		"HTTP_ADDR":          "8080",
+		"WORKER_CONCURRENCY": "many",
+		"QUEUE_WEIGHTS":      "critical=6,default=zero",
+		"LOG_FORMAT":         "xml",
+		"MAX_UPLOAD_BYTES":   "-3",
+	}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES"} {
+		if !strings.Contains(msg, name+":") {
+			t.Errorf("error does not name %s:\n%s", name, msg)
+		}
+	}
+	if !strings.Contains(msg, "missing queue(s) default, low") {
+		t.Errorf("error does not name the missing queues:\n%s", msg)
+	}
+}
+
+func TestSizesAndWeights(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{
+		"MAX_UPLOAD_BYTES": "50MiB",
+		"QUEUE_WEIGHTS":    "critical=10, default=2, low=1",
+		"PUBLIC_URL":       "https://photos.example.org/",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxUploadBytes != 50<<20 {
+		t.Errorf("MAX_UPLOAD_BYTES = %d", c.MaxUploadBytes)
+	}
+	if c.QueueWeights["critical"] != 10 {
+		t.Errorf("weights %v", c.QueueWeights)
+	}
+	if c.PublicURL != "https://photos.example.org" || !c.SecureCookies() {
+		t.Errorf("public URL %q, secure %v", c.PublicURL, c.SecureCookies())
+	}
+}
