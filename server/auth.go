@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"lightbox/store"
+)
+
+const sessionCookie = "lightbox_session"
+
+// authenticate resolves the caller from a Bearer key or the session cookie.
+func (s *Server) authenticate(c *gin.Context) {
+	p, err := s.principalFrom(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(ctxPrincipal, p)
+	c.Next()
+}
+
+func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
+	if h := c.GetHeader("Authorization"); h != "" {
+		key, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || strings.TrimSpace(key) == "" {
+			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")
+		}
+		p, err := s.store.PrincipalByAPIKey(c, strings.TrimSpace(key))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked.")
+		}
+		return p, err
+	}
+	if token, err := c.Cookie(sessionCookie); err == nil && token != "" {
+		p, err := s.store.PrincipalBySession(c, token)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, apiError(http.StatusUnauthorized, "session_expired", "The session has ended; sign in again.")
+		}
+		return p, err
+	}
+	return nil, errUnauthenticated()
+}
+
+func principal(c *gin.Context) *store.Principal {
+	if p, ok := c.Get(ctxPrincipal); ok {
+		return p.(*store.Principal)
+	}
+	return nil
+}
+
+// requireAdmin lets only admins through. Others learn nothing of the route.
+func requireAdmin(c *gin.Context) {
+	if p := principal(c); p == nil || !p.IsAdmin {
+		fail(c, apiError(http.StatusForbidden, "forbidden", "This needs an administrator."))
+		return
+	}
+	c.Next()
+}
+
+type userJSON struct {
+	ID      string `json:"id"`
+	Email   string `json:"email"`
+	IsAdmin bool   `json:"isAdmin"`
+}
+
+type sessionJSON struct {
+	User      userJSON   `json:"user"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+func toUserJSON(p *store.Principal) userJSON {
+	return userJSON{ID: p.ID.String(), Email: p.Email, IsAdmin: p.IsAdmin}
+}
+
+// createSession exchanges an API key (in the body or the Bearer header) for
+// an HttpOnly, SameSite=Strict cookie, so the web pages never hold the key.
+func (s *Server) createSession(c *gin.Context) {
+	var in struct {
+		APIKey string `json:"apiKey"`
+	}
+	if c.GetHeader("Authorization") == "" {
+		if err := decodeJSON(c, &in); err != nil {
+			fail(c, err)
+			return
+		}
+		if in.APIKey == "" {
+			fail(c, fieldErrors{"apiKey": "is required"}.err())
+			return
+		}
+		c.Request.Header.Set("Authorization", "Bearer "+in.APIKey)
+	}
+	p, err := s.principalFrom(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	token, expires, err := s.store.CreateSession(c, p.KeyID, s.cfg.SessionTTL)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: sessionCookie, Value: token, Path: "/", Expires: expires,
+		HttpOnly: true, Secure: s.cfg.SecureCookies(), SameSite: http.SameSiteStrictMode,
+	})
+	c.JSON(http.StatusCreated, sessionJSON{User: toUserJSON(p), ExpiresAt: &expires})
+}
+
+func (s *Server) getSession(c *gin.Context) {
+	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(principal(c))})
+}
+
+func (s *Server) deleteSession(c *gin.Context) {
+	if token, err := c.Cookie(sessionCookie); err == nil {
+		if err := s.store.DeleteSession(c, token); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.cfg.SecureCookies(), SameSite: http.SameSiteStrictMode,
+	})
+	c.Status(http.StatusNoContent)
+}

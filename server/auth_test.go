@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func TestAuthRefusals(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+
+	expect(t, a.do("GET", "/v1/projects", "", nil), 401, "unauthenticated")
+	expect(t, a.do("GET", "/v1/projects", "lbx_notakey", nil), 401, "invalid_credentials")
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Authorization", "Basic abc"), 401, "invalid_credentials")
+	expect(t, a.do("GET", "/v1/projects", key, nil), 200, "")
+
+	var keyID uuid.UUID
+	if err := a.env.Store.DB.Get(&keyID, "SELECT id FROM api_keys"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.env.Store.RevokeAPIKey(context.Background(), keyID); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, a.do("GET", "/v1/projects", key, nil), 401, "invalid_credentials")
+}
+
+func TestSessionCookie(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+
+	expect(t, a.do("POST", "/v1/session", "", map[string]string{"apiKey": "lbx_wrong"}), 401, "invalid_credentials")
+	r := a.do("POST", "/v1/session", "", map[string]string{"apiKey": key})
+	expect(t, r, 201, "")
+	setCookie := r.header.Get("Set-Cookie")
+	for _, want := range []string{"lightbox_session=", "HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(setCookie, want) {
+			t.Fatalf("Set-Cookie %q lacks %s", setCookie, want)
+		}
+	}
+	cookie := strings.SplitN(setCookie, ";", 2)[0]
+
+	r = a.do("GET", "/v1/session", "", nil, "Cookie", cookie)
+	expect(t, r, 200, "")
+	if got := r.json(t)["user"].(map[string]any)["email"]; got != "ana@example.org" {
+		t.Fatalf("session user %v", got)
+	}
+	expect(t, a.do("POST", "/v1/projects", "", map[string]string{"title": "By cookie"}, "Cookie", cookie), 201, "")
+
+	// Signing out ends the session for good.
+	expect(t, a.do("DELETE", "/v1/session", "", nil, "Cookie", cookie), http.StatusNoContent, "")
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie), 401, "session_expired")
+}
+
+func TestRevokingAKeyEndsItsSessions(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	r := a.do("POST", "/v1/session", key, nil)
+	expect(t, r, 201, "")
+	cookie := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
+
+	if _, err := a.env.Store.DB.Exec("UPDATE api_keys SET revoked_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie), 401, "session_expired")
+}
+
+func TestRequestIDOnEveryAnswer(t *testing.T) {
+	a := newApp(t)
+	r := a.do("GET", "/healthz", "", nil)
+	if len(r.header.Get("X-Request-Id")) < 8 {
+		t.Fatalf("no request id on /healthz: %v", r.header)
+	}
+	r = a.do("GET", "/v1/nothing-here", "", nil, "X-Request-Id", "client-chosen-42")
+	expect(t, r, 404, "route_not_found")
+	if r.header.Get("X-Request-Id") != "client-chosen-42" {
+		t.Fatalf("request id not kept: %q", r.header.Get("X-Request-Id"))
+	}
+}

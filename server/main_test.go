@@ -1,0 +1,138 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"lightbox/config"
+	"lightbox/internal/testenv"
+	"lightbox/server"
+)
+
+// app is a running API on real Postgres and Redis, for one test.
+type app struct {
+	t   *testing.T
+	env *testenv.Env
+	cfg *config.Config
+	url string
+}
+
+func newApp(t *testing.T) *app {
+	t.Helper()
+	env := testenv.New(t)
+	return startApp(t, env, env.Redis)
+}
+
+func startApp(t *testing.T, env *testenv.Env, rdb *redis.Client) *app {
+	t.Helper()
+	cfg, err := config.FromLookup(func(k string) (string, bool) {
+		v, ok := map[string]string{
+			"DATABASE_URL": env.DSN,
+			"REDIS_URL":    env.RedisURL,
+			"DATA_DIR":     t.TempDir(),
+		}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(server.Deps{Config: cfg, Store: env.Store, Redis: rdb, Logger: quiet})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL}
+}
+
+// user makes a user and returns its API key.
+func (a *app) user(email string, admin bool) string {
+	a.t.Helper()
+	u, err := a.env.Store.CreateUser(context.Background(), email, admin)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	key, _, err := a.env.Store.CreateAPIKey(context.Background(), u.ID, "test")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return key
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+func (r reply) code(t *testing.T) string {
+	t.Helper()
+	code, _ := r.json(t)["code"].(string)
+	return code
+}
+
+// do sends one request. body may be a string (sent as is) or a value to encode.
+func (a *app) do(method, path, key string, body any, headers ...string) reply {
+	a.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		buf, _ := json.Marshal(b)
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return reply{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func expect(t *testing.T, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+	if code != "" {
+		m := r.json(t)
+		if m["code"] != code {
+			t.Fatalf("code %v, want %s; body %s", m["code"], code, r.body)
+		}
+		if m["message"] == "" || m["requestId"] == "" || m["requestId"] != r.header.Get("X-Request-Id") {
+			t.Fatalf("error body lacks message or matching requestId: %s", r.body)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+// decodeJSON reads the body into dst strictly: unknown fields, trailing data
+// and malformed JSON are invalid_json; a value of the wrong type is
+// validation_failed naming the field.
+func decodeJSON(c *gin.Context, dst any) error {
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil && dec.More() {
+		err = errors.New("unexpected data after the JSON value")
+	}
+	if err == nil {
+		return nil
+	}
+	var (
+		syntax   *json.SyntaxError
+		typ      *json.UnmarshalTypeError
+		tooLarge *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return apiError(http.StatusRequestEntityTooLarge, "body_too_large", "The request body is larger than %d bytes.", tooLarge.Limit)
+	case errors.Is(err, io.EOF):
+		return apiError(http.StatusBadRequest, "invalid_json", "The request body is empty; send a JSON object.")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apiError(http.StatusBadRequest, "invalid_json", "The JSON ends too soon.")
+	case errors.As(err, &syntax):
+		return apiError(http.StatusBadRequest, "invalid_json", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error()).with("offset", syntax.Offset)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return apiError(http.StatusBadRequest, "validation_failed", "%s must be %s.", field, jsonKind(typ.Type.String())).
+			with("fields", map[string]string{field: "must be " + jsonKind(typ.Type.String())})
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apiError(http.StatusBadRequest, "invalid_json", "Unknown field %q.", name).with("field", name)
+	default:
+		var fe *Error
+		if errors.As(err, &fe) {
+			return fe
+		}
+		return apiError(http.StatusBadRequest, "invalid_json", "%s.", err.Error())
+	}
+}
+
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(goType string) string {
+	switch {
+	case strings.Contains(goType, "string"), strings.Contains(goType, "Time"), strings.Contains(goType, "UUID"):
+		return "a string"
+	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
+		return "a number"
+	case strings.Contains(goType, "bool"):
+		return "true or false"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return "an object"
+}
+
+// pathID reads a UUID path parameter; anything else cannot name a resource.
+func pathID(c *gin.Context, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param(name))
+	if err != nil {
+		return uuid.Nil, errNotFound()
+	}
+	return id, nil
+}
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 200
+)
+
+// pageParams reads ?cursor=&limit=.
+func pageParams(c *gin.Context) (*store.Cursor, int, error) {
+	limit := defaultPageSize
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPageSize {
+			return nil, 0, apiError(http.StatusBadRequest, "validation_failed", "limit must be a whole number from 1 to %d.", maxPageSize).
+				with("fields", map[string]string{"limit": "must be 1 to " + strconv.Itoa(maxPageSize)})
+		}
+		limit = n
+	}
+	cur, err := store.DecodeCursor(c.Query("cursor"))
+	return cur, limit, err
+}
+
+type pageInfo struct {
+	NextCursor *string `json:"nextCursor"`
+}
+
+type paged[T any] struct {
+	Items    []T      `json:"items"`
+	PageInfo pageInfo `json:"pageInfo"`
+}
+
+func toPaged[S, T any](p store.Page[S], conv func(S) T) paged[T] {
+	out := paged[T]{Items: make([]T, len(p.Items))}
+	for i, s := range p.Items {
+		out.Items[i] = conv(s)
+	}
+	if p.Next != nil {
+		next := p.Next.Encode()
+		out.PageInfo.NextCursor = &next
+	}
+	return out
+}
+
+// optional is a JSON field that tells absent from null, for PATCH.
+type optional[T any] struct {
+	Set   bool
+	Value *T
+}
+
+func (o *optional[T]) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Value = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	o.Value = &v
+	return nil
+}

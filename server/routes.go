@@ -1,0 +1,36 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// routes is the whole route table, to be read at a glance.
+func (s *Server) routes() *gin.Engine {
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(s.withRequestID, s.accessLog, s.recoverPanics)
+	r.NoRoute(func(c *gin.Context) { fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route.")) })
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, apiError(http.StatusMethodNotAllowed, "method_not_allowed", "This route does not take %s.", c.Request.Method))
+	})
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+
+	v1 := r.Group("/v1", s.limitBody)
+	v1.POST("/session", s.createSession)
+
+	api := v1.Group("", s.authenticate)
+	api.GET("/session", s.getSession)
+	api.DELETE("/session", s.deleteSession)
+
+	api.GET("/projects", s.listProjects)
+	api.POST("/projects", s.idempotent, s.createProject)
+	api.GET("/projects/:id", s.getProject)
+	api.PATCH("/projects/:id", s.patchProject)
+	api.POST("/projects/:id/archive", s.idempotent, s.archiveProject)
+
+	return r
+}

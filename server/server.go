@@ -1,0 +1,89 @@
+// Package server provides Lightbox's HTTP API: a Gin router with request
+// ids, authentication, rate limits, idempotency and JSON errors, one file per
+// resource, and the graceful start and stop of the HTTP server.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"lightbox/config"
+	"lightbox/store"
+)
+
+// Deps are what the server is wired with.
+type Deps struct {
+	Config *config.Config
+	Store  *store.Store
+	Redis  *redis.Client
+	Logger *slog.Logger
+}
+
+// Server is the API.
+type Server struct {
+	cfg    *config.Config
+	store  *store.Store
+	rdb    *redis.Client
+	log    *slog.Logger
+	router *gin.Engine
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	s := &Server{cfg: d.Config, store: d.Store, rdb: d.Redis, log: d.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s.router = s.routes()
+	return s
+}
+
+// Handler is the whole HTTP surface, for tests and for Run.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Run serves on the configured address until ctx ends, then stops taking
+// connections and lets requests in flight finish.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("http listening", "addr", ln.Addr().String(), "publicUrl", s.cfg.PublicURL)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("http shutting down")
+	stop, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(stop); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

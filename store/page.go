@@ -1,0 +1,69 @@
+package store
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ErrBadCursor is returned for a cursor this service did not issue.
+var ErrBadCursor = errors.New("bad cursor")
+
+// Cursor is a keyset position: the (time, id) of the last row of a page.
+// Keyset pages stay correct while rows are added, unlike offsets.
+type Cursor struct {
+	Time time.Time
+	ID   uuid.UUID
+}
+
+// Encode makes the opaque string clients pass back.
+func (c Cursor) Encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.Time.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
+}
+
+// DecodeCursor reads a cursor; the empty string is the first page.
+func DecodeCursor(s string) (*Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	ts, id, ok := strings.Cut(string(raw), "|")
+	if !ok {
+		return nil, ErrBadCursor
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	return &Cursor{Time: t, ID: u}, nil
+}
+
+// Page is one page of rows and the cursor of the next, if any.
+type Page[T any] struct {
+	Items []T
+	Next  *Cursor
+}
+
+// pageOf trims the extra row a query fetched to learn whether another page follows.
+func pageOf[T any](rows []T, limit int, key func(T) Cursor) Page[T] {
+	p := Page[T]{Items: rows}
+	if len(rows) > limit {
+		p.Items = rows[:limit]
+		c := key(rows[limit-1])
+		p.Next = &c
+	}
+	if p.Items == nil {
+		p.Items = []T{}
+	}
+	return p
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Project groups the assets of one shoot or job.
+type Project struct {
+	ID          uuid.UUID  `db:"id"`
+	OwnerUserID uuid.UUID  `db:"owner_user_id"`
+	Title       string     `db:"title"`
+	Description string     `db:"description"`
+	ShootDate   *time.Time `db:"shoot_date"`
+	Timezone    *string    `db:"timezone"`
+	Status      string     `db:"status"`
+	CreatedAt   time.Time  `db:"created_at"`
+	UpdatedAt   time.Time  `db:"updated_at"`
+	ProjectStats
+}
+
+// ProjectStats counts a project's assets by stage.
+type ProjectStats struct {
+	Total      int `db:"total" json:"total"`
+	Uploading  int `db:"uploading" json:"uploading"`
+	Processing int `db:"processing" json:"processing"`
+	Embedding  int `db:"embedding" json:"embedding"`
+	Ready      int `db:"ready" json:"ready"`
+	Failed     int `db:"failed" json:"failed"`
+}
+
+// statsColumns aggregates assets into ProjectStats; duplicates are not counted
+// since they point at another asset.
+const statsColumns = `
+	count(*) FILTER (WHERE a.status <> 'duplicate') AS total,
+	count(*) FILTER (WHERE a.status = 'pending_upload') AS uploading,
+	count(*) FILTER (WHERE a.status = 'uploaded') AS processing,
+	count(*) FILTER (WHERE a.status = 'cull') AS embedding,
+	count(*) FILTER (WHERE a.status IN ('search', 'ai')) AS ready,
+	count(*) FILTER (WHERE a.status = 'failed') AS failed`
+
+const projectSelect = `
+	SELECT p.id, p.owner_user_id, p.title, p.description, p.shoot_date, p.timezone, p.status,
+	       p.created_at, p.updated_at, st.*
+	FROM projects p
+	CROSS JOIN LATERAL (SELECT ` + statsColumns + ` FROM assets a WHERE a.project_id = p.id) st`
+
+// ProjectInput holds the fields a client may set. Nil leaves a field alone.
+type ProjectInput struct {
+	Title       *string
+	Description *string
+	ShootDate   **time.Time
+	Timezone    **string
+	Status      *string
+}
+
+// CreateProject adds a project owned by owner.
+func (s *Store) CreateProject(ctx context.Context, owner uuid.UUID, title, description string, shootDate *time.Time, tz *string) (*Project, error) {
+	id := uuid.New()
+	_, err := s.DB.ExecContext(ctx, `
+		INSERT INTO projects (id, owner_user_id, title, description, shoot_date, timezone)
+		VALUES ($1, $2, $3, $4, $5, $6)`, id, owner, title, description, shootDate, tz)
+	if err != nil {
+		return nil, err
+	}
+	return s.Project(ctx, owner, id)
+}
+
+// Project returns owner's project id. Another user's project is ErrNotFound.
+func (s *Store) Project(ctx context.Context, owner, id uuid.UUID) (*Project, error) {
+	p := &Project{}
+	err := s.DB.GetContext(ctx, p, projectSelect+` WHERE p.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return p, notFound(err)
+}
+
+// Projects lists owner's projects, newest first, limit at a time.
+func (s *Store) Projects(ctx context.Context, owner uuid.UUID, after *Cursor, limit int) (Page[Project], error) {
+	var rows []Project
+	var err error
+	if after == nil {
+		err = s.DB.SelectContext(ctx, &rows, projectSelect+`
+			WHERE p.owner_user_id = $1 AND p.status <> 'deleted'
+			ORDER BY p.created_at DESC, p.id DESC LIMIT $2`, owner, limit+1)
+	} else {
+		err = s.DB.SelectContext(ctx, &rows, projectSelect+`
+			WHERE p.owner_user_id = $1 AND p.status <> 'deleted' AND (p.created_at, p.id) < ($2, $3)
+			ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, owner, after.Time, after.ID, limit+1)
+	}
+	if err != nil {
+		return Page[Project]{}, err
+	}
+	return pageOf(rows, limit, func(p Project) Cursor { return Cursor{p.CreatedAt, p.ID} }), nil
+}
+
+// UpdateProject applies in to owner's project id.
+func (s *Store) UpdateProject(ctx context.Context, owner, id uuid.UUID, in ProjectInput) (*Project, error) {
+	// COALESCE-free form: a flag per column says whether to set it, so a
+	// client can clear a nullable field with an explicit null.
+	var shoot *time.Time
+	var tz *string
+	if in.ShootDate != nil {
+		shoot = *in.ShootDate
+	}
+	if in.Timezone != nil {
+		tz = *in.Timezone
+	}
+	res, err := s.DB.ExecContext(ctx, `
+		UPDATE projects SET
+			title = CASE WHEN $3 THEN $4 ELSE title END,
+			description = CASE WHEN $5 THEN $6 ELSE description END,
+			shoot_date = CASE WHEN $7 THEN $8::date ELSE shoot_date END,
+			timezone = CASE WHEN $9 THEN $10 ELSE timezone END,
+			status = CASE WHEN $11 THEN $12 ELSE status END,
+			updated_at = now()
+		WHERE id = $1 AND owner_user_id = $2`,
+		id, owner,
+		in.Title != nil, deref(in.Title),
+		in.Description != nil, deref(in.Description),
+		in.ShootDate != nil, shoot,
+		in.Timezone != nil, tz,
+		in.Status != nil, deref(in.Status))
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, ErrNotFound
+	}
+	return s.Project(ctx, owner, id)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,116 @@
+// Package worker provides Lightbox's background processor: an Asynq server
+// on weighted queues, its ServeMux of task handlers, and the middleware every
+// task runs through (logging, panics to errors).
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"lightbox/config"
+	"lightbox/store"
+)
+
+// Deps are what the worker is wired with.
+type Deps struct {
+	Config *config.Config
+	Store  *store.Store
+	Logger *slog.Logger
+}
+
+// Worker processes tasks until stopped.
+type Worker struct {
+	cfg *config.Config
+	st  *store.Store
+	log *slog.Logger
+	srv *asynq.Server
+	mux *asynq.ServeMux
+}
+
+// New builds the worker and its handler table.
+func New(d Deps) (*Worker, error) {
+	redisOpt, err := asynq.ParseRedisURI(d.Config.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.srv = asynq.NewServer(redisOpt, asynq.Config{
+		Concurrency:     d.Config.WorkerConcurrency,
+		Queues:          d.Config.QueueWeights,
+		StrictPriority:  d.Config.StrictPriority,
+		ShutdownTimeout: d.Config.ShutdownTimeout,
+		Logger:          asynqLogger{w.log},
+		// An idle worker polls for new work this often; the default (1 s)
+		// would add up to a second before a fresh upload is touched.
+		TaskCheckInterval: 200 * time.Millisecond,
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			w.log.Warn("task failed", "type", t.Type(), "err", err)
+		}),
+	})
+	w.mux = asynq.NewServeMux()
+	w.mux.Use(w.logTasks, recoverPanics)
+	w.routes()
+	return w, nil
+}
+
+// routes is the task table: one handler per task type.
+func (w *Worker) routes() {}
+
+// Run processes tasks until ctx ends, then stops fetching, waits for running
+// tasks up to the shutdown timeout and hands unfinished ones back to Redis.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.srv.Start(w.mux); err != nil {
+		return err
+	}
+	w.log.Info("worker started", "concurrency", w.cfg.WorkerConcurrency, "queues", w.cfg.QueueWeights)
+	<-ctx.Done()
+	w.srv.Shutdown()
+	return nil
+}
+
+func (w *Worker) logTasks(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		start := time.Now()
+		id, _ := asynq.GetTaskID(ctx)
+		retry, _ := asynq.GetRetryCount(ctx)
+		err := next.ProcessTask(ctx, t)
+		attrs := []any{"type", t.Type(), "taskId", id, "attempt", retry + 1, "durationMs", time.Since(start).Milliseconds()}
+		if err != nil {
+			w.log.Warn("task error", append(attrs, "err", err)...)
+		} else {
+			w.log.Info("task done", attrs...)
+		}
+		return err
+	})
+}
+
+// recoverPanics turns a handler panic into an error, so one bad task fails
+// alone and the worker goes on.
+func recoverPanics(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				slog.Error("task panic", "type", t.Type(), "panic", r, "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic in %s: %v", t.Type(), r)
+			}
+		}()
+		return next.ProcessTask(ctx, t)
+	})
+}
+
+// asynqLogger sends Asynq's own logs through slog.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }
