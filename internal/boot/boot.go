@@ -81,4 +81,3 @@ func Redis(cfg *config.Config) (*redis.Client, error) {
 	}
 	return redis.NewClient(opt), nil
 }
-
