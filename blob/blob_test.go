@@ -1,0 +1,163 @@
+package blob_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lightbox/blob"
+)
+
+func TestDiskPutOpenDelete(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, err := blob.NewDisk(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("lightbox"), 10000)
+	sum := sha256.Sum256(data)
+
+	info, err := d.Put(ctx, "originals/p/a", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(len(data)) || info.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("info %+v", info)
+	}
+	st, err := d.Stat(ctx, "originals/p/a")
+	if err != nil || st.SHA256 != info.SHA256 {
+		t.Fatalf("stat %+v %v", st, err)
+	}
+	f, _, err := d.Open(ctx, "originals/p/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatal("read back differs")
+	}
+	if err := d.Delete(ctx, "originals/p/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(ctx, "originals/p/a"); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := d.Stat(ctx, "originals/p/a"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("stat after delete: %v", err)
+	}
+	assertNoTempFiles(t, root)
+}
+
+func TestDiskPutOverLimitLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, _ := blob.NewDisk(root)
+	if _, err := d.Put(ctx, "k/exact", strings.NewReader("12345"), 5); err != nil {
+		t.Fatalf("exactly the limit: %v", err)
+	}
+	if _, err := d.Put(ctx, "k/over", strings.NewReader("123456"), 5); !errors.Is(err, blob.ErrTooLarge) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, err := d.Stat(ctx, "k/over"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("an over-limit put left an object: %v", err)
+	}
+	assertNoTempFiles(t, root)
+}
+
+func TestDiskWriterAbortAndCommit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, _ := blob.NewDisk(root)
+	w, err := d.Create(ctx, "exports/e.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "half")
+	if _, err := d.Stat(ctx, "exports/e.zip"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatal("object visible before Commit")
+	}
+	w.Abort()
+	assertNoTempFiles(t, root)
+
+	w, _ = d.Create(ctx, "exports/e.zip")
+	io.WriteString(w, "whole")
+	info, err := w.Commit()
+	if err != nil || info.Size != 5 {
+		t.Fatalf("commit %+v %v", info, err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatalf("abort after commit: %v", err)
+	}
+	if _, err := d.Stat(ctx, "exports/e.zip"); err != nil {
+		t.Fatalf("committed object missing: %v", err)
+	}
+}
+
+func TestBadKeys(t *testing.T) {
+	d, _ := blob.NewDisk(t.TempDir())
+	for _, k := range []string{"", "/etc/passwd", "a/../../b", "..", "a/./b", "a//b", "a\\b", "a\x00b", "a\nb"} {
+		if _, err := d.Put(context.Background(), k, strings.NewReader("x"), 10); !errors.Is(err, blob.ErrBadKey) {
+			t.Errorf("key %q: %v, want ErrBadKey", k, err)
+		}
+	}
+}
+
+func TestSignedURLs(t *testing.T) {
+	s := blob.NewSigner([]byte("0123456789abcdef0123456789abcdef"), "http://127.0.0.1:8080/blobs/")
+	now := time.Unix(1_800_000_000, 0)
+	g := blob.Grant{Method: "PUT", Key: "originals/p/a b", Expires: now.Add(5 * time.Minute), MaxSize: 1000, ContentType: "image/jpeg"}
+	raw := s.URL(g)
+	if !strings.HasPrefix(raw, "http://127.0.0.1:8080/blobs/originals/p/a%20b?") {
+		t.Fatalf("url %s", raw)
+	}
+	u, _ := url.Parse(raw)
+	if _, err := s.Verify("PUT", "originals/p/a b", u.Query(), now); err != nil {
+		t.Fatalf("valid url refused: %v", err)
+	}
+	if _, err := s.Verify("PUT", "originals/p/a b", u.Query(), now.Add(6*time.Minute)); !errors.Is(err, blob.ErrExpired) {
+		t.Fatalf("expired url: %v", err)
+	}
+	tamper := func(k, v string) url.Values {
+		q := u.Query()
+		q.Set(k, v)
+		return q
+	}
+	for name, q := range map[string]url.Values{
+		"max":  tamper("max", "999999"),
+		"ct":   tamper("ct", "image/png"),
+		"exp":  tamper("exp", "1900000000"),
+		"sig":  tamper("sig", strings.Repeat("0", 64)),
+		"none": tamper("sig", ""),
+	} {
+		if _, err := s.Verify("PUT", "originals/p/a b", q, now); !errors.Is(err, blob.ErrBadSignature) {
+			t.Errorf("tampered %s: %v", name, err)
+		}
+	}
+	if _, err := s.Verify("GET", "originals/p/a b", u.Query(), now); !errors.Is(err, blob.ErrBadSignature) {
+		t.Errorf("PUT url used for GET: %v", err)
+	}
+	if _, err := s.Verify("PUT", "originals/p/other", u.Query(), now); !errors.Is(err, blob.ErrBadSignature) {
+		t.Errorf("url used for another key: %v", err)
+	}
+}
+
+func assertNoTempFiles(t *testing.T, root string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if e != nil && strings.HasPrefix(e.Name(), ".upload-") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,190 @@
+package blob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Disk stores objects as files below a root folder. Writes go to a
+// temporary file in the same folder, are fsynced, then renamed into place,
+// so a crash never leaves a partial object at a key.
+type Disk struct {
+	root string
+}
+
+// NewDisk makes root if needed and returns a Disk store on it.
+func NewDisk(root string) (*Disk, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Disk{root: abs}, nil
+}
+
+func (d *Disk) path(key string) (string, error) {
+	if err := CheckKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(d.root, filepath.FromSlash(key)), nil
+}
+
+// Put implements Store.
+func (d *Disk) Put(ctx context.Context, key string, r io.Reader, limit int64) (Info, error) {
+	w, err := d.Create(ctx, key)
+	if err != nil {
+		return Info{}, err
+	}
+	defer w.Abort()
+	// Read one byte past the limit to tell "exactly limit" from "more".
+	n, err := io.Copy(w, io.LimitReader(contextReader{ctx, r}, limit+1))
+	if err != nil {
+		return Info{}, err
+	}
+	if n > limit {
+		return Info{}, ErrTooLarge
+	}
+	return w.Commit()
+}
+
+// Create implements Store.
+func (d *Disk) Create(ctx context.Context, key string) (Writer, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".upload-*")
+	if err != nil {
+		return nil, err
+	}
+	return &diskWriter{f: f, final: p, key: key, h: sha256.New()}, nil
+}
+
+type diskWriter struct {
+	f     *os.File
+	final string
+	key   string
+	h     hash.Hash
+	n     int64
+	done  bool
+}
+
+func (w *diskWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.h.Write(b[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *diskWriter) Commit() (Info, error) {
+	if w.done {
+		return Info{}, errors.New("blob: writer already closed")
+	}
+	w.done = true
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		os.Remove(w.f.Name())
+		return Info{}, err
+	}
+	if err := w.f.Close(); err != nil {
+		os.Remove(w.f.Name())
+		return Info{}, err
+	}
+	if err := os.Rename(w.f.Name(), w.final); err != nil {
+		os.Remove(w.f.Name())
+		return Info{}, err
+	}
+	// The rename is durable only once the folder is synced too.
+	if dir, err := os.Open(filepath.Dir(w.final)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	st, err := os.Stat(w.final)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Key: w.key, Size: w.n, SHA256: hex.EncodeToString(w.h.Sum(nil)), ModTime: st.ModTime()}, nil
+}
+
+func (w *diskWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.f.Close()
+	return os.Remove(w.f.Name())
+}
+
+// Stat implements Store. It reads the object to give its checksum.
+func (d *Disk) Stat(ctx context.Context, key string) (Info, error) {
+	f, info, err := d.Open(ctx, key)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, contextReader{ctx, f}); err != nil {
+		return Info{}, err
+	}
+	info.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return info, nil
+}
+
+// Open implements Store. The Info it returns has no checksum.
+func (d *Disk) Open(_ context.Context, key string) (io.ReadSeekCloser, Info, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, Info{}, fmt.Errorf("%s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, Info{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, Info{}, err
+	}
+	return f, Info{Key: key, Size: st.Size(), ModTime: st.ModTime()}, nil
+}
+
+// Delete implements Store.
+func (d *Disk) Delete(_ context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// contextReader stops a long copy when its context ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

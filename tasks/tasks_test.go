@@ -1,0 +1,58 @@
+package tasks_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/tasks"
+)
+
+func TestRetryDelayFollowsEachSchedulePlusJitter(t *testing.T) {
+	ingest := tasks.NewIngest(tasks.IngestPayload{AssetID: uuid.New()})
+	for n, want := range []time.Duration{2 * time.Second, 10 * time.Second, time.Minute} {
+		seen := map[time.Duration]bool{}
+		for range 50 {
+			d := tasks.RetryDelay(n, errors.New("x"), ingest)
+			if d < want*8/10 || d > want*12/10 {
+				t.Fatalf("retry %d: %v outside %v ±20%%", n, d, want)
+			}
+			seen[d] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("retry %d: only %d distinct delays in 50, jitter missing", n, len(seen))
+		}
+	}
+	export := tasks.NewExport(tasks.ExportPayload{ExportID: uuid.New()})
+	if d := tasks.RetryDelay(2, errors.New("x"), export); d < 24*time.Minute {
+		t.Fatalf("export third retry %v, want about 30m", d)
+	}
+}
+
+func TestRateLimitedWaitsWithoutFailing(t *testing.T) {
+	err := tasks.RateLimited("embed", 7*time.Second)
+	if tasks.IsFailure(err) {
+		t.Fatal("a rate-limited task counted as a failure")
+	}
+	if !tasks.IsFailure(errors.New("boom")) {
+		t.Fatal("a real error not counted")
+	}
+	embed := tasks.NewEmbed(tasks.EmbedPayload{AssetID: uuid.New(), Model: "m"})
+	if d := tasks.RetryDelay(0, err, embed); d < 5*time.Second || d > 9*time.Second {
+		t.Fatalf("rate-limited delay %v, want about 7s", d)
+	}
+}
+
+func TestPermanentSkipsRetry(t *testing.T) {
+	err := tasks.Permanent(errors.New("corrupt"))
+	if !errors.Is(err, asynq.SkipRetry) || !tasks.IsPermanent(err) || err.Error() == "" {
+		t.Fatalf("permanent error %v", err)
+	}
+	_, err = tasks.Decode[tasks.IngestPayload](asynq.NewTask(tasks.TypeIngest, []byte("{not json")))
+	if !tasks.IsPermanent(err) {
+		t.Fatalf("undecodable payload error %v is not permanent", err)
+	}
+}
