@@ -163,4 +163,3 @@ func Decode[T any](t *asynq.Task) (T, error) {
 	}
 	return p, nil
 }
-
