@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/internal/testenv"
 	"lightbox/server"
@@ -22,8 +25,9 @@ import (
 type app struct {
 	t   *testing.T
 	env *testenv.Env
-	cfg *config.Config
-	url string
+	cfg   *config.Config
+	url   string
+	blobs *blob.Disk
 }
 
 func newApp(t *testing.T) *app {
@@ -32,24 +36,62 @@ func newApp(t *testing.T) *app {
 	return startApp(t, env, env.Redis)
 }
 
+const testUploadSecret = "test-secret-0123456789abcdef0123456789"
+
+// options adjust one app's environment and wiring.
+type options struct {
+	env      map[string]string
+	queueURL string // Redis the queue client talks to; the test's own by default
+	dataDir  string // blob folder shared by apps that stand for one deployment
+}
+
 func startApp(t *testing.T, env *testenv.Env, rdb *redis.Client) *app {
+	return startAppWith(t, env, rdb, options{})
+}
+
+func startAppWith(t *testing.T, env *testenv.Env, rdb *redis.Client, o options) *app {
 	t.Helper()
-	cfg, err := config.FromLookup(func(k string) (string, bool) {
-		v, ok := map[string]string{
-			"DATABASE_URL": env.DSN,
-			"REDIS_URL":    env.RedisURL,
-			"DATA_DIR":     t.TempDir(),
-		}[k]
-		return v, ok
-	})
+	// The handler is set once the config, which needs the URL, exists.
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	if o.dataDir == "" {
+		o.dataDir = t.TempDir()
+	}
+	vars := map[string]string{
+		"DATABASE_URL":  env.DSN,
+		"REDIS_URL":     env.RedisURL,
+		"DATA_DIR":      o.dataDir,
+		"PUBLIC_URL":    ts.URL,
+		"UPLOAD_SECRET": testUploadSecret,
+	}
+	for k, v := range o.env {
+		vars[k] = v
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.queueURL == "" {
+		o.queueURL = env.RedisURL
+	}
+	queueOpt, err := asynq.ParseRedisURI(o.queueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := asynq.NewClient(queueOpt)
+	t.Cleanup(func() { queue.Close() })
+	blobs, err := blob.NewDisk(filepath.Join(o.dataDir, "blobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(server.Deps{Config: cfg, Store: env.Store, Redis: rdb, Logger: quiet})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return &app{t: t, env: env, cfg: cfg, url: ts.URL}
+	srv := server.New(server.Deps{
+		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Logger: quiet,
+		Blobs: blobs, Signer: blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs"),
+	})
+	handler = srv.Handler()
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs}
 }
 
 // user makes a user and returns its API key.

@@ -18,11 +18,12 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	r.PUT("/blobs/*key", s.putBlob) // authorized by the URL's signature
 
 	v1 := r.Group("/v1", s.limitBody)
 	v1.POST("/session", s.createSession)
 
-	api := v1.Group("", s.authenticate)
+	api := v1.Group("", s.authenticate, s.rateLimit)
 	api.GET("/session", s.getSession)
 	api.DELETE("/session", s.deleteSession)
 
@@ -31,6 +32,9 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id", s.getProject)
 	api.PATCH("/projects/:id", s.patchProject)
 	api.POST("/projects/:id/archive", s.idempotent, s.archiveProject)
+
+	api.POST(`/projects/:id/assets\:prepareUpload`, s.idempotent, s.prepareUpload)
+	api.POST(`/projects/:id/assets\:finalizeUpload`, s.idempotent, s.finalizeUpload)
 
 	return r
 }

@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/store"
 )
@@ -23,6 +26,9 @@ type Deps struct {
 	Config *config.Config
 	Store  *store.Store
 	Redis  *redis.Client
+	Queue  *asynq.Client
+	Blobs  blob.Store
+	Signer *blob.Signer
 	Logger *slog.Logger
 }
 
@@ -31,13 +37,24 @@ type Server struct {
 	cfg    *config.Config
 	store  *store.Store
 	rdb    *redis.Client
+	queue  *asynq.Client
+	blobs  blob.Store
+	signer *blob.Signer
+	limits limits
 	log    *slog.Logger
 	router *gin.Engine
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, store: d.Store, rdb: d.Redis, log: d.Logger}
+	s := &Server{
+		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, blobs: d.Blobs, signer: d.Signer, log: d.Logger,
+		limits: limits{
+			rl:      redis_rate.NewLimiter(d.Redis),
+			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),
+			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
+		},
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -51,6 +51,9 @@ var table = map[string]spec{
 	TypeSweep:      {QueueLow, time.Minute, nil},
 }
 
+// QueueOf is the queue tasks of type typ go to.
+func QueueOf(typ string) string { return table[typ].queue }
+
 // Job links a task to its row in the jobs table, where the worker records
 // its progress.
 type Job struct {
@@ -146,12 +149,18 @@ func build(typ string, payload any, taskID string) *asynq.Task {
 		// Payloads are plain structs of strings and ids; this cannot fail.
 		panic(fmt.Sprintf("tasks: encode %s payload: %v", typ, err))
 	}
+	return New(typ, b, taskID)
+}
+
+// New builds a task of type typ from an encoded payload with the options of
+// its row in the task table: how recorded jobs are enqueued again.
+func New(typ string, payload []byte, taskID string) *asynq.Task {
 	s := table[typ]
 	opts := []asynq.Option{asynq.Queue(s.queue), asynq.MaxRetry(len(s.schedule)), asynq.Timeout(s.timeout)}
 	if taskID != "" {
 		opts = append(opts, asynq.TaskID(taskID))
 	}
-	return asynq.NewTask(typ, b, opts...)
+	return asynq.NewTask(typ, payload, opts...)
 }
 
 // Decode reads a task's payload. A payload that does not decode will never

@@ -4,7 +4,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
 	"lightbox/internal/boot"
 	"lightbox/server"
 )
@@ -28,6 +32,24 @@ func run() error {
 	}
 	defer rdb.Close()
 
-	srv := server.New(server.Deps{Config: p.Config, Store: p.Store, Redis: rdb, Logger: p.Log})
+	queueOpt, err := asynq.ParseRedisURI(p.Config.RedisURL)
+	if err != nil {
+		return err
+	}
+	queue := asynq.NewClient(queueOpt)
+	defer queue.Close()
+	blobs, err := blob.NewDisk(filepath.Join(p.Config.DataDir, "blobs"))
+	if err != nil {
+		return err
+	}
+	secret, err := boot.UploadSecret(p.Config)
+	if err != nil {
+		return err
+	}
+
+	srv := server.New(server.Deps{
+		Config: p.Config, Store: p.Store, Redis: rdb, Queue: queue, Logger: p.Log,
+		Blobs: blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
+	})
 	return srv.Run(p.Ctx)
 }

@@ -5,11 +5,17 @@ package boot
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -80,4 +86,41 @@ func Redis(cfg *config.Config) (*redis.Client, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return redis.NewClient(opt), nil
+}
+
+// UploadSecret is the HMAC key of signed URLs: UPLOAD_SECRET, or a random
+// one kept in DATA_DIR so every process sharing that folder agrees on it.
+func UploadSecret(cfg *config.Config) ([]byte, error) {
+	if cfg.UploadSecret != "" {
+		return []byte(cfg.UploadSecret), nil
+	}
+	path := filepath.Join(cfg.DataDir, "upload-secret")
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	encoded := []byte(hex.EncodeToString(secret))
+	// O_EXCL: when two processes start together, one writes and both read it.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		_, err = f.Write(encoded)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return encoded, err
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	for range 50 {
+		if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+			return b, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("%s exists but holds no secret", path)
 }

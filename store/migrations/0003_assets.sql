@@ -9,11 +9,14 @@ CREATE TABLE assets (
     content_type     text NOT NULL,
     byte_size        bigint NOT NULL,
     blob_key         text NOT NULL,
-    checksum_sha256  text,
+    checksum_sha256  text,             -- computed by the server as the bytes arrived
+    upload_size      bigint,
+    uploaded_at      timestamptz,
     status           text NOT NULL DEFAULT 'pending_upload' CHECK (status IN
                          ('pending_upload', 'uploaded', 'cull', 'search', 'ai', 'failed', 'duplicate')),
     duplicate_of     uuid REFERENCES assets ON DELETE SET NULL,
     upload_expires_at timestamptz,
+    finalized_at     timestamptz,
     captured_at      timestamptz,
     captured_offset  text,
     ingested_at      timestamptz,

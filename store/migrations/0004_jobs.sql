@@ -24,6 +24,7 @@ CREATE TABLE jobs (
     type          text NOT NULL,
     queue         text NOT NULL,
     task_id       text NOT NULL,
+    payload       jsonb NOT NULL DEFAULT '{}', -- the task's payload, to enqueue it again if it is lost
     status        text NOT NULL DEFAULT 'queued' CHECK (status IN
                       ('queued', 'running', 'done', 'failed', 'canceled')),
     progress      real NOT NULL DEFAULT 0,

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-redis/redis_rate/v10"
+)
+
+// limiterErrors counts requests let through because Redis could not answer
+// the limiter; /readyz reports it.
+var limiterErrors atomic.Int64
+
+// limits are the per-user budgets, shared through Redis by every server
+// process, as token buckets refilled per minute.
+type limits struct {
+	rl      *redis_rate.Limiter
+	api     redis_rate.Limit
+	uploads redis_rate.Limit
+}
+
+func perMinute(rate, burst int) redis_rate.Limit {
+	return redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Minute}
+}
+
+// rateLimit spends one API request from the caller's budget and says so in
+// the X-RateLimit-* headers of every answer.
+func (s *Server) rateLimit(c *gin.Context) {
+	if s.allow(c, "api:"+principal(c).ID.String(), s.limits.api, 1) {
+		c.Next()
+	}
+}
+
+// allow spends n from a budget and answers 429 when it cannot. When Redis
+// does not answer, the request goes on: a limiter outage must not become an
+// API outage.
+func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int) bool {
+	ctx, cancel := context.WithTimeout(c, 500*time.Millisecond)
+	defer cancel()
+	res, err := s.limits.rl.AllowN(ctx, key, limit, n)
+	if err != nil {
+		limiterErrors.Add(1)
+		logger(c).Warn("rate limiter unavailable; request allowed", "err", err)
+		return true
+	}
+	h := c.Writer.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit.Burst))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	if res.Allowed >= n {
+		return true
+	}
+	retry := ceilSeconds(res.RetryAfter)
+	if res.RetryAfter < 0 {
+		// More than the bucket can ever hold: no wait makes it pass.
+		fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; the most allowed at once is %d.", n, limit.Burst).
+			with("retryAfter", nil).with("limit", limit.Burst))
+		return false
+	}
+	h.Set("Retry-After", strconv.Itoa(retry))
+	fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry))
+	return false
+}
+
+func ceilSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int(math.Ceil(d.Seconds()))
+}

@@ -1,0 +1,72 @@
+package server_test
+
+import (
+	"strconv"
+	"testing"
+
+	"lightbox/internal/testenv"
+)
+
+func TestTwoServersShareOneUploadBudget(t *testing.T) {
+	env := testenv.New(t)
+	limits := options{env: map[string]string{"RATE_UPLOADS_PER_MINUTE": "5", "RATE_UPLOADS_BURST": "5"}}
+	one := startAppWith(t, env, env.Redis, limits)
+	two := startAppWith(t, env, env.Redis, limits)
+	key := one.user("ana@example.org", false)
+	project := one.newProject(key)
+	files := func(n int) map[string]any {
+		fs := make([]map[string]any, n)
+		for i := range fs {
+			fs[i] = map[string]any{"filename": "a.jpg", "byteSize": 100}
+		}
+		return map[string]any{"files": fs}
+	}
+	path := "/v1/projects/" + project + "/assets:prepareUpload"
+
+	expect(t, one.do("POST", path, key, files(3)), 200, "")
+	r := two.do("POST", path, key, files(3))
+	expect(t, r, 429, "rate_limited")
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 1 {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	if got := r.json(t)["details"].(map[string]any)["retryAfter"]; got != float64(retry) {
+		t.Fatalf("details.retryAfter %v, Retry-After %d", got, retry)
+	}
+	// What is left of the budget still goes through.
+	expect(t, two.do("POST", path, key, files(2)), 200, "")
+	// Another user has a budget of their own.
+	bob := one.user("bob@example.org", false)
+	expect(t, two.do("POST", "/v1/projects/"+two.newProject(bob)+"/assets:prepareUpload", bob, files(5)), 200, "")
+}
+
+func TestRateLimitHeadersAndRefusal(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"RATE_API_PER_MINUTE": "60", "RATE_API_BURST": "3"}})
+	key := a.user("ana@example.org", false)
+	for i := range 3 {
+		r := a.do("GET", "/v1/projects", key, nil)
+		expect(t, r, 200, "")
+		if r.header.Get("X-RateLimit-Limit") != "3" || r.header.Get("X-RateLimit-Remaining") != strconv.Itoa(2-i) || r.header.Get("X-RateLimit-Reset") == "" {
+			t.Fatalf("request %d headers: limit %q remaining %q reset %q", i, r.header.Get("X-RateLimit-Limit"),
+				r.header.Get("X-RateLimit-Remaining"), r.header.Get("X-RateLimit-Reset"))
+		}
+	}
+	r := a.do("GET", "/v1/projects", key, nil)
+	expect(t, r, 429, "rate_limited")
+	if r.header.Get("Retry-After") != "1" || r.header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("429 headers: Retry-After %q remaining %q", r.header.Get("Retry-After"), r.header.Get("X-RateLimit-Remaining"))
+	}
+}
+
+func TestLimiterOutageLetsRequestsThrough(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{})
+	key := a.user("ana@example.org", false)
+	env.Redis.Close() // the limiter's Redis is gone
+	r := a.do("GET", "/v1/projects", key, nil)
+	expect(t, r, 200, "")
+	if r.header.Get("X-RateLimit-Limit") != "" {
+		t.Fatal("limit headers without a limiter answer")
+	}
+}

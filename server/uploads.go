@@ -1,0 +1,407 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jmoiron/sqlx"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+const maxFilesPerCall = 1000
+
+// uploadTypes are the originals we accept, with the extensions that imply
+// them when a client sends no content type.
+var uploadTypes = map[string][]string{
+	"image/jpeg": {".jpg", ".jpeg", ".jpe"},
+	"image/png":  {".png"},
+	"image/gif":  {".gif"},
+	"image/webp": {".webp"},
+	"image/tiff": {".tif", ".tiff"},
+}
+
+func typeFromExt(name string) string {
+	ext := strings.ToLower(path.Ext(name))
+	for t, exts := range uploadTypes {
+		for _, e := range exts {
+			if e == ext {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+type prepareFile struct {
+	ClientFileID *string    `json:"clientFileId"`
+	Filename     string     `json:"filename"`
+	ByteSize     int64      `json:"byteSize"`
+	ContentType  string     `json:"contentType"`
+	CapturedAt   *time.Time `json:"capturedAt"`
+}
+
+type uploadJSON struct {
+	ClientFileID *string           `json:"clientFileId"`
+	AssetID      string            `json:"assetId"`
+	UploadURL    string            `json:"uploadUrl"`
+	Headers      map[string]string `json:"headers"`
+	ExpiresAt    time.Time         `json:"expiresAt"`
+}
+
+// checkFilename refuses names that are not a plain file name.
+func checkFilename(name string) string {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return "is required"
+	case len(name) > 255:
+		return "must be at most 255 bytes"
+	case strings.ContainsAny(name, `/\`):
+		return "must be a file name without folders"
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// prepareUpload records the files a client is about to send and hands out
+// one signed PUT URL for each.
+func (s *Server) prepareUpload(c *gin.Context) {
+	p, err := s.activeProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Files []prepareFile `json:"files"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	if len(in.Files) == 0 || len(in.Files) > maxFilesPerCall {
+		fail(c, fieldErrors{"files": fmt.Sprintf("must list 1 to %d files", maxFilesPerCall)}.err())
+		return
+	}
+	errs, unsupported := fieldErrors{}, fieldErrors{}
+	for i := range in.Files {
+		f := &in.Files[i]
+		at := fmt.Sprintf("files[%d].", i)
+		if msg := checkFilename(f.Filename); msg != "" {
+			errs.add(at+"filename", msg)
+		}
+		if f.ByteSize < 1 || f.ByteSize > s.cfg.MaxUploadBytes {
+			errs.add(at+"byteSize", fmt.Sprintf("must be 1 to %d bytes", s.cfg.MaxUploadBytes))
+		}
+		if f.ClientFileID != nil && len(*f.ClientFileID) > 200 {
+			errs.add(at+"clientFileId", "must be at most 200 characters")
+		}
+		if f.ContentType == "" {
+			f.ContentType = typeFromExt(f.Filename)
+		} else if mt, _, err := mime.ParseMediaType(f.ContentType); err == nil {
+			f.ContentType = mt
+		}
+		if _, ok := uploadTypes[f.ContentType]; !ok {
+			unsupported.add(at+"contentType", fmt.Sprintf("%q is not supported; send JPEG, PNG, GIF, WebP or TIFF", f.ContentType))
+		}
+	}
+	if len(errs) > 0 {
+		for k, v := range unsupported {
+			errs.add(k, v)
+		}
+		fail(c, errs.err())
+		return
+	}
+	if len(unsupported) > 0 {
+		fail(c, apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Some files are of a type this service does not take: JPEG, PNG, GIF, WebP and TIFF are.").with("fields", map[string]string(unsupported)))
+		return
+	}
+	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(in.Files)) {
+		return
+	}
+
+	expires := time.Now().Add(s.cfg.UploadURLTTL).UTC().Truncate(time.Second)
+	rows := make([]store.NewAsset, len(in.Files))
+	out := make([]uploadJSON, len(in.Files))
+	for i, f := range in.Files {
+		id := uuid.New()
+		key := "originals/" + p.ID.String() + "/" + id.String()
+		rows[i] = store.NewAsset{ID: id, ClientFileID: f.ClientFileID, Filename: f.Filename, ContentType: f.ContentType,
+			ByteSize: f.ByteSize, BlobKey: key, CapturedAt: f.CapturedAt}
+		out[i] = uploadJSON{
+			ClientFileID: f.ClientFileID, AssetID: id.String(), ExpiresAt: expires,
+			UploadURL: s.signer.URL(blob.Grant{Method: http.MethodPut, Key: key, Expires: expires, MaxSize: f.ByteSize, ContentType: f.ContentType}),
+			Headers:   map[string]string{"Content-Type": f.ContentType},
+		}
+	}
+	if err := s.store.AddPendingAssets(c, p.ID, rows, expires); err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"uploads": out})
+}
+
+// activeProject loads the caller's project from the path; archived
+// projects take no new work.
+func (s *Server) activeProject(c *gin.Context) (*store.Project, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.store.Project(c, principal(c).ID, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.Status != "active" {
+		return nil, apiError(http.StatusConflict, "project_not_active", "The project is %s; it takes no new files.", p.Status)
+	}
+	return p, nil
+}
+
+var originalKey = regexp.MustCompile(`^originals/[0-9a-f-]{36}/([0-9a-f-]{36})$`)
+
+// putBlob receives an upload through a signed URL. The signature is the
+// credential: browsers PUT straight here without the API key. The bytes
+// stream through SHA-256 into a temporary file and become visible only if
+// the asset still waits for them.
+func (s *Server) putBlob(c *gin.Context) {
+	key := strings.TrimPrefix(c.Param("key"), "/")
+	if blob.CheckKey(key) != nil {
+		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
+		return
+	}
+	g, err := s.signer.Verify(http.MethodPut, key, c.Request.URL.Query(), time.Now())
+	switch {
+	case errors.Is(err, blob.ErrExpired):
+		fail(c, apiError(http.StatusForbidden, "url_expired", "The upload URL expired at %s; prepare the upload again for a fresh one.", g.Expires.UTC().Format(time.RFC3339)))
+		return
+	case err != nil:
+		fail(c, apiError(http.StatusForbidden, "invalid_signature", "The upload URL's signature does not match; use the URL exactly as given."))
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); mt != g.ContentType {
+		fail(c, apiError(http.StatusUnsupportedMediaType, "content_type_mismatch", "This URL takes Content-Type %s.", g.ContentType))
+		return
+	}
+	limit := min(g.MaxSize, s.cfg.MaxUploadBytes)
+	if c.Request.ContentLength > limit {
+		fail(c, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit))
+		return
+	}
+	m := originalKey.FindStringSubmatch(key)
+	if m == nil {
+		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
+		return
+	}
+	assetID := uuid.MustParse(m[1])
+	if a, err := s.store.AssetByID(c, assetID); err != nil {
+		fail(c, err)
+		return
+	} else if a.Status != store.AssetPendingUpload {
+		fail(c, errAlreadyFinalized())
+		return
+	}
+
+	w, err := s.blobs.Create(c, key)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer w.Abort()
+	if n, err := copyLimited(c, w, limit); err != nil {
+		fail(c, err)
+		return
+	} else if n > limit {
+		fail(c, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit))
+		return
+	}
+	// The row lock orders this upload against a finalize of the same asset:
+	// bytes never change under an asset that was already accepted.
+	var info blob.Info
+	err = s.store.InTx(c, func(tx *sqlx.Tx) error {
+		pending, err := store.LockPendingUpload(c, tx, assetID)
+		if err != nil {
+			return err
+		}
+		if !pending {
+			return errAlreadyFinalized()
+		}
+		if info, err = w.Commit(); err != nil {
+			return err
+		}
+		return store.RecordUpload(c, tx, assetID, info.SHA256, info.Size)
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"key": key, "byteSize": info.Size, "checksumSha256": info.SHA256})
+}
+
+func errAlreadyFinalized() *Error {
+	return apiError(http.StatusConflict, "already_finalized", "This asset has been finalized; its bytes can no longer change.")
+}
+
+// copyLimited copies the request body into w, reading one byte past limit
+// so the caller can tell a body that is too long.
+func copyLimited(c *gin.Context, w blob.Writer, limit int64) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for n <= limit {
+		k, err := c.Request.Body.Read(buf[:min(int64(len(buf)), limit+1-n)])
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, apiError(http.StatusBadRequest, "upload_interrupted", "The upload ended before all bytes arrived.")
+		}
+	}
+	return n, nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+type finalizeAssetJSON struct {
+	AssetID     string     `json:"assetId"`
+	Status      string     `json:"status"`
+	DuplicateOf *uuid.UUID `json:"duplicateOf,omitempty"`
+	Error       *errorJSON `json:"error,omitempty"`
+}
+
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// finalizeUpload accepts uploaded assets: see store.FinalizeUploads. The
+// jobs are committed to Postgres before they are enqueued, so an enqueue
+// lost to a Redis outage is found and repeated by the sweeper.
+func (s *Server) finalizeUpload(c *gin.Context) {
+	p, err := s.activeProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Assets []struct {
+			AssetID        uuid.UUID `json:"assetId"`
+			ChecksumSHA256 string    `json:"checksumSha256"`
+			ContentType    string    `json:"contentType"`
+		} `json:"assets"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	if len(in.Assets) == 0 || len(in.Assets) > maxFilesPerCall {
+		errs.add("assets", fmt.Sprintf("must list 1 to %d assets", maxFilesPerCall))
+	}
+	items := make([]store.FinalizeItem, len(in.Assets))
+	seen := map[uuid.UUID]bool{}
+	for i, a := range in.Assets {
+		if !sha256Hex.MatchString(a.ChecksumSHA256) {
+			errs.add(fmt.Sprintf("assets[%d].checksumSha256", i), "must be 64 lowercase hex digits")
+		}
+		if seen[a.AssetID] {
+			errs.add(fmt.Sprintf("assets[%d].assetId", i), "is listed twice")
+		}
+		seen[a.AssetID] = true
+		items[i] = store.FinalizeItem{AssetID: a.AssetID, Checksum: a.ChecksumSHA256}
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+
+	res, err := s.store.FinalizeUploads(c, principal(c).ID, p.ID, items, ingestJob(p.ID))
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			logger(c).Error("finalize not recorded", "err", err)
+			err = apiError(http.StatusServiceUnavailable, "queue_unavailable", "The work could not be recorded; retry the same call.")
+		}
+		fail(c, err)
+		return
+	}
+	ctx := context.WithoutCancel(c.Request.Context())
+	for _, key := range res.Discard {
+		if err := s.blobs.Delete(ctx, key); err != nil {
+			logger(c).Warn("discard blob", "key", key, "err", err)
+		}
+	}
+	s.enqueueJobs(ctx, res.NewJobs)
+	if len(res.NewJobs) > 0 {
+		// The chain flusher debounces itself by TaskID; a lost enqueue is
+		// repeated by the sweeper.
+		if err := tasks.Enqueue(ctx, s.queue, tasks.NewChainFlush()); err != nil {
+			logger(c).Warn("enqueue chain flush", "err", err)
+		}
+	}
+
+	out := make([]finalizeAssetJSON, len(res.Assets))
+	for i, a := range res.Assets {
+		out[i] = finalizeAssetJSON{AssetID: a.AssetID.String(), Status: a.Status, DuplicateOf: a.DuplicateOf}
+		if a.ErrorCode != "" {
+			out[i].Error = &errorJSON{Code: a.ErrorCode, Message: a.ErrorMessage}
+		}
+	}
+	jobs := make([]string, len(res.Jobs))
+	for i, j := range res.Jobs {
+		jobs[i] = j.String()
+	}
+	c.JSON(http.StatusOK, gin.H{"queuedJobs": jobs, "batchId": res.BatchID, "assets": out})
+}
+
+// ingestJob builds the job row of an accepted asset's ingest.
+func ingestJob(project uuid.UUID) store.JobSpec {
+	return func(asset, batch, job uuid.UUID) store.Job {
+		p := tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset}
+		t := tasks.NewIngest(p)
+		return store.Job{ID: job, ProjectID: project, AssetID: &asset, BatchID: &batch,
+			Type: t.Type(), Queue: tasks.QueueOf(t.Type()), TaskID: tasks.IngestID(asset), Payload: t.Payload()}
+	}
+}
+
+// enqueueJobs hands recorded jobs to the queue and notes which arrived.
+// Failures are logged, not returned: the jobs are safe in Postgres.
+func (s *Server) enqueueJobs(ctx context.Context, jobs []store.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	ts := make([]*asynq.Task, len(jobs))
+	for i, j := range jobs {
+		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
+	}
+	var done []uuid.UUID
+	for i, err := range tasks.EnqueueAll(ctx, s.queue, ts) {
+		if err != nil {
+			s.log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
+			continue
+		}
+		done = append(done, jobs[i].ID)
+	}
+	if err := s.store.MarkEnqueued(ctx, done); err != nil {
+		s.log.Warn("mark enqueued", "err", err)
+	}
+}

@@ -1,0 +1,392 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/internal/testenv"
+	"lightbox/tasks"
+)
+
+type photo struct {
+	name string
+	data []byte
+}
+
+func (p photo) sum() string {
+	h := sha256.Sum256(p.data)
+	return hex.EncodeToString(h[:])
+}
+
+func corpus(t *testing.T, names ...string) []photo {
+	t.Helper()
+	dir := testenv.Corpus(t)
+	out := make([]photo, len(names))
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = photo{name: filepath.Base(n), data: b}
+	}
+	return out
+}
+
+func (a *app) newProject(key string) string {
+	a.t.Helper()
+	r := a.do("POST", "/v1/projects", key, map[string]any{"title": "Shoot"})
+	expect(a.t, r, 201, "")
+	return r.json(a.t)["id"].(string)
+}
+
+type upload struct {
+	AssetID   string            `json:"assetId"`
+	UploadURL string            `json:"uploadUrl"`
+	Headers   map[string]string `json:"headers"`
+	ExpiresAt time.Time         `json:"expiresAt"`
+}
+
+func (a *app) prepare(key, project string, ps []photo) []upload {
+	a.t.Helper()
+	files := make([]map[string]any, len(ps))
+	for i, p := range ps {
+		files[i] = map[string]any{"filename": p.name, "byteSize": len(p.data), "clientFileId": fmt.Sprint(i)}
+	}
+	r := a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files})
+	expect(a.t, r, 200, "")
+	var out struct{ Uploads []upload }
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		a.t.Fatal(err)
+	}
+	return out.Uploads
+}
+
+// put sends bytes to a signed URL exactly as a browser would: no API key.
+func (a *app) put(rawURL string, headers map[string]string, body []byte) reply {
+	a.t.Helper()
+	req, _ := http.NewRequest("PUT", rawURL, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return reply{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func (a *app) finalize(key, project string, ups []upload, sums []string) reply {
+	a.t.Helper()
+	items := make([]map[string]string, len(ups))
+	for i, u := range ups {
+		items[i] = map[string]string{"assetId": u.AssetID, "checksumSha256": sums[i]}
+	}
+	return a.do("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": items})
+}
+
+// uploadAll prepares, PUTs and finalizes ps, returning the finalize answer.
+func (a *app) uploadAll(key, project string, ps []photo) (reply, []upload) {
+	a.t.Helper()
+	ups := a.prepare(key, project, ps)
+	sums := make([]string, len(ps))
+	for i, u := range ups {
+		expect(a.t, a.put(u.UploadURL, u.Headers, ps[i].data), 201, "")
+		sums[i] = ps[i].sum()
+	}
+	return a.finalize(key, project, ups, sums), ups
+}
+
+func inspector(t *testing.T, env *testenv.Env) *asynq.Inspector {
+	opt, err := asynq.ParseRedisURI(env.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := asynq.NewInspector(opt)
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ps := corpus(t, "photos/wood.jpg", "photos/storm.jpg", "odd/rgba8.png")
+
+	r, ups := a.uploadAll(key, project, ps)
+	expect(t, r, 200, "")
+	var ans struct {
+		QueuedJobs []string
+		BatchID    string
+		Assets     []struct{ AssetID, Status string }
+	}
+	json.Unmarshal(r.body, &ans)
+	if len(ans.QueuedJobs) != 3 || ans.BatchID == "" {
+		t.Fatalf("finalize answer %s", r.body)
+	}
+	for i, as := range ans.Assets {
+		if as.Status != "uploaded" || as.AssetID != ups[i].AssetID {
+			t.Fatalf("asset %d: %+v", i, as)
+		}
+	}
+
+	in := inspector(t, a.env)
+	for i, u := range ups {
+		info, err := in.GetTaskInfo("default", "ingest:"+u.AssetID)
+		if err != nil {
+			t.Fatalf("ingest task of asset %d: %v", i, err)
+		}
+		if info.Type != tasks.TypeIngest || info.MaxRetry != 3 || info.Queue != "default" || info.Timeout <= 0 {
+			t.Fatalf("task %+v", info)
+		}
+		var p tasks.IngestPayload
+		json.Unmarshal(info.Payload, &p)
+		if p.AssetID.String() != u.AssetID || p.ProjectID.String() != project || p.JobID.String() == "" {
+			t.Fatalf("payload %s", info.Payload)
+		}
+		// The stored original is exactly what was sent.
+		f, _, err := a.blobs.Open(context.Background(), "originals/"+project+"/"+u.AssetID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(f)
+		f.Close()
+		if !bytes.Equal(got, ps[i].data) {
+			t.Fatalf("stored original %d differs from the upload", i)
+		}
+	}
+	if _, err := in.GetTaskInfo("low", "chain:flush"); err != nil {
+		t.Fatalf("chain:flush not enqueued: %v", err)
+	}
+	var queued int
+	a.env.Store.DB.Get(&queued, "SELECT count(*) FROM attestation_queue WHERE status = 'pending'")
+	if queued != 3 {
+		t.Fatalf("%d originals waiting for attestation, want 3", queued)
+	}
+	r = a.do("GET", "/v1/projects/"+project, key, nil)
+	if stats := r.json(t)["stats"].(map[string]any); stats["total"] != 3.0 || stats["processing"] != 3.0 {
+		t.Fatalf("stats %v", stats)
+	}
+}
+
+func TestFinalizeTwiceAnswersTheSameAndEnqueuesOnce(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ps := corpus(t, "photos/wood.jpg", "photos/dune.jpg")
+	first, ups := a.uploadAll(key, project, ps)
+	expect(t, first, 200, "")
+	second := a.finalize(key, project, ups, []string{ps[0].sum(), ps[1].sum()})
+	expect(t, second, 200, "")
+	if string(first.body) != string(second.body) {
+		t.Fatalf("second finalize differs:\n%s\n%s", first.body, second.body)
+	}
+	sizes, err := inspector(t, a.env).GetQueueInfo("default")
+	if err != nil || sizes.Size != 2 {
+		t.Fatalf("default queue holds %v tasks (%v), want 2", sizes, err)
+	}
+	var jobs, batches int
+	a.env.Store.DB.Get(&jobs, "SELECT count(*) FROM jobs")
+	a.env.Store.DB.Get(&batches, "SELECT count(*) FROM batches")
+	if jobs != 2 || batches != 1 {
+		t.Fatalf("%d jobs and %d batches after two finalizes, want 2 and 1", jobs, batches)
+	}
+}
+
+func TestDuplicatesPointAtTheOriginal(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	wood := corpus(t, "photos/wood.jpg")[0]
+
+	r, first := a.uploadAll(key, project, []photo{wood})
+	expect(t, r, 200, "")
+	original := first[0].AssetID
+
+	// The same bytes again, twice in one call, under other names.
+	again := []photo{{"copy.jpg", wood.data}, {"copy2.jpg", wood.data}}
+	r, ups := a.uploadAll(key, project, again)
+	expect(t, r, 200, "")
+	var ans struct {
+		QueuedJobs []string
+		Assets     []struct{ Status, DuplicateOf string }
+	}
+	json.Unmarshal(r.body, &ans)
+	for i, as := range ans.Assets {
+		if as.Status != "duplicate" || as.DuplicateOf != original {
+			t.Fatalf("copy %d: %+v, want duplicate of %s", i, as, original)
+		}
+		if _, err := a.blobs.Stat(context.Background(), "originals/"+project+"/"+ups[i].AssetID); err == nil {
+			t.Fatalf("the extra blob of copy %d was kept", i)
+		}
+	}
+	if len(ans.QueuedJobs) != 0 {
+		t.Fatalf("duplicates queued jobs %v", ans.QueuedJobs)
+	}
+
+	// Two new identical files in one call: the first is the original.
+	storm := corpus(t, "photos/storm.jpg")[0]
+	r, ups = a.uploadAll(key, project, []photo{storm, {"storm-copy.jpg", storm.data}})
+	json.Unmarshal(r.body, &ans)
+	if ans.Assets[0].Status != "uploaded" || ans.Assets[1].Status != "duplicate" || ans.Assets[1].DuplicateOf != ups[0].AssetID {
+		t.Fatalf("same bytes in one call: %s", r.body)
+	}
+}
+
+func TestChecksumMismatchFailsTheAssetAlone(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ps := corpus(t, "photos/wood.jpg", "photos/dune.jpg")
+	ups := a.prepare(key, project, ps)
+	for i, u := range ups {
+		expect(t, a.put(u.UploadURL, u.Headers, ps[i].data), 201, "")
+	}
+	r := a.finalize(key, project, ups, []string{ps[0].sum(), ps[0].sum()})
+	expect(t, r, 200, "")
+	var ans struct {
+		QueuedJobs []string
+		Assets     []struct {
+			Status string
+			Error  *struct{ Code string }
+		}
+	}
+	json.Unmarshal(r.body, &ans)
+	if ans.Assets[0].Status != "uploaded" || ans.Assets[1].Status != "failed" || ans.Assets[1].Error == nil || ans.Assets[1].Error.Code != "checksum_mismatch" {
+		t.Fatalf("answer %s", r.body)
+	}
+	if len(ans.QueuedJobs) != 1 {
+		t.Fatalf("queued %v, want only the good asset", ans.QueuedJobs)
+	}
+	if _, err := inspector(t, a.env).GetTaskInfo("default", "ingest:"+ups[1].AssetID); err == nil {
+		t.Fatal("a task was enqueued for the mismatched asset")
+	}
+}
+
+func TestFinalizeWithoutUploadLeavesAssetPending(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ps := corpus(t, "photos/wood.jpg")
+	ups := a.prepare(key, project, ps)
+	r := a.finalize(key, project, ups, []string{ps[0].sum()})
+	expect(t, r, 200, "")
+	if !strings.Contains(string(r.body), `"upload_missing"`) {
+		t.Fatalf("answer %s", r.body)
+	}
+	// The client can still upload and finalize.
+	expect(t, a.put(ups[0].UploadURL, ups[0].Headers, ps[0].data), 201, "")
+	r = a.finalize(key, project, ups, []string{ps[0].sum()})
+	if !strings.Contains(string(r.body), `"status":"uploaded"`) {
+		t.Fatalf("after the upload: %s", r.body)
+	}
+}
+
+func TestUploadRefusals(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	p := corpus(t, "photos/wood.jpg")[0]
+	u := a.prepare(key, project, []photo{p})[0]
+	jpeg := map[string]string{"Content-Type": "image/jpeg"}
+
+	parsed, _ := url.Parse(u.UploadURL)
+	q := parsed.Query()
+	q.Set("max", "999999999")
+	tampered := *parsed
+	tampered.RawQuery = q.Encode()
+	expect(t, a.put(tampered.String(), jpeg, p.data), 403, "invalid_signature")
+
+	signer := blob.NewSigner([]byte(testUploadSecret), a.url+"/blobs")
+	objectKey := strings.TrimPrefix(parsed.Path, "/blobs/")
+	expired := signer.URL(blob.Grant{Method: "PUT", Key: objectKey, Expires: time.Now().Add(-time.Second), MaxSize: int64(len(p.data)), ContentType: "image/jpeg"})
+	expect(t, a.put(expired, jpeg, p.data), 403, "url_expired")
+
+	expect(t, a.put(u.UploadURL, jpeg, append(bytes.Clone(p.data), 0)), 413, "too_large")
+	expect(t, a.put(u.UploadURL, map[string]string{"Content-Type": "image/png"}, p.data), 415, "content_type_mismatch")
+	escape := signer.URL(blob.Grant{Method: "PUT", Key: "originals/../../etc/x", Expires: time.Now().Add(time.Minute), MaxSize: 10, ContentType: "image/jpeg"})
+	expect(t, a.put(escape, jpeg, []byte("x")), 400, "invalid_key")
+
+	// Nothing above stored a byte; the real upload still works, once.
+	var uploaded *time.Time
+	a.env.Store.DB.Get(&uploaded, "SELECT uploaded_at FROM assets WHERE id = $1", u.AssetID)
+	if uploaded != nil {
+		t.Fatal("a refused upload was recorded")
+	}
+	expect(t, a.put(u.UploadURL, jpeg, p.data), 201, "")
+	expect(t, a.finalize(key, project, []upload{u}, []string{p.sum()}), 200, "")
+	expect(t, a.put(u.UploadURL, jpeg, p.data), 409, "already_finalized")
+}
+
+func TestPrepareValidation(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	path := "/v1/projects/" + project + "/assets:prepareUpload"
+
+	r := a.do("POST", path, key, map[string]any{"files": []map[string]any{
+		{"filename": "a.jpg", "byteSize": 10},
+		{"filename": "b.heic", "byteSize": 10, "contentType": "image/heic"},
+	}})
+	expect(t, r, 415, "unsupported_media_type")
+	if !strings.Contains(string(r.body), "files[1].contentType") {
+		t.Fatalf("unsupported file not named: %s", r.body)
+	}
+	r = a.do("POST", path, key, map[string]any{"files": []map[string]any{
+		{"filename": "", "byteSize": 0},
+		{"filename": "../x.jpg", "byteSize": a.cfg.MaxUploadBytes + 1},
+	}})
+	expect(t, r, 400, "validation_failed")
+	for _, f := range []string{"files[0].filename", "files[0].byteSize", "files[1].filename", "files[1].byteSize"} {
+		if !strings.Contains(string(r.body), f) {
+			t.Errorf("%s not named: %s", f, r.body)
+		}
+	}
+	many := make([]map[string]any, 1001)
+	for i := range many {
+		many[i] = map[string]any{"filename": "x.jpg", "byteSize": 1}
+	}
+	expect(t, a.do("POST", path, key, map[string]any{"files": many}), 400, "validation_failed")
+	expect(t, a.do("POST", path, key, map[string]any{"files": []any{}}), 400, "validation_failed")
+
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("POST", path, bob, map[string]any{"files": []map[string]any{{"filename": "a.jpg", "byteSize": 1}}}), 404, "not_found")
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:finalizeUpload", bob,
+		map[string]any{"assets": []map[string]any{{"assetId": project, "checksumSha256": strings.Repeat("a", 64)}}}), 404, "not_found")
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key,
+		map[string]any{"assets": []map[string]any{{"assetId": project, "checksumSha256": "ABC"}}}), 400, "validation_failed")
+
+	expect(t, a.do("POST", "/v1/projects/"+project+"/archive", key, nil), 200, "")
+	expect(t, a.do("POST", path, key, map[string]any{"files": []map[string]any{{"filename": "a.jpg", "byteSize": 1}}}), 409, "project_not_active")
+}
+
+func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
+	env := testenv.New(t)
+	// The queue client talks to a Redis that does not answer.
+	a := startAppWith(t, env, env.Redis, options{queueURL: "redis://127.0.0.1:1/0"})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	expect(t, r, 200, "")
+	var waiting int
+	env.Store.DB.Get(&waiting, "SELECT count(*) FROM jobs WHERE enqueued_at IS NULL AND asset_id = $1", ups[0].AssetID)
+	if waiting != 1 {
+		t.Fatalf("%d jobs wait for the sweeper, want 1", waiting)
+	}
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Asset is one original and what was learned from it.
+type Asset struct {
+	ID              uuid.UUID       `db:"id"`
+	ProjectID       uuid.UUID       `db:"project_id"`
+	ClientFileID    *string         `db:"client_file_id"`
+	Filename        string          `db:"filename"`
+	ContentType     string          `db:"content_type"`
+	ByteSize        int64           `db:"byte_size"`
+	BlobKey         string          `db:"blob_key"`
+	ChecksumSHA256  *string         `db:"checksum_sha256"`
+	UploadSize      *int64          `db:"upload_size"`
+	UploadedAt      *time.Time      `db:"uploaded_at"`
+	Status          string          `db:"status"`
+	DuplicateOf     *uuid.UUID      `db:"duplicate_of"`
+	UploadExpiresAt *time.Time      `db:"upload_expires_at"`
+	FinalizedAt     *time.Time      `db:"finalized_at"`
+	CapturedAt      *time.Time      `db:"captured_at"`
+	CapturedOffset  *string         `db:"captured_offset"`
+	IngestedAt      *time.Time      `db:"ingested_at"`
+	WidthPx         *int            `db:"width_px"`
+	HeightPx        *int            `db:"height_px"`
+	CameraMake      *string         `db:"camera_make"`
+	CameraModel     *string         `db:"camera_model"`
+	LensModel       *string         `db:"lens_model"`
+	FocalLengthMm   *float64        `db:"focal_length_mm"`
+	ShutterSpeed    *string         `db:"shutter_speed"`
+	Aperture        *float64        `db:"aperture"`
+	ISO             *int            `db:"iso"`
+	GPSLat          *float64        `db:"gps_lat"`
+	GPSLon          *float64        `db:"gps_lon"`
+	EXIF            json.RawMessage `db:"exif"`
+	Quality         json.RawMessage `db:"quality"`
+	MetadataWarning *string         `db:"metadata_warning"`
+	ErrorCode       *string         `db:"error_code"`
+	ErrorMessage    *string         `db:"error_message"`
+	CreatedAt       time.Time       `db:"created_at"`
+	UpdatedAt       time.Time       `db:"updated_at"`
+}
+
+// Asset states.
+const (
+	AssetPendingUpload = "pending_upload"
+	AssetUploaded      = "uploaded"
+	AssetCull          = "cull"
+	AssetSearch        = "search"
+	AssetAI            = "ai"
+	AssetFailed        = "failed"
+	AssetDuplicate     = "duplicate"
+)
+
+// NewAsset is a file a client is about to upload.
+type NewAsset struct {
+	ID           uuid.UUID
+	ClientFileID *string
+	Filename     string
+	ContentType  string
+	ByteSize     int64
+	BlobKey      string
+	CapturedAt   *time.Time
+}
+
+// AddPendingAssets records files about to be uploaded, in one statement.
+func (s *Store) AddPendingAssets(ctx context.Context, project uuid.UUID, files []NewAsset, expires time.Time) error {
+	n := len(files)
+	ids, names, types, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	clientIDs, captured := make([]*string, n), make([]*time.Time, n)
+	sizes := make([]int64, n)
+	for i, f := range files {
+		ids[i], names[i], types[i], keys[i] = f.ID.String(), f.Filename, f.ContentType, f.BlobKey
+		clientIDs[i], captured[i], sizes[i] = f.ClientFileID, f.CapturedAt, f.ByteSize
+	}
+	_, err := s.DB.ExecContext(ctx, `
+		INSERT INTO assets (id, project_id, client_file_id, filename, content_type, byte_size, blob_key, captured_at, upload_expires_at)
+		SELECT u.id, $1, u.client_id, u.name, u.type, u.size, u.key, u.captured, $2
+		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::timestamptz[])
+			AS u(id, client_id, name, type, size, key, captured)`,
+		project, expires, pq.Array(ids), pq.Array(clientIDs), pq.Array(names), pq.Array(types),
+		pq.Array(sizes), pq.Array(keys), pq.Array(captured))
+	return err
+}
+
+const assetColumns = `a.id, a.project_id, a.client_file_id, a.filename, a.content_type, a.byte_size, a.blob_key,
+	a.checksum_sha256, a.upload_size, a.uploaded_at, a.status, a.duplicate_of, a.upload_expires_at, a.finalized_at,
+	a.captured_at, a.captured_offset, a.ingested_at, a.width_px, a.height_px, a.camera_make, a.camera_model,
+	a.lens_model, a.focal_length_mm, a.shutter_speed, a.aperture, a.iso, a.gps_lat, a.gps_lon, a.exif, a.quality,
+	a.metadata_warning, a.error_code, a.error_message, a.created_at, a.updated_at`
+
+// AssetByID returns an asset whatever its owner; for the worker and uploads.
+func (s *Store) AssetByID(ctx context.Context, id uuid.UUID) (*Asset, error) {
+	a := &Asset{}
+	err := s.DB.GetContext(ctx, a, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
+	return a, notFound(err)
+}
+
+// Asset returns owner's asset id.
+func (s *Store) Asset(ctx context.Context, owner, id uuid.UUID) (*Asset, error) {
+	a := &Asset{}
+	err := s.DB.GetContext(ctx, a, `SELECT `+assetColumns+`
+		FROM assets a JOIN projects p ON p.id = a.project_id
+		WHERE a.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return a, notFound(err)
+}
+
+// Assets lists a project's assets in upload order, limit at a time.
+func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, limit int) (Page[Asset], error) {
+	var rows []Asset
+	var err error
+	if after == nil {
+		err = s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
+			WHERE a.project_id = $1 ORDER BY a.created_at, a.id LIMIT $2`, project, limit+1)
+	} else {
+		err = s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
+			WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
+			ORDER BY a.created_at, a.id LIMIT $4`, project, after.Time, after.ID, limit+1)
+	}
+	if err != nil {
+		return Page[Asset]{}, err
+	}
+	return pageOf(rows, limit, func(a Asset) Cursor { return Cursor{a.CreatedAt, a.ID} }), nil
+}
+
+// LockPendingUpload locks an asset row for the end of an upload and reports
+// whether it still takes bytes.
+func LockPendingUpload(ctx context.Context, tx *sqlx.Tx, id uuid.UUID) (bool, error) {
+	var status string
+	err := tx.GetContext(ctx, &status, `SELECT status FROM assets WHERE id = $1 FOR UPDATE`, id)
+	if err != nil {
+		return false, notFound(err)
+	}
+	return status == AssetPendingUpload, nil
+}
+
+// RecordUpload stores the size and SHA-256 the server computed for an upload.
+func RecordUpload(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, sha string, size int64) error {
+	_, err := tx.ExecContext(ctx, `
+		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, uploaded_at = now(), updated_at = now()
+		WHERE id = $1`, id, sha, size)
+	return err
+}
+
+// FailAsset marks an asset failed with a stable code and a reason.
+func (s *Store) FailAsset(ctx context.Context, q sqlx.ExecerContext, id uuid.UUID, code, message string) error {
+	_, err := q.ExecContext(ctx, `
+		UPDATE assets SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
+		WHERE id = $1`, id, code, message)
+	return err
+}
+
+// ExpiredUploads fails pending uploads whose URLs expired before cutoff and
+// returns their blob keys, for the sweeper to delete partial files.
+func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
+	var keys []string
+	err := s.DB.SelectContext(ctx, &keys, `
+		UPDATE assets SET status = 'failed', error_code = 'upload_expired',
+			error_message = 'The upload was not finalized before its URL expired.', updated_at = now()
+		WHERE id IN (SELECT id FROM assets WHERE status = 'pending_upload' AND upload_expires_at < $1
+		             ORDER BY upload_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING blob_key`, cutoff, limit)
+	return keys, err
+}

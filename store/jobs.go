@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Job is one task's record.
+type Job struct {
+	ID           uuid.UUID       `db:"id"`
+	ProjectID    uuid.UUID       `db:"project_id"`
+	AssetID      *uuid.UUID      `db:"asset_id"`
+	BatchID      *uuid.UUID      `db:"batch_id"`
+	Type         string          `db:"type"`
+	Queue        string          `db:"queue"`
+	TaskID       string          `db:"task_id"`
+	Payload      json.RawMessage `db:"payload"`
+	Status       string          `db:"status"`
+	Progress     float64         `db:"progress"`
+	Attempt      int             `db:"attempt"`
+	ErrorCode    *string         `db:"error_code"`
+	ErrorMessage *string         `db:"error_message"`
+	NextRunAt    *time.Time      `db:"next_run_at"`
+	EnqueuedAt   *time.Time      `db:"enqueued_at"`
+	CreatedAt    time.Time       `db:"created_at"`
+	UpdatedAt    time.Time       `db:"updated_at"`
+}
+
+// Batch groups the jobs one request started.
+type Batch struct {
+	ID          uuid.UUID  `db:"id"`
+	ProjectID   uuid.UUID  `db:"project_id"`
+	UserID      uuid.UUID  `db:"user_id"`
+	Kind        string     `db:"kind"`
+	Status      string     `db:"status"`
+	Total       int        `db:"total"`
+	Completed   int        `db:"completed"`
+	Failed      int        `db:"failed"`
+	CreatedAt   time.Time  `db:"created_at"`
+	CompletedAt *time.Time `db:"completed_at"`
+}
+
+const jobColumns = `j.id, j.project_id, j.asset_id, j.batch_id, j.type, j.queue, j.task_id, j.payload, j.status,
+	j.progress, j.attempt, j.error_code, j.error_message, j.next_run_at, j.enqueued_at, j.created_at, j.updated_at`
+
+// insertBatch records a batch of total jobs.
+func insertBatch(ctx context.Context, tx *sqlx.Tx, b *Batch) error {
+	return tx.GetContext(ctx, b, `
+		INSERT INTO batches (id, project_id, user_id, kind, total) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id, project_id, user_id, kind, status, total, completed, failed, created_at, completed_at`,
+		b.ID, b.ProjectID, b.UserID, b.Kind, b.Total)
+}
+
+// insertJobs records jobs in one statement.
+func insertJobs(ctx context.Context, tx *sqlx.Tx, jobs []Job) error {
+	n := len(jobs)
+	ids, assets, batches := make([]string, n), make([]*string, n), make([]*string, n)
+	types, queues, taskIDs, payloads := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, j := range jobs {
+		ids[i], types[i], queues[i], taskIDs[i], payloads[i] = j.ID.String(), j.Type, j.Queue, j.TaskID, string(j.Payload)
+		if j.AssetID != nil {
+			s := j.AssetID.String()
+			assets[i] = &s
+		}
+		if j.BatchID != nil {
+			s := j.BatchID.String()
+			batches[i] = &s
+		}
+	}
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
+		SELECT u.id, $1, u.asset, u.batch, u.type, u.queue, u.task, u.payload
+		FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+			AS u(id, asset, batch, type, queue, task, payload)`,
+		jobs[0].ProjectID, pq.Array(ids), pq.Array(assets), pq.Array(batches), pq.Array(types),
+		pq.Array(queues), pq.Array(taskIDs), pq.Array(payloads))
+	return err
+}
+
+// MarkEnqueued notes that jobs reached the queue.
+func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET enqueued_at = now() WHERE id = ANY($1) AND enqueued_at IS NULL`, pq.Array(ids))
+	return err
+}
+
+// UnenqueuedJobs are queued jobs recorded before cutoff that never reached
+// the queue: the enqueue after their commit failed.
+func (s *Store) UnenqueuedJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+	var jobs []Job
+	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
+		ORDER BY j.created_at LIMIT $2`, cutoff, limit)
+	return jobs, err
+}
+
+// StalledIngests are the latest ingest jobs of assets still waiting in
+// 'uploaded' since before cutoff. Their task may have been lost with Redis
+// data; enqueueing again is safe because the TaskID refuses a duplicate.
+func (s *Store) StalledIngests(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+	var jobs []Job
+	err := s.DB.SelectContext(ctx, &jobs, `
+		SELECT DISTINCT ON (j.asset_id) `+jobColumns+`
+		FROM assets a JOIN jobs j ON j.asset_id = a.id AND j.type = 'asset:ingest'
+		WHERE a.status = 'uploaded' AND a.updated_at < $1 AND j.status IN ('queued', 'running')
+		ORDER BY j.asset_id, j.created_at DESC
+		LIMIT $2`, cutoff, limit)
+	return jobs, err
+}
+
+// Job returns owner's job id.
+func (s *Store) Job(ctx context.Context, owner, id uuid.UUID) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j JOIN projects p ON p.id = j.project_id
+		WHERE j.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return j, notFound(err)
+}
+
+// JobFilter narrows a job listing.
+type JobFilter struct {
+	Status string
+	Type   string
+}
+
+// Jobs lists a project's jobs, newest first.
+func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after *Cursor, limit int) (Page[Job], error) {
+	var rows []Job
+	afterTime, afterID := time.Now().Add(time.Hour), uuid.Max
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
+	}
+	err := s.DB.SelectContext(ctx, &rows, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.project_id = $1 AND ($2 = '' OR j.status = $2) AND ($3 = '' OR j.type = $3)
+		  AND (j.created_at, j.id) < ($4, $5)
+		ORDER BY j.created_at DESC, j.id DESC LIMIT $6`, project, f.Status, f.Type, afterTime, afterID, limit+1)
+	if err != nil {
+		return Page[Job]{}, err
+	}
+	return pageOf(rows, limit, func(j Job) Cursor { return Cursor{j.CreatedAt, j.ID} }), nil
+}
