@@ -23,8 +23,8 @@ import (
 
 // app is a running API on real Postgres and Redis, for one test.
 type app struct {
-	t   *testing.T
-	env *testenv.Env
+	t     *testing.T
+	env   *testenv.Env
 	cfg   *config.Config
 	url   string
 	blobs *blob.Disk

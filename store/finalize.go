@@ -254,4 +254,3 @@ func findEarlierJobs(ctx context.Context, tx *sqlx.Tx, earlier []string, res *Fi
 	}
 	return nil
 }
-
