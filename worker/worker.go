@@ -12,14 +12,17 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // Deps are what the worker is wired with.
 type Deps struct {
 	Config *config.Config
 	Store  *store.Store
+	Blobs  blob.Store
 	Logger *slog.Logger
 }
 
@@ -27,9 +30,12 @@ type Deps struct {
 type Worker struct {
 	cfg *config.Config
 	st  *store.Store
-	log *slog.Logger
-	srv *asynq.Server
-	mux *asynq.ServeMux
+	log   *slog.Logger
+	blobs blob.Store
+	queue *asynq.Client
+	srv   *asynq.Server
+	mux   *asynq.ServeMux
+	sched *asynq.Scheduler
 }
 
 // New builds the worker and its handler table.
@@ -38,7 +44,7 @@ func New(d Deps) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger}
+	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt)}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
@@ -48,6 +54,8 @@ func New(d Deps) (*Worker, error) {
 		StrictPriority:  d.Config.StrictPriority,
 		ShutdownTimeout: d.Config.ShutdownTimeout,
 		Logger:          asynqLogger{w.log},
+		RetryDelayFunc:  tasks.RetryDelay,
+		IsFailure:       tasks.IsFailure,
 		// An idle worker polls for new work this often; the default (1 s)
 		// would add up to a second before a fresh upload is touched.
 		TaskCheckInterval: 200 * time.Millisecond,
@@ -58,11 +66,25 @@ func New(d Deps) (*Worker, error) {
 	w.mux = asynq.NewServeMux()
 	w.mux.Use(w.logTasks, recoverPanics)
 	w.routes()
+
+	// Every worker runs the scheduler; Unique keeps one sweep per period
+	// however many workers there are.
+	w.sched = asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{w.log}})
+	if _, err := w.sched.Register("@every "+d.Config.SweepInterval.String(), tasks.NewSweep(),
+		asynq.Unique(d.Config.SweepInterval)); err != nil {
+		return nil, fmt.Errorf("schedule sweep: %w", err)
+	}
 	return w, nil
 }
 
 // routes is the task table: one handler per task type.
-func (w *Worker) routes() {}
+func (w *Worker) routes() {
+	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
+}
+
+// Handler is the worker's whole task table with its middleware, for tests
+// that run tasks without a server.
+func (w *Worker) Handler() asynq.Handler { return w.mux }
 
 // Run processes tasks until ctx ends, then stops fetching, waits for running
 // tasks up to the shutdown timeout and hands unfinished ones back to Redis.
@@ -70,10 +92,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.srv.Start(w.mux); err != nil {
 		return err
 	}
+	if err := w.sched.Start(); err != nil {
+		w.srv.Shutdown()
+		return err
+	}
 	w.log.Info("worker started", "concurrency", w.cfg.WorkerConcurrency, "queues", w.cfg.QueueWeights)
 	<-ctx.Done()
+	w.sched.Shutdown()
 	w.srv.Shutdown()
-	return nil
+	return w.queue.Close()
 }
 
 func (w *Worker) logTasks(next asynq.Handler) asynq.Handler {

@@ -4,7 +4,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/hibiken/asynq"
 
@@ -38,7 +37,7 @@ func run() error {
 	}
 	queue := asynq.NewClient(queueOpt)
 	defer queue.Close()
-	blobs, err := blob.NewDisk(filepath.Join(p.Config.DataDir, "blobs"))
+	blobs, err := boot.Blobs(p.Config)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,11 @@ func run() error {
 	}
 	defer p.Close()
 
-	w, err := worker.New(worker.Deps{Config: p.Config, Store: p.Store, Logger: p.Log})
+	blobs, err := boot.Blobs(p.Config)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(worker.Deps{Config: p.Config, Store: p.Store, Blobs: blobs, Logger: p.Log})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/store"
 )
@@ -86,6 +87,11 @@ func Redis(cfg *config.Config) (*redis.Client, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return redis.NewClient(opt), nil
+}
+
+// Blobs is the blob store below DATA_DIR.
+func Blobs(cfg *config.Config) (*blob.Disk, error) {
+	return blob.NewDisk(filepath.Join(cfg.DataDir, "blobs"))
 }
 
 // UploadSecret is the HMAC key of signed URLs: UPLOAD_SECRET, or a random

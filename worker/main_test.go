@@ -1,0 +1,82 @@
+package worker_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/config"
+	"lightbox/internal/testenv"
+	"lightbox/worker"
+)
+
+// harness is a worker on a test's own Postgres schema and Redis database.
+type harness struct {
+	t     *testing.T
+	env   *testenv.Env
+	cfg   *config.Config
+	w     *worker.Worker
+	blobs *blob.Disk
+	in    *asynq.Inspector
+	owner uuid.UUID
+}
+
+func newHarness(t *testing.T, vars map[string]string) *harness {
+	t.Helper()
+	env := testenv.New(t)
+	all := map[string]string{"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": t.TempDir(), "WORKER_CONCURRENCY": "2"}
+	for k, v := range vars {
+		all[k] = v
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blob.NewDisk(cfg.DataDir + "/blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w, err := worker.New(worker.Deps{Config: cfg, Store: env.Store, Blobs: blobs, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := asynq.ParseRedisURI(env.RedisURL)
+	in := asynq.NewInspector(opt)
+	t.Cleanup(func() { in.Close() })
+	u, err := env.Store.CreateUser(context.Background(), "ana@example.org", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, env: env, cfg: cfg, w: w, blobs: blobs, in: in, owner: u.ID}
+}
+
+func (h *harness) project() uuid.UUID {
+	h.t.Helper()
+	p, err := h.env.Store.CreateProject(context.Background(), h.owner, "Shoot", "", nil, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p.ID
+}
+
+func (h *harness) exec(sql string, args ...any) {
+	h.t.Helper()
+	if _, err := h.env.Store.DB.Exec(sql, args...); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) count(sql string, args ...any) int {
+	h.t.Helper()
+	var n int
+	if err := h.env.Store.DB.Get(&n, sql, args...); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,69 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Sweep limits: how old work must be before the sweeper touches it, and how
+// much it takes per run so one run stays short.
+const (
+	sweepBatch      = 500
+	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
+	stalledAfter    = 2 * time.Minute  // an uploaded asset normally starts within seconds
+	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
+)
+
+// sweep repairs what a crash or an outage between two writes leaves behind:
+// jobs committed but never enqueued, uploaded assets whose task was lost,
+// and uploads never finalized.
+func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
+	now := time.Now()
+	var errs []error
+
+	lost, err := w.st.UnenqueuedJobs(ctx, now.Add(-unenqueuedAfter), sweepBatch)
+	errs = append(errs, err)
+	stalled, err := w.st.StalledIngests(ctx, now.Add(-stalledAfter), sweepBatch)
+	errs = append(errs, err)
+	if n := w.enqueueJobs(ctx, append(lost, stalled...)); n > 0 {
+		w.log.Info("sweep re-enqueued jobs", "count", n)
+	}
+
+	keys, err := w.st.ExpiredUploads(ctx, now.Add(-expiredUploadOK), sweepBatch)
+	errs = append(errs, err)
+	for _, k := range keys {
+		errs = append(errs, w.blobs.Delete(ctx, k))
+	}
+	if len(keys) > 0 {
+		w.log.Info("sweep failed expired uploads", "count", len(keys))
+	}
+	return errors.Join(errs...)
+}
+
+// enqueueJobs hands recorded jobs to the queue (again) and notes which
+// arrived; TaskIDs make a second enqueue of a live task a no-op.
+func (w *Worker) enqueueJobs(ctx context.Context, jobs []store.Job) int {
+	ts := make([]*asynq.Task, len(jobs))
+	for i, j := range jobs {
+		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
+	}
+	var done []uuid.UUID
+	for i, err := range tasks.EnqueueAll(ctx, w.queue, ts) {
+		if err != nil {
+			w.log.Warn("sweep enqueue failed", "job", jobs[i].ID, "err", err)
+			continue
+		}
+		done = append(done, jobs[i].ID)
+	}
+	if err := w.st.MarkEnqueued(ctx, done); err != nil {
+		w.log.Warn("mark enqueued", "err", err)
+	}
+	return len(done)
+}
