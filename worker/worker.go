@@ -28,8 +28,8 @@ type Deps struct {
 
 // Worker processes tasks until stopped.
 type Worker struct {
-	cfg *config.Config
-	st  *store.Store
+	cfg   *config.Config
+	st    *store.Store
 	log   *slog.Logger
 	blobs blob.Store
 	queue *asynq.Client
