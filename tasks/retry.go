@@ -1,7 +1,9 @@
 package tasks
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -12,26 +14,35 @@ import (
 // RetryDelay is the worker's asynq.RetryDelayFunc: each type's schedule from
 // the task table, with ±20% jitter so a burst of failures does not come back
 // as a burst. A rate-limited task comes back when the limiter says.
+//
+// The jitter is drawn from the task's payload and retry number rather than
+// at random, so the job-state middleware computes the same next run time
+// that Asynq schedules.
 func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	seed := fnv.New64a()
+	seed.Write([]byte(t.Type()))
+	seed.Write(t.Payload())
+	binary.Write(seed, binary.LittleEndian, int64(n))
 	var rl *RateLimitedError
 	if errors.As(err, &rl) {
-		return jitter(rl.RetryAfter)
+		return jitter(rl.RetryAfter, seed.Sum64())
 	}
 	s := table[t.Type()].schedule
 	if len(s) == 0 {
-		return jitter(10 * time.Second)
+		return jitter(10*time.Second, seed.Sum64())
 	}
 	if n >= len(s) {
 		n = len(s) - 1
 	}
-	return jitter(s[n])
+	return jitter(s[n], seed.Sum64())
 }
 
-func jitter(d time.Duration) time.Duration {
+func jitter(d time.Duration, seed uint64) time.Duration {
 	if d <= 0 {
 		return time.Second
 	}
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	r := rand.New(rand.NewPCG(seed, seed>>1))
+	return time.Duration(float64(d) * (0.8 + 0.4*r.Float64()))
 }
 
 // Permanent marks err as one no retry can fix (bad input): the task fails

@@ -12,11 +12,14 @@ import (
 )
 
 func TestRetryDelayFollowsEachSchedulePlusJitter(t *testing.T) {
-	ingest := tasks.NewIngest(tasks.IngestPayload{AssetID: uuid.New()})
 	for n, want := range []time.Duration{2 * time.Second, 10 * time.Second, time.Minute} {
 		seen := map[time.Duration]bool{}
 		for range 50 {
+			ingest := tasks.NewIngest(tasks.IngestPayload{AssetID: uuid.New()})
 			d := tasks.RetryDelay(n, errors.New("x"), ingest)
+			if again := tasks.RetryDelay(n, errors.New("x"), ingest); again != d {
+				t.Fatalf("the same task and retry gave %v then %v", d, again)
+			}
 			if d < want*8/10 || d > want*12/10 {
 				t.Fatalf("retry %d: %v outside %v ±20%%", n, d, want)
 			}

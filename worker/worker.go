@@ -64,7 +64,7 @@ func New(d Deps) (*Worker, error) {
 		}),
 	})
 	w.mux = asynq.NewServeMux()
-	w.mux.Use(w.logTasks, recoverPanics)
+	w.mux.Use(w.logTasks, recoverPanics, w.trackJobs)
 	w.routes()
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period

@@ -1,0 +1,87 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// codedError is an error with a stable code a user can act on.
+type codedError interface {
+	error
+	ErrorCode() string
+}
+
+// errorCode gives err's stable code and a message for the job and asset.
+func errorCode(err error) (string, string) {
+	var c codedError
+	var rl *tasks.RateLimitedError
+	switch {
+	case errors.As(err, &c):
+		return c.ErrorCode(), c.Error()
+	case errors.As(err, &rl):
+		return "rate_limited", rl.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout", "The task took longer than its time limit."
+	case tasks.IsPermanent(err):
+		return "invalid_input", err.Error()
+	}
+	return "task_failed", err.Error()
+}
+
+// trackJobs records each run in the job's row: running with its attempt,
+// then done, failed with a code, or queued again with the next run time.
+// The worker writes these, not the enqueuer, so a retry started anywhere
+// (the API, Asynqmon) shows in the job.
+func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		var ref tasks.Job
+		if json.Unmarshal(t.Payload(), &ref) != nil || ref.JobID == uuid.Nil {
+			return next.ProcessTask(ctx, t) // a task without a job row (sweep, cluster, chain)
+		}
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		job, err := w.st.JobStarted(ctx, ref.JobID, retried+1)
+		if errors.Is(err, store.ErrNotFound) {
+			// Its project was deleted: there is nothing left to work for.
+			return tasks.Permanent(errors.New("job no longer exists"))
+		}
+		if err != nil {
+			return err
+		}
+		if job.Status == store.JobCanceled {
+			return nil
+		}
+
+		runErr := next.ProcessTask(ctx, t)
+
+		// Record the outcome even when the task's own context has ended.
+		ctx = context.WithoutCancel(ctx)
+		code, msg := "", ""
+		if runErr != nil {
+			code, msg = errorCode(runErr)
+		}
+		switch {
+		case runErr == nil:
+			job, _, err = w.st.JobFinished(ctx, ref.JobID, store.JobDone, "", "")
+		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
+			job, err = w.st.JobRetrying(ctx, ref.JobID, time.Now().Add(tasks.RetryDelay(retried, runErr, t)), code, msg)
+		default:
+			job, _, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
+			if err == nil && job.AssetID != nil && (t.Type() == tasks.TypeIngest || t.Type() == tasks.TypeDownload) {
+				err = w.st.FailAsset(ctx, w.st.DB, *job.AssetID, code, msg)
+			}
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			w.log.Error("record job state", "job", ref.JobID, "err", err)
+		}
+		return runErr
+	})
+}
