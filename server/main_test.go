@@ -23,14 +23,14 @@ import (
 
 // app is a running API on real Postgres and Redis, for one test.
 type app struct {
-	t     *testing.T
+	t     testing.TB
 	env   *testenv.Env
 	cfg   *config.Config
 	url   string
 	blobs *blob.Disk
 }
 
-func newApp(t *testing.T) *app {
+func newApp(t testing.TB) *app {
 	t.Helper()
 	env := testenv.New(t)
 	return startApp(t, env, env.Redis)
@@ -45,11 +45,11 @@ type options struct {
 	dataDir  string // blob folder shared by apps that stand for one deployment
 }
 
-func startApp(t *testing.T, env *testenv.Env, rdb *redis.Client) *app {
+func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
 	return startAppWith(t, env, rdb, options{})
 }
 
-func startAppWith(t *testing.T, env *testenv.Env, rdb *redis.Client, o options) *app {
+func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) *app {
 	t.Helper()
 	// The handler is set once the config, which needs the URL, exists.
 	var handler http.Handler
@@ -114,7 +114,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T) map[string]any {
+func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -123,7 +123,7 @@ func (r reply) json(t *testing.T) map[string]any {
 	return m
 }
 
-func (r reply) code(t *testing.T) string {
+func (r reply) code(t testing.TB) string {
 	t.Helper()
 	code, _ := r.json(t)["code"].(string)
 	return code
@@ -163,7 +163,7 @@ func (a *app) do(method, path, key string, body any, headers ...string) reply {
 	return reply{status: res.StatusCode, header: res.Header, body: b}
 }
 
-func expect(t *testing.T, r reply, status int, code string) {
+func expect(t testing.TB, r reply, status int, code string) {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)

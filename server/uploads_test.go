@@ -33,7 +33,7 @@ func (p photo) sum() string {
 	return hex.EncodeToString(h[:])
 }
 
-func corpus(t *testing.T, names ...string) []photo {
+func corpus(t testing.TB, names ...string) []photo {
 	t.Helper()
 	dir := testenv.Corpus(t)
 	out := make([]photo, len(names))
@@ -113,7 +113,7 @@ func (a *app) uploadAll(key, project string, ps []photo) (reply, []upload) {
 	return a.finalize(key, project, ups, sums), ups
 }
 
-func inspector(t *testing.T, env *testenv.Env) *asynq.Inspector {
+func inspector(t testing.TB, env *testenv.Env) *asynq.Inspector {
 	opt, err := asynq.ParseRedisURI(env.RedisURL)
 	if err != nil {
 		t.Fatal(err)
