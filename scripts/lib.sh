@@ -1,0 +1,360 @@
+# Shared by the scripts in this folder (sourced, not run): the build
+# dependencies, and the local Redis and PostgreSQL that `make run` and
+# `make test` start when REDIS_URL / DATABASE_URL are not set.
+#
+# Our servers listen on loopback ports of their own and keep everything under
+# .data/, so they never meet a system service:
+#   .data/redis/     redis.conf, redis.pid, redis.log, the AOF
+#   .data/postgres/  data/ (the cluster), run/ (its socket), postgres.log
+#
+# Settings (environment):
+#   LIGHTBOX_REDIS_PORT  default 56379
+#   LIGHTBOX_PG_PORT     default 55432
+#   LIGHTBOX_PG_FSYNC    on (default) or off: off trades crash safety for
+#                        speed and only applies when we start the server
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DATA=$ROOT/.data
+REDIS_PORT=${LIGHTBOX_REDIS_PORT:-56379}
+PG_PORT=${LIGHTBOX_PG_PORT:-55432}
+REDIS_DIR=$DATA/redis
+PG_ROOT=$DATA/postgres
+
+# STARTED lists the services this process started, so that it stops those and
+# leaves alone the ones it found running.
+STARTED=()
+
+say() { printf 'lightbox: %s\n' "$*" >&2; }
+die() {
+	say "$*"
+	exit 1
+}
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# apt_install WHY PACKAGE... installs Debian packages when we are root and
+# otherwise says what to install.
+APT_UPDATED=
+apt_install() {
+	local why=$1
+	shift
+	if ! is_root; then
+		die "$why: install it with: sudo apt-get install -y $*"
+	fi
+	command -v apt-get >/dev/null || die "$why, and there is no apt-get here: install $* by hand"
+	say "$why: apt-get install $*"
+	# Keep apt from starting the system's own Redis or PostgreSQL service:
+	# we run ours on our own ports.
+	local policy=/usr/sbin/policy-rc.d made= rc=0
+	if [ ! -e $policy ]; then
+		printf '#!/bin/sh\nexit 101\n' >$policy
+		chmod 755 $policy
+		made=1
+	fi
+	if [ -z "$APT_UPDATED" ]; then
+		apt-get update -qq >&2 || rc=$?
+		APT_UPDATED=1
+	fi
+	if [ $rc = 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 || rc=$?
+	fi
+	[ -z "$made" ] || rm -f $policy
+	[ $rc = 0 ] || die "apt-get install $* failed"
+}
+
+# ensure_build_deps checks for Go and what the cgo imaging code needs.
+ensure_build_deps() {
+	if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+		export PATH=$PATH:/usr/local/go/bin
+	fi
+	command -v go >/dev/null ||
+		die "Go is not installed: install the Go toolchain (the version go.mod names, or newer) so that 'go' is on PATH, for example in /usr/local/go"
+	local missing=()
+	command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+	command -v pkg-config >/dev/null || missing+=(pkg-config)
+	pkg-config --exists vips 2>/dev/null || missing+=(libvips-dev)
+	command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
+	if [ ${#missing[@]} -gt 0 ]; then
+		apt_install "building needs ${missing[*]} (libvips through cgo)" "${missing[@]}"
+	fi
+}
+
+# ---- Redis ----------------------------------------------------------------
+
+redis_url() { echo "redis://127.0.0.1:$REDIS_PORT/0"; }
+
+# redis_pid prints the pid of the Redis we started, if it is alive.
+redis_pid() {
+	local pid
+	pid=$(cat "$REDIS_DIR/redis.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = redis-server ] && echo "$pid"
+}
+
+redis_answers() {
+	[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
+}
+
+redis_up() {
+	command -v redis-server >/dev/null || apt_install "Redis is not installed" redis-server
+	if redis_pid >/dev/null && redis_answers; then
+		say "reusing Redis at $(redis_url) (pid $(redis_pid))"
+		return 0
+	fi
+	if redis_answers; then
+		die "a Redis that is not ours answers on port $REDIS_PORT: stop it, or set LIGHTBOX_REDIS_PORT or REDIS_URL"
+	fi
+	mkdir -p "$REDIS_DIR"
+	rm -f "$REDIS_DIR/redis.pid"
+	# Written on every start, so a change here applies at the next one.
+	# Tests isolate themselves by database index, hence the 1024 databases.
+	cat >"$REDIS_DIR/redis.conf" <<-EOF
+		# Written by scripts/lib.sh at every start.
+		bind 127.0.0.1
+		port $REDIS_PORT
+		protected-mode yes
+		daemonize yes
+		pidfile "$REDIS_DIR/redis.pid"
+		logfile "$REDIS_DIR/redis.log"
+		dir "$REDIS_DIR"
+		databases 1024
+		appendonly yes
+	EOF
+	redis-server "$REDIS_DIR/redis.conf" >&2 9>&- || die "redis-server did not start: see $REDIS_DIR/redis.log"
+	local i
+	for i in $(seq 100); do
+		redis_answers && break
+		sleep 0.1
+	done
+	if ! redis_answers; then
+		tail -n 20 "$REDIS_DIR/redis.log" >&2 || true
+		die "Redis did not answer on port $REDIS_PORT: see $REDIS_DIR/redis.log"
+	fi
+	STARTED+=(redis)
+	say "started Redis at $(redis_url), data in ${REDIS_DIR#"$ROOT"/}"
+}
+
+redis_stop() {
+	local pid i
+	if ! pid=$(redis_pid); then
+		say "Redis: ours is not running"
+		return 0
+	fi
+	# SIGTERM makes Redis flush the AOF and exit.
+	kill -TERM "$pid"
+	for i in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		say "Redis (pid $pid) did not stop within 30 s"
+		return 1
+	fi
+	say "stopped Redis (pid $pid)"
+}
+
+# ---- PostgreSQL -------------------------------------------------------------
+
+pg_url() { echo "postgres://lightbox@127.0.0.1:$PG_PORT/lightbox?sslmode=disable"; }
+
+# pg_bindir prints the directory of Debian's PostgreSQL server programs,
+# preferring the version that made an existing cluster.
+pg_bindir() {
+	local v d
+	if [ -n "${PG_BINDIR:-}" ]; then
+		echo "$PG_BINDIR"
+		return 0
+	fi
+	v=$(cat "$PG_ROOT/data/PG_VERSION" 2>/dev/null) || v=
+	if [ -n "$v" ] && [ -x "/usr/lib/postgresql/$v/bin/pg_ctl" ]; then
+		echo "/usr/lib/postgresql/$v/bin"
+		return 0
+	fi
+	d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	if [ -n "$d" ] && [ -x "$d/pg_ctl" ]; then
+		echo "$d"
+		return 0
+	fi
+	d=$(command -v pg_ctl) || return 1
+	dirname "$(readlink -f "$d")"
+}
+
+# as_pg runs a command as the postgres OS user when we are root, since
+# PostgreSQL refuses to run as root.
+as_pg() {
+	if is_root; then
+		(cd / && runuser -u postgres -- "$@")
+	else
+		"$@"
+	fi
+}
+
+# pg_dirs makes .data/postgres usable by the server's user and sets PGDATA,
+# PG_SOCK and PG_LOG. When a parent folder is private to root (a clone in
+# /root, say), the postgres user cannot reach .data/postgres, so the cluster
+# lives in /var/lib/lightbox/<id>/postgres and .data/postgres links to it.
+pg_dirs() {
+	mkdir -p "$DATA"
+	if is_root; then
+		id postgres >/dev/null 2>&1 ||
+			die "there is no 'postgres' OS user to run PostgreSQL as (PostgreSQL refuses root): apt-get install postgresql creates it"
+		if [ ! -L "$PG_ROOT" ]; then
+			mkdir -p "$PG_ROOT"
+			chown postgres:postgres "$PG_ROOT"
+			if ! as_pg test -w "$PG_ROOT" -a -x "$PG_ROOT"; then
+				local alt
+				alt=/var/lib/lightbox/$(printf %s "$ROOT" | sha256sum | cut -c1-12)/postgres
+				rmdir "$PG_ROOT" 2>/dev/null ||
+					die "the postgres user cannot reach $PG_ROOT, which is not empty: move it away"
+				say "the postgres user cannot reach $PG_ROOT (a parent folder is private): keeping the cluster in $alt"
+				mkdir -p "$alt"
+				chown postgres:postgres "$alt"
+				ln -s "$alt" "$PG_ROOT"
+			fi
+		fi
+	else
+		mkdir -p "$PG_ROOT"
+	fi
+	local real
+	real=$(readlink -f "$PG_ROOT")
+	PGDATA=$real/data
+	PG_SOCK=$real/run
+	PG_LOG=$real/postgres.log
+	if is_root; then
+		as_pg mkdir -p "$PG_SOCK"
+	else
+		mkdir -p "$PG_SOCK"
+	fi
+}
+
+pg_running() {
+	[ -f "$PGDATA/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+}
+
+pg_answers() {
+	"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 2
+}
+
+pg_psql() {
+	"$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U lightbox "$@"
+}
+
+pg_up() {
+	PG_BIN=$(pg_bindir) || {
+		apt_install "PostgreSQL is not installed" postgresql
+		PG_BIN=$(pg_bindir) || die "no PostgreSQL server programs under /usr/lib/postgresql/*/bin"
+	}
+	pg_dirs
+	if pg_running && pg_answers; then
+		say "reusing PostgreSQL at $(pg_url)"
+		return 0
+	fi
+	if pg_answers; then
+		die "a PostgreSQL that is not ours answers on port $PG_PORT: stop it, or set LIGHTBOX_PG_PORT or DATABASE_URL"
+	fi
+	if [ ! -s "$PGDATA/PG_VERSION" ]; then
+		say "creating a PostgreSQL cluster in $PGDATA"
+		# A local development cluster: trust on loopback only (it listens on
+		# nothing else), and no fsync while initdb writes its files.
+		as_pg "$PG_BIN/initdb" -D "$PGDATA" -U lightbox --auth=trust \
+			--encoding=UTF8 --no-locale --no-sync >"$PG_LOG.initdb" 2>&1 ||
+			{
+				cat "$PG_LOG.initdb" >&2
+				die "initdb failed"
+			}
+		# Sized for the test suite on two cores: many packages in parallel,
+		# each with its own schema and connection pools.
+		as_pg tee -a "$PGDATA/postgresql.conf" >/dev/null <<-EOF
+
+			# Lightbox development cluster (scripts/lib.sh). Port, socket and
+			# fsync are given on the command line at each start.
+			listen_addresses = '127.0.0.1'
+			max_connections = 300
+			shared_buffers = 256MB
+			max_locks_per_transaction = 256
+			timezone = 'UTC'
+			log_timezone = 'UTC'
+		EOF
+	fi
+	local opts="-p $PG_PORT -c listen_addresses=127.0.0.1"
+	# The socket path must fit in 107 bytes; without it we still have TCP.
+	if [ ${#PG_SOCK} -lt 90 ]; then
+		opts+=" -k '$PG_SOCK'"
+	else
+		opts+=" -k ''"
+	fi
+	if [ "${LIGHTBOX_PG_FSYNC:-on}" = off ]; then
+		opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	fi
+	if ! as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PG_LOG" -o "$opts" -w -t 60 start >/dev/null 9>&-; then
+		tail -n 20 "$PG_LOG" >&2 || true
+		die "PostgreSQL did not start: see $PG_LOG"
+	fi
+	STARTED+=(pg)
+	if [ "$(pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'lightbox'")" != 1 ]; then
+		pg_psql -d postgres -c 'CREATE DATABASE lightbox' || die "could not create the lightbox database"
+	fi
+	local fsync=on
+	[ "${LIGHTBOX_PG_FSYNC:-on}" = off ] && fsync=off
+	say "started PostgreSQL at $(pg_url) (fsync $fsync), data in ${PGDATA#"$ROOT"/}"
+}
+
+pg_stop() {
+	PG_BIN=$(pg_bindir) || {
+		say "PostgreSQL: not installed, nothing to stop"
+		return 0
+	}
+	[ -e "$PG_ROOT" ] || {
+		say "PostgreSQL: ours is not running"
+		return 0
+	}
+	local real
+	real=$(readlink -f "$PG_ROOT")
+	PGDATA=$real/data
+	if ! pg_running; then
+		say "PostgreSQL: ours is not running"
+		return 0
+	fi
+	as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 60 stop >/dev/null
+	say "stopped PostgreSQL ($PGDATA)"
+}
+
+# ---- both -------------------------------------------------------------------
+
+# services_up starts (or reuses) our Redis and PostgreSQL for whichever of
+# REDIS_URL and DATABASE_URL is unset, exports both, and writes them to
+# .data/env.
+services_up() {
+	mkdir -p "$DATA"
+	# One start at a time per tree, so two `make` runs do not race.
+	# (The servers we start get fd 9 closed, so they cannot hold the lock.)
+	exec 9>"$DATA/.services.lock"
+	flock -w 120 9 || die "another start holds $DATA/.services.lock"
+	if [ -z "${REDIS_URL:-}" ]; then
+		redis_up
+		REDIS_URL=$(redis_url)
+	else
+		say "using REDIS_URL from the environment"
+	fi
+	if [ -z "${DATABASE_URL:-}" ]; then
+		pg_up
+		DATABASE_URL=$(pg_url)
+	else
+		say "using DATABASE_URL from the environment"
+	fi
+	export REDIS_URL DATABASE_URL
+	printf "export REDIS_URL='%s'\nexport DATABASE_URL='%s'\n" "$REDIS_URL" "$DATABASE_URL" >"$DATA/env"
+	flock -u 9
+}
+
+# services_down stops what services_up started in this process, and only that.
+services_down() {
+	local s
+	for s in "${STARTED[@]}"; do
+		case $s in
+		redis) redis_stop || true ;;
+		pg) pg_stop || true ;;
+		esac
+	done
+	STARTED=()
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs a command with REDIS_URL and DATABASE_URL set, starting our local Redis
+# and PostgreSQL first when those are unset. Afterwards it stops the servers it
+# started (not the ones it found running) and exits with the command's status.
+#
+#   scripts/with-services.sh go test ./...
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+[ $# -gt 0 ] || die "usage: scripts/with-services.sh COMMAND [ARG...]"
+
+trap 'services_down' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ensure_build_deps
+services_up
+cd "$ROOT"
+rc=0
+"$@" || rc=$?
+exit $rc
