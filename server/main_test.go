@@ -81,13 +81,15 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	}
 	queue := asynq.NewClient(queueOpt)
 	t.Cleanup(func() { queue.Close() })
+	inspector := asynq.NewInspector(queueOpt)
+	t.Cleanup(func() { inspector.Close() })
 	blobs, err := blob.NewDisk(filepath.Join(o.dataDir, "blobs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(server.Deps{
-		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Logger: quiet,
+		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: blobs, Signer: blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs"),
 	})
 	handler = srv.Handler()

@@ -19,6 +19,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.PUT("/blobs/*key", s.putBlob) // authorized by the URL's signature
+	r.GET("/blobs/*key", s.getBlob)
 
 	v1 := r.Group("/v1", s.limitBody)
 	v1.POST("/session", s.createSession)
@@ -35,6 +36,12 @@ func (s *Server) routes() *gin.Engine {
 
 	api.POST(`/projects/:id/assets\:prepareUpload`, s.idempotent, s.prepareUpload)
 	api.POST(`/projects/:id/assets\:finalizeUpload`, s.idempotent, s.finalizeUpload)
+	api.GET("/projects/:id/assets", s.listAssets)
+	api.GET("/projects/:id/jobs", s.listJobs)
+
+	api.GET("/assets/:id", s.getAsset)
+	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
+	api.GET("/assets/:id/files", s.assetFiles)
 
 	return r
 }

@@ -27,28 +27,31 @@ type Deps struct {
 	Store  *store.Store
 	Redis  *redis.Client
 	Queue  *asynq.Client
-	Blobs  blob.Store
-	Signer *blob.Signer
-	Logger *slog.Logger
+	// Inspector looks up and reruns tasks in the queue.
+	Inspector *asynq.Inspector
+	Blobs     blob.Store
+	Signer    *blob.Signer
+	Logger    *slog.Logger
 }
 
 // Server is the API.
 type Server struct {
-	cfg    *config.Config
-	store  *store.Store
-	rdb    *redis.Client
-	queue  *asynq.Client
-	blobs  blob.Store
-	signer *blob.Signer
-	limits limits
-	log    *slog.Logger
-	router *gin.Engine
+	cfg       *config.Config
+	store     *store.Store
+	rdb       *redis.Client
+	queue     *asynq.Client
+	inspector *asynq.Inspector
+	blobs     blob.Store
+	signer    *blob.Signer
+	limits    limits
+	log       *slog.Logger
+	router    *gin.Engine
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, blobs: d.Blobs, signer: d.Signer, log: d.Logger,
+		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector, blobs: d.Blobs, signer: d.Signer, log: d.Logger,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),

@@ -140,7 +140,7 @@ func (s *Server) prepareUpload(c *gin.Context) {
 	out := make([]uploadJSON, len(in.Files))
 	for i, f := range in.Files {
 		id := uuid.New()
-		key := "originals/" + p.ID.String() + "/" + id.String()
+		key := blob.OriginalKey(p.ID, id)
 		rows[i] = store.NewAsset{ID: id, ClientFileID: f.ClientFileID, Filename: f.Filename, ContentType: f.ContentType,
 			ByteSize: f.ByteSize, BlobKey: key, CapturedAt: f.CapturedAt}
 		out[i] = uploadJSON{

@@ -145,3 +145,49 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 	}
 	return pageOf(rows, limit, func(j Job) Cursor { return Cursor{j.CreatedAt, j.ID} }), nil
 }
+
+// Reprocess records a new batch of one job to run asset's ingest again and
+// puts the asset back to 'uploaded'. spec builds the job row.
+func (s *Store) Reprocess(ctx context.Context, owner uuid.UUID, a *Asset, spec JobSpec) (*Job, error) {
+	var job Job
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		b := Batch{ID: uuid.New(), ProjectID: a.ProjectID, UserID: owner, Kind: "reprocess", Total: 1}
+		if err := insertBatch(ctx, tx, &b); err != nil {
+			return err
+		}
+		job = spec(a.ID, b.ID, uuid.New())
+		if err := insertJobs(ctx, tx, []Job{job}); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
+			updated_at = now() WHERE id = $1`, a.ID)
+		return err
+	})
+	return &job, err
+}
+
+// RequeueJob puts a job that runs again (from the archive) back to queued,
+// its asset back to 'uploaded', and recounts its batch.
+func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var j Job
+		err := tx.GetContext(ctx, &j, `UPDATE jobs j SET status = 'queued', error_code = NULL, error_message = NULL,
+			next_run_at = now(), updated_at = now() WHERE j.id = $1 RETURNING `+jobColumns, id)
+		if err != nil {
+			return notFound(err)
+		}
+		if j.AssetID != nil && (j.Type == "asset:ingest" || j.Type == "asset:download") {
+			if _, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
+				updated_at = now() WHERE id = $1 AND status = 'failed'`, *j.AssetID); err != nil {
+				return err
+			}
+		}
+		if j.BatchID != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE batches SET status = 'running', completed_at = NULL WHERE id = $1 AND status <> 'cancelled'`, *j.BatchID); err != nil {
+				return err
+			}
+			_, err = RecountBatch(ctx, tx, *j.BatchID)
+		}
+		return err
+	})
+}

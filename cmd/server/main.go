@@ -37,6 +37,8 @@ func run() error {
 	}
 	queue := asynq.NewClient(queueOpt)
 	defer queue.Close()
+	inspector := asynq.NewInspector(queueOpt)
+	defer inspector.Close()
 	blobs, err := boot.Blobs(p.Config)
 	if err != nil {
 		return err
@@ -47,7 +49,7 @@ func run() error {
 	}
 
 	srv := server.New(server.Deps{
-		Config: p.Config, Store: p.Store, Redis: rdb, Queue: queue, Logger: p.Log,
+		Config: p.Config, Store: p.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: p.Log,
 		Blobs: blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
 	})
 	return srv.Run(p.Ctx)

@@ -1,0 +1,289 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// downloadTTL is how long signed file URLs in answers stay valid.
+const downloadTTL = 15 * time.Minute
+
+type assetFlags struct {
+	Readiness       string     `json:"readiness"`
+	Status          string     `json:"status"`
+	Thumbnail       bool       `json:"thumbnail"`
+	Preview         bool       `json:"preview"`
+	Metadata        bool       `json:"metadata"`
+	Hash            bool       `json:"hash"`
+	Embedding       bool       `json:"embedding"`
+	Clustered       bool       `json:"clustered"`
+	DuplicateOf     *uuid.UUID `json:"duplicateOf,omitempty"`
+	MetadataWarning *string    `json:"metadataWarning,omitempty"`
+	ErrorCode       *string    `json:"errorCode"`
+	ErrorMessage    *string    `json:"errorMessage"`
+}
+
+type assetJSON struct {
+	ID             string          `json:"id"`
+	ProjectID      string          `json:"projectId"`
+	Filename       string          `json:"filename"`
+	ContentType    string          `json:"contentType"`
+	ByteSize       int64           `json:"byteSize"`
+	ChecksumSHA256 *string         `json:"checksumSha256"`
+	CapturedAt     *time.Time      `json:"capturedAt"`
+	CapturedOffset *string         `json:"capturedOffset"`
+	IngestedAt     *time.Time      `json:"ingestedAt"`
+	WidthPx        *int            `json:"widthPx"`
+	HeightPx       *int            `json:"heightPx"`
+	CameraMake     *string         `json:"cameraMake"`
+	CameraModel    *string         `json:"cameraModel"`
+	LensModel      *string         `json:"lensModel"`
+	FocalLengthMm  *float64        `json:"focalLengthMm"`
+	ShutterSpeed   *string         `json:"shutterSpeed"`
+	Aperture       *float64        `json:"aperture"`
+	ISO            *int            `json:"iso"`
+	GPS            *gpsJSON        `json:"gps"`
+	EXIF           json.RawMessage `json:"exif"`
+	Quality        json.RawMessage `json:"quality"`
+	Flags          assetFlags      `json:"flags"`
+	BestPreviewURL *string         `json:"bestPreviewUrl"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+}
+
+type gpsJSON struct {
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
+}
+
+// readiness maps an asset's status to the stage a photo app cares about.
+var readiness = map[string]string{
+	store.AssetPendingUpload: "uploading",
+	store.AssetUploaded:      "uploaded",
+	store.AssetCull:          "cull",
+	store.AssetSearch:        "search",
+	store.AssetAI:            "ai",
+	store.AssetFailed:        "failed",
+	store.AssetDuplicate:     "duplicate",
+}
+
+// stage order, to tell which outputs a status implies.
+var stageRank = map[string]int{store.AssetCull: 1, store.AssetSearch: 2, store.AssetAI: 3}
+
+func (s *Server) toAssetJSON(a store.Asset) assetJSON {
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	rank := stageRank[a.Status]
+	out := assetJSON{
+		ID: a.ID.String(), ProjectID: a.ProjectID.String(), Filename: a.Filename, ContentType: a.ContentType,
+		ByteSize: a.ByteSize, ChecksumSHA256: a.ChecksumSHA256, CapturedAt: utc(a.CapturedAt), CapturedOffset: a.CapturedOffset,
+		IngestedAt: utc(a.IngestedAt), WidthPx: a.WidthPx, HeightPx: a.HeightPx, CameraMake: a.CameraMake,
+		CameraModel: a.CameraModel, LensModel: a.LensModel, FocalLengthMm: a.FocalLengthMm, ShutterSpeed: a.ShutterSpeed,
+		Aperture: a.Aperture, ISO: a.ISO, EXIF: a.EXIF, Quality: a.Quality,
+		Flags: assetFlags{
+			Readiness: readiness[a.Status], Status: a.Status,
+			Thumbnail: rank >= 1, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
+			Embedding: rank >= 2, Clustered: rank >= 3,
+			DuplicateOf: a.DuplicateOf, MetadataWarning: a.MetadataWarning, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage,
+		},
+		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+	}
+	if a.GPSLat != nil && a.GPSLon != nil {
+		out.GPS = &gpsJSON{*a.GPSLat, *a.GPSLon}
+	}
+	if rank >= 1 {
+		u := s.downloadURL(blob.DerivedKey(a.ID, "preview", "jpg"), "image/jpeg")
+		out.BestPreviewURL = &u
+	}
+	return out
+}
+
+func (s *Server) downloadURL(key, contentType string) string {
+	return s.signer.URL(blob.Grant{Method: http.MethodGet, Key: key, ContentType: contentType,
+		Expires: time.Now().Add(downloadTTL).Truncate(time.Minute).Add(time.Minute)})
+}
+
+func (s *Server) listAssets(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if _, err := s.store.Project(c, principal(c).ID, id); err != nil {
+		fail(c, err)
+		return
+	}
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Assets(c, id, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, s.toAssetJSON))
+}
+
+// ownAsset loads the caller's asset named by the path's id, which may
+// carry an ":action" suffix.
+func (s *Server) ownAsset(c *gin.Context) (*store.Asset, string, error) {
+	raw, action, _ := strings.Cut(c.Param("id"), ":")
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, "", errNotFound()
+	}
+	a, err := s.store.Asset(c, principal(c).ID, id)
+	return a, action, err
+}
+
+func (s *Server) getAsset(c *gin.Context) {
+	a, action, err := s.ownAsset(c)
+	if err == nil && action != "" {
+		err = apiError(http.StatusNotFound, "route_not_found", "No such route.")
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.toAssetJSON(*a))
+}
+
+type fileJSON struct {
+	Kind           string    `json:"kind"`
+	URL            string    `json:"url"`
+	ContentType    string    `json:"contentType"`
+	ByteSize       int64     `json:"byteSize"`
+	ChecksumSHA256 string    `json:"checksumSha256"`
+	WidthPx        *int      `json:"widthPx"`
+	HeightPx       *int      `json:"heightPx"`
+	ExpiresAt      time.Time `json:"expiresAt"`
+}
+
+func (s *Server) assetFiles(c *gin.Context) {
+	a, _, err := s.ownAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	files, err := s.store.AssetFiles(c, a.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	expires := time.Now().Add(downloadTTL).UTC().Truncate(time.Second)
+	out := make([]fileJSON, len(files))
+	for i, f := range files {
+		out[i] = fileJSON{
+			Kind: f.Kind, ContentType: f.ContentType, ByteSize: f.ByteSize, ChecksumSHA256: f.ChecksumSHA256,
+			WidthPx: f.WidthPx, HeightPx: f.HeightPx, ExpiresAt: expires,
+			URL: s.signer.URL(blob.Grant{Method: http.MethodGet, Key: f.BlobKey, Expires: expires, ContentType: f.ContentType}),
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"files": out})
+}
+
+// assetAction dispatches POST /v1/assets/{id}:action.
+func (s *Server) assetAction(c *gin.Context) {
+	a, action, err := s.ownAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	switch action {
+	case "reprocess":
+		s.reprocess(c, a)
+	default:
+		fail(c, apiError(http.StatusNotFound, "route_not_found", "No such action %q on an asset.", action))
+	}
+}
+
+// reprocess runs an asset's pipeline again. A task still waiting for it is
+// left alone; an archived one (failed for good) is run again rather than
+// duplicated; otherwise a new batch and job are recorded and enqueued.
+func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
+	if a.Status == store.AssetPendingUpload || a.Status == store.AssetDuplicate {
+		fail(c, apiError(http.StatusConflict, "not_processable", "Only finalized originals can be processed; this asset is %s.", a.Status))
+		return
+	}
+	taskID := tasks.IngestID(a.ID)
+	info, err := s.inspector.GetTaskInfo(tasks.QueueDefault, taskID)
+	switch {
+	case err == nil && info.State == asynq.TaskStateArchived:
+		p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
+		if err := s.store.RequeueJob(c, p.JobID); err != nil {
+			fail(c, err)
+			return
+		}
+		if err := s.inspector.RunTask(tasks.QueueDefault, taskID); err != nil {
+			fail(c, err)
+			return
+		}
+		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
+		return
+	case err == nil && info.State != asynq.TaskStateCompleted:
+		p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
+		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
+		return
+	case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
+		fail(c, apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly."))
+		return
+	}
+	job, err := s.store.Reprocess(c, principal(c).ID, a, ingestJob(a.ProjectID))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.enqueueJobs(c, []store.Job{*job})
+	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job.ID}})
+}
+
+// getBlob serves a file through a signed GET URL.
+func (s *Server) getBlob(c *gin.Context) {
+	key := strings.TrimPrefix(c.Param("key"), "/")
+	if blob.CheckKey(key) != nil {
+		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
+		return
+	}
+	g, err := s.signer.Verify(http.MethodGet, key, c.Request.URL.Query(), time.Now())
+	switch {
+	case errors.Is(err, blob.ErrExpired):
+		fail(c, apiError(http.StatusForbidden, "url_expired", "The download URL expired; ask for the file again."))
+		return
+	case err != nil:
+		fail(c, apiError(http.StatusForbidden, "invalid_signature", "The download URL's signature does not match."))
+		return
+	}
+	f, info, err := s.blobs.Open(c, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		fail(c, apiError(http.StatusNotFound, "not_found", "The file does not exist (yet)."))
+		return
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	defer f.Close()
+	if g.ContentType != "" {
+		c.Header("Content-Type", g.ContentType)
+	}
+	c.Header("Cache-Control", "private, max-age=600")
+	http.ServeContent(c.Writer, c.Request, "", info.ModTime, f)
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+type jobJSON struct {
+	ID        string     `json:"id"`
+	ProjectID string     `json:"projectId"`
+	AssetID   *string    `json:"assetId"`
+	BatchID   *string    `json:"batchId"`
+	Type      string     `json:"type"`
+	Status    string     `json:"status"`
+	Progress  float64    `json:"progress"`
+	Attempt   int        `json:"attempt"`
+	Error     *errorJSON `json:"error"`
+	NextRunAt *time.Time `json:"nextRunAt"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+func toJobJSON(j store.Job) jobJSON {
+	out := jobJSON{ID: j.ID.String(), ProjectID: j.ProjectID.String(), Type: j.Type, Status: j.Status,
+		Progress: j.Progress, Attempt: j.Attempt, NextRunAt: j.NextRunAt, CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC()}
+	if j.AssetID != nil {
+		s := j.AssetID.String()
+		out.AssetID = &s
+	}
+	if j.BatchID != nil {
+		s := j.BatchID.String()
+		out.BatchID = &s
+	}
+	if j.ErrorCode != nil {
+		out.Error = &errorJSON{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+var jobStatuses = map[string]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}
+
+var jobTypes = map[string]bool{tasks.TypeIngest: true, tasks.TypeDownload: true, tasks.TypeEmbed: true, tasks.TypeExport: true}
+
+func (s *Server) listJobs(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if _, err := s.store.Project(c, principal(c).ID, id); err != nil {
+		fail(c, err)
+		return
+	}
+	f := store.JobFilter{Status: c.Query("status"), Type: c.Query("type")}
+	errs := fieldErrors{}
+	if f.Status != "" && !jobStatuses[f.Status] {
+		errs.add("status", "must be queued, running, done, failed or canceled")
+	}
+	if f.Type != "" && !jobTypes[f.Type] {
+		errs.add("type", "must be a task type such as asset:ingest")
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Jobs(c, id, f, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, toJobJSON))
+}
