@@ -48,6 +48,15 @@ type Config struct {
 	RateUploadsBurst     int // RATE_UPLOADS_BURST
 
 	ChainKeyFile string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
+
+	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
+	MaxPixels     int64  // MAX_PIXELS, refused before decoding
+
+	EmbedURL          string        // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
+	EmbedModel        string        // EMBED_MODEL, the provider's model name
+	EmbedRatePerMin   int           // EMBED_RATE_PER_MINUTE, shared by all workers
+	ClusterDelay      time.Duration // CLUSTER_DELAY, the debounce before a project is clustered
+	DownloadAllowlist []string      // DOWNLOAD_ALLOW_HOSTS, private hosts URL imports may reach (tests use loopback)
 }
 
 // Load reads the configuration from the process environment.
@@ -82,6 +91,23 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		RateAPIBurst:         r.integer("RATE_API_BURST", 300, 1, 1<<30),
 		RateUploadsPerMinute: r.integer("RATE_UPLOADS_PER_MINUTE", 6000, 1, 1<<30),
 		RateUploadsBurst:     r.integer("RATE_UPLOADS_BURST", 5000, 1, 1<<30),
+	}
+	c.ImagingEngine = r.oneOf("IMAGING_ENGINE", "", "", "vips", "go")
+	c.MaxPixels = int64(r.integer("MAX_PIXELS", 100_000_000, 1, 1<<40))
+	c.EmbedURL = r.str("EMBED_URL", "")
+	c.EmbedModel = r.str("EMBED_MODEL", "")
+	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
+	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
+	if hosts := r.str("DOWNLOAD_ALLOW_HOSTS", ""); hosts != "" {
+		for _, h := range strings.Split(hosts, ",") {
+			c.DownloadAllowlist = append(c.DownloadAllowlist, strings.TrimSpace(h))
+		}
+	}
+	if c.EmbedURL != "" {
+		r.check("EMBED_URL", c.EmbedURL, func(v string) error { return checkURL(v, "http", "https") })
+		if c.EmbedModel == "" {
+			r.fail("EMBED_MODEL", "is required with EMBED_URL")
+		}
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))

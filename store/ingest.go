@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+// IngestOutput is what ingest learned from an original.
+type IngestOutput struct {
+	AssetID         uuid.UUID
+	Width, Height   int
+	CapturedAt      *time.Time
+	CapturedOffset  string
+	CameraMake      string
+	CameraModel     string
+	LensModel       string
+	FocalLengthMm   float64
+	ShutterSpeed    string
+	Aperture        float64
+	ISO             int
+	GPSLat, GPSLon  *float64
+	EXIF            json.RawMessage
+	Quality         json.RawMessage
+	MetadataWarning string
+	PHash           uint64
+	HashAlgorithm   string
+	Files           []AssetFile
+	// Next is the follow-on job (the embedding), recorded with the results
+	// so it exists exactly when they do.
+	Next *Job
+}
+
+// SaveIngest writes everything ingest produced in one transaction. Every
+// write is an upsert, so running ingest twice leaves the same rows; the
+// asset moves to 'cull' unless it is already further along.
+func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+		for _, f := range out.Files {
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO asset_files (asset_id, kind, blob_key, content_type, byte_size, checksum_sha256, width_px, height_px)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+				ON CONFLICT (asset_id, kind) DO UPDATE SET blob_key = EXCLUDED.blob_key, content_type = EXCLUDED.content_type,
+					byte_size = EXCLUDED.byte_size, checksum_sha256 = EXCLUDED.checksum_sha256,
+					width_px = EXCLUDED.width_px, height_px = EXCLUDED.height_px, created_at = now()`,
+				out.AssetID, f.Kind, f.BlobKey, f.ContentType, f.ByteSize, f.ChecksumSHA256, f.WidthPx, f.HeightPx); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO perceptual_hashes (asset_id, algorithm, hash) VALUES ($1, $2, $3)
+			ON CONFLICT (asset_id) DO UPDATE SET algorithm = EXCLUDED.algorithm, hash = EXCLUDED.hash, created_at = now()`,
+			out.AssetID, out.HashAlgorithm, int64(out.PHash)); err != nil {
+			return err
+		}
+		// A client's capturedAt from prepareUpload stays when the file has none.
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE assets SET width_px = $2, height_px = $3, captured_at = coalesce($4, captured_at),
+				captured_offset = nullif($5, ''), camera_make = nullif($6, ''), camera_model = nullif($7, ''),
+				lens_model = nullif($8, ''), focal_length_mm = nullif($9, 0), shutter_speed = nullif($10, ''),
+				aperture = nullif($11, 0), iso = nullif($12, 0), gps_lat = $13, gps_lon = $14, exif = $15, quality = $16,
+				metadata_warning = nullif($17, ''), error_code = NULL, error_message = NULL, ingested_at = now(),
+				status = CASE WHEN status IN ('uploaded', 'failed') THEN 'cull' ELSE status END, updated_at = now()
+			WHERE id = $1`,
+			out.AssetID, out.Width, out.Height, out.CapturedAt, out.CapturedOffset, out.CameraMake, out.CameraModel,
+			out.LensModel, out.FocalLengthMm, out.ShutterSpeed, out.Aperture, out.ISO, out.GPSLat, out.GPSLon,
+			out.EXIF, out.Quality, out.MetadataWarning); err != nil {
+			return err
+		}
+		if out.Next == nil {
+			return nil
+		}
+		// The follow-on job's id is derived from the asset, so a second
+		// run finds it instead of adding another.
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (id) DO UPDATE SET status = CASE WHEN jobs.status IN ('done', 'failed', 'canceled') THEN 'queued' ELSE jobs.status END,
+				enqueued_at = NULL, updated_at = now()`,
+			out.Next.ID, out.Next.ProjectID, out.Next.AssetID, out.Next.BatchID, out.Next.Type, out.Next.Queue,
+			out.Next.TaskID, out.Next.Payload)
+		return err
+	})
+}
