@@ -32,7 +32,7 @@ func TestMomentsSplitOnGaps(t *testing.T) {
 		photo(at(t0, 0), "A", 0x0f, 100),
 		photo(at(t0, 20*time.Minute), "A", 0xf0f0, 100),
 		photo(at(t0, 5*time.Hour), "A", 0xff00ff, 100), // after a long lunch
-		photo(nil, "A", 0xffff0000ffff, 100),            // undated: in no moment
+		photo(nil, "A", 0xffff0000ffff, 100),           // undated: in no moment
 	}
 	moments := byKind(cluster.Build(ps, cluster.DefaultOptions), cluster.Moment)
 	if len(moments) != 2 || len(moments[0].Members) != 2 || len(moments[1].Members) != 1 {
