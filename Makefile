@@ -1,0 +1,68 @@
+# Lightbox. `make run` to use it, `make test` to test it.
+#
+# Without REDIS_URL / DATABASE_URL, the targets that need them start a local
+# Redis and PostgreSQL under .data/ (see scripts/lib.sh) and stop them again
+# when done, unless they were already running (`make services`).
+
+SHELL := /bin/bash
+
+# Go in its usual place even when a non-login shell has no PATH for it.
+export PATH := $(PATH)$(if $(wildcard /usr/local/go/bin/go),:/usr/local/go/bin)
+
+PKG     ?= ./...
+RACE    ?= -race
+TIMEOUT ?= 20m
+BENCH   ?= .
+BENCH_TIMEOUT ?= 60m
+
+.PHONY: all run test bench build lint services services-stop services-status clean clean-data
+
+all: build
+
+## run: services, build, migrate, dev user and key, server and worker; Ctrl-C stops it all
+run:
+	@scripts/run.sh
+
+## test: services (with fsync off), then the whole test suite; RACE= to skip -race
+test:
+	@LIGHTBOX_PG_FSYNC=off scripts/with-services.sh \
+		go test $(RACE) -count=1 -timeout $(TIMEOUT) $(PKG)
+
+## bench: services, then the benchmarks (BENCH=regex, PKG=./x/...), also in artifacts/bench.txt
+bench:
+	@mkdir -p artifacts
+	@BENCH='$(BENCH)' PKG='$(PKG)' BENCH_TIMEOUT='$(BENCH_TIMEOUT)' scripts/with-services.sh bash -c \
+		'set -o pipefail; go test -run "^$$" -bench "$$BENCH" -benchmem -count=1 -timeout "$$BENCH_TIMEOUT" $$PKG 2>&1 | tee artifacts/bench.txt'
+
+## build: the three binaries in bin/
+build:
+	@scripts/deps.sh
+	go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox
+
+## lint: gofmt must list nothing, go vet must pass
+lint:
+	@scripts/deps.sh
+	@out=$$(find . -path ./.data -prune -o -path ./.git -prune -o -name '*.go' -print | xargs -r gofmt -l); \
+		if [ -n "$$out" ]; then echo "gofmt -l lists files that need gofmt -w:"; echo "$$out"; exit 1; fi
+	go vet $(PKG)
+
+## services: start (or reuse) Redis and PostgreSQL; they keep running
+services:
+	@scripts/services.sh start >/dev/null
+	@echo "Redis and PostgreSQL are running. In a shell: source .data/env (or eval \"\$$(scripts/services.sh start)\")"
+	@cat .data/env
+
+## services-stop: stop our Redis and PostgreSQL (never a system service)
+services-stop:
+	@scripts/services.sh stop
+
+services-status:
+	@scripts/services.sh status
+
+## clean: remove build output (never .data: see clean-data)
+clean:
+	rm -rf bin/ artifacts/
+
+## clean-data: stop our services and delete .data/ (databases, blobs, keys)
+clean-data:
+	@scripts/services.sh clean

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Runs Lightbox for development: Redis and PostgreSQL (started here unless
+# REDIS_URL / DATABASE_URL name others), migrations, a development admin user,
+# the attestation signing key, then the server and the worker. Ctrl-C stops
+# the server, the worker and the services this run started, nothing else.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+export DATA_DIR=${DATA_DIR:-.data}
+export HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
+export PUBLIC_URL=${PUBLIC_URL:-http://$HTTP_ADDR}
+PUBLIC_URL=${PUBLIC_URL%/}
+export LOG_FORMAT=${LOG_FORMAT:-text}
+export CHAIN_KEY_FILE=${CHAIN_KEY_FILE:-$DATA_DIR/chain-ed25519.key}
+DEV_EMAIL=${LIGHTBOX_DEV_EMAIL:-dev@lightbox.localhost}
+# Keys are stored hashed, so the development key is kept here to be shown at
+# every run.
+KEY_FILE=$DATA/dev-api-key
+
+PIDS=()
+stop_all() {
+	trap - EXIT INT TERM
+	if [ ${#PIDS[@]} -gt 0 ]; then
+		say "stopping the server and the worker"
+		kill -TERM "${PIDS[@]}" 2>/dev/null || true
+		local pid
+		for pid in "${PIDS[@]}"; do
+			wait "$pid" 2>/dev/null || say "pid $pid exited with status $?"
+		done
+	fi
+	services_down
+}
+trap stop_all EXIT
+trap 'exit 0' INT
+trap 'exit 0' TERM
+
+ensure_build_deps
+services_up
+
+say "building"
+go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox
+mkdir -p "$DATA_DIR"
+bin/lightbox migrate
+if [ ! -e "$CHAIN_KEY_FILE" ]; then
+	bin/lightbox keygen "$CHAIN_KEY_FILE"
+	say "wrote the chain signing key to $CHAIN_KEY_FILE"
+fi
+
+# status PATH [KEY] prints the HTTP status of GET PUBLIC_URL/PATH.
+status() {
+	local auth=()
+	[ -z "${2:-}" ] || auth=(-H "Authorization: Bearer $2")
+	curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${auth[@]}" "$PUBLIC_URL$1" || true
+}
+
+# new_dev_key creates the development user with a key, or only a new key when
+# the user exists (its key file was lost, or this is another database).
+new_dev_key() {
+	local key err
+	if ! key=$(bin/lightbox users create --email "$DEV_EMAIL" --admin 2>"$DATA/.dev-user.err"); then
+		err=$(cat "$DATA/.dev-user.err")
+		key=$(bin/lightbox keys create --email "$DEV_EMAIL" --name development) ||
+			die "could not create the development user ($err) nor a key for it"
+	fi
+	rm -f "$DATA/.dev-user.err"
+	(umask 077 && printf '%s\n' "$key" >"$KEY_FILE.tmp")
+	mv "$KEY_FILE.tmp" "$KEY_FILE"
+	say "created a development API key for $DEV_EMAIL in ${KEY_FILE#"$ROOT"/}"
+}
+[ -s "$KEY_FILE" ] || new_dev_key
+
+start() {
+	local name=$1
+	shift
+	# Each line of output is prefixed with the process's name. The prefixer
+	# ignores Ctrl-C so that it outlives the process and passes on its last
+	# words while it shuts down.
+	"$@" > >(
+		trap '' INT TERM
+		exec sed -u "s/^/[$name] /"
+	) 2>&1 &
+	PIDS+=($!)
+}
+start server bin/server
+start worker bin/worker
+
+ready=
+if command -v curl >/dev/null; then
+	for _ in $(seq 120); do
+		if [ "$(status /readyz)" = 200 ]; then
+			ready=1
+			break
+		fi
+		# Stop waiting when a process has died.
+		for pid in "${PIDS[@]}"; do
+			kill -0 "$pid" 2>/dev/null || die "a process exited during start-up: see its output above"
+		done
+		sleep 0.5
+	done
+	[ -n "$ready" ] || say "the server did not answer $PUBLIC_URL/readyz with 200 within 60 s"
+	# A key from another database (the data was reset, or DATABASE_URL
+	# changed) is refused: make one that works here.
+	if [ "$(status /v1/projects "$(cat "$KEY_FILE")")" = 401 ]; then
+		new_dev_key
+	fi
+fi
+key=$(cat "$KEY_FILE")
+
+cat >&2 <<EOF
+
+  Lightbox is running${ready:+ and ready}.
+    App               $PUBLIC_URL/
+    API               $PUBLIC_URL/v1
+    Queues (Asynqmon) $PUBLIC_URL/admin/queues
+    Admin page        $PUBLIC_URL/admin
+    Readiness         $PUBLIC_URL/readyz
+    Redis             $REDIS_URL
+    PostgreSQL        $DATABASE_URL
+
+  Development API key ($DEV_EMAIL, admin; kept in ${KEY_FILE#"$ROOT"/}):
+    $key
+
+  Try:
+    curl -H 'Authorization: Bearer $key' $PUBLIC_URL/v1/projects
+
+  Ctrl-C stops it all.
+
+EOF
+
+# Run until Ctrl-C (a normal stop: exit 0), or until the server or the
+# worker exits on its own.
+rc=0
+wait -n "${PIDS[@]}" || rc=$?
+say "a process exited (status $rc): stopping the rest"
+exit $rc
