@@ -38,10 +38,15 @@ func (s *Server) routes() *gin.Engine {
 	api.POST(`/projects/:id/assets\:finalizeUpload`, s.idempotent, s.finalizeUpload)
 	api.GET("/projects/:id/assets", s.listAssets)
 	api.GET("/projects/:id/jobs", s.listJobs)
+	api.GET("/projects/:id/clusters", s.listClusters)
+	api.GET("/projects/:id/search", s.search)
+	api.GET("/projects/:id/stats", s.stats)
+	api.GET("/clusters/:id", s.getCluster)
 
 	api.GET("/assets/:id", s.getAsset)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
+	api.GET("/assets/:id/similar", s.similar)
 
 	return r
 }

@@ -31,27 +31,31 @@ type Deps struct {
 	Inspector *asynq.Inspector
 	Blobs     blob.Store
 	Signer    *blob.Signer
-	Logger    *slog.Logger
+	// EmbedModel names the vectors /similar compares.
+	EmbedModel string
+	Logger     *slog.Logger
 }
 
 // Server is the API.
 type Server struct {
-	cfg       *config.Config
-	store     *store.Store
-	rdb       *redis.Client
-	queue     *asynq.Client
-	inspector *asynq.Inspector
-	blobs     blob.Store
-	signer    *blob.Signer
-	limits    limits
-	log       *slog.Logger
-	router    *gin.Engine
+	cfg        *config.Config
+	store      *store.Store
+	rdb        *redis.Client
+	queue      *asynq.Client
+	inspector  *asynq.Inspector
+	blobs      blob.Store
+	signer     *blob.Signer
+	limits     limits
+	embedModel string
+	log        *slog.Logger
+	router     *gin.Engine
 }
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
 	s := &Server{
-		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector, blobs: d.Blobs, signer: d.Signer, log: d.Logger,
+		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
+		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),

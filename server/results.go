@@ -1,0 +1,178 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+type clusterJSON struct {
+	ID            string          `json:"id"`
+	ProjectID     string          `json:"projectId"`
+	Kind          string          `json:"kind"`
+	Title         string          `json:"title"`
+	StartTime     *time.Time      `json:"startTime"`
+	EndTime       *time.Time      `json:"endTime"`
+	Score         float64         `json:"score"`
+	Reviewed      bool            `json:"reviewed"`
+	WinnerAssetID *uuid.UUID      `json:"winnerAssetId"`
+	WhyWinner     []string        `json:"whyWinner"`
+	Assets        json.RawMessage `json:"assets"`
+}
+
+func toClusterJSON(c store.Cluster) clusterJSON {
+	return clusterJSON{ID: c.ID.String(), ProjectID: c.ProjectID.String(), Kind: c.Kind, Title: c.Title,
+		StartTime: c.StartTime, EndTime: c.EndTime, Score: c.Score, Reviewed: c.Reviewed,
+		WinnerAssetID: c.WinnerAssetID, WhyWinner: append([]string{}, c.WhyWinner...), Assets: c.Members}
+}
+
+var clusterKinds = map[string]bool{"": true, "moment": true, "burst": true, "duplicate_group": true}
+
+// ownProject loads the caller's project named by the path.
+func (s *Server) ownProject(c *gin.Context) (*store.Project, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Project(c, principal(c).ID, id)
+}
+
+func (s *Server) listClusters(c *gin.Context) {
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	kind := c.Query("kind")
+	if !clusterKinds[kind] {
+		fail(c, fieldErrors{"kind": "must be moment, burst or duplicate_group"}.err())
+		return
+	}
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Clusters(c, p.ID, kind, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, toClusterJSON))
+}
+
+func (s *Server) getCluster(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cl, err := s.store.Cluster(c, principal(c).ID, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toClusterJSON(*cl))
+}
+
+type hitJSON struct {
+	AssetID    uuid.UUID `json:"assetId"`
+	Score      float64   `json:"score"`
+	Highlights []string  `json:"highlights"`
+}
+
+// resultLimit reads ?limit= for search-like answers.
+func resultLimit(c *gin.Context) (int, error) {
+	limit := 20
+	if s := c.Query("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			return 0, fieldErrors{"limit": "must be 1 to 100"}.err()
+		}
+		limit = n
+	}
+	return limit, nil
+}
+
+func (s *Server) search(c *gin.Context) {
+	start := time.Now()
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	q := strings.TrimSpace(c.Query("q"))
+	limit, err := resultLimit(c)
+	if err == nil && (q == "" || len(q) > 500) {
+		err = fieldErrors{"q": "must be 1 to 500 characters"}.err()
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	hits, err := s.store.Search(c, p.ID, q, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]hitJSON, len(hits))
+	for i, h := range hits {
+		out[i] = hitJSON{AssetID: h.AssetID, Score: h.Score, Highlights: append([]string{}, h.Highlights...)}
+	}
+	c.JSON(http.StatusOK, gin.H{"results": out, "tookMs": time.Since(start).Milliseconds()})
+}
+
+// similar ranks the project's other assets by embedding similarity.
+func (s *Server) similar(c *gin.Context) {
+	start := time.Now()
+	a, _, err := s.ownAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	limit, err := resultLimit(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	sims, err := s.store.SimilarAssets(c, a.ID, s.embedModel, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]hitJSON, len(sims))
+	for i, h := range sims {
+		out[i] = hitJSON{AssetID: h.AssetID, Score: h.Score, Highlights: []string{"embedding"}}
+	}
+	c.JSON(http.StatusOK, gin.H{"results": out, "tookMs": time.Since(start).Milliseconds()})
+}
+
+// stats counts the project's assets by stage. The answer is cached in
+// Redis for up to 5 s: uploaders poll it while thousands of rows change.
+func (s *Server) stats(c *gin.Context) {
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	key := "stats:" + p.ID.String()
+	if b, err := s.rdb.Get(c, key).Bytes(); err == nil {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+		return
+	}
+	st, err := s.store.Stats(c, p.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	b, _ := json.Marshal(st)
+	s.rdb.Set(c, key, b, 5*time.Second)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+}
