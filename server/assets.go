@@ -236,6 +236,9 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 			fail(c, err)
 			return
 		}
+		if err := s.store.MarkEnqueued(c, []uuid.UUID{p.JobID}); err != nil {
+			logger(c).Warn("mark enqueued", "err", err)
+		}
 		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
 		return
 	case err == nil && info.State != asynq.TaskStateCompleted:

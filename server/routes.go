@@ -43,6 +43,12 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
 
+	api.GET("/batches/:id", s.getBatch)
+	api.GET("/batches/:id/results", s.batchResults)
+	api.POST("/batches/:id/cancel", s.cancelBatch)
+	api.POST("/batches/:id/retry", s.retryBatch)
+	api.POST("/batches/:id/jobs/:jobId/retry", s.retryJob)
+
 	api.GET("/assets/:id", s.getAsset)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)

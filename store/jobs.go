@@ -172,7 +172,7 @@ func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID) error {
 	return s.InTx(ctx, func(tx *sqlx.Tx) error {
 		var j Job
 		err := tx.GetContext(ctx, &j, `UPDATE jobs j SET status = 'queued', error_code = NULL, error_message = NULL,
-			next_run_at = now(), updated_at = now() WHERE j.id = $1 RETURNING `+jobColumns, id)
+			next_run_at = now(), enqueued_at = NULL, updated_at = now() WHERE j.id = $1 RETURNING `+jobColumns, id)
 		if err != nil {
 			return notFound(err)
 		}

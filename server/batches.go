@@ -1,0 +1,180 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+type batchJSON struct {
+	ID          string     `json:"id"`
+	ProjectID   string     `json:"projectId"`
+	Kind        string     `json:"kind"`
+	Status      string     `json:"status"`
+	Total       int        `json:"total"`
+	Completed   int        `json:"completed"`
+	Failed      int        `json:"failed"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	CompletedAt *time.Time `json:"completedAt"`
+}
+
+func toBatchJSON(b *store.Batch) batchJSON {
+	return batchJSON{ID: b.ID.String(), ProjectID: b.ProjectID.String(), Kind: b.Kind, Status: b.Status, Total: b.Total,
+		Completed: b.Completed, Failed: b.Failed, CreatedAt: b.CreatedAt.UTC(), CompletedAt: b.CompletedAt}
+}
+
+func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Batch(c, principal(c).ID, id)
+}
+
+// getBatch is the polling fallback of the batch's event stream.
+func (s *Server) getBatch(c *gin.Context) {
+	b, err := s.ownBatch(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, err := s.store.BatchJobs(c, b.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]jobJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = toJobJSON(j)
+	}
+	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "jobs": out})
+}
+
+// batchResults says, per job, what it produced: the asset it worked on and
+// where that asset stands.
+func (s *Server) batchResults(c *gin.Context) {
+	b, err := s.ownBatch(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, err := s.store.BatchJobs(c, b.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	type result struct {
+		JobID  string     `json:"jobId"`
+		Type   string     `json:"type"`
+		Status string     `json:"status"`
+		Error  *errorJSON `json:"error"`
+		Asset  *assetJSON `json:"asset"`
+	}
+	out := make([]result, len(jobs))
+	for i, j := range jobs {
+		r := toJobJSON(j)
+		out[i] = result{JobID: r.ID, Type: r.Type, Status: r.Status, Error: r.Error}
+		if j.AssetID != nil {
+			if a, err := s.store.AssetByID(c, *j.AssetID); err == nil {
+				aj := s.toAssetJSON(*a)
+				out[i].Asset = &aj
+			}
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "results": out})
+}
+
+// cancelBatch removes the batch's waiting tasks from the queue and cancels
+// running ones through Asynq; their handlers see their context end.
+func (s *Server) cancelBatch(c *gin.Context) {
+	b, err := s.ownBatch(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, nb, err := s.store.CancelBatch(c, b.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var canceled []uuid.UUID
+	for _, j := range jobs {
+		canceled = append(canceled, j.ID)
+		info, err := s.inspector.GetTaskInfo(j.Queue, j.TaskID)
+		if err != nil {
+			continue // never enqueued, or already gone
+		}
+		if info.State == asynq.TaskStateActive {
+			err = s.inspector.CancelProcessing(j.TaskID)
+		} else {
+			err = s.inspector.DeleteTask(j.Queue, j.TaskID)
+		}
+		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			logger(c).Warn("cancel task", "task", j.TaskID, "err", err)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
+}
+
+func (s *Server) retryBatch(c *gin.Context) { s.retry(c, nil) }
+
+func (s *Server) retryJob(c *gin.Context) {
+	id, err := pathID(c, "jobId")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.retry(c, &id)
+}
+
+// retry runs failed jobs again: an archived task is run again through the
+// Inspector, keeping its TaskID; a task no longer in Redis is enqueued from
+// the job's recorded payload.
+func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
+	b, err := s.ownBatch(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, err := s.store.FailedJobs(c, b.ID, only)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if only != nil && len(jobs) == 0 {
+		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried."))
+		return
+	}
+	var retried []uuid.UUID
+	for _, j := range jobs {
+		if err := s.store.RequeueJob(c, j.ID); err != nil {
+			fail(c, err)
+			return
+		}
+		err := s.inspector.RunTask(j.Queue, j.TaskID)
+		if err != nil {
+			err = tasks.Enqueue(c, s.queue, tasks.New(j.Type, j.Payload, j.TaskID))
+		}
+		if err != nil {
+			logger(c).Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
+		} else if err := s.store.MarkEnqueued(c, []uuid.UUID{j.ID}); err != nil {
+			logger(c).Warn("mark enqueued", "err", err)
+		}
+		retried = append(retried, j.ID)
+	}
+	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": nonNil(retried)})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+const batchColumns = `b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed, b.created_at, b.completed_at`
+
+// Batch returns owner's batch id.
+func (s *Store) Batch(ctx context.Context, owner, id uuid.UUID) (*Batch, error) {
+	b := &Batch{}
+	err := s.DB.GetContext(ctx, b, `SELECT `+batchColumns+` FROM batches b JOIN projects p ON p.id = b.project_id
+		WHERE b.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return b, notFound(err)
+}
+
+// BatchJobs lists a batch's jobs in the order they were recorded.
+func (s *Store) BatchJobs(ctx context.Context, batch uuid.UUID) ([]Job, error) {
+	var jobs []Job
+	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j WHERE j.batch_id = $1 ORDER BY j.created_at, j.id`, batch)
+	return jobs, err
+}
+
+// CancelBatch marks a batch cancelled and its unfinished jobs canceled, and
+// returns those jobs so their tasks can be removed from the queue.
+func (s *Store) CancelBatch(ctx context.Context, batch uuid.UUID) ([]Job, *Batch, error) {
+	var jobs []Job
+	var b *Batch
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := tx.SelectContext(ctx, &jobs, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
+			WHERE j.batch_id = $1 AND j.status IN ('queued', 'running') RETURNING `+jobColumns, batch); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE batches SET status = 'cancelled', completed_at = coalesce(completed_at, now())
+			WHERE id = $1 AND status = 'running'`, batch); err != nil {
+			return err
+		}
+		var err error
+		b, err = RecountBatch(ctx, tx, batch)
+		return err
+	})
+	return jobs, b, err
+}
+
+// FailedJobs lists a batch's failed jobs, or just one of them.
+func (s *Store) FailedJobs(ctx context.Context, batch uuid.UUID, only *uuid.UUID) ([]Job, error) {
+	var jobs []Job
+	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.batch_id = $1 AND j.status = 'failed' AND ($2::uuid IS NULL OR j.id = $2) ORDER BY j.created_at, j.id`, batch, only)
+	return jobs, err
+}
