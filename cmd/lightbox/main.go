@@ -5,6 +5,7 @@
 //	lightbox keys create --email E [--name N]   prints only the new API key
 //	lightbox keys list --email E
 //	lightbox keys revoke KEY_ID
+//	lightbox keygen FILE                        a chain signing key, unless FILE exists
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/chain"
 	"lightbox/internal/boot"
 	"lightbox/store"
 )
@@ -28,7 +30,8 @@ const usage = `usage:
   lightbox users create --email E [--admin]
   lightbox keys create --email E [--name N]
   lightbox keys list --email E
-  lightbox keys revoke KEY_ID`
+  lightbox keys revoke KEY_ID
+  lightbox keygen FILE`
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
@@ -40,6 +43,16 @@ func main() {
 func run(args []string, out io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
+	}
+	if args[0] == "keygen" {
+		if len(args) != 2 {
+			return errors.New("usage: lightbox keygen FILE")
+		}
+		made, err := chain.GenerateKeyFile(args[1])
+		if made {
+			fmt.Fprintln(os.Stderr, "wrote a new chain signing key to", args[1])
+		}
+		return err
 	}
 	p, err := boot.Start()
 	if err != nil {
