@@ -47,7 +47,8 @@ type Config struct {
 	RateUploadsPerMinute int // RATE_UPLOADS_PER_MINUTE, files prepared for upload
 	RateUploadsBurst     int // RATE_UPLOADS_BURST
 
-	ChainKeyFile string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
+	ChainKeyFile   string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
+	ChainLedgerURL string // CHAIN_LEDGER_URL, an HTTP ledger; empty keeps a local append-only file under DATA_DIR
 
 	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
 	MaxPixels     int64  // MAX_PIXELS, refused before decoding
@@ -111,6 +112,10 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
+	c.ChainLedgerURL = r.str("CHAIN_LEDGER_URL", "")
+	if c.ChainLedgerURL != "" {
+		r.check("CHAIN_LEDGER_URL", c.ChainLedgerURL, func(v string) error { return checkURL(v, "http", "https") })
+	}
 
 	r.check("DATABASE_URL", c.DatabaseURL, func(v string) error { return checkURL(v, "postgres", "postgresql") })
 	r.check("REDIS_URL", c.RedisURL, func(v string) error { return checkURL(v, "redis", "rediss") })

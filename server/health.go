@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"lightbox/chain"
 )
 
 func (s *Server) healthz(c *gin.Context) {
@@ -35,5 +37,19 @@ func (s *Server) readyz(c *gin.Context) {
 		fail(c, e)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "checks": checks})
+	out := gin.H{"status": "ok", "checks": checks, "limiterErrors": limiterErrors.Load()}
+	if h, err := chain.ReadHead(ctx, s.store); err == nil {
+		out["chain"] = h
+	}
+	if s.inspector != nil {
+		queues := map[string]any{}
+		for _, q := range []string{"critical", "default", "low"} {
+			if info, err := s.inspector.GetQueueInfo(q); err == nil {
+				queues[q] = gin.H{"size": info.Size, "pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+					"retry": info.Retry, "archived": info.Archived, "latencyMs": info.Latency.Milliseconds(), "paused": info.Paused}
+			}
+		}
+		out["queues"] = queues
+	}
+	c.JSON(http.StatusOK, out)
 }

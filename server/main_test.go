@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -28,7 +29,11 @@ type app struct {
 	cfg   *config.Config
 	url   string
 	blobs *blob.Disk
+	// chainKey signs the chain the server verifies.
+	chainKey ed25519.PrivateKey
 }
+
+const testEmbedModel = "test-model"
 
 func newApp(t testing.TB) *app {
 	t.Helper()
@@ -88,12 +93,14 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
+		ChainKey: pub, EmbedModel: testEmbedModel,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: blobs, Signer: blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs"),
 	})
 	handler = srv.Handler()
-	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs}
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, chainKey: key}
 }
 
 // user makes a user and returns its API key.

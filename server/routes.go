@@ -43,6 +43,10 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
 
+	api.GET("/chain/head", s.chainHead)
+	api.GET("/chain/verify", s.chainVerify)
+	api.GET("/chain/publicKey", s.chainPublicKey)
+
 	api.GET("/batches/:id", s.getBatch)
 	api.GET("/batches/:id/results", s.batchResults)
 	api.POST("/batches/:id/cancel", s.cancelBatch)
@@ -53,6 +57,7 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
 	api.GET("/assets/:id/similar", s.similar)
+	api.GET("/assets/:id/attestation", s.assetAttestation)
 
 	return r
 }

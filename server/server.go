@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"log/slog"
 	"net"
@@ -33,7 +34,9 @@ type Deps struct {
 	Signer    *blob.Signer
 	// EmbedModel names the vectors /similar compares.
 	EmbedModel string
-	Logger     *slog.Logger
+	// ChainKey verifies the attestation chain.
+	ChainKey ed25519.PublicKey
+	Logger   *slog.Logger
 }
 
 // Server is the API.
@@ -47,6 +50,7 @@ type Server struct {
 	signer     *blob.Signer
 	limits     limits
 	embedModel string
+	chainKey   ed25519.PublicKey
 	log        *slog.Logger
 	router     *gin.Engine
 }
@@ -55,7 +59,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
-		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel,
+		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, chainKey: d.ChainKey,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),

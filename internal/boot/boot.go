@@ -5,6 +5,7 @@ package boot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
+	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/store"
 )
@@ -87,6 +89,15 @@ func Redis(cfg *config.Config) (*redis.Client, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	return redis.NewClient(opt), nil
+}
+
+// ChainKey loads the chain's signing key from CHAIN_KEY_FILE.
+func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
+	key, err := chain.LoadKey(cfg.ChainKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("CHAIN_KEY_FILE: %w (make one with: lightbox keygen %s)", err, cfg.ChainKeyFile)
+	}
+	return key, nil
 }
 
 // Blobs is the blob store below DATA_DIR.
