@@ -1,0 +1,242 @@
+package imaging
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/draw"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+
+	"github.com/nfnt/resize"
+	"golang.org/x/image/tiff"
+	"golang.org/x/image/webp"
+)
+
+// goEngine is the pure Go engine. It decodes the whole image (Go's JPEG
+// decoder cannot shrink on load), so it is slower and needs more memory than
+// libvips on large photos, but it builds anywhere.
+type goEngine struct{ cfg Config }
+
+func (e *goEngine) Name() string { return EngineGo }
+
+func (e *goEngine) Process(ctx context.Context, data []byte, opt Options) (*Result, error) {
+	return process(ctx, e.cfg, data, opt, e)
+}
+
+func (e *goEngine) derive(ctx context.Context, data []byte, h header, orientation int, opt Options) (*derived, error) {
+	img, err := decodeGo(h.format, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	pw, ph := fitSize(b.Dx(), b.Dy(), opt.PreviewSize)
+	preview := orient(flatten(resizeTo(img, pw, ph)), orientation)
+	img = nil // let the full-size image go before encoding
+	d := &derived{width: h.width, height: h.height}
+	if orientation >= 5 {
+		d.width, d.height = h.height, h.width
+	}
+	if d.preview, err = encodeOutput(preview, opt.PreviewQuality); err != nil {
+		return nil, err
+	}
+	d.small = fitRGBA(preview, opt.ThumbSize)
+	if d.thumb, err = encodeOutput(d.small, opt.ThumbQuality); err != nil {
+		return nil, err
+	}
+	d.mid = fitRGBA(preview, analysisSize)
+	return d, ctx.Err()
+}
+
+func (e *goEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {
+	h, err := inspect(data, e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	meta, _ := readMetadata(ctx, h)
+	img, err := decodeGo(h.format, data)
+	if err != nil {
+		return nil, err
+	}
+	o := meta.Orientation
+	b := img.Bounds()
+	ow, oh := b.Dx(), b.Dy() // oriented size
+	if o >= 5 {
+		ow, oh = oh, ow
+	}
+	tw, th, cw, ch := renderSize(ow, oh, opt)
+	if o >= 5 { // resize in the stored orientation
+		tw, th = th, tw
+	}
+	out := orient(flatten(resizeTo(img, tw, th)), o)
+	if cw != out.Rect.Dx() || ch != out.Rect.Dy() {
+		x0, y0 := (out.Rect.Dx()-cw)/2, (out.Rect.Dy()-ch)/2
+		out = copyRGBA(out.SubImage(image.Rect(x0, y0, x0+cw, y0+ch)))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return encodeJPEG(out, renderQuality(opt))
+}
+
+// renderSize returns, for an oriented w×h image, the size to scale it to
+// and the size to crop that to.
+func renderSize(w, h int, opt RenderOptions) (tw, th, cw, ch int) {
+	W, H := opt.Width, opt.Height
+	switch {
+	case W <= 0 && H <= 0:
+		return w, h, w, h
+	case opt.Crop && W > 0 && H > 0:
+		// Cover W×H, then crop the middle.
+		s := max(float64(W)/float64(w), float64(H)/float64(h))
+		tw, th = max(W, int(float64(w)*s+0.5)), max(H, int(float64(h)*s+0.5))
+		return tw, th, W, H
+	}
+	if W <= 0 {
+		W = w
+	}
+	if H <= 0 {
+		H = h
+	}
+	s := min(1, float64(W)/float64(w), float64(H)/float64(h))
+	tw, th = max(1, int(float64(w)*s+0.5)), max(1, int(float64(h)*s+0.5))
+	return tw, th, tw, th
+}
+
+func renderQuality(opt RenderOptions) int {
+	if opt.Quality <= 0 || opt.Quality > 100 {
+		return 90
+	}
+	return opt.Quality
+}
+
+func decodeGo(f Format, data []byte) (image.Image, error) {
+	r := bytes.NewReader(data)
+	var (
+		img image.Image
+		err error
+	)
+	switch f {
+	case JPEG:
+		img, err = jpeg.Decode(r)
+	case PNG:
+		img, err = png.Decode(r)
+	case GIF:
+		img, err = gif.Decode(r) // the first frame
+	case WebP:
+		img, err = webp.Decode(r)
+	case TIFF:
+		img, err = tiff.Decode(r)
+	}
+	if err != nil {
+		return nil, newError(CodeCorruptImage, err, "the %s image cannot be decoded", f)
+	}
+	return img, nil
+}
+
+// resizeTo scales img to w×h. Lanczos3 keeps downscaled photos crisp; nfnt
+// widens the kernel with the scale factor, so large reductions average
+// properly instead of skipping pixels.
+func resizeTo(img image.Image, w, h int) image.Image {
+	b := img.Bounds()
+	if b.Dx() == w && b.Dy() == h {
+		return img
+	}
+	switch img.(type) {
+	case *image.YCbCr, *image.RGBA, *image.NRGBA, *image.Gray, *image.Gray16, *image.RGBA64, *image.NRGBA64:
+	default:
+		// nfnt reads other types (CMYK, paletted) through At, pixel by pixel;
+		// converting once is faster.
+		img = flatten(img)
+	}
+	return resize.Resize(uint(w), uint(h), img, resize.Lanczos3)
+}
+
+// fitRGBA scales an opaque RGBA image to a long edge of at most long.
+func fitRGBA(img *image.RGBA, long int) *image.RGBA {
+	w, h := fitSize(img.Rect.Dx(), img.Rect.Dy(), long)
+	if w == img.Rect.Dx() && h == img.Rect.Dy() {
+		return img
+	}
+	return resize.Resize(uint(w), uint(h), img, resize.Lanczos3).(*image.RGBA)
+}
+
+// flatten converts any image to opaque RGBA at the origin, compositing
+// transparency onto white. Go's colour models do the conversions, including
+// Adobe CMYK and 16-bit samples.
+func flatten(img image.Image) *image.RGBA {
+	b := img.Bounds()
+	if rgba, ok := img.(*image.RGBA); ok && rgba.Opaque() && b.Min == (image.Point{}) {
+		return rgba
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+		draw.Draw(dst, dst.Rect, img, b.Min, draw.Src)
+		return dst
+	}
+	draw.Draw(dst, dst.Rect, image.White, image.Point{}, draw.Src)
+	draw.Draw(dst, dst.Rect, img, b.Min, draw.Over)
+	return dst
+}
+
+func copyRGBA(img image.Image) *image.RGBA {
+	b := img.Bounds()
+	dst := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(dst, dst.Rect, img, b.Min, draw.Src)
+	return dst
+}
+
+// orient applies an EXIF orientation (1-8), so the result is upright.
+func orient(src *image.RGBA, o int) *image.RGBA {
+	if o <= 1 || o > 8 {
+		return src
+	}
+	w, h := src.Rect.Dx(), src.Rect.Dy()
+	dw, dh := w, h
+	if o >= 5 {
+		dw, dh = h, w
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
+	for dy := 0; dy < dh; dy++ {
+		for dx := 0; dx < dw; dx++ {
+			var sx, sy int
+			switch o {
+			case 2: // mirrored
+				sx, sy = w-1-dx, dy
+			case 3: // upside down
+				sx, sy = w-1-dx, h-1-dy
+			case 4: // mirrored upside down
+				sx, sy = dx, h-1-dy
+			case 5: // transposed
+				sx, sy = dy, dx
+			case 6: // stored turned left: turn right
+				sx, sy = dy, h-1-dx
+			case 7: // transversed
+				sx, sy = w-1-dy, h-1-dx
+			case 8: // stored turned right: turn left
+				sx, sy = w-1-dy, dx
+			}
+			si := sy*src.Stride + 4*sx
+			di := dy*dst.Stride + 4*dx
+			copy(dst.Pix[di:di+4], src.Pix[si:si+4])
+		}
+	}
+	return dst
+}
+
+func encodeJPEG(img image.Image, quality int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: quality}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func encodeOutput(img *image.RGBA, quality int) (Output, error) {
+	data, err := encodeJPEG(img, quality)
+	return Output{Data: data, ContentType: contentTypeJPEG, Width: img.Rect.Dx(), Height: img.Rect.Dy()}, err
+}

@@ -1,0 +1,262 @@
+//go:build cgo
+
+package imaging
+
+import (
+	"context"
+	"fmt"
+	"image"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/davidbyttow/govips/v2/vips"
+)
+
+// DefaultEngine is the engine New picks for "": libvips when built with cgo.
+const DefaultEngine = EngineVips
+
+var (
+	vipsOnce    sync.Once
+	vipsStarted bool
+	vipsMu      sync.Mutex
+)
+
+// vipsEngine does the pixel work in libvips. Orientation, colour
+// conversion (CMYK, 16-bit, grey) and shrink-on-load are libvips' own.
+type vipsEngine struct{ cfg Config }
+
+func newVips(cfg Config) (Engine, error) {
+	vipsOnce.Do(func() {
+		// govips logs through the standard logger at info level unless
+		// told otherwise; keep only warnings and send them to slog.
+		vips.LoggingSettings(vipsLog, vips.LogLevelWarning)
+		vips.Startup(&vips.Config{
+			ConcurrencyLevel: cfg.VipsConcurrency,
+			MaxCacheMem:      cfg.VipsCacheMB << 20,
+			MaxCacheSize:     cacheOps(cfg.VipsCacheMB),
+			MaxCacheFiles:    0,
+		})
+		vipsMu.Lock()
+		vipsStarted = true
+		vipsMu.Unlock()
+	})
+	return &vipsEngine{cfg: cfg}, nil
+}
+
+func cacheOps(mb int) int {
+	if mb <= 0 {
+		return 0
+	}
+	return 100
+}
+
+// vipsLog sends libvips messages to slog. libvips warnings describe quirks
+// of the input ("unknown EXIF resolution unit") on many ordinary photos;
+// the ones that matter come back as errors because loads use fail=true, so
+// warnings are kept at debug level.
+func vipsLog(domain string, level vips.LogLevel, msg string) {
+	switch level {
+	case vips.LogLevelError, vips.LogLevelCritical:
+		slog.Error("libvips", "domain", domain, "msg", msg)
+	default:
+		slog.Debug("libvips", "domain", domain, "msg", msg)
+	}
+}
+
+// Shutdown stops libvips if a "vips" engine started it. Call it once, when
+// the process ends: libvips cannot be started again afterwards.
+func Shutdown() {
+	vipsMu.Lock()
+	defer vipsMu.Unlock()
+	if vipsStarted {
+		vips.Shutdown()
+		vipsStarted = false
+	}
+}
+
+func (e *vipsEngine) Name() string { return EngineVips }
+
+func (e *vipsEngine) Process(ctx context.Context, data []byte, opt Options) (*Result, error) {
+	return process(ctx, e.cfg, data, opt, e)
+}
+
+// importParams makes libvips fail on any decoder warning (a truncated or
+// damaged file) instead of returning grey or partial pixels; Go's decoders
+// fail on the same files.
+func importParams() *vips.ImportParams {
+	p := vips.NewImportParams()
+	p.FailOnError.Set(true)
+	return p
+}
+
+// derive makes the preview with shrink-on-load, the only time the original
+// is decoded, then makes the thumbnail and the analysis image from the
+// encoded preview, which is small and cheap to decode again.
+func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, opt Options) (*derived, error) {
+	ref, err := vips.LoadThumbnailFromBuffer(data, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
+	if err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	defer ref.Close()
+	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	d := &derived{width: h.width, height: h.height}
+	// libvips applied the orientation it read itself; a turned preview means
+	// the full size is turned too.
+	if pw, ph := ref.Width(), ref.Height(); (pw > ph) != (h.width > h.height) && pw != ph {
+		d.width, d.height = h.height, h.width
+	}
+	d.preview, err = exportJPEG(ref, opt.PreviewQuality)
+	if err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if d.thumb, d.small, err = shrinkJPEG(d.preview.Data, opt.ThumbSize, opt.ThumbQuality); err != nil {
+		return nil, err
+	}
+	if _, d.mid, err = shrinkJPEG(d.preview.Data, analysisSize, 0); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// shrinkJPEG scales an encoded preview to a long edge of size and returns
+// its pixels, and when quality > 0 also the image encoded as JPEG. The
+// loader reads sequentially, so each result loads the preview again: at
+// this size shrink-on-load makes that cheaper than holding a copy.
+func shrinkJPEG(preview []byte, size, quality int) (Output, *image.RGBA, error) {
+	var out Output
+	if quality > 0 {
+		ref, err := loadOpaque(preview, size)
+		if err != nil {
+			return out, nil, err
+		}
+		out, err = exportJPEG(ref, quality)
+		ref.Close()
+		if err != nil {
+			return out, nil, err
+		}
+	}
+	ref, err := loadOpaque(preview, size)
+	if err != nil {
+		return out, nil, err
+	}
+	defer ref.Close()
+	img, err := toRGBA(ref)
+	return out, img, err
+}
+
+func loadOpaque(data []byte, size int) (*vips.ImageRef, error) {
+	ref, err := vips.LoadThumbnailFromBuffer(data, size, size, vips.InterestingNone, vips.SizeDown, importParams())
+	if err != nil {
+		return nil, err
+	}
+	if err := toOpaqueSRGB(ref); err != nil {
+		ref.Close()
+		return nil, err
+	}
+	return ref, nil
+}
+
+// toOpaqueSRGB converts to 8-bit sRGB (from CMYK, grey, 16-bit) and
+// flattens transparency onto white, as the Go engine does.
+func toOpaqueSRGB(ref *vips.ImageRef) error {
+	if ref.Interpretation() != vips.InterpretationSRGB || ref.BandFormat() != vips.BandFormatUchar {
+		if err := ref.ToColorSpace(vips.InterpretationSRGB); err != nil {
+			return err
+		}
+	}
+	if ref.HasAlpha() {
+		if err := ref.Flatten(&vips.Color{R: 255, G: 255, B: 255}); err != nil {
+			return err
+		}
+	}
+	if ref.BandFormat() != vips.BandFormatUchar {
+		return ref.Cast(vips.BandFormatUchar)
+	}
+	return nil
+}
+
+func exportJPEG(ref *vips.ImageRef, quality int) (Output, error) {
+	p := vips.NewJpegExportParams()
+	p.Quality = quality
+	p.StripMetadata = true
+	p.Interlace = false
+	buf, _, err := ref.ExportJpeg(p)
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Data: buf, ContentType: contentTypeJPEG, Width: ref.Width(), Height: ref.Height()}, nil
+}
+
+// toRGBA copies a 3-band 8-bit image out of libvips.
+func toRGBA(ref *vips.ImageRef) (*image.RGBA, error) {
+	raw, err := ref.ToBytes()
+	if err != nil {
+		return nil, err
+	}
+	w, h, bands := ref.Width(), ref.Height(), ref.Bands()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	if bands != 3 || len(raw) < 3*w*h {
+		return nil, fmt.Errorf("imaging: libvips gave %d bands, %d bytes for %d×%d sRGB", bands, len(raw), w, h)
+	}
+	for i, j := 0, 0; j < len(img.Pix); i, j = i+3, j+4 {
+		img.Pix[j], img.Pix[j+1], img.Pix[j+2], img.Pix[j+3] = raw[i], raw[i+1], raw[i+2], 255
+	}
+	return img, nil
+}
+
+func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {
+	h, err := inspect(data, e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	var ref *vips.ImageRef
+	switch {
+	case opt.Width <= 0 && opt.Height <= 0:
+		ref, err = vips.LoadImageFromBuffer(data, importParams())
+		if err == nil {
+			err = ref.AutoRotate()
+		}
+	case opt.Crop && opt.Width > 0 && opt.Height > 0:
+		ref, err = vips.LoadThumbnailFromBuffer(data, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
+	default:
+		w, ht := opt.Width, opt.Height
+		if w <= 0 {
+			w = vipsUnbounded
+		}
+		if ht <= 0 {
+			ht = vipsUnbounded
+		}
+		ref, err = vips.LoadThumbnailFromBuffer(data, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+	}
+	if err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	defer ref.Close()
+	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, err := exportJPEG(ref, renderQuality(opt))
+	if err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	return out.Data, nil
+}
+
+// vipsUnbounded stands for "no limit" on one side of a fit box.
+const vipsUnbounded = 10_000_000
+
+// vipsDecodeError reports a libvips failure on input that passed inspect as
+// a corrupt image, with libvips' first line (its errors carry a Go stack).
+func vipsDecodeError(f Format, err error) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return newError(CodeCorruptImage, nil, "the %s image cannot be decoded: %s", f, strings.TrimSpace(msg))
+}

@@ -1,0 +1,304 @@
+// Package imaging turns an original photo (a []byte) into what the ingest
+// step stores: a thumbnail and a preview from one decode, EXIF metadata, a
+// 64-bit perceptual hash and a few quality signals. It also renders export
+// images. It knows nothing of HTTP, queues or databases.
+//
+// Two engines do the pixel work behind one interface:
+//
+//   - "vips": libvips through govips, built only with cgo. It uses
+//     shrink-on-load (vips_thumbnail_buffer) for the preview, so a large JPEG
+//     is never decoded at full size, then derives the thumbnail and the
+//     analysis images from the encoded preview.
+//   - "go": the standard library decoders plus golang.org/x/image for WebP
+//     and TIFF, resized with github.com/nfnt/resize (it has fast paths for
+//     YCbCr and grey images and spreads work over all cores, where
+//     x/image/draw's good kernels are single-threaded and several times
+//     slower).
+//
+// New("", cfg) picks "vips" when the binary is built with cgo and "go" when
+// it is not. Both engines share the checks that run before any pixel is
+// decoded (format sniffing, the byte and pixel limits read from the header,
+// the structure of progressive JPEGs) and the EXIF reader, so they reject
+// the same files with the same codes.
+//
+// Outputs are JPEG: the thumbnail (long edge 320 px, quality 80) and the
+// preview (long edge 2048 px, quality 82). JPEG rather than WebP because every
+// client shows it and the pure Go engine can write it (Go has no WebP
+// encoder), so both engines give the same kind of file. Images are never
+// enlarged; transparency is flattened onto white; EXIF orientation is applied;
+// metadata is stripped from the outputs.
+//
+// Every refusal is an *Error with a stable Code (see the Code* constants);
+// use ErrorCode(err) to read it. A broken EXIF block is never fatal: it is
+// reported in Result.MetadataWarning and the pixels are processed.
+package imaging
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image"
+)
+
+// Error codes. They are stable: callers store them and show them to users.
+const (
+	CodeEmptyFile         = "empty_file"         // zero bytes
+	CodeTooLarge          = "too_large"          // more bytes than Config.MaxBytes
+	CodeUnsupportedFormat = "unsupported_format" // not JPEG, PNG, GIF, WebP or TIFF
+	CodeTooManyPixels     = "too_many_pixels"    // header says more than Config.MaxPixels
+	CodeCorruptImage      = "corrupt_image"      // the format is known but the file does not decode
+)
+
+// Error is a refusal of the input, with a stable snake_case Code. Bad input
+// never gets better by retrying, so callers should not retry these.
+type Error struct {
+	Code    string
+	Message string
+	Err     error // the underlying decoder error, if any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorCode returns the Code of an *Error in err's chain, or "" if there is
+// none (a context error or an internal failure, worth a retry).
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func newError(code string, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Format is an input image format.
+type Format string
+
+// Supported formats.
+const (
+	JPEG Format = "jpeg"
+	PNG  Format = "png"
+	GIF  Format = "gif"
+	WebP Format = "webp"
+	TIFF Format = "tiff"
+)
+
+// ContentType is the MIME type of the format.
+func (f Format) ContentType() string { return "image/" + string(f) }
+
+// Defaults for Config and Options.
+const (
+	DefaultMaxPixels      = 100_000_000 // 100 megapixels
+	DefaultMaxBytes       = 200 << 20   // 200 MiB
+	DefaultThumbSize      = 320
+	DefaultThumbQuality   = 80
+	DefaultPreviewSize    = 2048
+	DefaultPreviewQuality = 82
+)
+
+// Config holds limits and engine settings, fixed when the engine is made.
+type Config struct {
+	// MaxPixels refuses images whose header declares more pixels
+	// (width×height), before any decoding. 0 means DefaultMaxPixels.
+	MaxPixels int64
+	// MaxBytes refuses larger inputs. 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// VipsConcurrency is the number of threads libvips uses for one image.
+	// 0 means 1: the worker already processes several images at once, and
+	// more threads per image would only compete with it.
+	VipsConcurrency int
+	// VipsCacheMB bounds libvips' operation cache. 0 turns it off: ingest
+	// never sees the same image twice, so the cache would only hold memory.
+	VipsCacheMB int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxPixels <= 0 {
+		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.VipsConcurrency <= 0 {
+		c.VipsConcurrency = 1
+	}
+	return c
+}
+
+// Options are per-call output settings; zero fields take the defaults.
+type Options struct {
+	ThumbSize      int // long edge of the thumbnail, px
+	ThumbQuality   int // JPEG quality of the thumbnail, 1-100
+	PreviewSize    int // long edge of the preview, px
+	PreviewQuality int // JPEG quality of the preview, 1-100
+}
+
+func (o Options) withDefaults() Options {
+	if o.ThumbSize <= 0 {
+		o.ThumbSize = DefaultThumbSize
+	}
+	if o.ThumbQuality <= 0 || o.ThumbQuality > 100 {
+		o.ThumbQuality = DefaultThumbQuality
+	}
+	if o.PreviewSize <= 0 {
+		o.PreviewSize = DefaultPreviewSize
+	}
+	if o.PreviewQuality <= 0 || o.PreviewQuality > 100 {
+		o.PreviewQuality = DefaultPreviewQuality
+	}
+	return o
+}
+
+// Output is one encoded derivative.
+type Output struct {
+	Data        []byte
+	ContentType string
+	Width       int
+	Height      int
+}
+
+// Result is everything Process learns from one original.
+type Result struct {
+	Format Format
+	// Width and Height are the full size once EXIF orientation is applied.
+	Width, Height int
+	Thumbnail     Output
+	Preview       Output
+	Metadata      Metadata
+	// MetadataWarning says what was wrong with the EXIF block, if anything.
+	MetadataWarning string
+	// PHash is the perceptual hash; compare two with Hamming.
+	PHash   uint64
+	Quality Quality
+	// Image holds the thumbnail's pixels (oriented, opaque sRGB), for
+	// embedders and other analysis that wants a small decoded image.
+	Image *image.RGBA
+}
+
+// Quality holds simple technical signals for ranking shots.
+type Quality struct {
+	// Sharpness is the variance of the Laplacian of the luminance (0-255
+	// scale) of the image scaled to a 1024 px long edge, so values compare
+	// across resolutions. Higher is sharper; below ~50 is usually blurred.
+	Sharpness float64 `json:"sharpness"`
+	// HighlightsClipped is the fraction of pixels with luminance ≥ 250.
+	HighlightsClipped float64 `json:"highlightsClipped"`
+	// ShadowsClipped is the fraction of pixels with luminance ≤ 5.
+	ShadowsClipped float64 `json:"shadowsClipped"`
+	// MeanLuminance is the mean luminance, 0 (black) to 1 (white).
+	MeanLuminance float64 `json:"meanLuminance"`
+}
+
+// RenderOptions describe one export image. With Width and Height both 0 the
+// image keeps its full size. Otherwise it fits within Width×Height (never
+// enlarged), or with Crop it fills exactly Width×Height, centre-cropped
+// (enlarged if it must be).
+type RenderOptions struct {
+	Width, Height int
+	Crop          bool
+	Quality       int // JPEG quality; 0 means 90
+}
+
+// Engine does the pixel work. Implementations are safe for concurrent use.
+type Engine interface {
+	// Name is "vips" or "go".
+	Name() string
+	// Process checks, decodes once and derives everything in Result.
+	Process(ctx context.Context, data []byte, opt Options) (*Result, error)
+	// Render makes one oriented JPEG export image from an original.
+	Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error)
+}
+
+// Engine names accepted by New.
+const (
+	EngineVips = "vips"
+	EngineGo   = "go"
+)
+
+// New returns the engine called name ("vips" or "go"); "" picks
+// DefaultEngine. Asking for "vips" in a build without cgo is an error.
+//
+// The first "vips" engine starts libvips with cfg's VipsConcurrency and
+// VipsCacheMB; later calls reuse it as it is. Call Shutdown when the process
+// ends.
+func New(name string, cfg Config) (Engine, error) {
+	cfg = cfg.withDefaults()
+	if name == "" {
+		name = DefaultEngine
+	}
+	switch name {
+	case EngineGo:
+		return &goEngine{cfg: cfg}, nil
+	case EngineVips:
+		return newVips(cfg)
+	}
+	return nil, fmt.Errorf("imaging: unknown engine %q (want %q or %q)", name, EngineVips, EngineGo)
+}
+
+// Process runs the engine and fills in the parts both engines share: the
+// checks before decoding, EXIF, the hash and the quality signals.
+func process(ctx context.Context, cfg Config, data []byte, opt Options, d deriver) (*Result, error) {
+	opt = opt.withDefaults()
+	h, err := inspect(data, cfg)
+	if err != nil {
+		return nil, err
+	}
+	meta, warning := readMetadata(ctx, h)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, err := d.derive(ctx, data, h, meta.Orientation, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Format:          h.format,
+		Width:           out.width,
+		Height:          out.height,
+		Thumbnail:       out.thumb,
+		Preview:         out.preview,
+		Metadata:        meta,
+		MetadataWarning: warning,
+		PHash:           PHash(out.small),
+		Quality:         measureQuality(out.mid),
+		Image:           out.small,
+	}, nil
+}
+
+// deriver is the engine-specific part of Process.
+type deriver interface {
+	derive(ctx context.Context, data []byte, h header, orientation int, opt Options) (*derived, error)
+}
+
+type derived struct {
+	width, height  int // full size, oriented
+	preview, thumb Output
+	small          *image.RGBA // the thumbnail's pixels
+	mid            *image.RGBA // long edge analysisSize, for quality signals
+}
+
+// analysisSize is the long edge of the image quality signals are measured on.
+const analysisSize = 1024
+
+const contentTypeJPEG = "image/jpeg"
+
+// fitSize scales w×h so its long edge is at most long, keeping the aspect
+// ratio and never enlarging.
+func fitSize(w, h, long int) (int, int) {
+	if w <= long && h <= long {
+		return w, h
+	}
+	if w >= h {
+		return long, max(1, (h*long+w/2)/w)
+	}
+	return max(1, (w*long+h/2)/h), long
+}
