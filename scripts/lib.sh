@@ -96,7 +96,10 @@ redis_answers() {
 }
 
 redis_up() {
-	command -v redis-server >/dev/null || apt_install "Redis is not installed" redis-server
+	if ! command -v redis-server >/dev/null; then
+		apt_install "Redis is not installed" redis-server
+		command -v redis-server >/dev/null || die "redis-server is still not on PATH after apt-get install redis-server"
+	fi
 	if redis_pid >/dev/null && redis_answers; then
 		say "reusing Redis at $(redis_url) (pid $(redis_pid))"
 		return 0
