@@ -80,6 +80,24 @@ ensure_build_deps() {
 	fi
 }
 
+# wait_port_free PORT SETTING waits a little for a busy port. Our ports lie in
+# Linux's ephemeral range, so a client connection elsewhere may hold one for a
+# while; a listener that is not ours is reported at once.
+wait_port_free() {
+	command -v ss >/dev/null || return 0
+	local i
+	for i in $(seq 30); do
+		if [ -n "$(ss -Htln "sport = :$1")" ]; then
+			die "another program listens on port $1: stop it, or set $2 to another port"
+		fi
+		# (TIME-WAIT does not count: both servers bind with SO_REUSEADDR.)
+		[ -n "$(ss -Htan exclude time-wait "sport = :$1")" ] || return 0
+		[ "$i" != 1 ] || say "port $1 is held by a connection; waiting up to 15 s for it"
+		sleep 0.5
+	done
+	die "port $1 is still in use: set $2 to another port"
+}
+
 # ---- Redis ----------------------------------------------------------------
 
 redis_url() { echo "redis://127.0.0.1:$REDIS_PORT/0"; }
@@ -100,13 +118,18 @@ redis_up() {
 		apt_install "Redis is not installed" redis-server
 		command -v redis-server >/dev/null || die "redis-server is still not on PATH after apt-get install redis-server"
 	fi
-	if redis_pid >/dev/null && redis_answers; then
-		say "reusing Redis at $(redis_url) (pid $(redis_pid))"
-		return 0
+	local pid
+	if pid=$(redis_pid); then
+		if redis_answers; then
+			say "reusing Redis at $(redis_url) (pid $pid)"
+			return 0
+		fi
+		die "our Redis (pid $pid, in ${REDIS_DIR#"$ROOT"/}) does not answer on port $REDIS_PORT; was LIGHTBOX_REDIS_PORT different when it started? Stop it with: make services-stop"
 	fi
 	if redis_answers; then
 		die "a Redis that is not ours answers on port $REDIS_PORT: stop it, or set LIGHTBOX_REDIS_PORT or REDIS_URL"
 	fi
+	wait_port_free "$REDIS_PORT" LIGHTBOX_REDIS_PORT
 	mkdir -p "$REDIS_DIR"
 	rm -f "$REDIS_DIR/redis.pid"
 	# Written on every start, so a change here applies at the next one.
@@ -127,6 +150,8 @@ redis_up() {
 	local i
 	for i in $(seq 100); do
 		redis_answers && break
+		# It daemonizes before it binds: stop waiting once it has died.
+		[ "$i" -lt 10 ] || redis_pid >/dev/null || break
 		sleep 0.1
 	done
 	if ! redis_answers; then
@@ -235,7 +260,7 @@ pg_running() {
 }
 
 pg_answers() {
-	"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 2
+	"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -U lightbox -d postgres -t 2
 }
 
 pg_psql() {
@@ -248,13 +273,17 @@ pg_up() {
 		PG_BIN=$(pg_bindir) || die "no PostgreSQL server programs under /usr/lib/postgresql/*/bin"
 	}
 	pg_dirs
-	if pg_running && pg_answers; then
-		say "reusing PostgreSQL at $(pg_url)"
-		return 0
+	if pg_running; then
+		if pg_answers; then
+			say "reusing PostgreSQL at $(pg_url)"
+			return 0
+		fi
+		die "our PostgreSQL (in $PGDATA) does not answer on port $PG_PORT; was LIGHTBOX_PG_PORT different when it started? Stop it with: make services-stop"
 	fi
 	if pg_answers; then
 		die "a PostgreSQL that is not ours answers on port $PG_PORT: stop it, or set LIGHTBOX_PG_PORT or DATABASE_URL"
 	fi
+	wait_port_free "$PG_PORT" LIGHTBOX_PG_PORT
 	if [ ! -s "$PGDATA/PG_VERSION" ]; then
 		say "creating a PostgreSQL cluster in $PGDATA"
 		# A local development cluster: trust on loopback only (it listens on
