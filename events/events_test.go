@@ -3,10 +3,12 @@ package events
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,4 +468,105 @@ func TestSubscribeReturnsOnlyOnceRedisHasTheSubscription(t *testing.T) {
 		sameEvent(t, next(t, sub), want)
 		sub.Close()
 	}
+}
+
+// blackhole is a TCP proxy to Redis that can stop passing bytes without
+// closing anything, as a dead network path does.
+type blackhole struct {
+	ln     net.Listener
+	target string
+	frozen atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newBlackhole(t *testing.T, target string) *blackhole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh := &blackhole{ln: ln, target: target}
+	bh.wg.Go(bh.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		bh.mu.Lock()
+		for _, c := range bh.conns {
+			c.Close()
+		}
+		bh.mu.Unlock()
+		bh.wg.Wait()
+	})
+	return bh
+}
+
+func (bh *blackhole) accept() {
+	for {
+		client, err := bh.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", bh.target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		bh.mu.Lock()
+		bh.conns = append(bh.conns, client, server)
+		bh.mu.Unlock()
+		bh.wg.Go(func() { bh.pipe(server, client) })
+		bh.wg.Go(func() { bh.pipe(client, server) })
+	}
+}
+
+func (bh *blackhole) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if bh.frozen.Load() {
+			continue // swallowed
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func TestSilentConnectionIsReplaced(t *testing.T) {
+	env := testenv.New(t)
+	bh := newBlackhole(t, env.Redis.Options().Addr)
+	opt := *env.Redis.Options()
+	opt.Addr = bh.ln.Addr().String()
+	rdb := redis.NewClient(&opt)
+	hub := newHub(rdb, nil, 100*time.Millisecond)
+	t.Cleanup(func() {
+		hub.Close()
+		rdb.Close()
+	})
+	pub := NewPublisher(env.Redis, PublisherOptions{})
+	project := uuid.New()
+	sub := subscribe(t, hub, project, SubscribeOptions{})
+
+	// The connection stays open but nothing comes through any more: without
+	// a health check the stream would wait forever.
+	bh.frozen.Store(true)
+	ended(t, sub)
+	if !errors.Is(sub.Err(), ErrUnavailable) {
+		t.Fatalf("subscription ended with %v, want ErrUnavailable", sub.Err())
+	}
+
+	bh.frozen.Store(false)
+	var again *Subscription
+	eventually(t, "cannot subscribe again once the network is back", func() bool {
+		s, err := hub.Subscribe(context.Background(), project, SubscribeOptions{})
+		again = s
+		return err == nil
+	})
+	defer again.Close()
+	want := publish(t, pub, project, uuid.Nil, 1)
+	sameEvent(t, next(t, again), want)
 }

@@ -40,8 +40,9 @@ const healthInterval = 15 * time.Second
 // process. It holds one Redis connection for all projects, subscribed to
 // the channel of each project that has at least one subscriber.
 type Hub struct {
-	rdb redis.UniversalClient
-	log *slog.Logger
+	rdb    redis.UniversalClient
+	log    *slog.Logger
+	health time.Duration
 
 	// subMu orders the changes to which channels are wanted with the
 	// SUBSCRIBE and UNSUBSCRIBE commands that follow them, so Redis applies
@@ -102,12 +103,17 @@ type SubscribeOptions struct {
 
 // NewHub starts a hub on rdb. Close it when the server stops.
 func NewHub(rdb redis.UniversalClient, logger *slog.Logger) *Hub {
+	return newHub(rdb, logger, healthInterval)
+}
+
+func newHub(rdb redis.UniversalClient, logger *slog.Logger, health time.Duration) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	h := &Hub{
 		rdb:      rdb,
 		log:      logger,
+		health:   health,
 		ps:       rdb.Subscribe(context.Background()),
 		projects: make(map[string]*project),
 		closing:  make(chan struct{}),
@@ -399,7 +405,7 @@ func (h *Hub) restart(cause error, failures int) {
 // otherwise leave every stream waiting for events that never come.
 func (h *Hub) checkHealth() {
 	defer h.wg.Done()
-	t := time.NewTicker(healthInterval / 3)
+	t := time.NewTicker(h.health / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -408,17 +414,17 @@ func (h *Hub) checkHealth() {
 		case <-t.C:
 		}
 		silent := time.Since(time.Unix(0, h.lastHeard.Load()))
-		if silent < healthInterval {
+		if silent < h.health {
 			continue
 		}
 		h.mu.Lock()
 		ps := h.ps
 		h.mu.Unlock()
-		if silent > 2*healthInterval {
+		if silent > 2*h.health {
 			ps.Close()
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), healthInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), h.health)
 		ps.Ping(ctx, "health")
 		cancel()
 	}
