@@ -127,8 +127,10 @@ func newHub(rdb redis.UniversalClient, logger *slog.Logger, health time.Duration
 
 // Subscribe starts listening to a project's events. It returns once Redis
 // has confirmed the subscription, so every event published after it returns
-// is received. The subscription ends when ctx ends, on Close, or when the
-// hub cuts it off (see Subscription.Err).
+// is received. ctx bounds both that wait and the subscription, which ends
+// when ctx does (pass the request's context), on Close, or when the hub cuts
+// it off (see Subscription.Err). Errors are ErrHubClosed, ErrUnavailable or
+// ctx's.
 func (h *Hub) Subscribe(ctx context.Context, projectID uuid.UUID, opts SubscribeOptions) (*Subscription, error) {
 	if projectID == uuid.Nil {
 		return nil, fmt.Errorf("%w: subscribe needs a project", ErrInvalid)
@@ -179,7 +181,7 @@ func (h *Hub) Subscribe(ctx context.Context, projectID uuid.UUID, opts Subscribe
 	}
 	h.subMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("events: subscribe: %w", err)
+		return nil, fmt.Errorf("%w: subscribe: %v", ErrUnavailable, err)
 	}
 
 	select {
@@ -254,9 +256,9 @@ func (h *Hub) Close() error {
 	h.subMu.Unlock()
 
 	close(h.closing)
-	err := ps.Close()
+	ps.Close() // may be closed already, by the health check
 	h.wg.Wait()
-	return err
+	return nil
 }
 
 // detachLocked ends s with why, unless it has already ended.
