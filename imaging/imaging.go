@@ -28,6 +28,12 @@
 // enlarged; transparency is flattened onto white; EXIF orientation is applied;
 // metadata is stripped from the outputs.
 //
+// EXIF is read with github.com/rwcarlsen/goexif from the format's EXIF
+// block only (at most 64 KiB in a JPEG), in a goroutine bounded by a
+// timeout and guarded against panics. PHash is a DCT hash; two photos are
+// copies of each other when Hamming(a, b) <= SimilarThreshold. Render makes
+// the images of exports.
+//
 // Every refusal is an *Error with a stable Code (see the Code* constants);
 // use ErrorCode(err) to read it. A broken EXIF block is never fatal: it is
 // reported in Result.MetadataWarning and the pixels are processed.
@@ -244,7 +250,7 @@ func New(name string, cfg Config) (Engine, error) {
 	return nil, fmt.Errorf("imaging: unknown engine %q (want %q or %q)", name, EngineVips, EngineGo)
 }
 
-// Process runs the engine and fills in the parts both engines share: the
+// process runs the engine and fills in the parts both engines share: the
 // checks before decoding, EXIF, the hash and the quality signals.
 func process(ctx context.Context, cfg Config, data []byte, opt Options, d deriver) (*Result, error) {
 	opt = opt.withDefaults()
