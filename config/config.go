@@ -55,6 +55,7 @@ type Config struct {
 
 	EmbedURL          string        // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
 	EmbedModel        string        // EMBED_MODEL, the provider's model name
+	EmbedDim          int           // EMBED_DIM, the length of the provider's vectors
 	EmbedRatePerMin   int           // EMBED_RATE_PER_MINUTE, shared by all workers
 	ClusterDelay      time.Duration // CLUSTER_DELAY, the debounce before a project is clustered
 	DownloadAllowlist []string      // DOWNLOAD_ALLOW_HOSTS, private hosts URL imports may reach (tests use loopback)
@@ -97,6 +98,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.MaxPixels = int64(r.integer("MAX_PIXELS", 100_000_000, 1, 1<<40))
 	c.EmbedURL = r.str("EMBED_URL", "")
 	c.EmbedModel = r.str("EMBED_MODEL", "")
+	c.EmbedDim = r.integer("EMBED_DIM", 0, 0, 1<<16)
 	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
 	if hosts := r.str("DOWNLOAD_ALLOW_HOSTS", ""); hosts != "" {
@@ -108,6 +110,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		r.check("EMBED_URL", c.EmbedURL, func(v string) error { return checkURL(v, "http", "https") })
 		if c.EmbedModel == "" {
 			r.fail("EMBED_MODEL", "is required with EMBED_URL")
+		}
+		if c.EmbedDim == 0 {
+			r.fail("EMBED_DIM", "is required with EMBED_URL")
 		}
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")

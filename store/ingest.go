@@ -60,8 +60,8 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE assets SET width_px = $2, height_px = $3, captured_at = coalesce($4, captured_at),
 				captured_offset = nullif($5, ''), camera_make = nullif($6, ''), camera_model = nullif($7, ''),
-				lens_model = nullif($8, ''), focal_length_mm = nullif($9, 0), shutter_speed = nullif($10, ''),
-				aperture = nullif($11, 0), iso = nullif($12, 0), gps_lat = $13, gps_lon = $14, exif = $15, quality = $16,
+				lens_model = nullif($8, ''), focal_length_mm = nullif($9::float8, 0), shutter_speed = nullif($10, ''),
+				aperture = nullif($11::float8, 0), iso = nullif($12::int, 0), gps_lat = $13, gps_lon = $14, exif = $15, quality = $16,
 				metadata_warning = nullif($17, ''), error_code = NULL, error_message = NULL, ingested_at = now(),
 				status = CASE WHEN status IN ('uploaded', 'failed') THEN 'cull' ELSE status END, updated_at = now()
 			WHERE id = $1`,

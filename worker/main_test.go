@@ -2,15 +2,21 @@ package worker_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/chain"
 	"lightbox/config"
+	"lightbox/embed"
+	"lightbox/imaging"
 	"lightbox/internal/testenv"
 	"lightbox/worker"
 )
@@ -23,6 +29,7 @@ type harness struct {
 	w     *worker.Worker
 	blobs *blob.Disk
 	in    *asynq.Inspector
+	queue *asynq.Client
 	owner uuid.UUID
 }
 
@@ -42,18 +49,34 @@ func newHarness(t *testing.T, vars map[string]string) *harness {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := worker.New(worker.Deps{Config: cfg, Store: env.Store, Blobs: blobs, Logger: quiet})
+	engine, err := imaging.New(cfg.ImagingEngine, imaging.Config{MaxPixels: cfg.MaxPixels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	ledger, err := chain.OpenFileLedger(filepath.Join(cfg.DataDir, "ledger.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ledger.Close() })
+	w, err := worker.New(worker.Deps{
+		Config: cfg, Store: env.Store, Blobs: blobs, Redis: env.Redis, Logger: quiet,
+		Engine: engine, Embedder: embedder(t, vars), EmbedRatePerMinute: embedRate(vars),
+		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: quiet},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt, _ := asynq.ParseRedisURI(env.RedisURL)
 	in := asynq.NewInspector(opt)
 	t.Cleanup(func() { in.Close() })
+	queue := asynq.NewClient(opt)
+	t.Cleanup(func() { queue.Close() })
 	u, err := env.Store.CreateUser(context.Background(), "ana@example.org", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, env: env, cfg: cfg, w: w, blobs: blobs, in: in, owner: u.ID}
+	return &harness{t: t, env: env, cfg: cfg, w: w, blobs: blobs, in: in, queue: queue, owner: u.ID}
 }
 
 func (h *harness) project() uuid.UUID {
@@ -78,5 +101,26 @@ func (h *harness) count(sql string, args ...any) int {
 	if err := h.env.Store.DB.Get(&n, sql, args...); err != nil {
 		h.t.Fatal(err)
 	}
+	return n
+}
+
+// embedder is the HTTP provider when the test names one, else the built-in.
+func embedder(t testing.TB, vars map[string]string) embed.Embedder {
+	t.Helper()
+	if vars["EMBED_URL"] == "" {
+		return embed.Builtin{}
+	}
+	e, err := embed.NewHTTP(embed.HTTPConfig{URL: vars["EMBED_URL"], Model: vars["EMBED_MODEL"], Dim: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func embedRate(vars map[string]string) int {
+	if vars["EMBED_URL"] == "" {
+		return 0
+	}
+	n, _ := strconv.Atoi(vars["EMBED_RATE_PER_MINUTE"])
 	return n
 }

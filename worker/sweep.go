@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/chain"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -23,7 +24,8 @@ const (
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs committed but never enqueued, uploaded assets whose task was lost,
-// and uploads never finalized.
+// cluster runs scheduled but never enqueued, attestations stuck in signing
+// or never flushed, and uploads never finalized.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -34,6 +36,22 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	errs = append(errs, err)
 	if n := w.enqueueJobs(ctx, append(lost, stalled...)); n > 0 {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
+	}
+
+	runs, err := w.st.UnenqueuedClusterRuns(ctx, now.Add(-unenqueuedAfter))
+	errs = append(errs, err)
+	for _, r := range runs {
+		errs = append(errs, w.enqueueClusterRun(ctx, r))
+	}
+
+	// A flusher that died mid-batch leaves items in signing; after a while
+	// they go back to pending, and any pending item gets a flush.
+	_, err = chain.ReleaseStale(ctx, w.st, chain.StaleAfter)
+	errs = append(errs, err)
+	if counts, err := chain.CountQueue(ctx, w.st); err != nil {
+		errs = append(errs, err)
+	} else if counts.Pending+counts.Failed > 0 {
+		errs = append(errs, tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()))
 	}
 
 	keys, err := w.st.ExpiredUploads(ctx, now.Add(-expiredUploadOK), sweepBatch)

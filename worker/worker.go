@@ -10,10 +10,15 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
+	"lightbox/chain"
 	"lightbox/config"
+	"lightbox/embed"
+	"lightbox/imaging"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -23,7 +28,16 @@ type Deps struct {
 	Config *config.Config
 	Store  *store.Store
 	Blobs  blob.Store
-	Logger *slog.Logger
+	Redis  *redis.Client
+	// Engine does the pixel work of ingest.
+	Engine imaging.Engine
+	// Embedder makes the vectors of asset:embed. When it calls an outside
+	// provider, EmbedRatePerMinute bounds the calls of all workers together.
+	Embedder           embed.Embedder
+	EmbedRatePerMinute int
+	// Flusher signs and publishes the attestation chain.
+	Flusher *chain.Flusher
+	Logger  *slog.Logger
 }
 
 // Worker processes tasks until stopped.
@@ -36,6 +50,12 @@ type Worker struct {
 	srv   *asynq.Server
 	mux   *asynq.ServeMux
 	sched *asynq.Scheduler
+
+	engine     imaging.Engine
+	embedder   embed.Embedder
+	limiter    *redis_rate.Limiter
+	embedLimit *redis_rate.Limit
+	flusher    *chain.Flusher
 }
 
 // New builds the worker and its handler table.
@@ -44,7 +64,12 @@ func New(d Deps) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt)}
+	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
+		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher}
+	if d.EmbedRatePerMinute > 0 {
+		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
+		w.embedLimit = &l
+	}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
@@ -79,6 +104,10 @@ func New(d Deps) (*Worker, error) {
 
 // routes is the task table: one handler per task type.
 func (w *Worker) routes() {
+	w.mux.HandleFunc(tasks.TypeIngest, w.ingest)
+	w.mux.HandleFunc(tasks.TypeEmbed, w.embedAsset)
+	w.mux.HandleFunc(tasks.TypeCluster, w.clusterProject)
+	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)
 	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
 }
 

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"os"
 
@@ -47,10 +48,19 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	chainKey, err := boot.ChainKey(p.Config)
+	if err != nil {
+		return err
+	}
+	embedder, err := boot.Embedder(p.Config)
+	if err != nil {
+		return err
+	}
 
 	srv := server.New(server.Deps{
 		Config: p.Config, Store: p.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: p.Log,
 		Blobs: blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
+		ChainKey: chainKey.Public().(ed25519.PublicKey), EmbedModel: embedder.Model(),
 	})
 	return srv.Run(p.Ctx)
 }

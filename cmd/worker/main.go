@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"lightbox/chain"
+	"lightbox/imaging"
 	"lightbox/internal/boot"
 	"lightbox/worker"
 )
@@ -22,14 +24,49 @@ func run() error {
 		return err
 	}
 	defer p.Close()
-
+	rdb, err := boot.Redis(p.Config)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
 	blobs, err := boot.Blobs(p.Config)
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(worker.Deps{Config: p.Config, Store: p.Store, Blobs: blobs, Logger: p.Log})
+	engine, err := boot.Engine(p.Config)
+	if err != nil {
+		return err
+	}
+	defer imaging.Shutdown()
+	embedder, err := boot.Embedder(p.Config)
+	if err != nil {
+		return err
+	}
+	key, err := boot.ChainKey(p.Config)
+	if err != nil {
+		return err
+	}
+	ledger, err := boot.Ledger(p.Config)
+	if err != nil {
+		return err
+	}
+
+	w, err := worker.New(worker.Deps{
+		Config: p.Config, Store: p.Store, Blobs: blobs, Redis: rdb, Logger: p.Log,
+		Engine: engine, Embedder: embedder, EmbedRatePerMinute: embedRate(p.Config.EmbedURL, p.Config.EmbedRatePerMin),
+		Flusher: &chain.Flusher{Store: p.Store, Key: key, Ledger: ledger, Logger: p.Log},
+	})
 	if err != nil {
 		return err
 	}
 	return w.Run(p.Ctx)
+}
+
+// embedRate limits only an outside provider; the built-in descriptor runs
+// here and costs nothing but CPU.
+func embedRate(url string, perMinute int) int {
+	if url == "" {
+		return 0
+	}
+	return perMinute
 }

@@ -23,6 +23,8 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
+	"lightbox/embed"
+	"lightbox/imaging"
 	"lightbox/store"
 )
 
@@ -140,4 +142,30 @@ func UploadSecret(cfg *config.Config) ([]byte, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("%s exists but holds no secret", path)
+}
+
+// Engine is the imaging engine IMAGING_ENGINE names.
+func Engine(cfg *config.Config) (imaging.Engine, error) {
+	e, err := imaging.New(cfg.ImagingEngine, imaging.Config{MaxPixels: cfg.MaxPixels, MaxBytes: cfg.MaxUploadBytes})
+	if err != nil {
+		return nil, fmt.Errorf("IMAGING_ENGINE: %w", err)
+	}
+	return e, nil
+}
+
+// Embedder is the HTTP provider at EMBED_URL, or the built-in descriptor.
+func Embedder(cfg *config.Config) (embed.Embedder, error) {
+	if cfg.EmbedURL == "" {
+		return embed.Builtin{}, nil
+	}
+	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim})
+}
+
+// Ledger is the HTTP ledger at CHAIN_LEDGER_URL, or the local append-only
+// file under DATA_DIR.
+func Ledger(cfg *config.Config) (chain.Ledger, error) {
+	if cfg.ChainLedgerURL != "" {
+		return chain.NewHTTPLedger(cfg.ChainLedgerURL, chain.DefaultConcurrency)
+	}
+	return chain.OpenFileLedger(filepath.Join(cfg.DataDir, "chain-ledger.jsonl"))
 }

@@ -1,0 +1,152 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/imaging"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// hashAlgorithm names imaging.PHash in stored rows, so a future hash can
+// live beside it.
+const hashAlgorithm = "phash-dct-64"
+
+// inputError is bad input: it has a stable code and never gets better.
+type inputError struct {
+	code, msg string
+}
+
+func (e *inputError) Error() string     { return e.msg }
+func (e *inputError) ErrorCode() string { return e.code }
+
+func badInput(code, format string, args ...any) error {
+	return tasks.Permanent(&inputError{code: code, msg: fmt.Sprintf(format, args...)})
+}
+
+// ingest turns an uploaded original into its thumbnail, preview, metadata,
+// perceptual hash and quality signals, all saved in one transaction, and
+// records the embedding job that follows.
+func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
+	p, err := tasks.Decode[tasks.IngestPayload](t)
+	if err != nil {
+		return err
+	}
+	a, err := w.st.AssetByID(ctx, p.AssetID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInput("not_found", "The asset no longer exists.")
+	}
+	if err != nil {
+		return err
+	}
+	if a.Status == store.AssetPendingUpload || a.Status == store.AssetDuplicate || a.ChecksumSHA256 == nil {
+		return badInput("not_processable", "The asset is %s; only finalized originals are processed.", a.Status)
+	}
+
+	data, err := w.readOriginal(ctx, a)
+	if err != nil {
+		return err
+	}
+	res, err := w.engine.Process(ctx, data, imaging.Options{})
+	if code := imaging.ErrorCode(err); code != "" {
+		var ie *imaging.Error
+		errors.As(err, &ie)
+		return badInput(code, "%s", ie.Message)
+	}
+	if err != nil {
+		return err
+	}
+
+	thumb, err := w.putDerived(ctx, a.ID, "thumbnail", res.Thumbnail)
+	if err != nil {
+		return err
+	}
+	preview, err := w.putDerived(ctx, a.ID, "preview", res.Preview)
+	if err != nil {
+		return err
+	}
+	out := ingestOutput(a, res, thumb, preview)
+	out.Next = embedJob(a, w.embedder.Model())
+	if err := w.st.SaveIngest(ctx, out); err != nil {
+		return err
+	}
+	w.enqueueJobs(ctx, []store.Job{*out.Next})
+	return nil
+}
+
+// readOriginal reads the original once and checks it is still the bytes
+// the client finalized.
+func (w *Worker) readOriginal(ctx context.Context, a *store.Asset) ([]byte, error) {
+	f, info, err := w.blobs.Open(ctx, a.BlobKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, badInput("original_missing", "The original file is missing from storage.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info.Size > w.cfg.MaxUploadBytes {
+		return nil, badInput(imaging.CodeTooLarge, "The original is %d bytes; the limit is %d.", info.Size, w.cfg.MaxUploadBytes)
+	}
+	data := make([]byte, 0, info.Size)
+	buf := bytes.NewBuffer(data)
+	if _, err := io.Copy(buf, f); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if hex.EncodeToString(sum[:]) != *a.ChecksumSHA256 {
+		return nil, badInput("original_changed", "The stored original no longer matches its checksum.")
+	}
+	return buf.Bytes(), nil
+}
+
+// putDerived stores a derived file under its fixed key; writing it again
+// replaces it atomically.
+func (w *Worker) putDerived(ctx context.Context, asset uuid.UUID, kind string, o imaging.Output) (store.AssetFile, error) {
+	key := blob.DerivedKey(asset, kind, "jpg")
+	info, err := w.blobs.Put(ctx, key, bytes.NewReader(o.Data), int64(len(o.Data)))
+	if err != nil {
+		return store.AssetFile{}, err
+	}
+	return store.AssetFile{AssetID: asset, Kind: kind, BlobKey: key, ContentType: o.ContentType, ByteSize: info.Size,
+		ChecksumSHA256: info.SHA256, WidthPx: &o.Width, HeightPx: &o.Height}, nil
+}
+
+func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile) store.IngestOutput {
+	m := res.Metadata
+	exif, _ := json.Marshal(m)
+	quality, _ := json.Marshal(res.Quality)
+	out := store.IngestOutput{
+		AssetID: a.ID, Width: res.Width, Height: res.Height, CapturedOffset: m.CapturedAtOffset,
+		CameraMake: m.CameraMake, CameraModel: m.CameraModel, LensModel: m.LensModel, FocalLengthMm: m.FocalLengthMm,
+		ShutterSpeed: m.ShutterSpeed, Aperture: m.Aperture, ISO: m.ISO, GPSLat: m.GPSLatitude, GPSLon: m.GPSLongitude,
+		EXIF: exif, Quality: quality, MetadataWarning: res.MetadataWarning, PHash: res.PHash, HashAlgorithm: hashAlgorithm,
+		Files: files,
+	}
+	// Without a recorded offset the camera's wall clock is read as UTC.
+	if at, ok := m.CaptureTime(time.UTC); ok {
+		out.CapturedAt = &at
+	}
+	return out
+}
+
+// embedJob is the job that follows ingest. Its id derives from the asset
+// and model, so an ingest that runs twice records it once.
+func embedJob(a *store.Asset, model string) *store.Job {
+	id := uuid.NewSHA1(a.ID, []byte("embed:"+model))
+	t := tasks.NewEmbed(tasks.EmbedPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID, Model: model})
+	return &store.Job{ID: id, ProjectID: a.ProjectID, AssetID: &a.ID, Type: t.Type(), Queue: tasks.QueueOf(t.Type()),
+		TaskID: tasks.EmbedID(a.ID, model), Payload: t.Payload()}
+}
