@@ -3,8 +3,8 @@ package tasks
 import (
 	"encoding/binary"
 	"errors"
-	"hash/fnv"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 
