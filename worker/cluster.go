@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/cluster"
+	"lightbox/events"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -51,6 +52,7 @@ func (w *Worker) clusterProject(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	w.publish(ctx, events.ClusterUpdated, p.ProjectID, uuid.Nil, map[string]any{"run": p.Run, "groups": len(groups), "aiReady": moved})
 	w.log.Info("project clustered", "project", p.ProjectID, "run", p.Run, "photos", len(photos), "groups", len(groups), "aiReady", moved)
 	return nil
 }

@@ -59,6 +59,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		if job.Status == store.JobCanceled {
 			return nil
 		}
+		w.jobChanged(ctx, job, nil)
 
 		runErr := next.ProcessTask(ctx, t)
 
@@ -68,19 +69,22 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		if runErr != nil {
 			code, msg = errorCode(runErr)
 		}
+		var batch *store.Batch
 		switch {
 		case runErr == nil:
-			job, _, err = w.st.JobFinished(ctx, ref.JobID, store.JobDone, "", "")
+			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobDone, "", "")
 		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
 			job, err = w.st.JobRetrying(ctx, ref.JobID, time.Now().Add(tasks.RetryDelay(retried, runErr, t)), code, msg)
 		default:
-			job, _, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
+			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
 			if err == nil && job.AssetID != nil && (t.Type() == tasks.TypeIngest || t.Type() == tasks.TypeDownload) {
 				err = w.st.FailAsset(ctx, w.st.DB, *job.AssetID, code, msg)
 			}
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			w.log.Error("record job state", "job", ref.JobID, "err", err)
+		} else if err == nil {
+			w.jobChanged(ctx, job, batch)
 		}
 		return runErr
 	})

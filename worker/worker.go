@@ -18,6 +18,7 @@ import (
 	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/embed"
+	"lightbox/events"
 	"lightbox/imaging"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -56,6 +57,7 @@ type Worker struct {
 	limiter    *redis_rate.Limiter
 	embedLimit *redis_rate.Limit
 	flusher    *chain.Flusher
+	events     *events.Publisher
 }
 
 // New builds the worker and its handler table.
@@ -65,7 +67,8 @@ func New(d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
-		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher}
+		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
+		events: events.NewPublisher(d.Redis, events.PublisherOptions{})}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l

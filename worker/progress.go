@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"lightbox/events"
+	"lightbox/store"
+)
+
+// Event payloads are small on purpose: they say what changed and clients
+// fetch the resource when they want all of it.
+
+type jobEvent struct {
+	JobID    uuid.UUID  `json:"jobId"`
+	AssetID  *uuid.UUID `json:"assetId"`
+	BatchID  *uuid.UUID `json:"batchId"`
+	Type     string     `json:"type"`
+	Status   string     `json:"status"`
+	Progress float64    `json:"progress"`
+	Attempt  int        `json:"attempt"`
+	Error    *errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type batchEvent struct {
+	ID        uuid.UUID `json:"id"`
+	Status    string    `json:"status"`
+	Total     int       `json:"total"`
+	Completed int       `json:"completed"`
+	Failed    int       `json:"failed"`
+}
+
+type assetEvent struct {
+	AssetID   uuid.UUID `json:"assetId"`
+	Status    string    `json:"status"`
+	ErrorCode *string   `json:"errorCode"`
+}
+
+// publish sends one event; a lost event is logged, never a task failure:
+// clients resync from Postgres.
+func (w *Worker) publish(ctx context.Context, name events.Name, project, batch uuid.UUID, data any) {
+	ev, err := events.New(name, project, batch, data)
+	if err == nil {
+		_, err = w.events.Publish(ctx, ev)
+	}
+	if err != nil {
+		w.log.Warn("publish event", "event", name, "project", project, "err", err)
+	}
+}
+
+// jobChanged tells listeners of a job's new state, its asset's, and its
+// batch's when the job ended.
+func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
+	batch := uuid.Nil
+	if j.BatchID != nil {
+		batch = *j.BatchID
+	}
+	ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, Type: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
+	if j.ErrorCode != nil {
+		ev.Error = &errorInfo{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+	}
+	name := events.JobProgress
+	if j.Status == store.JobDone || j.Status == store.JobFailed {
+		name = events.JobDone
+	}
+	w.publish(ctx, name, j.ProjectID, batch, ev)
+	if j.AssetID != nil && name == events.JobDone {
+		if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
+			w.publish(ctx, events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
+		}
+	}
+	if b != nil {
+		name := events.BatchUpdated
+		if b.CompletedAt != nil {
+			name = events.BatchCompleted
+		}
+		w.publish(ctx, name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,57 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/events"
+)
+
+func TestJobStatesArePublished(t *testing.T) {
+	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1s"})
+	project := h.project()
+	hub := events.NewHub(h.env.Redis, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{Buffer: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
+	bad := h.finalize(project, "empty.jpg", nil)
+	h.run()
+
+	seen := map[string]int{}
+	var lastID uint64
+	statuses := map[uuid.UUID]string{}
+	for seen["batch.completed"] < 2 || statuses[asset] != "search" {
+		select {
+		case ev := <-sub.Events():
+			if ev.ID <= lastID {
+				t.Fatalf("event id %d after %d", ev.ID, lastID)
+			}
+			lastID = ev.ID
+			seen[string(ev.Name)]++
+			if ev.Name == events.AssetUpdated {
+				var a struct {
+					AssetID uuid.UUID
+					Status  string
+				}
+				json.Unmarshal(ev.Data, &a)
+				statuses[a.AssetID] = a.Status
+			}
+		case <-ctx.Done():
+			t.Fatalf("events so far %v, asset states %v", seen, statuses)
+		}
+	}
+	if seen["job.progress"] < 3 || seen["job.done"] < 3 || statuses[bad] != "failed" {
+		t.Fatalf("events %v, asset states %v", seen, statuses)
+	}
+}
