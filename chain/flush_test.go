@@ -400,16 +400,20 @@ func TestCrashingFlusher(t *testing.T) {
 type dyingLedger struct {
 	next  chain.Ledger
 	after int32
-	n     atomic.Int32
+	done  atomic.Int32
 	mu    sync.Mutex
 }
 
 func (l *dyingLedger) Publish(ctx context.Context, tx *chain.Transaction) error {
-	if l.n.Add(1) > l.after {
-		l.mu.Lock() // hold the others back while exiting
+	if l.done.Load() >= l.after {
+		l.mu.Lock() // the others wait while the process exits
 		os.Exit(3)
 	}
-	return l.next.Publish(ctx, tx)
+	err := l.next.Publish(ctx, tx)
+	if err == nil {
+		l.done.Add(1)
+	}
+	return err
 }
 
 // Two flushers, each with its own connections, drain one queue at once:
