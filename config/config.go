@@ -35,6 +35,7 @@ type Config struct {
 	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
 
 	MaxBodyBytes int64         // MAX_BODY_BYTES, for JSON request bodies
+	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SessionTTL   time.Duration // SESSION_TTL
 
 	UploadSecret   string        // UPLOAD_SECRET, HMAC key of signed URLs; generated under DATA_DIR when empty
@@ -82,6 +83,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 
 		MaxBodyBytes: r.bytes("MAX_BODY_BYTES", 4<<20),
+		SSEHeartbeat: r.duration("SSE_HEARTBEAT", 15*time.Second),
 		SessionTTL:   r.duration("SESSION_TTL", 7*24*time.Hour),
 
 		UploadSecret:   r.str("UPLOAD_SECRET", ""),

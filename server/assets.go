@@ -125,7 +125,7 @@ func (s *Server) listAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if _, err := s.store.Project(c, principal(c).ID, id); err != nil {
+	if _, err := s.store.Project(c.Request.Context(), principal(c).ID, id); err != nil {
 		fail(c, err)
 		return
 	}
@@ -134,7 +134,7 @@ func (s *Server) listAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	page, err := s.store.Assets(c, id, cur, limit)
+	page, err := s.store.Assets(c.Request.Context(), id, cur, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -150,7 +150,7 @@ func (s *Server) ownAsset(c *gin.Context) (*store.Asset, string, error) {
 	if err != nil {
 		return nil, "", errNotFound()
 	}
-	a, err := s.store.Asset(c, principal(c).ID, id)
+	a, err := s.store.Asset(c.Request.Context(), principal(c).ID, id)
 	return a, action, err
 }
 
@@ -183,7 +183,7 @@ func (s *Server) assetFiles(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	files, err := s.store.AssetFiles(c, a.ID)
+	files, err := s.store.AssetFiles(c.Request.Context(), a.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -228,7 +228,7 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 	switch {
 	case err == nil && info.State == asynq.TaskStateArchived:
 		p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
-		if err := s.store.RequeueJob(c, p.JobID); err != nil {
+		if err := s.store.RequeueJob(c.Request.Context(), p.JobID); err != nil {
 			fail(c, err)
 			return
 		}
@@ -236,7 +236,7 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 			fail(c, err)
 			return
 		}
-		if err := s.store.MarkEnqueued(c, []uuid.UUID{p.JobID}); err != nil {
+		if err := s.store.MarkEnqueued(c.Request.Context(), []uuid.UUID{p.JobID}); err != nil {
 			logger(c).Warn("mark enqueued", "err", err)
 		}
 		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
@@ -249,12 +249,12 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 		fail(c, apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly."))
 		return
 	}
-	job, err := s.store.Reprocess(c, principal(c).ID, a, ingestJob(a.ProjectID))
+	job, err := s.store.Reprocess(c.Request.Context(), principal(c).ID, a, ingestJob(a.ProjectID))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.enqueueJobs(c, []store.Job{*job})
+	s.enqueueJobs(c.Request.Context(), []store.Job{*job})
 	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job.ID}})
 }
 
@@ -274,7 +274,7 @@ func (s *Server) getBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusForbidden, "invalid_signature", "The download URL's signature does not match."))
 		return
 	}
-	f, info, err := s.blobs.Open(c, key)
+	f, info, err := s.blobs.Open(c.Request.Context(), key)
 	if errors.Is(err, blob.ErrNotFound) {
 		fail(c, apiError(http.StatusNotFound, "not_found", "The file does not exist (yet)."))
 		return

@@ -30,14 +30,14 @@ func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 		if !ok || strings.TrimSpace(key) == "" {
 			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")
 		}
-		p, err := s.store.PrincipalByAPIKey(c, strings.TrimSpace(key))
+		p, err := s.store.PrincipalByAPIKey(c.Request.Context(), strings.TrimSpace(key))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked.")
 		}
 		return p, err
 	}
 	if token, err := c.Cookie(sessionCookie); err == nil && token != "" {
-		p, err := s.store.PrincipalBySession(c, token)
+		p, err := s.store.PrincipalBySession(c.Request.Context(), token)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, apiError(http.StatusUnauthorized, "session_expired", "The session has ended; sign in again.")
 		}
@@ -99,7 +99,7 @@ func (s *Server) createSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	token, expires, err := s.store.CreateSession(c, p.KeyID, s.cfg.SessionTTL)
+	token, expires, err := s.store.CreateSession(c.Request.Context(), p.KeyID, s.cfg.SessionTTL)
 	if err != nil {
 		fail(c, err)
 		return
@@ -117,7 +117,7 @@ func (s *Server) getSession(c *gin.Context) {
 
 func (s *Server) deleteSession(c *gin.Context) {
 	if token, err := c.Cookie(sessionCookie); err == nil {
-		if err := s.store.DeleteSession(c, token); err != nil {
+		if err := s.store.DeleteSession(c.Request.Context(), token); err != nil {
 			fail(c, err)
 			return
 		}

@@ -35,7 +35,7 @@ func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.store.Batch(c, principal(c).ID, id)
+	return s.store.Batch(c.Request.Context(), principal(c).ID, id)
 }
 
 // getBatch is the polling fallback of the batch's event stream.
@@ -45,7 +45,7 @@ func (s *Server) getBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	jobs, err := s.store.BatchJobs(c, b.ID)
+	jobs, err := s.store.BatchJobs(c.Request.Context(), b.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -65,7 +65,7 @@ func (s *Server) batchResults(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	jobs, err := s.store.BatchJobs(c, b.ID)
+	jobs, err := s.store.BatchJobs(c.Request.Context(), b.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -82,7 +82,7 @@ func (s *Server) batchResults(c *gin.Context) {
 		r := toJobJSON(j)
 		out[i] = result{JobID: r.ID, Type: r.Type, Status: r.Status, Error: r.Error}
 		if j.AssetID != nil {
-			if a, err := s.store.AssetByID(c, *j.AssetID); err == nil {
+			if a, err := s.store.AssetByID(c.Request.Context(), *j.AssetID); err == nil {
 				aj := s.toAssetJSON(*a)
 				out[i].Asset = &aj
 			}
@@ -99,7 +99,7 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	jobs, nb, err := s.store.CancelBatch(c, b.ID)
+	jobs, nb, err := s.store.CancelBatch(c.Request.Context(), b.ID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -143,7 +143,7 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 		fail(c, err)
 		return
 	}
-	jobs, err := s.store.FailedJobs(c, b.ID, only)
+	jobs, err := s.store.FailedJobs(c.Request.Context(), b.ID, only)
 	if err != nil {
 		fail(c, err)
 		return
@@ -154,17 +154,17 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 	}
 	var retried []uuid.UUID
 	for _, j := range jobs {
-		if err := s.store.RequeueJob(c, j.ID); err != nil {
+		if err := s.store.RequeueJob(c.Request.Context(), j.ID); err != nil {
 			fail(c, err)
 			return
 		}
 		err := s.inspector.RunTask(j.Queue, j.TaskID)
 		if err != nil {
-			err = tasks.Enqueue(c, s.queue, tasks.New(j.Type, j.Payload, j.TaskID))
+			err = tasks.Enqueue(c.Request.Context(), s.queue, tasks.New(j.Type, j.Payload, j.TaskID))
 		}
 		if err != nil {
 			logger(c).Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
-		} else if err := s.store.MarkEnqueued(c, []uuid.UUID{j.ID}); err != nil {
+		} else if err := s.store.MarkEnqueued(c.Request.Context(), []uuid.UUID{j.ID}); err != nil {
 			logger(c).Warn("mark enqueued", "err", err)
 		}
 		retried = append(retried, j.ID)

@@ -12,7 +12,7 @@ import (
 )
 
 func (s *Server) chainHead(c *gin.Context) {
-	h, err := chain.ReadHead(c, s.store)
+	h, err := chain.ReadHead(c.Request.Context(), s.store)
 	if err != nil {
 		fail(c, err)
 		return
@@ -42,7 +42,7 @@ func (s *Server) chainVerify(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	res, err := chain.Verify(c, s.store, s.chainKey, from, to)
+	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKey, from, to)
 	var ce *chain.Error
 	if errors.As(err, &ce) {
 		err = apiError(http.StatusBadRequest, "validation_failed", "%s", ce.Message).with("fields", map[string]string{"fromSeq": ce.Message})
@@ -60,7 +60,7 @@ func (s *Server) assetAttestation(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	att, err := chain.AttestationOf(c, s.store, s.chainKey, a.ID)
+	att, err := chain.AttestationOf(c.Request.Context(), s.store, s.chainKey, a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = apiError(http.StatusNotFound, "not_attested", "This asset has no attestation: it was never finalized as a new original.")
 	}

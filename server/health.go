@@ -17,7 +17,7 @@ func (s *Server) healthz(c *gin.Context) {
 // readyz answers 200 when Postgres and Redis both answer, else 503 naming
 // which did not.
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c, 2*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{}
 	failed := map[string]any{}

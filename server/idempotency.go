@@ -42,7 +42,7 @@ func (s *Server) idempotent(c *gin.Context) {
 	h.Write(body)
 	user := principal(c).ID
 
-	saved, err := s.store.ClaimIdempotencyKey(c, user, key, c.Request.Method, c.Request.URL.Path, h.Sum(nil))
+	saved, err := s.store.ClaimIdempotencyKey(c.Request.Context(), user, key, c.Request.Method, c.Request.URL.Path, h.Sum(nil))
 	switch {
 	case errors.Is(err, store.ErrIdempotencyReused):
 		fail(c, apiError(http.StatusUnprocessableEntity, "idempotency_key_reused", "This Idempotency-Key was used with a different request."))

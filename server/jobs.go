@@ -59,7 +59,7 @@ func (s *Server) listJobs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if _, err := s.store.Project(c, principal(c).ID, id); err != nil {
+	if _, err := s.store.Project(c.Request.Context(), principal(c).ID, id); err != nil {
 		fail(c, err)
 		return
 	}
@@ -80,7 +80,7 @@ func (s *Server) listJobs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	page, err := s.store.Jobs(c, id, f, cur, limit)
+	page, err := s.store.Jobs(c.Request.Context(), id, f, cur, limit)
 	if err != nil {
 		fail(c, err)
 		return

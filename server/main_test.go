@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -48,6 +50,7 @@ type options struct {
 	env      map[string]string
 	queueURL string // Redis the queue client talks to; the test's own by default
 	dataDir  string // blob folder shared by apps that stand for one deployment
+	logTo    io.Writer
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -92,7 +95,10 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if o.logTo == nil {
+		o.logTo = io.Discard
+	}
+	quiet := slog.New(slog.NewTextHandler(o.logTo, nil))
 	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
 		ChainKey: pub, EmbedModel: testEmbedModel,
@@ -186,4 +192,22 @@ func expect(t testing.TB, r reply, status int, code string) {
 			t.Fatalf("error body lacks message or matching requestId: %s", r.body)
 		}
 	}
+}
+
+// lockedWriter lets a test read a log that handlers write concurrently.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.(fmt.Stringer).String()
 }

@@ -86,7 +86,7 @@ func (s *Server) listProjects(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	page, err := s.store.Projects(c, principal(c).ID, cur, limit)
+	page, err := s.store.Projects(c.Request.Context(), principal(c).ID, cur, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -114,7 +114,7 @@ func (s *Server) createProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.store.CreateProject(c, principal(c).ID, strings.TrimSpace(in.Title), in.Description, shoot, in.Timezone)
+	p, err := s.store.CreateProject(c.Request.Context(), principal(c).ID, strings.TrimSpace(in.Title), in.Description, shoot, in.Timezone)
 	if err != nil {
 		fail(c, err)
 		return
@@ -128,7 +128,7 @@ func (s *Server) getProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.store.Project(c, principal(c).ID, id)
+	p, err := s.store.Project(c.Request.Context(), principal(c).ID, id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -190,7 +190,7 @@ func (s *Server) patchProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.store.UpdateProject(c, principal(c).ID, id, upd)
+	p, err := s.store.UpdateProject(c.Request.Context(), principal(c).ID, id, upd)
 	if err != nil {
 		fail(c, err)
 		return
@@ -205,7 +205,7 @@ func (s *Server) archiveProject(c *gin.Context) {
 		return
 	}
 	archived := "archived"
-	p, err := s.store.UpdateProject(c, principal(c).ID, id, store.ProjectInput{Status: &archived})
+	p, err := s.store.UpdateProject(c.Request.Context(), principal(c).ID, id, store.ProjectInput{Status: &archived})
 	if err != nil {
 		fail(c, err)
 		return

@@ -40,7 +40,7 @@ func (s *Server) rateLimit(c *gin.Context) {
 // does not answer, the request goes on: a limiter outage must not become an
 // API outage.
 func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int) bool {
-	ctx, cancel := context.WithTimeout(c, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
 	defer cancel()
 	res, err := s.limits.rl.AllowN(ctx, key, limit, n)
 	if err != nil {

@@ -41,7 +41,7 @@ func (s *Server) ownProject(c *gin.Context) (*store.Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.store.Project(c, principal(c).ID, id)
+	return s.store.Project(c.Request.Context(), principal(c).ID, id)
 }
 
 func (s *Server) listClusters(c *gin.Context) {
@@ -60,7 +60,7 @@ func (s *Server) listClusters(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	page, err := s.store.Clusters(c, p.ID, kind, cur, limit)
+	page, err := s.store.Clusters(c.Request.Context(), p.ID, kind, cur, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -74,7 +74,7 @@ func (s *Server) getCluster(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	cl, err := s.store.Cluster(c, principal(c).ID, id)
+	cl, err := s.store.Cluster(c.Request.Context(), principal(c).ID, id)
 	if err != nil {
 		fail(c, err)
 		return
@@ -117,7 +117,7 @@ func (s *Server) search(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	hits, err := s.store.Search(c, p.ID, q, limit)
+	hits, err := s.store.Search(c.Request.Context(), p.ID, q, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -142,7 +142,7 @@ func (s *Server) similar(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	sims, err := s.store.SimilarAssets(c, a.ID, s.embedModel, limit)
+	sims, err := s.store.SimilarAssets(c.Request.Context(), a.ID, s.embedModel, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -163,16 +163,16 @@ func (s *Server) stats(c *gin.Context) {
 		return
 	}
 	key := "stats:" + p.ID.String()
-	if b, err := s.rdb.Get(c, key).Bytes(); err == nil {
+	if b, err := s.rdb.Get(c.Request.Context(), key).Bytes(); err == nil {
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 		return
 	}
-	st, err := s.store.Stats(c, p.ID)
+	st, err := s.store.Stats(c.Request.Context(), p.ID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	b, _ := json.Marshal(st)
-	s.rdb.Set(c, key, b, 5*time.Second)
+	s.rdb.Set(c.Request.Context(), key, b, 5*time.Second)
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 }

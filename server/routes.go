@@ -24,8 +24,14 @@ func (s *Server) routes() *gin.Engine {
 	v1 := r.Group("/v1", s.limitBody)
 	v1.POST("/session", s.createSession)
 
+	// Streams also take a short-lived token in the query: EventSource cannot send headers.
+	streams := v1.Group("", s.authenticateStream, s.rateLimit)
+	streams.GET("/realtime", s.realtime)
+	streams.GET("/batches/:id/events", s.batchEvents)
+
 	api := v1.Group("", s.authenticate, s.rateLimit)
 	api.GET("/session", s.getSession)
+	api.POST("/realtime/tokens", s.createStreamToken)
 	api.DELETE("/session", s.deleteSession)
 
 	api.GET("/projects", s.listProjects)

@@ -19,6 +19,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/config"
+	"lightbox/events"
 	"lightbox/store"
 )
 
@@ -51,6 +52,8 @@ type Server struct {
 	limits     limits
 	embedModel string
 	chainKey   ed25519.PublicKey
+	hub        *events.Hub
+	events     *events.Publisher
 	log        *slog.Logger
 	router     *gin.Engine
 }
@@ -69,6 +72,8 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.hub = events.NewHub(d.Redis, s.log)
+	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	gin.SetMode(gin.ReleaseMode)
 	s.router = s.routes()
 	return s
@@ -105,6 +110,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("http shutting down")
+	// Streams end first, so Shutdown does not wait on them and clients
+	// reconnect to another server.
+	s.hub.Close()
 	stop, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(stop); err != nil {

@@ -149,7 +149,7 @@ func (s *Server) prepareUpload(c *gin.Context) {
 			Headers:   map[string]string{"Content-Type": f.ContentType},
 		}
 	}
-	if err := s.store.AddPendingAssets(c, p.ID, rows, expires); err != nil {
+	if err := s.store.AddPendingAssets(c.Request.Context(), p.ID, rows, expires); err != nil {
 		fail(c, err)
 		return
 	}
@@ -163,7 +163,7 @@ func (s *Server) activeProject(c *gin.Context) (*store.Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.store.Project(c, principal(c).ID, id)
+	p, err := s.store.Project(c.Request.Context(), principal(c).ID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		return
 	}
 	assetID := uuid.MustParse(m[1])
-	if a, err := s.store.AssetByID(c, assetID); err != nil {
+	if a, err := s.store.AssetByID(c.Request.Context(), assetID); err != nil {
 		fail(c, err)
 		return
 	} else if a.Status != store.AssetPendingUpload {
@@ -217,7 +217,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		return
 	}
 
-	w, err := s.blobs.Create(c, key)
+	w, err := s.blobs.Create(c.Request.Context(), key)
 	if err != nil {
 		fail(c, err)
 		return
@@ -233,8 +233,8 @@ func (s *Server) putBlob(c *gin.Context) {
 	// The row lock orders this upload against a finalize of the same asset:
 	// bytes never change under an asset that was already accepted.
 	var info blob.Info
-	err = s.store.InTx(c, func(tx *sqlx.Tx) error {
-		pending, err := store.LockPendingUpload(c, tx, assetID)
+	err = s.store.InTx(c.Request.Context(), func(tx *sqlx.Tx) error {
+		pending, err := store.LockPendingUpload(c.Request.Context(), tx, assetID)
 		if err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		if info, err = w.Commit(); err != nil {
 			return err
 		}
-		return store.RecordUpload(c, tx, assetID, info.SHA256, info.Size)
+		return store.RecordUpload(c.Request.Context(), tx, assetID, info.SHA256, info.Size)
 	})
 	if err != nil {
 		fail(c, err)
@@ -335,7 +335,7 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 
-	res, err := s.store.FinalizeUploads(c, principal(c).ID, p.ID, items, ingestJob(p.ID))
+	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, ingestJob(p.ID))
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			logger(c).Error("finalize not recorded", "err", err)

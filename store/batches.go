@@ -52,3 +52,11 @@ func (s *Store) FailedJobs(ctx context.Context, batch uuid.UUID, only *uuid.UUID
 		WHERE j.batch_id = $1 AND j.status = 'failed' AND ($2::uuid IS NULL OR j.id = $2) ORDER BY j.created_at, j.id`, batch, only)
 	return jobs, err
 }
+
+// RecentBatches lists a project's newest batches.
+func (s *Store) RecentBatches(ctx context.Context, project uuid.UUID, limit int) ([]Batch, error) {
+	var bs []Batch
+	err := s.DB.SelectContext(ctx, &bs, `SELECT `+batchColumns+` FROM batches b WHERE b.project_id = $1
+		ORDER BY b.created_at DESC LIMIT $2`, project, limit)
+	return bs, err
+}

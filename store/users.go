@@ -153,3 +153,14 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	_, err := s.DB.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, HashSecret(token))
 	return err
 }
+
+// PrincipalByKeyID resolves a live key by its id, for stream tokens that
+// stand for it.
+func (s *Store) PrincipalByKeyID(ctx context.Context, keyID uuid.UUID) (*Principal, error) {
+	p := &Principal{}
+	err := s.DB.GetContext(ctx, p, `
+		SELECT u.id, u.email, u.is_admin, u.created_at, k.id AS key_id
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.id = $1 AND k.revoked_at IS NULL`, keyID)
+	return p, notFound(err)
+}

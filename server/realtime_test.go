@@ -1,0 +1,233 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/events"
+	"lightbox/internal/testenv"
+)
+
+// sseEvent is one event as a client reads it off the wire.
+type sseEvent struct {
+	id, name, data string
+}
+
+// sseClient reads a stream the way a browser's EventSource does.
+type sseClient struct {
+	t      testing.TB
+	res    *http.Response
+	events chan sseEvent
+	lines  chan string
+	cancel context.CancelFunc
+}
+
+func (a *app) openStream(path string, headers ...string) *sseClient {
+	a.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.url+path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	c := &sseClient{t: a.t, res: res, events: make(chan sseEvent, 100), lines: make(chan string, 100), cancel: cancel}
+	a.t.Cleanup(func() { cancel(); res.Body.Close() })
+	if res.StatusCode != 200 {
+		return c
+	}
+	go func() {
+		defer close(c.events)
+		sc := bufio.NewScanner(res.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			select {
+			case c.lines <- line:
+			default:
+			}
+			switch {
+			case line == "":
+				if ev.name != "" {
+					c.events <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data = strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	return c
+}
+
+func (c *sseClient) next() sseEvent {
+	c.t.Helper()
+	select {
+	case ev, ok := <-c.events:
+		if !ok {
+			c.t.Fatal("stream ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("no event within 10 s")
+	}
+	return sseEvent{}
+}
+
+func publish(t testing.TB, env *testenv.Env, project, batch uuid.UUID, name events.Name, data any) events.Event {
+	t.Helper()
+	ev, err := events.New(name, project, batch, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err = events.NewPublisher(env.Redis, events.PublisherOptions{}).Publish(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestEventsReachClientsOfTwoServers(t *testing.T) {
+	env := testenv.New(t)
+	one := startApp(t, env, env.Redis)
+	two := startApp(t, env, env.Redis)
+	key := one.user("ana@example.org", false)
+	project := one.newProject(key)
+	pid := uuid.MustParse(project)
+
+	a := one.openStream("/v1/realtime?projectId="+project, "Authorization", "Bearer "+key)
+	b := two.openStream("/v1/realtime?projectId="+project, "Authorization", "Bearer "+key)
+	if a.res.StatusCode != 200 || a.res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream answer %d %s", a.res.StatusCode, a.res.Header.Get("Content-Type"))
+	}
+	// A worker publishes; both servers' clients see it with the same id.
+	sent := publish(t, env, pid, uuid.Nil, events.JobDone, map[string]string{"jobId": "j1"})
+	for _, c := range []*sseClient{a, b} {
+		ev := c.next()
+		if ev.name != "job.done" || ev.id != strconvU(sent.ID) || !strings.Contains(ev.data, `"j1"`) {
+			t.Fatalf("event %+v, want job.done id %d", ev, sent.ID)
+		}
+	}
+	// Events of another project never arrive.
+	publish(t, env, uuid.New(), uuid.Nil, events.JobDone, map[string]string{"jobId": "other"})
+	sent = publish(t, env, pid, uuid.Nil, events.AssetUpdated, map[string]string{"assetId": "a1"})
+	if ev := a.next(); ev.name != "asset.updated" || ev.id != strconvU(sent.ID) {
+		t.Fatalf("after another project's event: %+v", ev)
+	}
+}
+
+func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func TestReconnectGetsStateSyncThenLiveEvents(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	pid := uuid.MustParse(project)
+	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	expect(t, r, 200, "")
+
+	first := publish(t, a.env, pid, uuid.Nil, events.JobProgress, map[string]string{"n": "1"})
+	publish(t, a.env, pid, uuid.Nil, events.JobProgress, map[string]string{"n": "2"})
+	latest := publish(t, a.env, pid, uuid.Nil, events.JobProgress, map[string]string{"n": "3"})
+
+	c := a.openStream("/v1/realtime?projectId="+project, "Authorization", "Bearer "+key, "Last-Event-ID", strconvU(first.ID))
+	ev := c.next()
+	if ev.name != "state_sync" || ev.id != strconvU(latest.ID) {
+		t.Fatalf("first event %+v, want state_sync with id %d", ev, latest.ID)
+	}
+	var snap struct {
+		Stats   struct{ Total, Processing int }
+		Batches []struct{ Total int }
+	}
+	json.Unmarshal([]byte(ev.data), &snap)
+	if snap.Stats.Total != 2 || snap.Stats.Processing != 2 || len(snap.Batches) != 1 || snap.Batches[0].Total != 2 {
+		t.Fatalf("snapshot %s", ev.data)
+	}
+	live := publish(t, a.env, pid, uuid.Nil, events.BatchUpdated, map[string]string{"n": "4"})
+	if ev := c.next(); ev.name != "batch.updated" || ev.id != strconvU(live.ID) {
+		t.Fatalf("after the snapshot: %+v", ev)
+	}
+
+	// Up to date: no snapshot, straight to live events.
+	c2 := a.openStream("/v1/realtime?projectId="+project+"&lastEventId="+strconvU(live.ID), "Authorization", "Bearer "+key)
+	next := publish(t, a.env, pid, uuid.Nil, events.JobDone, map[string]string{"n": "5"})
+	if ev := c2.next(); ev.name != "job.done" || ev.id != strconvU(next.ID) {
+		t.Fatalf("resuming at the newest id: %+v", ev)
+	}
+}
+
+func TestBatchStreamOnlyCarriesItsBatch(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	batch := r.json(t)["batchId"].(string)
+	c := a.openStream("/v1/batches/"+batch+"/events", "Authorization", "Bearer "+key)
+	publish(t, a.env, uuid.MustParse(project), uuid.New(), events.BatchUpdated, map[string]string{"batch": "other"})
+	mine := publish(t, a.env, uuid.MustParse(project), uuid.MustParse(batch), events.BatchUpdated, map[string]string{"batch": "mine"})
+	if ev := c.next(); ev.id != strconvU(mine.ID) || !strings.Contains(ev.data, "mine") {
+		t.Fatalf("batch stream got %+v", ev)
+	}
+}
+
+func TestStreamTokensAndRefusals(t *testing.T) {
+	env := testenv.New(t)
+	logs := &lockedWriter{w: &bytes.Buffer{}}
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SSE_HEARTBEAT": "200ms"}, logTo: logs})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+
+	r := a.do("POST", "/v1/realtime/tokens", key, nil)
+	expect(t, r, 201, "")
+	token := r.json(t)["token"].(string)
+	c := a.openStream("/v1/realtime?projectId=" + project + "&accessToken=" + token)
+	if c.res.StatusCode != 200 {
+		t.Fatalf("stream with a token: %d", c.res.StatusCode)
+	}
+	// An idle stream carries heartbeat comments.
+	deadline := time.After(5 * time.Second)
+	for heartbeat := false; !heartbeat; {
+		select {
+		case line := <-c.lines:
+			heartbeat = strings.HasPrefix(line, ": ")
+		case <-deadline:
+			t.Fatal("no heartbeat comment")
+		}
+	}
+	c.cancel()
+
+	bad := a.openStream("/v1/realtime?projectId=" + project + "&accessToken=lbs_forged")
+	b, _ := io.ReadAll(bad.res.Body)
+	if bad.res.StatusCode != 401 || !strings.Contains(string(b), "invalid_credentials") {
+		t.Fatalf("forged token: %d %s", bad.res.StatusCode, b)
+	}
+	bob := a.user("bob@example.org", false)
+	if s := a.openStream("/v1/realtime?projectId="+project, "Authorization", "Bearer "+bob); s.res.StatusCode != 404 {
+		t.Fatalf("another user's project stream: %d", s.res.StatusCode)
+	}
+	r, _ = a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	batch := r.json(t)["batchId"].(string)
+	if s := a.openStream("/v1/batches/"+batch+"/events", "Authorization", "Bearer "+bob); s.res.StatusCode != 404 {
+		t.Fatalf("another user's batch stream: %d", s.res.StatusCode)
+	}
+	time.Sleep(100 * time.Millisecond) // let the access log line of the stream be written
+	if strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), "accessToken=REDACTED") {
+		t.Fatal("the stream token reached the log, or the query was not logged redacted")
+	}
+}
