@@ -15,9 +15,13 @@ TIMEOUT ?= 20m
 BENCH   ?= .
 BENCH_TIMEOUT ?= 60m
 
-.PHONY: all run test bench build lint services services-stop services-status clean clean-data
+.PHONY: all help run test bench build lint services services-stop services-status clean clean-data
 
 all: build
+
+## help: list the targets
+help:
+	@sed -n 's/^## /  /p' Makefile
 
 ## run: services, build, migrate, dev user and key, server and worker; Ctrl-C stops it all
 run:
@@ -56,12 +60,13 @@ services:
 services-stop:
 	@scripts/services.sh stop
 
+## services-status: whether ours are running
 services-status:
 	@scripts/services.sh status
 
-## clean: remove build output (never .data: see clean-data)
+## clean: remove bin/ (never .data: see clean-data)
 clean:
-	rm -rf bin/ artifacts/
+	rm -rf bin/
 
 ## clean-data: stop our services and delete .data/ (databases, blobs, keys)
 clean-data:
