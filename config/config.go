@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -54,12 +55,13 @@ type Config struct {
 	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
 	MaxPixels     int64  // MAX_PIXELS, refused before decoding
 
-	EmbedURL          string        // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
-	EmbedModel        string        // EMBED_MODEL, the provider's model name
-	EmbedDim          int           // EMBED_DIM, the length of the provider's vectors
-	EmbedRatePerMin   int           // EMBED_RATE_PER_MINUTE, shared by all workers
-	ClusterDelay      time.Duration // CLUSTER_DELAY, the debounce before a project is clustered
-	DownloadAllowlist []string      // DOWNLOAD_ALLOW_HOSTS, private hosts URL imports may reach (tests use loopback)
+	EmbedURL        string         // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
+	EmbedModel      string         // EMBED_MODEL, the provider's model name
+	EmbedDim        int            // EMBED_DIM, the length of the provider's vectors
+	EmbedRatePerMin int            // EMBED_RATE_PER_MINUTE, shared by all workers
+	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
+	DownloadAllow   []netip.Prefix // DOWNLOAD_ALLOW_NETS, private networks URL imports may reach, e.g. 127.0.0.1/32
+	DownloadPerHost int            // DOWNLOAD_RATE_PER_HOST, fetches per minute per host, shared by all workers
 }
 
 // Load reads the configuration from the process environment.
@@ -70,7 +72,7 @@ func Load() (*Config, error) { return FromLookup(os.LookupEnv) }
 func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	r := reader{lookup: lookup}
 	c := &Config{
-		DatabaseURL: r.str("DATABASE_URL", "postgres://127.0.0.1:55432/lightbox?sslmode=disable"),
+		DatabaseURL: r.str("DATABASE_URL", "postgres://lightbox@127.0.0.1:55432/lightbox?sslmode=disable"),
 		RedisURL:    r.str("REDIS_URL", "redis://127.0.0.1:56379/0"),
 		HTTPAddr:    r.str("HTTP_ADDR", "127.0.0.1:8080"),
 		DataDir:     r.str("DATA_DIR", ".data"),
@@ -103,11 +105,17 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.EmbedDim = r.integer("EMBED_DIM", 0, 0, 1<<16)
 	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
-	if hosts := r.str("DOWNLOAD_ALLOW_HOSTS", ""); hosts != "" {
-		for _, h := range strings.Split(hosts, ",") {
-			c.DownloadAllowlist = append(c.DownloadAllowlist, strings.TrimSpace(h))
+	if nets := r.str("DOWNLOAD_ALLOW_NETS", ""); nets != "" {
+		for _, n := range strings.Split(nets, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(n))
+			if err != nil {
+				r.fail("DOWNLOAD_ALLOW_NETS", "%q is not a network such as 10.0.0.0/8 or 127.0.0.1/32", n)
+				continue
+			}
+			c.DownloadAllow = append(c.DownloadAllow, p)
 		}
 	}
+	c.DownloadPerHost = r.integer("DOWNLOAD_RATE_PER_HOST", 120, 1, 1<<30)
 	if c.EmbedURL != "" {
 		r.check("EMBED_URL", c.EmbedURL, func(v string) error { return checkURL(v, "http", "https") })
 		if c.EmbedModel == "" {

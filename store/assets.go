@@ -73,6 +73,12 @@ type NewAsset struct {
 
 // AddPendingAssets records files about to be uploaded, in one statement.
 func (s *Store) AddPendingAssets(ctx context.Context, project uuid.UUID, files []NewAsset, expires time.Time) error {
+	return addPendingAssets(ctx, s.DB, project, files, expires)
+}
+
+// addPendingAssets inserts asset rows; a zero expires means no upload URL
+// was handed out.
+func addPendingAssets(ctx context.Context, q sqlx.ExecerContext, project uuid.UUID, files []NewAsset, expires time.Time) error {
 	n := len(files)
 	ids, names, types, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	clientIDs, captured := make([]*string, n), make([]*time.Time, n)
@@ -81,12 +87,16 @@ func (s *Store) AddPendingAssets(ctx context.Context, project uuid.UUID, files [
 		ids[i], names[i], types[i], keys[i] = f.ID.String(), f.Filename, f.ContentType, f.BlobKey
 		clientIDs[i], captured[i], sizes[i] = f.ClientFileID, f.CapturedAt, f.ByteSize
 	}
-	_, err := s.DB.ExecContext(ctx, `
+	var exp *time.Time
+	if !expires.IsZero() {
+		exp = &expires
+	}
+	_, err := q.ExecContext(ctx, `
 		INSERT INTO assets (id, project_id, client_file_id, filename, content_type, byte_size, blob_key, captured_at, upload_expires_at)
 		SELECT u.id, $1, u.client_id, u.name, u.type, u.size, u.key, u.captured, $2
 		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::timestamptz[])
 			AS u(id, client_id, name, type, size, key, captured)`,
-		project, expires, pq.Array(ids), pq.Array(clientIDs), pq.Array(names), pq.Array(types),
+		project, exp, pq.Array(ids), pq.Array(clientIDs), pq.Array(names), pq.Array(types),
 		pq.Array(sizes), pq.Array(keys), pq.Array(captured))
 	return err
 }

@@ -44,20 +44,30 @@ type FinalizeResult struct {
 // task table, the store does not.
 type JobSpec func(asset, batch, job uuid.UUID) Job
 
+// FinalizeOptions say how accepted work is recorded.
+type FinalizeOptions struct {
+	// Spec builds each accepted asset's ingest job.
+	Spec JobSpec
+	// Batch, when set, is an existing batch the jobs join (a URL import,
+	// whose download jobs are already in it); otherwise a new upload batch
+	// is made.
+	Batch *uuid.UUID
+}
+
 // FinalizeUploads accepts uploaded assets of owner's project in one
 // transaction: each must have bytes whose server-computed SHA-256 equals the
 // client's. A bad checksum fails the asset; the same bytes as a live asset
 // of the project make it a duplicate; the rest become 'uploaded' with a
 // batch, an ingest job each and a place in the attestation queue. Calling it
 // again with the same items records nothing new and answers the same.
-func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, spec JobSpec) (*FinalizeResult, error) {
+func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
 	var res *FinalizeResult
 	var err error
 	// Two concurrent calls with the same new bytes collide on the unique
 	// checksum index; the loser runs again and sees the winner's asset.
 	for range 3 {
 		err = s.InTx(ctx, func(tx *sqlx.Tx) error {
-			res, err = finalize(ctx, tx, owner, project, items, spec)
+			res, err = finalize(ctx, tx, owner, project, items, o)
 			return err
 		})
 		var pqErr *pq.Error
@@ -81,7 +91,7 @@ type lockedAsset struct {
 	UploadSize  *int64     `db:"upload_size"`
 }
 
-func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items []FinalizeItem, spec JobSpec) (*FinalizeResult, error) {
+func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
 	var ok bool
 	if err := tx.GetContext(ctx, &ok, `SELECT true FROM projects WHERE id = $1 AND owner_user_id = $2`, project, owner); err != nil {
 		return nil, notFound(err)
@@ -134,7 +144,7 @@ func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items 
 		}
 	}
 
-	if err := acceptNew(ctx, tx, owner, project, items, candidates, byID, res, spec); err != nil {
+	if err := acceptNew(ctx, tx, owner, project, items, candidates, byID, res, o); err != nil {
 		return nil, err
 	}
 	if err := findEarlierJobs(ctx, tx, earlier, res); err != nil {
@@ -145,7 +155,7 @@ func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items 
 
 // acceptNew turns checked uploads into duplicates or new work.
 func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items []FinalizeItem, candidates []int,
-	byID map[uuid.UUID]*lockedAsset, res *FinalizeResult, spec JobSpec) error {
+	byID map[uuid.UUID]*lockedAsset, res *FinalizeResult, o FinalizeOptions) error {
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -169,6 +179,9 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 	}
 
 	batch := Batch{ID: uuid.New(), ProjectID: project, UserID: owner, Kind: "upload"}
+	if o.Batch != nil {
+		batch.ID = *o.Batch
+	}
 	var accepted, dupes []string
 	var dupOf []string
 	for _, c := range candidates {
@@ -184,7 +197,7 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 		jobID := uuid.New()
 		out.Status, out.JobID, out.BatchID = AssetUploaded, &jobID, &batch.ID
 		accepted = append(accepted, a.ID.String())
-		res.NewJobs = append(res.NewJobs, spec(a.ID, batch.ID, jobID))
+		res.NewJobs = append(res.NewJobs, o.Spec(a.ID, batch.ID, jobID))
 		res.Jobs = append(res.Jobs, jobID)
 	}
 
@@ -202,8 +215,13 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 		WHERE id = ANY($1)`, pq.Array(accepted)); err != nil {
 		return err
 	}
-	batch.Total = len(accepted)
-	if err := insertBatch(ctx, tx, &batch); err != nil {
+	if o.Batch == nil {
+		batch.Total = len(accepted)
+		if err := insertBatch(ctx, tx, &batch); err != nil {
+			return err
+		}
+	} else if _, err := tx.ExecContext(ctx, `UPDATE batches SET total = total + $2, status = 'running', completed_at = NULL
+		WHERE id = $1`, batch.ID, len(accepted)); err != nil {
 		return err
 	}
 	res.BatchID = &batch.ID

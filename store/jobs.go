@@ -191,3 +191,10 @@ func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID) error {
 		return err
 	})
 }
+
+// JobByID returns a job whatever its owner; for the worker.
+func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id)
+	return j, notFound(err)
+}

@@ -137,3 +137,10 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// ProjectOwner returns who owns a project; for the worker.
+func (s *Store) ProjectOwner(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	var owner uuid.UUID
+	err := s.DB.GetContext(ctx, &owner, `SELECT owner_user_id FROM projects WHERE id = $1`, id)
+	return owner, notFound(err)
+}

@@ -36,10 +36,10 @@ func (h *harness) finalizeWithoutEnqueue(project uuid.UUID, data []byte) (asset,
 	}
 	sum := sha256.Sum256(data)
 	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, []store.FinalizeItem{{AssetID: asset, Checksum: hex.EncodeToString(sum[:])}},
-		func(a, b, j uuid.UUID) store.Job {
+		store.FinalizeOptions{Spec: func(a, b, j uuid.UUID) store.Job {
 			t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: j, ProjectID: project}, AssetID: a})
 			return store.Job{ID: j, ProjectID: project, AssetID: &a, BatchID: &b, Type: t.Type(), Queue: "default", TaskID: tasks.IngestID(a), Payload: t.Payload()}
-		})
+		}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

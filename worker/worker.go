@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"time"
 
@@ -58,6 +59,7 @@ type Worker struct {
 	embedLimit *redis_rate.Limit
 	flusher    *chain.Flusher
 	events     *events.Publisher
+	fetcher    *http.Client
 }
 
 // New builds the worker and its handler table.
@@ -68,7 +70,7 @@ func New(d Deps) (*Worker, error) {
 	}
 	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
-		events: events.NewPublisher(d.Redis, events.PublisherOptions{})}
+		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow)}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
@@ -108,6 +110,7 @@ func New(d Deps) (*Worker, error) {
 // routes is the task table: one handler per task type.
 func (w *Worker) routes() {
 	w.mux.HandleFunc(tasks.TypeIngest, w.ingest)
+	w.mux.HandleFunc(tasks.TypeDownload, w.download)
 	w.mux.HandleFunc(tasks.TypeEmbed, w.embedAsset)
 	w.mux.HandleFunc(tasks.TypeCluster, w.clusterProject)
 	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)

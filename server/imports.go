@@ -1,0 +1,73 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// importURLs records a batch of asset:download jobs, one per URL. The
+// worker checks each address when it fetches (that is where DNS answers),
+// so here a URL only needs to be a well-formed http(s) URL.
+func (s *Server) importURLs(c *gin.Context) {
+	p, err := s.activeProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		URLs []string `json:"urls"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	if len(in.URLs) == 0 || len(in.URLs) > maxFilesPerCall {
+		errs.add("urls", fmt.Sprintf("must list 1 to %d URLs", maxFilesPerCall))
+	}
+	items := make([]store.NewImport, len(in.URLs))
+	for i, raw := range in.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 || u.User != nil {
+			errs.add(fmt.Sprintf("urls[%d]", i), "must be an http or https URL without credentials, at most 2048 characters")
+			continue
+		}
+		id := uuid.New()
+		name := path.Base(u.Path)
+		if name == "/" || name == "." || checkFilename(name) != "" {
+			name = u.Hostname()
+		}
+		items[i] = store.NewImport{AssetID: id, URL: raw, Filename: name, BlobKey: blob.OriginalKey(p.ID, id)}
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(items)) {
+		return
+	}
+	batch, jobs, err := s.store.CreateImport(c.Request.Context(), principal(c).ID, p.ID, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		t := tasks.NewDownload(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: p.ID}, AssetID: it.AssetID, URL: it.URL})
+		return store.Job{ID: job, ProjectID: p.ID, AssetID: &it.AssetID, BatchID: &batch, Type: t.Type(),
+			Queue: tasks.QueueOf(t.Type()), TaskID: tasks.DownloadID(job), Payload: t.Payload()}
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.enqueueJobs(c.Request.Context(), jobs)
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	c.JSON(http.StatusAccepted, gin.H{"batchId": batch.ID, "queuedJobs": ids})
+}

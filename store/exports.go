@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// ExportExpired is the state of a finished export whose file was deleted
+// after its expiry; the other states are the job states.
+const ExportExpired = "expired"
+
+// Export is an archive a user asked for and how far its build has come.
+type Export struct {
+	ID           uuid.UUID       `db:"id"`
+	ProjectID    uuid.UUID       `db:"project_id"`
+	UserID       uuid.UUID       `db:"user_id"`
+	BatchID      *uuid.UUID      `db:"batch_id"`
+	JobID        *uuid.UUID      `db:"job_id"`
+	Preset       string          `db:"preset"`
+	Settings     json.RawMessage `db:"settings"`
+	AssetIDs     pq.StringArray  `db:"asset_ids"` // nil: every finalized asset of the project
+	Status       string          `db:"status"`
+	Progress     float64         `db:"progress"`
+	BlobKey      *string         `db:"blob_key"`
+	ByteSize     *int64          `db:"byte_size"`
+	Skipped      json.RawMessage `db:"skipped"`
+	ErrorCode    *string         `db:"error_code"`
+	ErrorMessage *string         `db:"error_message"`
+	CreatedAt    time.Time       `db:"created_at"`
+	UpdatedAt    time.Time       `db:"updated_at"`
+	StartedAt    *time.Time      `db:"started_at"`
+	ExpiresAt    *time.Time      `db:"expires_at"`
+}
+
+// ExportSettings are an export's effective settings, stored with it: the
+// preset's defaults with the user's overrides applied, so the worker builds
+// exactly what the API answered.
+type ExportSettings struct {
+	LongEdge        int  `json:"longEdge,omitempty"`
+	Width           int  `json:"width,omitempty"`
+	Height          int  `json:"height,omitempty"`
+	Quality         int  `json:"quality,omitempty"`
+	PerPage         int  `json:"perPage,omitempty"`
+	IncludeNotReady bool `json:"includeNotReady"`
+}
+
+// ExportSkip is an asset an export left out, and why.
+type ExportSkip struct {
+	AssetID  uuid.UUID `json:"assetId"`
+	Filename string    `json:"filename"`
+	Reason   string    `json:"reason"` // a stable code
+	Message  string    `json:"message"`
+}
+
+const exportColumns = `e.id, e.project_id, e.user_id, e.batch_id, e.job_id, e.preset, e.settings, e.asset_ids, e.status,
+	e.progress, e.blob_key, e.byte_size, e.skipped, e.error_code, e.error_message, e.created_at, e.updated_at,
+	e.started_at, e.expires_at`
+
+// CreateExport records e with a batch of one job, job, in one transaction,
+// so the export never exists without the work that builds it. It fills in
+// e's batch, job and timestamps.
+func (s *Store) CreateExport(ctx context.Context, e *Export, job Job) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+		b := Batch{ID: uuid.New(), ProjectID: e.ProjectID, UserID: e.UserID, Kind: "export", Total: 1}
+		if err := insertBatch(ctx, tx, &b); err != nil {
+			return err
+		}
+		job.BatchID = &b.ID
+		if err := insertJobs(ctx, tx, []Job{job}); err != nil {
+			return err
+		}
+		var ids any
+		if e.AssetIDs != nil {
+			ids = e.AssetIDs
+		}
+		return tx.GetContext(ctx, e, `
+			INSERT INTO exports AS e (id, project_id, user_id, batch_id, job_id, preset, settings, asset_ids, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
+			RETURNING `+exportColumns,
+			e.ID, e.ProjectID, e.UserID, b.ID, job.ID, e.Preset, string(e.Settings), ids, e.ExpiresAt)
+	})
+}
+
+// Export returns owner's export id.
+func (s *Store) Export(ctx context.Context, owner, id uuid.UUID) (*Export, error) {
+	e := &Export{}
+	err := s.DB.GetContext(ctx, e, `SELECT `+exportColumns+` FROM exports e JOIN projects p ON p.id = e.project_id
+		WHERE e.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return e, notFound(err)
+}
+
+// ExportByID returns an export whatever its owner; for the worker.
+func (s *Store) ExportByID(ctx context.Context, id uuid.UUID) (*Export, error) {
+	e := &Export{}
+	err := s.DB.GetContext(ctx, e, `SELECT `+exportColumns+` FROM exports e WHERE e.id = $1`, id)
+	return e, notFound(err)
+}
+
+// ForeignAssets returns those of ids that are not assets of project, in
+// the order given.
+func (s *Store) ForeignAssets(ctx context.Context, project uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	err := s.DB.SelectContext(ctx, &out, `
+		SELECT u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
+		WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.id = u.id AND a.project_id = $1)
+		ORDER BY u.n`, project, pq.Array(ids))
+	return out, err
+}
+
+// StartExport moves an export to running for a new attempt, clearing what
+// an earlier attempt left. started is false when the export is done,
+// canceled or expired: there is nothing to build.
+func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, started bool, err error) {
+	e = &Export{}
+	err = s.DB.GetContext(ctx, e, `
+		UPDATE exports e SET status = 'running', progress = 0, skipped = '[]', error_code = NULL, error_message = NULL,
+			started_at = now(), updated_at = now()
+		WHERE id = $1 AND status IN ('queued', 'running', 'failed')
+		RETURNING `+exportColumns, id)
+	if err == nil {
+		return e, true, nil
+	}
+	if err = notFound(err); !errors.Is(err, ErrNotFound) {
+		return nil, false, err
+	}
+	e, err = s.ExportByID(ctx, id)
+	return e, false, err
+}
+
+// ExportProgress records how far a running export is, from 0 to 1, on the
+// export and its job. running is false once the export was canceled.
+func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float64) (running bool, err error) {
+	err = s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var job *uuid.UUID
+		err := tx.GetContext(ctx, &job, `UPDATE exports e SET progress = $2, updated_at = now()
+			WHERE id = $1 AND status = 'running' RETURNING job_id`, id, progress)
+		if err != nil {
+			return notFound(err)
+		}
+		running = true
+		_, err = tx.ExecContext(ctx, `UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, job, progress)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return running, err
+}
+
+// FinishExport records a built export: its file, what it left out, and its
+// expiry, counted from now with the time to live it was created with.
+// ErrNotFound means the export stopped running meanwhile (canceled).
+func (s *Store) FinishExport(ctx context.Context, id uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
+	e := &Export{}
+	err := s.DB.GetContext(ctx, e, `
+		UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
+			expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
+		WHERE id = $1 AND status = 'running'
+		RETURNING `+exportColumns, id, key, size, skipsJSON(skipped))
+	return e, notFound(err)
+}
+
+// FailExport records an attempt that failed: status is 'queued' when the
+// task will run again, 'failed' when it will not.
+func (s *Store) FailExport(ctx context.Context, id uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
+	e := &Export{}
+	err := s.DB.GetContext(ctx, e, `
+		UPDATE exports e SET status = $2, error_code = $3, error_message = $4, skipped = $5, updated_at = now()
+		WHERE id = $1 AND status = 'running'
+		RETURNING `+exportColumns, id, status, code, message, skipsJSON(skipped))
+	return e, notFound(err)
+}
+
+func skipsJSON(skipped []ExportSkip) string {
+	if skipped == nil {
+		skipped = []ExportSkip{}
+	}
+	b, _ := json.Marshal(skipped)
+	return string(b)
+}
+
+// CancelExport marks a queued or running export canceled. canceled is
+// false when it had already ended; e is the export as it now stands.
+func (s *Store) CancelExport(ctx context.Context, id uuid.UUID) (e *Export, canceled bool, err error) {
+	e = &Export{}
+	err = s.DB.GetContext(ctx, e, `UPDATE exports e SET status = 'canceled', updated_at = now()
+		WHERE id = $1 AND status IN ('queued', 'running')
+		RETURNING `+exportColumns, id)
+	if err == nil {
+		return e, true, nil
+	}
+	if err = notFound(err); !errors.Is(err, ErrNotFound) {
+		return nil, false, err
+	}
+	e, err = s.ExportByID(ctx, id)
+	return e, false, err
+}
+
+// ExpiredExports lists finished exports whose expiry passed before now.
+func (s *Store) ExpiredExports(ctx context.Context, now time.Time, limit int) ([]Export, error) {
+	var out []Export
+	err := s.DB.SelectContext(ctx, &out, `SELECT `+exportColumns+` FROM exports e
+		WHERE e.status = 'done' AND e.expires_at < $1 ORDER BY e.expires_at LIMIT $2`, now, limit)
+	return out, err
+}
+
+// ExpireExport records that a finished export's file was deleted.
+func (s *Store) ExpireExport(ctx context.Context, id uuid.UUID) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE exports e SET status = 'expired', blob_key = NULL, updated_at = now()
+		WHERE id = $1 AND status = 'done'`, id)
+	return err
+}
+
+// ExportItem is an asset an export considers, with what it needs to be
+// exported or skipped.
+type ExportItem struct {
+	AssetID        uuid.UUID  `db:"id"`
+	Filename       string     `db:"filename"`
+	ContentType    string     `db:"content_type"`
+	Status         string     `db:"status"`
+	BlobKey        string     `db:"blob_key"`
+	ChecksumSHA256 *string    `db:"checksum_sha256"`
+	DuplicateOf    *uuid.UUID `db:"duplicate_of"`
+	ErrorMessage   *string    `db:"error_message"`
+	CapturedAt     *time.Time `db:"captured_at"`
+	CapturedOffset *string    `db:"captured_offset"`
+	PreviewKey     *string    `db:"preview_key"` // nil until ingest made the preview
+}
+
+// ExportItems lists the assets e covers: the ones it names, in the order
+// named, or every finalized asset of its project in capture order.
+func (s *Store) ExportItems(ctx context.Context, e *Export) ([]ExportItem, error) {
+	var ids any
+	if e.AssetIDs != nil {
+		ids = e.AssetIDs
+	}
+	var out []ExportItem
+	err := s.DB.SelectContext(ctx, &out, `
+		SELECT a.id, a.filename, a.content_type, a.status, a.blob_key, a.checksum_sha256, a.duplicate_of,
+		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key
+		FROM assets a LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
+		WHERE a.project_id = $1
+		  AND CASE WHEN $2::uuid[] IS NULL THEN a.status <> 'pending_upload' ELSE a.id = ANY($2::uuid[]) END
+		ORDER BY array_position($2::uuid[], a.id), a.captured_at NULLS LAST, a.created_at, a.id`, e.ProjectID, ids)
+	return out, err
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+)
+
+// NewImport is one URL to fetch into a new asset.
+type NewImport struct {
+	AssetID  uuid.UUID
+	URL      string
+	Filename string
+	BlobKey  string
+}
+
+// CreateImport records a URL import: an import batch, one asset per URL
+// waiting for its bytes, and one download job each (built by spec).
+func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, items []NewImport, spec func(NewImport, uuid.UUID, uuid.UUID) Job) (*Batch, []Job, error) {
+	b := &Batch{ID: uuid.New(), ProjectID: project, UserID: owner, Kind: "import", Total: len(items)}
+	jobs := make([]Job, len(items))
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if err := insertBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		assets := make([]NewAsset, len(items))
+		for i, it := range items {
+			assets[i] = NewAsset{ID: it.AssetID, Filename: it.Filename, ContentType: "application/octet-stream", BlobKey: it.BlobKey}
+			jobs[i] = spec(it, b.ID, uuid.New())
+		}
+		// No upload URL expires for these: the worker brings the bytes.
+		if err := addPendingAssets(ctx, tx, project, assets, time.Time{}); err != nil {
+			return err
+		}
+		return insertJobs(ctx, tx, jobs)
+	})
+	return b, jobs, err
+}
+
+// RecordDownload stores what a download brought: its size, checksum and
+// sniffed content type, while the asset still waits for bytes.
+func (s *Store) RecordDownload(ctx context.Context, asset uuid.UUID, sha string, size int64, contentType string) error {
+	_, err := s.DB.ExecContext(ctx, `
+		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()
+		WHERE id = $1 AND status = 'pending_upload'`, asset, sha, size, contentType)
+	return err
+}

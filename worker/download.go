@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Download limits.
+const (
+	downloadTimeout = 2 * time.Minute
+	maxRedirects    = 5
+)
+
+var (
+	errForbiddenAddress = errors.New("address not allowed")
+	errRedirectRefused  = errors.New("redirect refused")
+)
+
+// safeClient fetches only public addresses, plus the networks in allow. The
+// check runs on the address actually dialled, after DNS, for every
+// connection, redirects included, so a name that resolves (or re-resolves)
+// to a private address is refused too.
+func safeClient(allow []netip.Prefix) *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return errForbiddenAddress
+			}
+			ip := ap.Addr().Unmap()
+			for _, p := range allow {
+				if p.Contains(ip) {
+					return nil
+				}
+			}
+			if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+				ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || !ip.IsGlobalUnicast() {
+				return fmt.Errorf("%w: %s is not a public address", errForbiddenAddress, ip)
+			}
+			return nil
+		},
+	}
+	transport := &http.Transport{
+		Proxy:                 nil, // a proxy would dial for us and skip the check
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost:   4,
+	}
+	return &http.Client{
+		Transport: transport,
+		Timeout:   downloadTimeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("%w: more than %d redirects", errRedirectRefused, maxRedirects)
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("%w: to %s, and only http and https are fetched", errRedirectRefused, req.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+// download fetches a URL into a new asset's original, then finalizes it like
+// an upload (duplicates included) and queues its ingest in the same batch.
+func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
+	p, err := tasks.Decode[tasks.DownloadPayload](t)
+	if err != nil {
+		return err
+	}
+	a, err := w.st.AssetByID(ctx, p.AssetID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInput("not_found", "The asset no longer exists.")
+	}
+	if err != nil {
+		return err
+	}
+	if a.Status != store.AssetPendingUpload {
+		return nil // a repeated run: the first one got it
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return badInput("invalid_url", "Only http and https URLs are fetched.")
+	}
+	res, err := w.limiter.Allow(ctx, "download:"+u.Hostname(), redis_rate.PerMinute(w.cfg.DownloadPerHost))
+	if err != nil {
+		w.log.Warn("download limiter unavailable; fetch allowed", "err", err)
+	} else if res.Allowed == 0 {
+		return tasks.RateLimited("downloads from "+u.Hostname(), res.RetryAfter)
+	}
+
+	info, contentType, err := w.fetch(ctx, p.URL, a.BlobKey)
+	if err != nil {
+		return err
+	}
+	if err := w.st.RecordDownload(ctx, a.ID, info.SHA256, info.Size, contentType); err != nil {
+		return err
+	}
+	job, err := w.st.JobByID(ctx, p.JobID)
+	if err != nil {
+		return err
+	}
+	owner, err := w.st.ProjectOwner(ctx, a.ProjectID)
+	if err != nil {
+		return err
+	}
+	out, err := w.st.FinalizeUploads(ctx, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}},
+		store.FinalizeOptions{Spec: ingestJobSpec(a.ProjectID), Batch: job.BatchID})
+	if err != nil {
+		return err
+	}
+	for _, key := range out.Discard {
+		w.blobs.Delete(ctx, key)
+	}
+	w.enqueueJobs(ctx, out.NewJobs)
+	if len(out.NewJobs) > 0 {
+		if err := tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()); err != nil {
+			w.log.Warn("enqueue chain flush", "err", err)
+		}
+	}
+	return nil
+}
+
+// fetch streams the URL's body into key, refusing what is not an image we
+// take or is larger than the upload limit.
+func (w *Worker) fetch(ctx context.Context, rawURL, key string) (blob.Info, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return blob.Info{}, "", badInput("invalid_url", "The URL is not valid.")
+	}
+	req.Header.Set("Accept", "image/*")
+	resp, err := w.fetcher.Do(req)
+	if errors.Is(err, errForbiddenAddress) {
+		return blob.Info{}, "", badInput("forbidden_address", "The URL leads to a private or local address, which imports may not reach.")
+	}
+	if errors.Is(err, errRedirectRefused) {
+		return blob.Info{}, "", badInput("redirect_refused", "%v", err)
+	}
+	if err != nil {
+		return blob.Info{}, "", err // network trouble: worth a retry
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return blob.Info{}, "", tasks.RateLimited("downloads", time.Duration(max(wait, 1))*time.Second)
+	case resp.StatusCode >= 500:
+		return blob.Info{}, "", fmt.Errorf("the server answered %s", resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return blob.Info{}, "", badInput("download_failed", "The server answered %s.", resp.Status)
+	}
+	if resp.ContentLength > w.cfg.MaxUploadBytes {
+		return blob.Info{}, "", badInput("too_large", "The file is %d bytes; the limit is %d.", resp.ContentLength, w.cfg.MaxUploadBytes)
+	}
+	body := bufio.NewReaderSize(resp.Body, 512)
+	head, _ := body.Peek(512)
+	contentType := sniffImage(head)
+	if contentType == "" {
+		return blob.Info{}, "", badInput("unsupported_format", "The URL does not serve a JPEG, PNG, GIF, WebP or TIFF image.")
+	}
+	info, err := w.blobs.Put(ctx, key, body, w.cfg.MaxUploadBytes)
+	if errors.Is(err, blob.ErrTooLarge) {
+		return blob.Info{}, "", badInput("too_large", "The file is larger than %d bytes.", w.cfg.MaxUploadBytes)
+	}
+	return info, contentType, err
+}
+
+// sniffImage names the image type of a file's first bytes, or "".
+func sniffImage(head []byte) string {
+	if len(head) >= 4 && (string(head[:4]) == "II*\x00" || string(head[:4]) == "MM\x00*") {
+		return "image/tiff"
+	}
+	switch ct := http.DetectContentType(head); ct {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return ct
+	}
+	return ""
+}
+
+// ingestJobSpec builds the ingest job of a downloaded asset.
+func ingestJobSpec(project uuid.UUID) store.JobSpec {
+	return func(asset, batch, job uuid.UUID) store.Job {
+		t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+		return store.Job{ID: job, ProjectID: project, AssetID: &asset, BatchID: &batch, Type: t.Type(),
+			Queue: tasks.QueueOf(t.Type()), TaskID: tasks.IngestID(asset), Payload: t.Payload()}
+	}
+}

@@ -1,0 +1,114 @@
+package worker_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// importURLs records and enqueues an import of urls, as the API does.
+func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
+	h.t.Helper()
+	items := make([]store.NewImport, len(urls))
+	for i, u := range urls {
+		id := uuid.New()
+		items[i] = store.NewImport{AssetID: id, URL: u, Filename: "x.jpg", BlobKey: blob.OriginalKey(project, id)}
+	}
+	_, jobs, err := h.env.Store.CreateImport(context.Background(), h.owner, project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		t := tasks.NewDownload(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL})
+		return store.Job{ID: job, ProjectID: project, AssetID: &it.AssetID, BatchID: &batch, Type: t.Type(), Queue: "default",
+			TaskID: tasks.DownloadID(job), Payload: t.Payload()}
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		if err := tasks.Enqueue(context.Background(), h.queue, tasks.New(j.Type, j.Payload, j.TaskID)); err != nil {
+			h.t.Fatal(err)
+		}
+		ids[i] = *j.AssetID
+	}
+	return ids
+}
+
+func (h *harness) importStatus(asset uuid.UUID) (status, code string) {
+	var r struct {
+		Status string  `db:"status"`
+		Code   *string `db:"error_code"`
+	}
+	h.env.Store.DB.Get(&r, `SELECT status, error_code FROM assets WHERE id = $1`, asset)
+	return r.Status, deref(r.Code)
+}
+
+func photoServer(t *testing.T) *httptest.Server {
+	wood := readCorpus(t, "photos/wood.jpg")
+	mux := http.NewServeMux()
+	mux.HandleFunc("/wood.jpg", func(w http.ResponseWriter, r *http.Request) { w.Write(wood) })
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<!doctype html><p>not a photo")) })
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/wood.jpg", http.StatusFound) })
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
+	srv := photoServer(t)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
+	project := h.project()
+	ids := h.importURLs(project, srv.URL+"/wood.jpg", srv.URL+"/moved", srv.URL+"/page.html", srv.URL+"/gone")
+	h.run()
+	h.waitFor("imports to settle", time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0
+	})
+	// The redirect leads to the same bytes: whichever finished second is
+	// a duplicate of the other, which went through the pipeline.
+	direct, _ := h.importStatus(ids[0])
+	moved, _ := h.importStatus(ids[1])
+	live := map[string]bool{"search": true, "ai": true}
+	if !(live[direct] && moved == "duplicate" || live[moved] && direct == "duplicate") {
+		t.Fatalf("direct import %s, redirected import %s: want one processed and one duplicate", direct, moved)
+	}
+	if st, code := h.importStatus(ids[2]); st != "failed" || code != "unsupported_format" {
+		t.Fatalf("HTML page: %s %s", st, code)
+	}
+	if st, code := h.importStatus(ids[3]); st != "failed" || code != "download_failed" {
+		t.Fatalf("404: %s %s", st, code)
+	}
+	// The batch holds the downloads and the ingest that followed.
+	var b struct {
+		Status string `db:"status"`
+		Total  int    `db:"total"`
+	}
+	h.env.Store.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
+	if b.Status != "partial" || b.Total < 5 {
+		t.Fatalf("import batch %+v, want partial with downloads and ingests", b)
+	}
+}
+
+func TestImportRefusesLoopbackWithoutTheAllowlist(t *testing.T) {
+	srv := photoServer(t)
+	h := newHarness(t, nil)
+	project := h.project()
+	ids := h.importURLs(project, srv.URL+"/wood.jpg")
+	h.run()
+	h.waitFor("the import to fail", 30*time.Second, func() bool {
+		st, _ := h.importStatus(ids[0])
+		return st == "failed"
+	})
+	if _, code := h.importStatus(ids[0]); code != "forbidden_address" {
+		t.Fatalf("code %s, want forbidden_address", code)
+	}
+	if n := h.count(`SELECT attempt FROM jobs WHERE asset_id = $1`, ids[0]); n != 1 {
+		t.Fatalf("refused import ran %d times, want once", n)
+	}
+}
