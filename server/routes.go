@@ -42,6 +42,7 @@ func (s *Server) routes() *gin.Engine {
 
 	api.POST(`/projects/:id/assets\:prepareUpload`, s.idempotent, s.prepareUpload)
 	api.POST(`/projects/:id/assets\:finalizeUpload`, s.idempotent, s.finalizeUpload)
+	api.POST(`/projects/:id/assets\:import`, s.idempotent, s.importURLs)
 	api.GET("/projects/:id/assets", s.listAssets)
 	api.GET("/projects/:id/jobs", s.listJobs)
 	api.GET("/projects/:id/clusters", s.listClusters)

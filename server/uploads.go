@@ -335,7 +335,7 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 
-	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, ingestJob(p.ID))
+	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, store.FinalizeOptions{Spec: ingestJob(p.ID)})
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			logger(c).Error("finalize not recorded", "err", err)
