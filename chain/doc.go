@@ -23,15 +23,22 @@
 // The chain is what the attestations table says; the ledger is a witness.
 // Claiming commits on its own (items show as signing) while the head lock
 // is held by a separate, still open transaction. If the process dies after
-// signing or after publishing some items, that transaction rolls back: no
-// row, head unchanged, so Postgres never holds a fork. The items stay in
-// signing until ReleaseStale (the sweeper, after StaleAfter) returns them to
-// pending, and they are signed again with new tx_ids. What the dead flusher
-// had already published stays in the ledger as orphans: ledger entries whose
-// tx_id is in no attestation row. They are harmless: Verify walks the
-// table, and a reader of the ledger keeps only entries whose tx_id the
-// chain holds. The file ledger accepts the re-signed transactions like any
-// others; an HTTP ledger must too (their tx_ids differ).
+// signing, after publishing some items or before the commit, that
+// transaction rolls back: no row, head unchanged, so Postgres never holds a
+// fork (and the seq primary key and a compare-and-set on the head refuse
+// one regardless). The items stay in signing until ReleaseStale (the
+// sweeper, after StaleAfter) returns them to pending, and the next flush
+// signs them again after whatever the head is then.
+//
+// Signed again in the same place, an item comes out identical (Ed25519 is
+// deterministic), so the ledger sees the same tx_id twice. Signed in
+// another place (other items were attested meanwhile, or one before it was
+// abandoned), it gets a new tx_id, and what the dead flusher published is
+// an orphan: a ledger entry whose tx_id no attestation row holds. Orphans
+// and repeats are harmless: Verify walks the table, and a reader of the
+// ledger keeps one entry per tx_id and only those the chain holds. The
+// file ledger simply appends them; an HTTP ledger must accept a new tx_id
+// for a seq it has seen, and a repeated tx_id as the same entry.
 //
 // A cancelled context (shutdown, task timeout) is not a crash: in-flight
 // publishes finish or fail, and the published prefix is still committed.
