@@ -96,6 +96,12 @@ func (f *Flusher) Drain(ctx context.Context) (FlushResult, error) {
 func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 	start := time.Now()
 	var res FlushResult
+	if len(f.Key) != ed25519.PrivateKeySize {
+		return res, errorf(CodeInvalidKey, "the flusher has no Ed25519 signing key")
+	}
+	if f.Ledger == nil {
+		return res, errorf(CodeInvalidLedger, "the flusher has no ledger")
+	}
 	batch, conc, timeout := f.BatchSize, f.Concurrency, f.ItemTimeout
 	if batch <= 0 {
 		batch = DefaultBatchSize

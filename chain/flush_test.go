@@ -99,6 +99,24 @@ func TestFlushEmptyQueueDoesNothing(t *testing.T) {
 	f.verifyOK(t, 0)
 }
 
+func TestFlushRefusesWithoutKeyOrLedger(t *testing.T) {
+	f := newFixture(t)
+	f.queue(t, 1)
+	for name, fl := range map[string]*chain.Flusher{
+		chain.CodeInvalidKey:    {Store: f.st, Ledger: &memLedger{}},
+		chain.CodeInvalidLedger: {Store: f.st, Key: f.key},
+	} {
+		_, err := fl.Flush(context.Background())
+		var ce *chain.Error
+		if !errors.As(err, &ce) || ce.Code != name {
+			t.Errorf("flush: %v, want %s", err, name)
+		}
+	}
+	if c := f.counts(t); c.Pending != 1 {
+		t.Fatalf("queue = %+v after refused flushes, want the item still pending", c)
+	}
+}
+
 func TestFlushMiddleFailureKeepsPrefix(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
