@@ -1,0 +1,198 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"lightbox/tasks"
+)
+
+type batchReply struct {
+	Batch struct {
+		ID, Status               string
+		Total, Completed, Failed int
+	}
+	Jobs []struct {
+		ID, AssetID, Status string
+	}
+}
+
+func (a *app) batch(key, id string) batchReply {
+	a.t.Helper()
+	r := a.do("GET", "/v1/batches/"+id, key, nil)
+	expect(a.t, r, 200, "")
+	var b batchReply
+	json.Unmarshal(r.body, &b)
+	return b
+}
+
+func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
+	batch := r.json(t)["batchId"].(string)
+	in := inspector(t, a.env)
+
+	// One task waits for later (scheduled), one stays pending, and one is
+	// picked up by a worker whose handler runs until its context ends.
+	opt, _ := asynq.ParseRedisURI(a.env.RedisURL)
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	later := "ingest:" + ups[1].AssetID
+	info, _ := in.GetTaskInfo("default", later)
+	in.DeleteTask("default", later)
+	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.TaskID(later), asynq.ProcessIn(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := in.GetTaskInfo("default", later); info.State != asynq.TaskStateScheduled {
+		t.Fatalf("setup: %v", info.State)
+	}
+	started, stopped := make(chan string, 3), make(chan error, 3)
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 1, Queues: map[string]int{"critical": 1}, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(tasks.TypeIngest, func(ctx context.Context, t *asynq.Task) error {
+		id, _ := asynq.GetTaskID(ctx)
+		started <- id
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return ctx.Err()
+	})
+	// Move one task to its own queue so this worker takes exactly it.
+	running := "ingest:" + ups[0].AssetID
+	info, _ = in.GetTaskInfo("default", running)
+	in.DeleteTask("default", running)
+	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.TaskID(running), asynq.Queue("critical")); err != nil {
+		t.Fatal(err)
+	}
+	a.env.Store.DB.MustExec(`UPDATE jobs SET queue = 'critical' WHERE task_id = $1`, running)
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not start the task")
+	}
+
+	r = a.do("POST", "/v1/batches/"+batch+"/cancel", key, nil)
+	expect(t, r, 200, "")
+	select {
+	case err := <-stopped:
+		if err == nil {
+			t.Fatal("handler context ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running task was not cancelled")
+	}
+	for _, u := range ups[1:] {
+		if _, err := in.GetTaskInfo("default", "ingest:"+u.AssetID); err == nil {
+			t.Fatalf("task of %s still queued after cancel", u.AssetID)
+		}
+	}
+	b := a.batch(key, batch)
+	if b.Batch.Status != "cancelled" {
+		t.Fatalf("batch %+v", b.Batch)
+	}
+	for _, j := range b.Jobs {
+		if j.Status != "canceled" {
+			t.Fatalf("job %+v not canceled", j)
+		}
+	}
+}
+
+func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
+	batch := r.json(t)["batchId"].(string)
+	in := inspector(t, a.env)
+
+	// As a worker leaves them: one done, two failed for good (archived).
+	a.env.Store.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE asset_id = $1`, ups[0].AssetID)
+	in.DeleteTask("default", "ingest:"+ups[0].AssetID)
+	for _, u := range ups[1:] {
+		if err := in.ArchiveTask("default", "ingest:"+u.AssetID); err != nil {
+			t.Fatal(err)
+		}
+		a.env.Store.DB.MustExec(`UPDATE jobs SET status = 'failed', attempt = 4, error_code = 'task_failed' WHERE asset_id = $1`, u.AssetID)
+		a.env.Store.DB.MustExec(`UPDATE assets SET status = 'failed', error_code = 'task_failed' WHERE id = $1`, u.AssetID)
+	}
+	a.env.Store.DB.MustExec(`UPDATE batches SET status = 'partial', completed = 1, failed = 2, completed_at = now() WHERE id = $1`, batch)
+
+	// Retry one.
+	var failedJob string
+	a.env.Store.DB.Get(&failedJob, `SELECT id FROM jobs WHERE asset_id = $1`, ups[1].AssetID)
+	expect(t, a.do("POST", "/v1/batches/"+batch+"/jobs/"+failedJob+"/retry", key, nil), 202, "")
+	if info, err := in.GetTaskInfo("default", "ingest:"+ups[1].AssetID); err != nil || info.State != asynq.TaskStatePending {
+		t.Fatalf("retried task %+v %v, want pending", info, err)
+	}
+	b := a.batch(key, batch)
+	if b.Batch.Status != "running" || b.Batch.Failed != 1 || b.Batch.Completed != 1 {
+		t.Fatalf("after retrying one: %+v", b.Batch)
+	}
+	// Retrying a job that is not failed is refused.
+	expect(t, a.do("POST", "/v1/batches/"+batch+"/jobs/"+failedJob+"/retry", key, nil), 409, "job_not_failed")
+
+	// Retry all: the other failed job; the task is run again, not duplicated.
+	r = a.do("POST", "/v1/batches/"+batch+"/retry", key, nil)
+	expect(t, r, 202, "")
+	if n := len(r.json(t)["retriedJobs"].([]any)); n != 1 {
+		t.Fatalf("retried %d jobs, want 1", n)
+	}
+	q, _ := in.GetQueueInfo("default")
+	if q.Pending != 2 || q.Archived != 0 {
+		t.Fatalf("queue after retry: %d pending, %d archived", q.Pending, q.Archived)
+	}
+	b = a.batch(key, batch)
+	if b.Batch.Failed != 0 || b.Batch.Status != "running" {
+		t.Fatalf("after retrying all: %+v", b.Batch)
+	}
+	var assetStatus string
+	a.env.Store.DB.Get(&assetStatus, `SELECT status FROM assets WHERE id = $1`, ups[2].AssetID)
+	if assetStatus != "uploaded" {
+		t.Fatalf("retried asset is %s, want uploaded", assetStatus)
+	}
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("POST", "/v1/batches/"+batch+"/retry", bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/batches/"+batch, bob, nil), 404, "not_found")
+}
+
+func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	expect(t, r, 200, "")
+	in := inspector(t, a.env)
+	taskID := "ingest:" + ups[0].AssetID
+
+	// While the task waits, reprocess points at it rather than adding one.
+	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
+	expect(t, r, 202, "")
+	firstJob := r.json(t)["queuedJobs"].([]any)[0]
+
+	in.ArchiveTask("default", taskID)
+	a.env.Store.DB.MustExec(`UPDATE assets SET status = 'failed' WHERE id = $1`, ups[0].AssetID)
+	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
+	expect(t, r, 202, "")
+	if got := r.json(t)["queuedJobs"].([]any)[0]; got != firstJob {
+		t.Fatalf("reprocess of an archived task made job %v, want the original %v", got, firstJob)
+	}
+	if info, err := in.GetTaskInfo("default", taskID); err != nil || info.State != asynq.TaskStatePending {
+		t.Fatalf("task %+v %v", info, err)
+	}
+	// Once the task is gone (done), reprocess records a new job.
+	in.DeleteTask("default", taskID)
+	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
+	if got := r.json(t)["queuedJobs"].([]any)[0]; got == firstJob {
+		t.Fatal("a finished task was not replaced by a new job")
+	}
+	expect(t, a.do("POST", "/v1/assets/"+ups[0].AssetID+":explode", key, nil), 404, "route_not_found")
+}
