@@ -25,7 +25,7 @@ const (
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs committed but never enqueued, uploaded assets whose task was lost,
 // cluster runs scheduled but never enqueued, attestations stuck in signing
-// or never flushed, and uploads never finalized.
+// or never flushed, uploads never finalized, and expired export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -61,6 +61,12 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	if len(keys) > 0 {
 		w.log.Info("sweep failed expired uploads", "count", len(keys))
+	}
+
+	exports, err := w.st.ExpiredExports(ctx, now, sweepBatch)
+	errs = append(errs, err)
+	for _, e := range exports {
+		errs = append(errs, w.expireExport(ctx, e))
 	}
 	return errors.Join(errs...)
 }

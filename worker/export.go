@@ -1,0 +1,428 @@
+package worker
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/events"
+	"lightbox/imaging"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Exports render up to this many photos at once (never more than the
+// cores): an export is one task, and the user is waiting for it.
+const maxExportParallelism = 4
+
+// Progress is recorded and published after this many photos, or after
+// this long, whichever comes first.
+const (
+	exportProgressEvery = 5
+	exportProgressAfter = 2 * time.Second
+)
+
+// errExportCanceled stops a build whose export was canceled meanwhile.
+var errExportCanceled = errors.New("export canceled")
+
+type exportEvent struct {
+	ExportID uuid.UUID  `json:"exportId"`
+	Status   string     `json:"status"`
+	Progress float64    `json:"progress"`
+	Skipped  int        `json:"skipped"`
+	Error    *errorInfo `json:"error"`
+}
+
+// export builds an export's zip archive. The archive streams into a blob
+// writer that publishes it only on Commit, after an fsync; any failure,
+// cancellation included, aborts the writer, so an attempt leaves either a
+// whole archive or nothing, and a retry starts clean. Photos that cannot be
+// exported are listed in the export's skipped list with a reason rather
+// than failing it.
+func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
+	p, err := tasks.Decode[tasks.ExportPayload](t)
+	if err != nil {
+		return err
+	}
+	e, started, err := w.st.StartExport(ctx, p.ExportID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInput("not_found", "The export no longer exists.")
+	}
+	if err != nil {
+		return err
+	}
+	if !started {
+		return nil // done, canceled or expired: nothing to build
+	}
+	w.exportChanged(ctx, e)
+
+	b := &exportBuild{w: w, e: e, names: map[string]bool{}, lastAt: time.Now()}
+	info, err := b.run(ctx)
+
+	// Record the outcome even when the task's own context has ended.
+	ctx = context.WithoutCancel(ctx)
+	if err == nil {
+		done, err := w.st.FinishExport(ctx, e.ID, info.Key, info.Size, b.skipped)
+		if errors.Is(err, store.ErrNotFound) {
+			// Canceled while the archive was being published: nobody wants it.
+			return w.blobs.Delete(ctx, info.Key)
+		}
+		if err != nil {
+			return err
+		}
+		w.exportChanged(ctx, done)
+		return nil
+	}
+	if errors.Is(err, errExportCanceled) {
+		w.exportCanceled(ctx, e.ID)
+		return nil
+	}
+	status := store.JobQueued
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	if tasks.IsPermanent(err) || retried >= maxRetry {
+		status = store.JobFailed
+	}
+	code, msg := errorCode(err)
+	failed, ferr := w.st.FailExport(ctx, e.ID, status, code, msg, b.skipped)
+	switch {
+	case ferr == nil:
+		w.exportChanged(ctx, failed)
+	case errors.Is(ferr, store.ErrNotFound):
+		w.exportCanceled(ctx, e.ID)
+	default:
+		w.log.Error("record export failure", "export", e.ID, "err", ferr)
+	}
+	return err
+}
+
+// exportChanged tells listeners of an export's new state.
+func (w *Worker) exportChanged(ctx context.Context, e *store.Export) {
+	ev := exportEvent{ExportID: e.ID, Status: e.Status, Progress: e.Progress, Skipped: countSkips(e.Skipped)}
+	if e.ErrorCode != nil {
+		ev.Error = &errorInfo{Code: *e.ErrorCode, Message: deref(e.ErrorMessage)}
+	}
+	w.publishExport(ctx, e, ev)
+}
+
+func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEvent) {
+	batch := uuid.Nil
+	if e.BatchID != nil {
+		batch = *e.BatchID
+	}
+	w.publish(ctx, events.ExportUpdated, e.ProjectID, batch, ev)
+}
+
+// exportCanceled tells listeners an export stopped because it was canceled.
+func (w *Worker) exportCanceled(ctx context.Context, id uuid.UUID) {
+	if e, err := w.st.ExportByID(ctx, id); err == nil && e.Status == store.JobCanceled {
+		w.exportChanged(ctx, e)
+	}
+}
+
+func countSkips(raw []byte) int {
+	var skips []json.RawMessage
+	json.Unmarshal(raw, &skips)
+	return len(skips)
+}
+
+// expireExport deletes an expired export's file, then records it.
+func (w *Worker) expireExport(ctx context.Context, e store.Export) error {
+	if e.BlobKey != nil {
+		if err := w.blobs.Delete(ctx, *e.BlobKey); err != nil {
+			return err
+		}
+	}
+	return w.st.ExpireExport(ctx, e.ID)
+}
+
+// exportKey is where an export's archive is stored; the file name is what
+// a browser saves it as.
+func exportKey(e *store.Export) string {
+	return "exports/" + e.ID.String() + "/lightbox-" + strings.ReplaceAll(e.Preset, "_", "-") + "-" + e.ID.String()[:8] + ".zip"
+}
+
+// exportBuild is one attempt at building an export.
+type exportBuild struct {
+	w        *Worker
+	e        *store.Export
+	settings store.ExportSettings
+	zip      *zip.Writer
+	names    map[string]bool // entry names taken, lower-cased
+	skipped  []store.ExportSkip
+	written  int
+
+	total, done, last int // items, items handled, items at the last report
+	lastAt            time.Time
+}
+
+func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
+	if err := json.Unmarshal(b.e.Settings, &b.settings); err != nil {
+		return blob.Info{}, tasks.Permanent(fmt.Errorf("export settings: %w", err))
+	}
+	items, err := b.w.st.ExportItems(ctx, b.e)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	todo := b.plan(items)
+	b.total = len(items)
+	b.done = len(items) - len(todo)
+	if len(todo) == 0 {
+		return blob.Info{}, b.nothingToExport(len(items))
+	}
+
+	bw, err := b.w.blobs.Create(ctx, exportKey(b.e))
+	if err != nil {
+		return blob.Info{}, err
+	}
+	defer bw.Abort()
+	b.zip = zip.NewWriter(bw)
+	if b.e.Preset == "contact_sheet" {
+		err = b.writeSheets(ctx, todo)
+	} else {
+		err = b.writeFiles(ctx, todo)
+	}
+	if err != nil {
+		return blob.Info{}, err
+	}
+	if b.written == 0 {
+		return blob.Info{}, b.nothingToExport(len(items))
+	}
+	if err := b.zip.Close(); err != nil {
+		return blob.Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Info{}, err
+	}
+	return bw.Commit()
+}
+
+func (b *exportBuild) nothingToExport(n int) error {
+	if n == 0 {
+		return badInput("nothing_to_export", "There are no finalized photos to export.")
+	}
+	return badInput("nothing_to_export", "None of the %d photos could be exported; see skipped for why.", n)
+}
+
+// plan sets aside the assets that cannot be exported and returns the rest.
+func (b *exportBuild) plan(items []store.ExportItem) []store.ExportItem {
+	var todo []store.ExportItem
+	for _, it := range items {
+		switch {
+		case it.Status == store.AssetDuplicate:
+			msg := "A copy of another asset of the project."
+			if it.DuplicateOf != nil {
+				msg = fmt.Sprintf("A copy of asset %s.", it.DuplicateOf)
+			}
+			b.skip(it, "duplicate", msg)
+		case it.Status == store.AssetFailed:
+			b.skip(it, "failed", "Processing failed: "+deref(it.ErrorMessage))
+		case it.Status == store.AssetPendingUpload || it.ChecksumSHA256 == nil:
+			b.skip(it, "not_uploaded", "The file was never uploaded and finalized.")
+		case it.PreviewKey == nil && !b.settings.IncludeNotReady:
+			b.skip(it, "not_ready", "The photo is still being processed and includeNotReady is false.")
+		default:
+			todo = append(todo, it)
+		}
+	}
+	return todo
+}
+
+func (b *exportBuild) skip(it store.ExportItem, reason, msg string) {
+	b.skipped = append(b.skipped, store.ExportSkip{AssetID: it.AssetID, Filename: it.Filename, Reason: reason, Message: msg})
+}
+
+// skipOrFail lists an asset whose own file is at fault (missing, changed,
+// undecodable) as skipped; any other error fails the attempt.
+func (b *exportBuild) skipOrFail(it store.ExportItem, err error) error {
+	var coded codedError
+	var img *imaging.Error
+	switch {
+	case errors.As(err, &coded):
+		b.skip(it, coded.ErrorCode(), coded.Error())
+	case errors.As(err, &img):
+		b.skip(it, img.Code, img.Message)
+	default:
+		return err
+	}
+	return nil
+}
+
+// writeFiles adds one zip entry per photo: the original's bytes for
+// full_res, else a JPEG rendered from the original.
+func (b *exportBuild) writeFiles(ctx context.Context, items []store.ExportItem) error {
+	opt := b.renderOptions()
+	render := func(ctx context.Context, it store.ExportItem) ([]byte, error) {
+		data, err := b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
+		if err != nil || b.e.Preset == "full_res" {
+			return data, err
+		}
+		return b.w.engine.Render(ctx, data, opt)
+	}
+	return inOrder(ctx, exportParallelism(), items, render, func(it store.ExportItem, data []byte, err error) error {
+		if err != nil {
+			if err := b.skipOrFail(it, err); err != nil {
+				return err
+			}
+			return b.advance(ctx)
+		}
+		// Photos are compressed already: storing them is as small and far faster.
+		f, err := b.zip.CreateHeader(&zip.FileHeader{Name: b.entryName(it), Method: zip.Store, Modified: modTime(it)})
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		b.written++
+		return b.advance(ctx)
+	})
+}
+
+// renderOptions are the rendered presets' image settings: web fits the
+// photo in a box (a square of longEdge by default), the social presets fill
+// theirs, centre-cropped.
+func (b *exportBuild) renderOptions() imaging.RenderOptions {
+	s := b.settings
+	switch {
+	case b.e.Preset == "web" && s.LongEdge > 0:
+		return imaging.RenderOptions{Width: s.LongEdge, Height: s.LongEdge, Quality: s.Quality}
+	case b.e.Preset == "web":
+		return imaging.RenderOptions{Width: s.Width, Height: s.Height, Quality: s.Quality}
+	}
+	return imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality}
+}
+
+// entryName is the photo's name in the archive: its upload name (with a
+// .jpg extension once rendered), made unique without regard to case, as
+// the file systems it is unpacked on may not tell case apart.
+func (b *exportBuild) entryName(it store.ExportItem) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(it.Filename))
+	ext := path.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	if b.e.Preset != "full_res" {
+		ext = ".jpg"
+	}
+	if base == "" || base == "." || base == ".." {
+		base = "photo-" + it.AssetID.String()[:8]
+	}
+	name = base + ext
+	for i := 2; b.names[strings.ToLower(name)]; i++ {
+		name = fmt.Sprintf("%s-%d%s", base, i, ext)
+	}
+	b.names[strings.ToLower(name)] = true
+	return name
+}
+
+// modTime dates an entry by when the photo was taken, else now.
+func modTime(it store.ExportItem) time.Time {
+	if it.CapturedAt == nil {
+		return time.Now()
+	}
+	return captureTime(it)
+}
+
+// captureTime is when the photo was taken, in the zone the camera recorded
+// if it did.
+func captureTime(it store.ExportItem) time.Time {
+	t := it.CapturedAt.UTC()
+	if it.CapturedOffset != nil {
+		if z, err := time.Parse("-07:00", *it.CapturedOffset); err == nil {
+			_, off := z.Zone()
+			t = t.In(time.FixedZone(*it.CapturedOffset, off))
+		}
+	}
+	return t
+}
+
+// advance counts one photo handled and, every few, records and publishes
+// the progress. It also notices a cancel that reached only the database.
+func (b *exportBuild) advance(ctx context.Context) error {
+	b.done++
+	if b.done-b.last < exportProgressEvery && time.Since(b.lastAt) < exportProgressAfter {
+		return nil
+	}
+	b.last, b.lastAt = b.done, time.Now()
+	// The last step, publishing, belongs to FinishExport.
+	p := 0.99 * float64(b.done) / float64(b.total)
+	running, err := b.w.st.ExportProgress(ctx, b.e.ID, p)
+	if err != nil {
+		return err
+	}
+	if !running {
+		return errExportCanceled
+	}
+	b.w.publishExport(ctx, b.e, exportEvent{ExportID: b.e.ID, Status: store.JobRunning, Progress: p, Skipped: len(b.skipped)})
+	return nil
+}
+
+func exportParallelism() int {
+	return max(1, min(maxExportParallelism, runtime.GOMAXPROCS(0)))
+}
+
+// inOrder runs work on items, up to n at a time, and hands each result to
+// use in the items' order: the archive's order is stable while the
+// CPU-bound renders overlap. At most n+1 results exist at once, which
+// bounds memory. It stops at the first error use returns.
+func inOrder[T any](ctx context.Context, n int, items []store.ExportItem,
+	work func(context.Context, store.ExportItem) (T, error), use func(store.ExportItem, T, error) error) error {
+	type result struct {
+		v   T
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	pending := make(chan chan result, n)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(pending)
+		for _, it := range items {
+			ch := make(chan result, 1)
+			select {
+			case pending <- ch:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := work(ctx, it)
+				ch <- result{v, err}
+			}()
+		}
+	}()
+	i := 0
+	for ch := range pending {
+		var r result
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := use(items[i], r.v, r.err); err != nil {
+			return err
+		}
+		i++
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,497 @@
+package worker_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/jpeg"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/events"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// ready records an uploaded photo and runs its ingest, so it has its
+// preview: a photo the pipeline is done with.
+func (h *harness) ready(project uuid.UUID, name string) uuid.UUID {
+	h.t.Helper()
+	return h.ingested(project, h.notReady(project, name))
+}
+
+// readyCopy is ready for a copy of a corpus photo under another name,
+// made distinct by bytes after the JPEG end marker, which decoders ignore.
+func (h *harness) readyCopy(project uuid.UUID, name, as string) uuid.UUID {
+	h.t.Helper()
+	data := append(readCorpus(h.t, name), []byte(uuid.NewString())...)
+	asset, _ := h.finalizeWithoutEnqueue(project, data)
+	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, as)
+	return h.ingested(project, asset)
+}
+
+func (h *harness) ingested(project, asset uuid.UUID) uuid.UUID {
+	h.t.Helper()
+	var job uuid.UUID
+	h.env.Store.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
+	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	h.w.Handler().ProcessTask(context.Background(), t) // bad files fail here, as they would in the queue
+	return asset
+}
+
+// notReady records an uploaded photo whose ingest has not run yet.
+func (h *harness) notReady(project uuid.UUID, name string) uuid.UUID {
+	h.t.Helper()
+	asset, _ := h.finalizeWithoutEnqueue(project, readCorpus(h.t, name))
+	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, filepath.Base(name))
+	return asset
+}
+
+// newExport records an export and its job as the API does, and returns
+// its id and task.
+func (h *harness) newExport(project uuid.UUID, preset string, s store.ExportSettings, assets ...uuid.UUID) (uuid.UUID, *asynq.Task) {
+	h.t.Helper()
+	id, job := uuid.New(), uuid.New()
+	t := tasks.NewExport(tasks.ExportPayload{Job: tasks.Job{JobID: job, ProjectID: project}, ExportID: id})
+	raw, _ := json.Marshal(s)
+	expires := time.Now().Add(7 * 24 * time.Hour)
+	e := &store.Export{ID: id, ProjectID: project, UserID: h.owner, Preset: preset, Settings: raw, ExpiresAt: &expires}
+	for _, a := range assets {
+		e.AssetIDs = append(e.AssetIDs, a.String())
+	}
+	err := h.env.Store.CreateExport(context.Background(), e, store.Job{ID: job, ProjectID: project, Type: t.Type(),
+		Queue: tasks.QueueOf(t.Type()), TaskID: tasks.ExportID(id), Payload: t.Payload()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id, t
+}
+
+func (h *harness) export(id uuid.UUID) *store.Export {
+	h.t.Helper()
+	e, err := h.env.Store.ExportByID(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return e
+}
+
+func (h *harness) skipped(id uuid.UUID) map[string]string {
+	h.t.Helper()
+	var skips []store.ExportSkip
+	if err := json.Unmarshal(h.export(id).Skipped, &skips); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range skips {
+		if s.Message == "" {
+			h.t.Errorf("skip of %s has no message", s.Filename)
+		}
+		out[s.Filename] = s.Reason
+	}
+	return out
+}
+
+// archive opens a finished export's zip from the blob store.
+func (h *harness) archive(id uuid.UUID) *zip.Reader {
+	h.t.Helper()
+	e := h.export(id)
+	if e.Status != "done" || e.BlobKey == nil {
+		h.t.Fatalf("export %s, error %v %v; want done with a file", e.Status, deref(e.ErrorCode), deref(e.ErrorMessage))
+	}
+	f, info, err := h.blobs.Open(context.Background(), *e.BlobKey)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	if int64(len(data)) != *e.ByteSize || info.Size != *e.ByteSize {
+		h.t.Fatalf("archive is %d bytes, the export says %d", len(data), *e.ByteSize)
+	}
+	z, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		h.t.Fatalf("not a valid zip: %v", err)
+	}
+	return z
+}
+
+// entry reads one zip entry and, for an image, its size.
+func entry(t *testing.T, f *zip.File) ([]byte, image.Point) {
+	t.Helper()
+	r, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return data, image.Point{}
+	}
+	return data, img.Bounds().Size()
+}
+
+// tempFiles lists files left below the blob folder by writers that never
+// committed.
+func (h *harness) tempFiles() []string {
+	h.t.Helper()
+	var out []string
+	filepath.WalkDir(h.cfg.DataDir+"/blobs", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".upload-") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// photos are the corpus files the preset test exports, with their size
+// once oriented.
+var exportPhotos = []struct {
+	name string
+	w, h int
+}{
+	{"photos/kite-2560x1600.jpg", 2560, 1600},
+	{"photos/wood.jpg", 0, 0}, // read from its asset row
+	{"odd/orientation-6.jpg", 50, 70},
+	{"odd/rgba8.png", 0, 0},
+}
+
+func TestExportPresetsOnRealPhotos(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	size := map[string]image.Point{}
+	originals := map[string][]byte{}
+	for _, p := range exportPhotos {
+		id := h.ready(project, p.name)
+		var w, ht int
+		h.env.Store.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
+		if p.w != 0 && (w != p.w || ht != p.h) {
+			t.Fatalf("%s ingested as %dx%d", p.name, w, ht)
+		}
+		size[filepath.Base(p.name)] = image.Pt(w, ht)
+		originals[filepath.Base(p.name)] = readCorpus(t, p.name)
+	}
+	// Still processing: exported from its original by default.
+	h.notReady(project, "photos/path-2560x1600.jpg")
+	size["path-2560x1600.jpg"] = image.Pt(2560, 1600)
+	originals["path-2560x1600.jpg"] = readCorpus(t, "photos/path-2560x1600.jpg")
+	// Never exported: a file that failed and a duplicate.
+	h.ready(project, "bad/html-named.jpg")
+	dup := h.notReady(project, "photos/dune.jpg")
+	h.exec(`UPDATE assets SET status = 'duplicate', duplicate_of = (SELECT id FROM assets WHERE filename = 'wood.jpg') WHERE id = $1`, dup)
+	wantSkipped := map[string]string{"html-named.jpg": "failed", "dune.jpg": "duplicate"}
+	const exported = 5
+
+	check := func(t *testing.T, preset string, s store.ExportSettings, each func(name string, data []byte, got, orig image.Point)) *zip.Reader {
+		id, task := h.newExport(project, preset, s)
+		if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+			t.Fatal(err)
+		}
+		z := h.archive(id)
+		if got := h.skipped(id); len(got) != len(wantSkipped) || got["html-named.jpg"] != "failed" || got["dune.jpg"] != "duplicate" {
+			t.Errorf("skipped %v, want %v", got, wantSkipped)
+		}
+		if each != nil {
+			if len(z.File) != exported {
+				t.Fatalf("%d entries, want %d", len(z.File), exported)
+			}
+			for _, f := range z.File {
+				data, got := entry(t, f)
+				base := strings.TrimSuffix(f.Name, filepath.Ext(f.Name))
+				var orig image.Point
+				for n, sz := range size {
+					if strings.TrimSuffix(n, filepath.Ext(n)) == base {
+						orig = sz
+					}
+				}
+				each(f.Name, data, got, orig)
+			}
+		}
+		if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'project:export' AND status = 'done' AND progress = 1 AND task_id = $1`, tasks.ExportID(id)); n != 1 {
+			t.Errorf("the export's job is not done")
+		}
+		return z
+	}
+
+	t.Run("full_res", func(t *testing.T) {
+		check(t, "full_res", store.ExportSettings{IncludeNotReady: true}, func(name string, data []byte, _, _ image.Point) {
+			if orig, ok := originals[name]; !ok || !bytes.Equal(data, orig) {
+				t.Errorf("%s: not the original's bytes (known name: %v)", name, ok)
+			}
+		})
+	})
+	t.Run("web", func(t *testing.T) {
+		check(t, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, func(name string, _ []byte, got, orig image.Point) {
+			long := max(orig.X, orig.Y)
+			want := orig
+			if long > 2048 { // never enlarged
+				want = image.Pt(orig.X*2048/long, orig.Y*2048/long)
+			}
+			if !strings.HasSuffix(name, ".jpg") || abs(got.X-want.X) > 1 || abs(got.Y-want.Y) > 1 {
+				t.Errorf("%s: %v, want %v", name, got, want)
+			}
+		})
+	})
+	for _, c := range []struct {
+		preset string
+		w, h   int
+	}{{"instagram_carousel", 1080, 1350}, {"story_9x16", 1080, 1920}} {
+		t.Run(c.preset, func(t *testing.T) {
+			check(t, c.preset, store.ExportSettings{Width: c.w, Height: c.h, Quality: 90, IncludeNotReady: true}, func(name string, _ []byte, got, _ image.Point) {
+				if got != image.Pt(c.w, c.h) {
+					t.Errorf("%s: %v, want %dx%d", name, got, c.w, c.h)
+				}
+			})
+		})
+	}
+	t.Run("contact_sheet", func(t *testing.T) {
+		z := check(t, "contact_sheet", store.ExportSettings{PerPage: 2, Quality: 85, IncludeNotReady: true}, nil)
+		var names []string
+		for _, f := range z.File {
+			names = append(names, f.Name)
+			if _, got := entry(t, f); got != image.Pt(1654, 2339) {
+				t.Errorf("%s: %v, want an A4 page of 1654x2339", f.Name, got)
+			}
+		}
+		if strings.Join(names, ",") != "contact-sheet-001.jpg,contact-sheet-002.jpg,contact-sheet-003.jpg" {
+			t.Errorf("pages %v, want 3 for 5 photos at 2 a page", names)
+		}
+	})
+	t.Run("includeNotReady false", func(t *testing.T) {
+		id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 640, Quality: 70})
+		if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+			t.Fatal(err)
+		}
+		if z := h.archive(id); len(z.File) != exported-1 {
+			t.Errorf("%d entries, want %d", len(z.File), exported-1)
+		}
+		if got := h.skipped(id)["path-2560x1600.jpg"]; got != "not_ready" {
+			t.Errorf("the photo still processing was %q, want skipped as not_ready", got)
+		}
+	})
+
+	// Progress went out as export.updated events, ending done.
+	evs, _, err := events.NewPublisher(h.env.Redis, events.PublisherOptions{}).Since(context.Background(), project, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, ev := range evs {
+		if ev.Name == events.ExportUpdated {
+			var e struct {
+				Status   string
+				Progress float64
+			}
+			json.Unmarshal(ev.Data, &e)
+			states = append(states, e.Status)
+		}
+	}
+	if len(states) < 6*3 || states[len(states)-1] != "done" || !strings.Contains(strings.Join(states, ","), "running,running") {
+		t.Errorf("export.updated states %v", states)
+	}
+}
+
+func abs(n int) int { return max(n, -n) }
+
+func TestExportNamesAreUniqueAndOrderFollowsTheRequest(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	a := h.ready(project, "photos/wood.jpg")
+	b := h.ready(project, "photos/storm.jpg")
+	c := h.ready(project, "photos/dune.jpg")
+	h.exec(`UPDATE assets SET filename = 'IMG_1.JPG' WHERE id = $1`, a)
+	h.exec(`UPDATE assets SET filename = 'img_1.jpeg' WHERE id = $1`, b)
+	h.exec(`UPDATE assets SET filename = 'IMG_1.jpg' WHERE id = $1`, c)
+	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 320, Quality: 60}, c, a, b)
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range h.archive(id).File {
+		names = append(names, f.Name)
+	}
+	if strings.Join(names, ",") != "IMG_1.jpg,IMG_1-2.jpg,img_1-3.jpg" {
+		t.Fatalf("entries %v", names)
+	}
+}
+
+func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	for i := range 12 {
+		h.readyCopy(project, []string{"photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg"}[i%2], fmt.Sprintf("%02d.jpg", i))
+	}
+	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true})
+
+	// The attempt's context ends once it has written part of the archive,
+	// as when the worker is stopped or the task times out.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		for h.export(id).Progress == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	err := h.w.Handler().ProcessTask(ctx, task)
+	if err == nil {
+		t.Fatal("the interrupted attempt succeeded")
+	}
+	e := h.export(id)
+	if e.Progress == 0 || e.BlobKey != nil {
+		t.Fatalf("after the interruption: progress %v, file %v", e.Progress, e.BlobKey)
+	}
+	if _, err := h.blobs.Stat(context.Background(), "exports/"+id.String()+"/lightbox-web-"+id.String()[:8]+".zip"); err == nil {
+		t.Fatal("a partial archive is visible")
+	}
+	if tmp := h.tempFiles(); len(tmp) != 0 {
+		t.Fatalf("temporary files left: %v", tmp)
+	}
+
+	// The retry starts over and publishes a whole archive.
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	z := h.archive(id)
+	if len(z.File) != 12 {
+		t.Fatalf("%d entries after the retry, want 12", len(z.File))
+	}
+	for _, f := range z.File {
+		if _, got := entry(t, f); max(got.X, got.Y) != 2048 {
+			t.Errorf("%s: %v", f.Name, got)
+		}
+	}
+	if tmp := h.tempFiles(); len(tmp) != 0 {
+		t.Fatalf("temporary files left: %v", tmp)
+	}
+
+	// A task that runs again after success changes nothing.
+	before := *h.export(id)
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.export(id); !after.UpdatedAt.Equal(before.UpdatedAt) || *after.BlobKey != *before.BlobKey {
+		t.Fatal("a finished export was built again")
+	}
+}
+
+func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	for i := range 12 {
+		h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
+	}
+	id, task := h.newExport(project, "story_9x16", store.ExportSettings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
+
+	// Cancel reaches only Postgres (the queue's cancel signal is lost): the
+	// build notices at its next progress report.
+	go func() {
+		for h.export(id).Progress == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, _, err := h.env.Store.CancelExport(context.Background(), id); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatalf("a canceled export is not an error: %v", err)
+	}
+	if e := h.export(id); e.Status != "canceled" || e.BlobKey != nil || e.Progress == 0.99 {
+		t.Fatalf("export %s, file %v, progress %v", e.Status, e.BlobKey, e.Progress)
+	}
+	if tmp := h.tempFiles(); len(tmp) != 0 {
+		t.Fatalf("temporary files left: %v", tmp)
+	}
+}
+
+func TestExportWithNothingToExportFails(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	h.ready(project, "bad/empty.jpg")
+	id, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	err := h.w.Handler().ProcessTask(context.Background(), task)
+	if err == nil || !tasks.IsPermanent(err) {
+		t.Fatalf("err %v, want a permanent failure", err)
+	}
+	e := h.export(id)
+	if e.Status != "failed" || deref(e.ErrorCode) != "nothing_to_export" || h.skipped(id)["empty.jpg"] != "failed" {
+		t.Fatalf("export %s %s, skipped %s", e.Status, deref(e.ErrorCode), e.Skipped)
+	}
+}
+
+func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
+	h := newHarness(t, map[string]string{"WORKER_CONCURRENCY": "2"})
+	project := h.project()
+	if w := h.cfg.QueueWeights; w["critical"] != 6 || w["default"] != 3 || w["low"] != 1 {
+		t.Fatalf("weights %v, want the defaults", w)
+	}
+	var chosen []uuid.UUID
+	for _, p := range []string{"kite-2560x1600.jpg", "wood.jpg", "storm.jpg", "dune.jpg"} {
+		chosen = append(chosen, h.ready(project, "photos/"+p))
+	}
+	// 500 real uploads wait for ingest on the default queue.
+	const ingests = 500
+	photo := readCorpus(t, "photos/wood.jpg")
+	for range ingests {
+		data := append(bytes.Clone(photo), []byte(uuid.NewString())...) // distinct bytes, same pixels
+		h.finalize(project, "queued-"+uuid.NewString()+".jpg", data)
+	}
+	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, chosen...)
+	if err := tasks.Enqueue(context.Background(), h.queue, task); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.waitFor("the export", 2*time.Minute, func() bool {
+		s := h.export(id).Status
+		return s == "done" || s == "failed"
+	})
+	pending := h.count(`SELECT count(*) FROM assets WHERE status = 'uploaded' AND filename LIKE 'queued-%'`)
+	if len(h.archive(id).File) != len(chosen) {
+		t.Fatal("the export is incomplete")
+	}
+	t.Logf("ingests still waiting when the export finished: %d of %d", pending, ingests)
+	if pending < ingests/2 {
+		t.Fatalf("only %d of %d ingests were still waiting when the export finished", pending, ingests)
+	}
+}
+
+func TestSweepDeletesExpiredExports(t *testing.T) {
+	h := newHarness(t, nil)
+	project := h.project()
+	h.ready(project, "photos/wood.jpg")
+	keep, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	old, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	key := *h.export(old).BlobKey
+	if e := h.export(keep); e.ExpiresAt == nil || e.ExpiresAt.Sub(time.Now()) < 7*24*time.Hour-time.Minute {
+		t.Fatalf("a new export expires at %v, want in 7 days", e.ExpiresAt)
+	}
+	h.exec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, old)
+	h.sweep()
+
+	if e := h.export(old); e.Status != "expired" || e.BlobKey != nil {
+		t.Fatalf("expired export: %s, file %v", e.Status, e.BlobKey)
+	}
+	if _, err := h.blobs.Stat(context.Background(), key); err == nil {
+		t.Fatal("the expired export's file is still stored")
+	}
+	h.archive(keep) // the other one is untouched
+}
