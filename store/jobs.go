@@ -198,3 +198,8 @@ func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
 	err := s.DB.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id)
 	return j, notFound(err)
 }
+
+// RecordJobs records jobs outside any batch, in one statement.
+func (s *Store) RecordJobs(ctx context.Context, jobs []Job) error {
+	return s.InTx(ctx, func(tx *sqlx.Tx) error { return insertJobs(ctx, tx, jobs) })
+}

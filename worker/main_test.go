@@ -23,7 +23,7 @@ import (
 
 // harness is a worker on a test's own Postgres schema and Redis database.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	env   *testenv.Env
 	cfg   *config.Config
 	w     *worker.Worker
@@ -33,7 +33,7 @@ type harness struct {
 	owner uuid.UUID
 }
 
-func newHarness(t *testing.T, vars map[string]string) *harness {
+func newHarness(t testing.TB, vars map[string]string) *harness {
 	t.Helper()
 	env := testenv.New(t)
 	all := map[string]string{"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": t.TempDir(), "WORKER_CONCURRENCY": "2"}

@@ -14,7 +14,7 @@ import (
 )
 
 // buildWorker compiles the worker binary once per test run.
-func buildWorker(t *testing.T) string {
+func buildWorker(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")

@@ -118,6 +118,10 @@ func (w *Worker) routes() {
 	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
 }
 
+// Handle adds a handler for a task type beside the built-in ones, behind
+// the same middleware; for tools and benchmarks.
+func (w *Worker) Handle(typ string, h asynq.Handler) { w.mux.Handle(typ, h) }
+
 // Handler is the worker's whole task table with its middleware, for tests
 // that run tasks without a server.
 func (w *Worker) Handler() asynq.Handler { return w.mux }
