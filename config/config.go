@@ -51,6 +51,8 @@ type Config struct {
 
 	ChainKeyFile   string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
 	ChainLedgerURL string // CHAIN_LEDGER_URL, an HTTP ledger; empty keeps a local append-only file under DATA_DIR
+	ChainBatchSize int    // CHAIN_BATCH_SIZE, attestations signed per flush
+	ChainParallel  int    // CHAIN_CONCURRENCY, publishes to the ledger in flight at once
 
 	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
 	MaxPixels     int64  // MAX_PIXELS, refused before decoding
@@ -128,6 +130,8 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
 	c.ChainLedgerURL = r.str("CHAIN_LEDGER_URL", "")
+	c.ChainBatchSize = r.integer("CHAIN_BATCH_SIZE", 512, 1, 100_000)
+	c.ChainParallel = r.integer("CHAIN_CONCURRENCY", 256, 1, 10_000)
 	if c.ChainLedgerURL != "" {
 		r.check("CHAIN_LEDGER_URL", c.ChainLedgerURL, func(v string) error { return checkURL(v, "http", "https") })
 	}

@@ -54,7 +54,8 @@ func run() error {
 	w, err := worker.New(worker.Deps{
 		Config: p.Config, Store: p.Store, Blobs: blobs, Redis: rdb, Logger: p.Log,
 		Engine: engine, Embedder: embedder, EmbedRatePerMinute: embedRate(p.Config.EmbedURL, p.Config.EmbedRatePerMin),
-		Flusher: &chain.Flusher{Store: p.Store, Key: key, Ledger: ledger, Logger: p.Log},
+		Flusher: &chain.Flusher{Store: p.Store, Key: key, Ledger: ledger, Logger: p.Log,
+			BatchSize: p.Config.ChainBatchSize, Concurrency: p.Config.ChainParallel},
 	})
 	if err != nil {
 		return err

@@ -165,7 +165,7 @@ func Embedder(cfg *config.Config) (embed.Embedder, error) {
 // file under DATA_DIR.
 func Ledger(cfg *config.Config) (chain.Ledger, error) {
 	if cfg.ChainLedgerURL != "" {
-		return chain.NewHTTPLedger(cfg.ChainLedgerURL, chain.DefaultConcurrency)
+		return chain.NewHTTPLedger(cfg.ChainLedgerURL, cfg.ChainParallel)
 	}
 	return chain.OpenFileLedger(filepath.Join(cfg.DataDir, "chain-ledger.jsonl"))
 }
