@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/events"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -120,6 +121,7 @@ func (s *Server) cancelBatch(c *gin.Context) {
 			logger(c).Warn("cancel task", "task", j.TaskID, "err", err)
 		}
 	}
+	s.publishBatch(c, nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
 }
 
@@ -169,7 +171,22 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 		}
 		retried = append(retried, j.ID)
 	}
+	if nb, err := s.store.Batch(c.Request.Context(), principal(c).ID, b.ID); err == nil {
+		s.publishBatch(c, nb)
+	}
 	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": nonNil(retried)})
+}
+
+// publishBatch tells the batch's listeners its new state. A lost event is
+// only logged: clients resync from the API.
+func (s *Server) publishBatch(c *gin.Context, b *store.Batch) {
+	ev, err := events.New(events.BatchUpdated, b.ProjectID, b.ID, toBatchJSON(b))
+	if err == nil {
+		_, err = s.events.Publish(c.Request.Context(), ev)
+	}
+	if err != nil {
+		logger(c).Warn("publish batch event", "batch", b.ID, "err", err)
+	}
 }
 
 func nonNil[T any](s []T) []T {
