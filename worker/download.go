@@ -87,10 +87,7 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	a, err := w.st.AssetByID(ctx, p.AssetID)
-	if errors.Is(err, store.ErrNotFound) {
-		return badInput("not_found", "The asset no longer exists.")
-	}
+	a, err := w.asset(ctx, p.AssetID)
 	if err != nil {
 		return err
 	}

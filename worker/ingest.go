@@ -44,10 +44,7 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	a, err := w.st.AssetByID(ctx, p.AssetID)
-	if errors.Is(err, store.ErrNotFound) {
-		return badInput("not_found", "The asset no longer exists.")
-	}
+	a, err := w.asset(ctx, p.AssetID)
 	if err != nil {
 		return err
 	}
@@ -84,6 +81,15 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	}
 	w.enqueueJobs(ctx, []store.Job{*out.Next})
 	return nil
+}
+
+// asset loads the asset a task works on; one deleted since is bad input.
+func (w *Worker) asset(ctx context.Context, id uuid.UUID) (*store.Asset, error) {
+	a, err := w.st.AssetByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, badInput("not_found", "The asset no longer exists.")
+	}
+	return a, err
 }
 
 // readOriginal reads the original once and checks it is still the bytes

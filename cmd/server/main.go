@@ -26,11 +26,6 @@ func run() error {
 		return err
 	}
 	defer p.Close()
-	rdb, err := boot.Redis(p.Config)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
 
 	queueOpt, err := asynq.ParseRedisURI(p.Config.RedisURL)
 	if err != nil {
@@ -40,10 +35,6 @@ func run() error {
 	defer queue.Close()
 	inspector := asynq.NewInspector(queueOpt)
 	defer inspector.Close()
-	blobs, err := boot.Blobs(p.Config)
-	if err != nil {
-		return err
-	}
 	secret, err := boot.UploadSecret(p.Config)
 	if err != nil {
 		return err
@@ -58,8 +49,8 @@ func run() error {
 	}
 
 	srv := server.New(server.Deps{
-		Config: p.Config, Store: p.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: p.Log,
-		Blobs: blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
+		Config: p.Config, Store: p.Store, Redis: p.Redis, Queue: queue, Inspector: inspector, Logger: p.Log,
+		Blobs: p.Blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
 		ChainKey: chainKey.Public().(ed25519.PublicKey), EmbedModel: embedder.Model(),
 	})
 	return srv.Run(p.Ctx)

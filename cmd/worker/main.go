@@ -24,15 +24,6 @@ func run() error {
 		return err
 	}
 	defer p.Close()
-	rdb, err := boot.Redis(p.Config)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	blobs, err := boot.Blobs(p.Config)
-	if err != nil {
-		return err
-	}
 	engine, err := boot.Engine(p.Config)
 	if err != nil {
 		return err
@@ -52,7 +43,7 @@ func run() error {
 	}
 
 	w, err := worker.New(worker.Deps{
-		Config: p.Config, Store: p.Store, Blobs: blobs, Redis: rdb, Logger: p.Log,
+		Config: p.Config, Store: p.Store, Blobs: p.Blobs, Redis: p.Redis, Logger: p.Log,
 		Engine: engine, Embedder: embedder, EmbedRatePerMinute: embedRate(p.Config.EmbedURL, p.Config.EmbedRatePerMin),
 		Flusher: &chain.Flusher{Store: p.Store, Key: key, Ledger: ledger, Logger: p.Log,
 			BatchSize: p.Config.ChainBatchSize, Concurrency: p.Config.ChainParallel},

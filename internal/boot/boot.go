@@ -29,12 +29,15 @@ import (
 )
 
 // Process is what every binary starts with: its configuration, logger, a
-// migrated store and a context that ends on SIGINT or SIGTERM.
+// migrated store, a Redis client, the blob store and a context that ends
+// on SIGINT or SIGTERM.
 type Process struct {
 	Ctx    context.Context
 	Config *config.Config
 	Log    *slog.Logger
 	Store  *store.Store
+	Redis  *redis.Client
+	Blobs  *blob.Disk
 	stop   context.CancelFunc
 }
 
@@ -45,17 +48,27 @@ func Start() (*Process, error) {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	st, err := Store(ctx, cfg, log)
-	if err != nil {
+	p := &Process{Ctx: ctx, Config: cfg, Log: log, stop: stop}
+	if p.Store, err = Store(ctx, cfg, log); err != nil {
 		stop()
 		return nil, err
 	}
-	return &Process{Ctx: ctx, Config: cfg, Log: log, Store: st, stop: stop}, nil
+	if p.Redis, err = Redis(cfg); err == nil {
+		p.Blobs, err = Blobs(cfg)
+	}
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // Close releases what Start opened.
 func (p *Process) Close() {
 	p.Store.Close()
+	if p.Redis != nil {
+		p.Redis.Close()
+	}
 	p.stop()
 }
 
