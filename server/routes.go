@@ -66,5 +66,10 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/assets/:id/similar", s.similar)
 	api.GET("/assets/:id/attestation", s.assetAttestation)
 
+	api.POST("/projects/:id/exports", s.idempotent, s.createExport)
+	api.GET("/exports/:id", s.getExport)
+	api.GET("/exports/:id/download", s.exportDownload)
+	api.POST("/exports/:id/cancel", s.cancelExport)
+
 	return r
 }
