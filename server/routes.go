@@ -71,5 +71,24 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/exports/:id/download", s.exportDownload)
 	api.POST("/exports/:id/cancel", s.cancelExport)
 
+	// The web pages (public HTML: their API calls need the session), the
+	// operators' API and Asynqmon (admins only). See web.go and admin.go.
+	r.GET("/", s.appPage)
+	r.GET("/admin", s.adminPage)
+	r.GET("/static/*path", s.staticFile)
+	r.Any("/admin/queues/*path", s.adminOnlyPage, s.asynqmon())
+	api.GET("/assets/:id/jobs", s.assetJobs)
+	admin := api.Group("/admin", requireAdmin)
+	admin.GET("/queues", s.adminQueues)
+	admin.POST("/queues/:queue/pause", s.pauseQueue)
+	admin.POST("/queues/:queue/resume", s.resumeQueue)
+	admin.GET("/jobs", s.adminJobs)
+	admin.POST("/jobs/:id/retry", s.adminRetryJob)
+	admin.DELETE("/jobs/:id", s.adminDeleteJob)
+	admin.GET("/batches", s.adminBatches)
+	admin.POST("/batches/:id/retry", s.adminRetryBatch)
+	admin.GET("/chain", s.adminChain)
+	admin.POST("/chain/verify", s.adminVerifyChain)
+
 	return r
 }

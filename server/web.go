@@ -1,0 +1,194 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+
+	"lightbox/web"
+)
+
+// page is one embedded file ready to serve, with a strong ETag so browsers
+// revalidate cheaply after a deploy changes it.
+type page struct {
+	body        []byte
+	contentType string
+	etag        string
+}
+
+var (
+	pagesOnce sync.Once
+	pages     map[string]page // by path inside web.Files
+)
+
+func loadPages() {
+	pages = map[string]page{}
+	fs.WalkDir(web.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(web.Files, p)
+		if err != nil {
+			return err
+		}
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		sum := sha256.Sum256(b)
+		pages[p] = page{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		return nil
+	})
+}
+
+// servePage writes an embedded file. The pages are public: what they show
+// comes from API calls, which need a session.
+func (s *Server) servePage(c *gin.Context, name string) {
+	pagesOnce.Do(loadPages)
+	p, ok := pages[name]
+	if !ok {
+		fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route."))
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Type", p.contentType)
+	h.Set("ETag", p.etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", s.contentPolicy())
+	if c.GetHeader("If-None-Match") == p.etag {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, p.contentType, p.body)
+}
+
+// contentPolicy allows scripts and styles from this origin only. Images
+// and uploads may go to PUBLIC_URL, where signed URLs point, when the
+// pages are reached under another name (a proxy, a LAN address).
+func (s *Server) contentPolicy() string {
+	blobs := ""
+	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
+		blobs = " " + u.Scheme + "://" + u.Host
+	}
+	return "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
+		"img-src 'self' data: blob:" + blobs + "; connect-src 'self'" + blobs + "; " +
+		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+}
+
+func (s *Server) appPage(c *gin.Context)   { s.servePage(c, "index.html") }
+func (s *Server) adminPage(c *gin.Context) { s.servePage(c, "admin.html") }
+
+func (s *Server) staticFile(c *gin.Context) {
+	name := strings.TrimPrefix(c.Param("path"), "/")
+	if name == "" || strings.Contains(name, "..") {
+		fail(c, errNotFound())
+		return
+	}
+	s.servePage(c, "static/"+name)
+}
+
+// assetJobs lists the jobs of one of the caller's assets, for the photo
+// details page.
+func (s *Server) assetJobs(c *gin.Context) {
+	a, _, err := s.ownAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, err := s.store.AssetJobs(c.Request.Context(), a.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]jobJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = toJobJSON(j)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": out})
+}
+
+// adminOnlyPage lets only admins reach the operator pages, by the session
+// cookie the admin page signed in with (or a Bearer key). A browser that
+// is not signed in is sent to /admin, which shows the sign-in form.
+func (s *Server) adminOnlyPage(c *gin.Context) {
+	p, err := s.principalFrom(c)
+	if err == nil && !p.IsAdmin {
+		err = apiError(http.StatusForbidden, "forbidden", "This needs an administrator.")
+	}
+	if err != nil {
+		if c.Request.Method == http.MethodGet && strings.Contains(c.GetHeader("Accept"), "text/html") {
+			c.Redirect(http.StatusSeeOther, "/admin")
+			c.Abort()
+			return
+		}
+		fail(c, err)
+		return
+	}
+	// The cookie is SameSite=Strict already; refusing foreign origins on
+	// writes also covers browsers that ignore it.
+	if origin := c.GetHeader("Origin"); c.Request.Method != http.MethodGet && origin != "" && !sameOrigin(origin, c.Request) {
+		fail(c, apiError(http.StatusForbidden, "cross_origin", "Requests from another origin are refused."))
+		return
+	}
+	c.Set(ctxPrincipal, p)
+	c.Next()
+}
+
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// asynqmon serves Asynqmon under /admin/queues, read-write. It is built on
+// first use, so a server nobody opens it on holds no extra connections.
+func (s *Server) asynqmon() gin.HandlerFunc {
+	var (
+		once    sync.Once
+		monitor http.Handler
+	)
+	return func(c *gin.Context) {
+		once.Do(func() {
+			opt, err := asynq.ParseRedisURI(s.cfg.RedisURL)
+			if err != nil {
+				s.log.Error("asynqmon", "err", err)
+				return
+			}
+			monitor = asynqmon.New(asynqmon.Options{
+				RootPath:         "/admin/queues",
+				RedisConnOpt:     opt,
+				PayloadFormatter: asynqmon.PayloadFormatterFunc(formatJSON),
+				ResultFormatter:  asynqmon.ResultFormatterFunc(formatJSON),
+			})
+		})
+		if monitor == nil {
+			fail(c, apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue dashboard cannot reach Redis."))
+			return
+		}
+		monitor.ServeHTTP(c.Writer, c.Request)
+	}
+}
+
+// formatJSON shows a task's JSON payload indented; anything else as
+// Asynqmon would.
+func formatJSON(_ string, b []byte) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, b, "", "  ") != nil {
+		return asynqmon.DefaultPayloadFormatter.FormatPayload("", b)
+	}
+	return buf.String()
+}

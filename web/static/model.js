@@ -1,0 +1,407 @@
+// One project's files as the pages show them: a row per asset (from the
+// API's assets list) or per local file still on its way, with the stage
+// each is in, the counts of the three phases and their ETA. Live updates
+// come over Server-Sent Events; when the stream is down the model polls the
+// project's stats and reloads the list when they disagree.
+
+import { api, pages, backoff, ApiError } from './api.js';
+
+// Display stages, in pipeline order.
+export const STAGES = {
+  uploading: 'Uploading',
+  incomplete: 'Upload incomplete',
+  uploaded: 'Uploaded',
+  processing: 'Processing',
+  cull: 'Thumbnail ready',
+  searchable: 'Searchable',
+  failed: 'Failed',
+  duplicate: 'Duplicate',
+};
+
+// Failures that happened before the server had the file; the others come
+// from processing it.
+const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'upload_missing', 'not_found', 'invalid_signature']);
+
+const STATUS_RANK = { pending_upload: 0, uploaded: 1, cull: 2, search: 3, ai: 4 };
+
+// stageOf is where a row stands, from its local upload state and the
+// server's status.
+export function stageOf(row) {
+  switch (row.local) {
+    case 'waiting': case 'preparing': case 'ready': case 'uploading':
+      return 'uploading';
+    case 'sent': case 'finalizing':
+      return 'uploaded';
+    case 'failed':
+      return 'failed';
+  }
+  switch (row.status) {
+    case 'pending_upload': return 'incomplete';
+    case 'uploaded': return 'processing';
+    case 'cull': return 'cull';
+    case 'search': case 'ai': return 'searchable';
+    case 'failed': return 'failed';
+    case 'duplicate': return 'duplicate';
+  }
+  return 'uploading';
+}
+
+// Rate estimates a count's growth per second over a sliding window.
+class Rate {
+  constructor(windowMs = 60000) {
+    this.windowMs = windowMs;
+    this.samples = [];
+  }
+
+  add(value, now = Date.now()) {
+    const s = this.samples;
+    if (s.length && s[s.length - 1][1] === value && now - s[s.length - 1][0] < 1000) return;
+    s.push([now, value]);
+    while (s.length > 2 && now - s[0][0] > this.windowMs) s.shift();
+  }
+
+  perSecond() {
+    const s = this.samples;
+    if (s.length < 2) return 0;
+    const [t0, v0] = s[0];
+    const [t1, v1] = s[s.length - 1];
+    return t1 > t0 && v1 > v0 ? ((v1 - v0) * 1000) / (t1 - t0) : 0;
+  }
+
+  reset() { this.samples = []; }
+}
+
+let localSeq = 0;
+
+export class ProjectModel extends EventTarget {
+  constructor(projectId) {
+    super();
+    this.projectId = projectId;
+    this.rows = []; // in upload order
+    this.byAsset = new Map();
+    this.loaded = false;
+    this.loading = null;
+    this.live = 'off'; // off | connecting | live | polling
+    this.lastEventId = '';
+    this.rates = { bytes: new Rate(), uploaded: new Rate(), processed: new Rate(), searchable: new Rate() };
+    this.dirty = true;
+    this.cache = null;
+    this.queued = false;
+    this.missing = new Set(); // asset ids seen in events, to fetch
+    this.lastHydrate = 0;
+    this.buffer = null; // events that arrive while the list loads
+  }
+
+  // changed recomputes and tells listeners once per frame.
+  changed() {
+    this.dirty = true;
+    if (this.queued) return;
+    this.queued = true;
+    requestAnimationFrame(() => {
+      this.queued = false;
+      this.dispatchEvent(new Event('change'));
+    });
+  }
+
+  addLocal(file, name) {
+    const row = {
+      key: 'local-' + ++localSeq, name, size: file.size, type: '', file, assetId: null,
+      status: null, local: 'waiting', sent: 0, sha: null, error: null, note: '', attempt: 0,
+    };
+    this.rows.push(row);
+    return row;
+  }
+
+  bindAsset(row, assetId) {
+    if (row.assetId) this.byAsset.delete(row.assetId);
+    row.assetId = assetId;
+    this.byAsset.set(assetId, row);
+  }
+
+  // abandon forgets an asset whose upload URL expired: the file goes up
+  // again as a new asset, and the old one expires on the server.
+  abandon(row) {
+    if (!row.assetId) return;
+    this.byAsset.delete(row.assetId);
+    this.rows.push({ key: row.assetId, assetId: row.assetId, hidden: true, status: 'pending_upload', local: 'done', name: row.name, size: row.size });
+    this.byAsset.set(row.assetId, this.rows[this.rows.length - 1]);
+    row.assetId = null;
+  }
+
+  visibleRows() {
+    return this.counts().visible;
+  }
+
+  // counts are the phase counts, the ETA and the rows to show.
+  counts() {
+    if (!this.dirty && this.cache) return this.cache;
+    const c = {
+      total: 0, uploaded: 0, processed: 0, searchable: 0, failed: 0, duplicate: 0, incomplete: 0,
+      bytesTotal: 0, bytesSent: 0, localActive: 0, byStage: {}, visible: [], server: {},
+    };
+    for (const row of this.rows) {
+      if (row.assetId && row.status) c.server[row.status] = (c.server[row.status] || 0) + 1;
+      if (row.hidden) continue;
+      c.visible.push(row);
+      const st = stageOf(row);
+      row.stage = st;
+      c.byStage[st] = (c.byStage[st] || 0) + 1;
+      if (st === 'duplicate') { c.duplicate++; continue; }
+      c.total++;
+      if (row.file && row.local !== 'done') {
+        c.bytesTotal += row.size;
+        c.bytesSent += st === 'uploaded' ? row.size : row.sent || 0;
+        if (st === 'uploading' || st === 'uploaded') c.localActive++;
+      }
+      switch (st) {
+        case 'searchable': c.searchable++; // falls through
+        case 'cull': c.processed++; // falls through
+        case 'processing': case 'uploaded': c.uploaded++; break;
+        case 'failed':
+          c.failed++;
+          if (row.processingFailure) c.uploaded++;
+          break;
+        case 'incomplete': c.incomplete++; break;
+      }
+    }
+    const now = Date.now();
+    this.rates.bytes.add(c.bytesSent, now);
+    this.rates.uploaded.add(c.uploaded, now);
+    this.rates.processed.add(c.processed, now);
+    this.rates.searchable.add(c.searchable, now);
+    const eta = (remaining, rate) => (remaining <= 0 ? 0 : rate > 0 ? remaining / rate : Infinity);
+    const upRemaining = c.total - c.uploaded - c.failed;
+    c.eta = {
+      uploading: c.bytesTotal > c.bytesSent
+        ? eta(c.bytesTotal - c.bytesSent, this.rates.bytes.perSecond())
+        : eta(upRemaining - c.incomplete, this.rates.uploaded.perSecond()),
+      processing: eta(c.total - c.processed - c.failed - c.incomplete, this.rates.processed.perSecond()),
+      searchable: eta(c.total - c.searchable - c.failed - c.incomplete, this.rates.searchable.perSecond()),
+    };
+    // The whole run ends when its slowest phase does, never before an
+    // earlier phase.
+    c.eta.all = Math.max(c.eta.uploading, c.eta.processing, c.eta.searchable);
+    this.cache = c;
+    this.dirty = false;
+    return c;
+  }
+
+  // applyAsset takes an asset as the API shows it.
+  applyAsset(a) {
+    let row = this.byAsset.get(a.id);
+    if (!row) {
+      row = { key: a.id, assetId: a.id, local: 'done', sent: 0, note: '' };
+      this.byAsset.set(a.id, row);
+      this.rows.push(row);
+    }
+    row.name = a.filename;
+    row.size = a.byteSize;
+    row.asset = {
+      id: a.id, filename: a.filename, capturedAt: a.capturedAt, widthPx: a.widthPx, heightPx: a.heightPx,
+      bestPreviewUrl: a.bestPreviewUrl, readiness: a.flags && a.flags.readiness,
+    };
+    if (row.local && row.local !== 'done' && a.flags.status === 'pending_upload') return row; // still on its way up
+    if (row.local !== 'failed' || a.flags.status !== 'pending_upload') row.local = 'done';
+    this.setStatus(row, a.flags.status, a.flags.errorCode ? { code: a.flags.errorCode, message: a.flags.errorMessage || '' } : null);
+    if (a.flags.duplicateOf) row.duplicateOf = a.flags.duplicateOf;
+    return row;
+  }
+
+  setStatus(row, status, error) {
+    row.status = status;
+    if (status === 'failed') {
+      row.error = error || row.error || { code: 'failed', message: '' };
+      row.processingFailure = !UPLOAD_ERRORS.has(row.error.code);
+    } else {
+      row.error = null;
+      row.processingFailure = false;
+    }
+    if (status !== 'uploaded') row.note = '';
+    this.changed();
+  }
+
+  // load fills the rows from the API: every asset, 200 at a time.
+  load() {
+    if (this.loading) return this.loading;
+    this.loading = (async () => {
+      try {
+        await pages(`/v1/projects/${this.projectId}/assets`, (items) => {
+          for (const a of items) this.applyAsset(a);
+          this.changed();
+        });
+        this.loaded = true;
+        this.lastHydrate = Date.now();
+        if (this.buffer) {
+          for (const [name, data] of this.buffer) this.handle(name, data, true);
+          this.buffer = null;
+        }
+        this.changed();
+      } finally {
+        this.loading = null;
+      }
+    })();
+    return this.loading;
+  }
+
+  // handle applies one live event. A buffered event (it arrived while the
+  // list loaded) only moves an asset forward, so it cannot undo what the
+  // load read later.
+  handle(name, data, buffered = false) {
+    if (this.buffer && !buffered && name !== 'state_sync') {
+      this.buffer.push([name, data]);
+      return;
+    }
+    switch (name) {
+      case 'asset.updated': {
+        const row = this.byAsset.get(data.assetId);
+        if (!row) {
+          this.fetchMissing(data.assetId);
+          return;
+        }
+        if (row.local === 'sent' || row.local === 'finalizing') {
+          // Processing began before the finalize answer came back; the
+          // uploader applies this once it has.
+          row.early = { status: data.status, error: data.status === 'failed' ? row.pendingError : null };
+          return;
+        }
+        if (row.local && row.local !== 'done' && row.local !== 'failed') return;
+        if (buffered && (STATUS_RANK[data.status] ?? 9) < (STATUS_RANK[row.status] ?? 9)) return;
+        const err = data.status === 'failed'
+          ? (row.pendingError || { code: data.errorCode || 'failed', message: '' }) : null;
+        row.local = 'done';
+        this.setStatus(row, data.status, err);
+        if (row.asset) row.asset.readiness = undefined; // the grid fetches files again
+        break;
+      }
+      case 'job.progress': case 'job.done': {
+        const row = data.assetId && this.byAsset.get(data.assetId);
+        if (!row) return;
+        if (data.error) {
+          row.pendingError = data.error;
+          if (data.status === 'queued') row.note = `Retrying (attempt ${data.attempt} failed: ${data.error.code})`;
+        } else if (data.status === 'running' && data.attempt > 1) {
+          row.note = `Attempt ${data.attempt}`;
+        }
+        if (data.status === 'failed' && row.status === 'failed') this.setStatus(row, 'failed', data.error);
+        this.changed();
+        break;
+      }
+      case 'state_sync':
+        this.compare(data.stats);
+        break;
+      case 'cluster.updated':
+        this.dispatchEvent(new Event('clusters'));
+        break;
+    }
+  }
+
+  fetchMissing(id) {
+    if (!this.loaded || this.missing.has(id)) return;
+    this.missing.add(id);
+    if (this.missingTimer) return;
+    this.missingTimer = setTimeout(async () => {
+      this.missingTimer = null;
+      const ids = [...this.missing].slice(0, 50);
+      for (const id of ids) {
+        try {
+          this.applyAsset(await api('GET', `/v1/assets/${id}`));
+        } catch { /* it may be gone */ }
+        this.missing.delete(id);
+      }
+      if (this.missing.size) this.fetchMissing([...this.missing][0]);
+      this.changed();
+    }, 300);
+  }
+
+  // compare checks server stats against the rows and reloads the list
+  // when they disagree (events were missed).
+  compare(stats) {
+    if (!stats || !this.loaded || this.loading) return;
+    const s = this.counts().server;
+    const n = (k) => s[k] || 0;
+    const same = stats.uploading === n('pending_upload') && stats.processing === n('uploaded') &&
+      stats.embedding === n('cull') && stats.ready === n('search') + n('ai') && stats.failed === n('failed');
+    const gap = Math.max(10000, Math.min(60000, this.rows.length * 2));
+    if (!same && Date.now() - this.lastHydrate > gap) this.load().catch(() => {});
+  }
+
+  // start keeps the model live until stop: SSE with a stream token, and
+  // polling of the stats as the fallback and as a check.
+  start() {
+    if (this.running) return;
+    this.running = true;
+    this.buffer = this.loaded ? null : [];
+    this.connect();
+    this.poll();
+  }
+
+  stop() {
+    this.running = false;
+    if (this.es) this.es.close();
+    this.es = null;
+    clearTimeout(this.pollTimer);
+    clearTimeout(this.reconnectTimer);
+    this.live = 'off';
+  }
+
+  async connect() {
+    if (!this.running) return;
+    this.live = this.live === 'live' ? 'polling' : 'connecting';
+    this.dispatchEvent(new Event('live'));
+    let token;
+    try {
+      token = await api('POST', '/v1/realtime/tokens');
+    } catch (err) {
+      this.live = 'polling';
+      this.dispatchEvent(new Event('live'));
+      if (err instanceof ApiError && err.status === 401) return;
+      this.retryConnect();
+      return;
+    }
+    if (!this.running) return;
+    let url = `/v1/realtime?projectId=${encodeURIComponent(this.projectId)}&accessToken=${encodeURIComponent(token.token || token.accessToken)}`;
+    if (this.lastEventId) url += `&lastEventId=${encodeURIComponent(this.lastEventId)}`;
+    const es = new EventSource(url);
+    this.es = es;
+    es.onopen = () => {
+      this.connectAttempt = 0;
+      this.live = 'live';
+      this.dispatchEvent(new Event('live'));
+    };
+    es.onerror = () => {
+      // Reconnect ourselves: the token in the URL is short-lived.
+      es.close();
+      if (this.es !== es) return;
+      this.es = null;
+      this.live = 'polling';
+      this.dispatchEvent(new Event('live'));
+      this.retryConnect();
+    };
+    for (const name of ['asset.updated', 'job.progress', 'job.done', 'batch.updated', 'batch.completed', 'cluster.updated', 'state_sync']) {
+      es.addEventListener(name, (e) => {
+        if (e.lastEventId) this.lastEventId = e.lastEventId;
+        let data;
+        try { data = JSON.parse(e.data); } catch { return; }
+        this.handle(name, data);
+      });
+    }
+  }
+
+  retryConnect() {
+    if (!this.running) return;
+    this.connectAttempt = (this.connectAttempt || 0) + 1;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => this.connect(), backoff(this.connectAttempt, 1000, 30000));
+  }
+
+  // poll reads the stats every 3 s without a stream, every 20 s with one.
+  async poll() {
+    if (!this.running) return;
+    try {
+      const stats = await api('GET', `/v1/projects/${this.projectId}/stats`);
+      this.stats = stats;
+      this.compare(stats);
+    } catch { /* the next poll tries again */ }
+    this.pollTimer = setTimeout(() => this.poll(), this.live === 'live' ? 20000 : 3000);
+  }
+}

@@ -1,0 +1,688 @@
+// A project: the uploader with its three phases and per-file list, the
+// photo grid with readiness filters, moments and duplicate groups, and a
+// photo's details. A project's model and uploader outlive the view, so an
+// upload goes on while the user looks elsewhere, and coming back shows the
+// same state (rebuilt from the API after a reload).
+
+import { api, pages, ApiError } from './api.js';
+import { h, clear, announce, bytes, duration, when, plural, table } from './ui.js';
+import { ProjectModel, STAGES, stageOf } from './model.js';
+import { Uploader } from './uploader.js';
+import { VirtualList } from './vlist.js';
+
+const open = new Map(); // project id → {model, uploader}
+let current = null; // the project on screen: {id, model, teardown: [fn]}
+
+window.addEventListener('beforeunload', (e) => {
+  for (const p of open.values()) {
+    if (p.uploader && p.uploader.busy) {
+      e.preventDefault();
+      e.returnValue = '';
+      return;
+    }
+  }
+});
+
+function projectState(id) {
+  let p = open.get(id);
+  if (!p) {
+    p = { model: new ProjectModel(id), uploader: null };
+    open.set(id, p);
+  }
+  return p;
+}
+
+export function leaveProject() {
+  if (!current) return;
+  for (const fn of current.teardown) fn();
+  current.model.stop();
+  current = null;
+}
+
+const TABS = [['upload', 'Upload'], ['photos', 'Photos'], ['groups', 'Moments and duplicates']];
+
+export async function showProject(main, id, tab) {
+  if (current && current.id !== id) leaveProject();
+  let project;
+  try {
+    project = await api('GET', `/v1/projects/${id}`);
+  } catch (err) {
+    leaveProject();
+    clear(main, h('h1', {}, 'Project'), h('p', { class: 'error', role: 'alert' },
+      err.status === 404 ? 'There is no such project, or it is not yours.' : `The project could not be loaded: ${err.message}`),
+    h('p', {}, h('a', { href: '#/' }, 'Back to projects')));
+    return;
+  }
+  const state = projectState(id);
+  if (!tab) {
+    tab = (project.stats && project.stats.total) || (state.uploader && state.uploader.busy) ? 'photos' : 'upload';
+    if (state.uploader && state.uploader.busy) tab = 'upload';
+    history.replaceState(null, '', `#/projects/${id}/${tab}`);
+  }
+  if (current) {
+    for (const fn of current.teardown) fn();
+  } else {
+    state.model.start();
+    state.model.load().catch((err) => announce(`The file list could not be loaded: ${err.message}`, 'error'));
+  }
+  current = { id, model: state.model, teardown: [] };
+  document.title = `${project.title} · Lightbox`;
+
+  const body = h('div', { id: 'tab-body' });
+  const live = h('span', { class: 'live', id: 'live' });
+  const showLive = () => {
+    const m = state.model.live;
+    live.textContent = m === 'live' ? '● Live' : m === 'connecting' ? '○ Connecting…' : '○ Updating every few seconds';
+    live.dataset.state = m;
+  };
+  state.model.addEventListener('live', showLive);
+  current.teardown.push(() => state.model.removeEventListener('live', showLive));
+  showLive();
+
+  clear(main,
+    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' › '),
+    h('div', { class: 'title-row' }, h('h1', {}, project.title), live),
+    project.description ? h('p', { class: 'muted' }, project.description) : null,
+    project.status !== 'active' ? h('p', { class: 'notice' }, `This project is ${project.status}: it takes no new files.`) : null,
+    h('nav', { class: 'tabs', 'aria-label': 'Project' },
+      TABS.map(([k, label]) => h('a', { href: `#/projects/${id}/${k}`, 'aria-current': k === tab ? 'page' : null, id: `tab-${k}` }, label))),
+    body);
+
+  if (tab === 'photos') photosTab(body, state);
+  else if (tab === 'groups') groupsTab(body, state);
+  else uploadTab(body, state, project);
+}
+
+// ---- Upload ---------------------------------------------------------------
+
+function uploadTab(root, state, project) {
+  const { model } = state;
+  const fileInput = h('input', {
+    type: 'file', id: 'file-input', multiple: true, class: 'visually-hidden',
+    accept: 'image/jpeg,image/png,image/gif,image/webp,image/tiff,.jpg,.jpeg,.png,.gif,.webp,.tif,.tiff',
+  });
+  const folderInput = h('input', { type: 'file', id: 'folder-input', multiple: true, webkitdirectory: true, class: 'visually-hidden' });
+  const skippedNote = h('p', { class: 'muted', id: 'skipped' });
+
+  const add = (entries) => {
+    if (!entries.length) return;
+    if (!state.uploader) state.uploader = new Uploader(model);
+    const skipped = state.uploader.add(entries);
+    const added = entries.length - skipped.length;
+    announce(`Added ${plural(added, 'file')} to upload.`);
+    skippedNote.textContent = skipped.length
+      ? `Skipped ${plural(skipped.length, 'file')}: ${skipped.slice(0, 3).map((s) => `${s.name} (${s.why})`).join(', ')}${skipped.length > 3 ? ', …' : ''}`
+      : '';
+    watchUploader();
+  };
+  fileInput.addEventListener('change', () => {
+    add([...fileInput.files].map((file) => ({ file, path: file.name })));
+    fileInput.value = '';
+  });
+  folderInput.addEventListener('change', () => {
+    add([...folderInput.files].map((file) => ({ file, path: file.webkitRelativePath || file.name })));
+    folderInput.value = '';
+  });
+
+  const drop = h('div', { class: 'drop', id: 'drop' },
+    h('p', {}, h('strong', {}, 'Drop photos or folders here'), ' or choose them:'),
+    h('div', { class: 'buttons' },
+      h('button', { type: 'button', class: 'primary', id: 'choose-files', onclick: () => fileInput.click() }, 'Choose photos'),
+      h('button', { type: 'button', id: 'choose-folder', onclick: () => folderInput.click() }, 'Choose a folder')),
+    h('p', { class: 'muted small' }, 'JPEG, PNG, GIF, WebP and TIFF. Thousands at once are fine: keep this tab open until the upload phase ends.'),
+    fileInput, folderInput);
+  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', async (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    announce('Reading the dropped files…');
+    add(await droppedFiles(e.dataTransfer));
+  });
+
+  const phase = (key, label) => {
+    const count = h('span', { class: 'count', id: `count-${key}` });
+    const eta = h('span', { class: 'eta', id: `eta-${key}` });
+    const bar = h('progress', { max: 1, value: 0, 'aria-labelledby': `phase-${key}` });
+    const el = h('div', { class: 'phase', 'data-phase': key },
+      h('div', { class: 'phase-head', id: `phase-${key}` }, h('span', { class: 'phase-name' }, label), ' ', count), bar, eta);
+    return { el, count, eta, bar };
+  };
+  const phases = { uploading: phase('uploading', 'Uploading'), processing: phase('processing', 'Processing'), searchable: phase('searchable', 'Searchable') };
+  const summary = h('p', { id: 'summary', class: 'summary' });
+  const retryAll = h('button', { type: 'button', id: 'retry-all', hidden: true, onclick: () => retryAllFailed(state, retryAll) }, 'Retry all failed');
+
+  // The per-file list.
+  let filter = 'all';
+  let shown = [];
+  const filterBox = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Show files' });
+  const filters = [['all', 'All'], ['active', 'In progress'], ['failed', 'Failed']];
+  const filterButtons = filters.map(([k, label]) => {
+    const b = h('button', { type: 'button', role: 'radio', 'aria-checked': String(k === filter), 'data-filter': k }, label);
+    b.addEventListener('click', () => {
+      filter = k;
+      for (const x of filterButtons) x.setAttribute('aria-checked', String(x === b));
+      redraw();
+    });
+    filterBox.append(b);
+    return b;
+  });
+  const viewport = h('div', { class: 'vlist', id: 'file-list', role: 'list', 'aria-label': 'Files', tabindex: '0' });
+  const empty = h('p', { class: 'muted', id: 'no-files' });
+  const list = new VirtualList(viewport, {
+    rowHeight: 56,
+    count: () => shown.length,
+    make: () => {
+      const name = h('span', { class: 'fname' });
+      const stage = h('span', { class: 'fstage' });
+      const detail = h('span', { class: 'fdetail' });
+      const retry = h('button', { type: 'button', class: 'small fretry' }, 'Retry');
+      const el = h('div', { class: 'frow', role: 'listitem' }, name, stage, detail, retry);
+      el.parts = { name, stage, detail, retry };
+      retry.addEventListener('click', () => retryRow(state, el.row));
+      return el;
+    },
+    render: (i, el) => fileRow(el, shown[i]),
+  });
+
+  function redraw() {
+    const c = model.counts();
+    const all = c.visible;
+    shown = filter === 'all' ? all
+      : filter === 'failed' ? all.filter((r) => r.stage === 'failed')
+        : all.filter((r) => r.stage !== 'failed' && r.stage !== 'searchable' && r.stage !== 'duplicate');
+    filterButtons[0].textContent = `All (${all.length.toLocaleString()})`;
+    filterButtons[1].textContent = `In progress (${(all.length - c.failed - c.searchable - c.duplicate).toLocaleString()})`;
+    filterButtons[2].textContent = `Failed (${c.failed.toLocaleString()})`;
+    empty.textContent = !model.loaded && !all.length ? 'Loading the files…'
+      : shown.length ? '' : filter === 'all' ? 'No files yet.' : 'None.';
+    list.refresh();
+
+    const set = (p, done, etaSec) => {
+      p.count.textContent = `${done.toLocaleString()}/${c.total.toLocaleString()}`;
+      p.bar.max = Math.max(1, c.total);
+      p.bar.value = done;
+      p.eta.textContent = c.total === 0 ? '' : done === c.total ? 'Done'
+        : done + c.failed >= c.total ? `Done but ${plural(c.failed, 'failed file')}`
+          : Number.isFinite(etaSec) ? `About ${duration(etaSec)} left` : 'Waiting…';
+    };
+    set(phases.uploading, c.uploaded, c.eta.uploading);
+    set(phases.processing, c.processed, c.eta.processing);
+    set(phases.searchable, c.searchable, c.eta.searchable);
+    const bits = [];
+    if (c.failed) bits.push(`✕ ${plural(c.failed, 'file')} failed`);
+    if (c.duplicate) bits.push(`${plural(c.duplicate, 'duplicate')} skipped`);
+    if (c.incomplete) bits.push(`${plural(c.incomplete, 'upload')} not finished (add those files again)`);
+    const up = state.uploader;
+    if (up && up.busy) bits.push(`${up.window.size} parallel uploads`);
+    if (up && up.stopped) bits.push(up.stopped);
+    if (c.total && c.searchable < c.total - c.failed) {
+      bits.push(Number.isFinite(c.eta.all) ? `about ${duration(c.eta.all)} until all are searchable` : 'estimating time left…');
+    } else if (c.total && c.searchable === c.total) {
+      bits.push('✓ everything is searchable');
+    }
+    summary.textContent = bits.join(' · ');
+    retryAll.hidden = c.failed === 0;
+    retryAll.textContent = `Retry all failed (${c.failed.toLocaleString()})`;
+  }
+  model.addEventListener('change', redraw);
+  // The ETA moves with time even when no file does.
+  const tick = setInterval(() => model.changed(), 2000);
+  current.teardown.push(() => {
+    model.removeEventListener('change', redraw);
+    clearInterval(tick);
+  });
+
+  function watchUploader() {
+    const up = state.uploader;
+    if (!up || up.watched) return;
+    up.watched = true;
+    up.addEventListener('change', () => model.changed());
+  }
+  watchUploader();
+
+  clear(root,
+    project.status === 'active' ? h('section', { class: 'card', 'aria-labelledby': 'add-h' }, h('h2', { id: 'add-h' }, 'Add photos'), drop, skippedNote) : null,
+    h('section', { class: 'card', 'aria-labelledby': 'progress-h' },
+      h('h2', { id: 'progress-h' }, 'Progress'),
+      h('div', { class: 'phases' }, phases.uploading.el, phases.processing.el, phases.searchable.el),
+      summary, retryAll),
+    h('section', { class: 'card', 'aria-labelledby': 'files-h' },
+      h('div', { class: 'title-row' }, h('h2', { id: 'files-h' }, 'Files'), filterBox),
+      empty, viewport));
+  redraw();
+}
+
+const ICONS = { uploading: '↑', incomplete: '!', uploaded: '↑', processing: '⟳', cull: '◐', searchable: '✓', failed: '✕', duplicate: '=' };
+
+function fileRow(el, row) {
+  const { name, stage, detail, retry } = el.parts;
+  el.row = row;
+  const st = stageOf(row);
+  el.dataset.stage = st;
+  name.textContent = row.name || '(unnamed)';
+  name.title = row.name || '';
+  let label = STAGES[st];
+  if (st === 'uploading') {
+    label = row.local === 'uploading' && row.size ? `Uploading ${Math.floor((100 * (row.sent || 0)) / row.size)}%`
+      : row.local === 'waiting' || row.local === 'preparing' || row.local === 'ready' ? 'Waiting' : label;
+  }
+  stage.textContent = `${ICONS[st] || ''} ${label}`;
+  let text = bytes(row.size);
+  if (row.note) text = row.note;
+  if (st === 'failed' && row.error) text = `${row.error.code}${row.error.message ? ': ' + row.error.message : ''}`;
+  if (st === 'duplicate') text = 'Same bytes as a photo already in the project';
+  detail.textContent = text;
+  detail.title = text;
+  const canRetry = st === 'failed' && (row.local === 'failed' ? row.retryable : row.processingFailure);
+  retry.hidden = !canRetry;
+  retry.setAttribute('aria-label', `Retry ${row.name}`);
+}
+
+async function retryRow(state, row) {
+  if (!row) return;
+  try {
+    if (row.local === 'failed' && state.uploader && state.uploader.retryLocal(row)) {
+      announce(`Uploading ${row.name} again.`);
+      return;
+    }
+    await api('POST', `/v1/assets/${row.assetId}:reprocess`);
+    row.local = 'done';
+    state.model.setStatus(row, 'uploaded', null);
+    announce(`Processing ${row.name} again.`);
+  } catch (err) {
+    announce(`${row.name} could not be retried: ${err.message}`, 'error');
+  }
+}
+
+// retryAllFailed sends local failures up again and runs the failed jobs of
+// server-side failures again, one call per batch.
+async function retryAllFailed(state, button) {
+  const { model } = state;
+  button.disabled = true;
+  try {
+    const failed = model.counts().visible.filter((r) => r.stage === 'failed');
+    let n = 0;
+    const server = new Map();
+    for (const row of failed) {
+      if (row.local === 'failed') {
+        if (state.uploader && state.uploader.retryLocal(row)) n++;
+      } else if (row.processingFailure && row.assetId) {
+        server.set(row.assetId, row);
+      }
+    }
+    if (server.size) {
+      const batches = new Set();
+      const covered = new Set();
+      await pages(`/v1/projects/${model.projectId}/jobs?status=failed`, (jobs) => {
+        for (const j of jobs) {
+          if (j.assetId && server.has(j.assetId) && j.batchId) {
+            batches.add(j.batchId);
+            covered.add(j.assetId);
+          }
+        }
+      });
+      for (const b of batches) await api('POST', `/v1/batches/${b}/retry`);
+      for (const [id, row] of server) {
+        if (!covered.has(id)) await api('POST', `/v1/assets/${id}:reprocess`);
+        row.local = 'done';
+        model.setStatus(row, 'uploaded', null);
+        n++;
+      }
+    }
+    announce(n ? `Retrying ${plural(n, 'file')}.` : 'Nothing here can be retried: add those files again.');
+  } catch (err) {
+    announce(`Retry failed: ${err.message}`, 'error');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// droppedFiles reads a drop, walking folders. The entries must be taken
+// before the first await: the DataTransfer empties once the event ends.
+async function droppedFiles(dt) {
+  const entries = [...dt.items].filter((i) => i.kind === 'file').map((i) => i.webkitGetAsEntry && i.webkitGetAsEntry()).filter(Boolean);
+  if (!entries.length) return [...dt.files].map((file) => ({ file, path: file.name }));
+  const out = [];
+  const walk = async (entry, path) => {
+    if (entry.isFile) {
+      try {
+        const file = await new Promise((res, rej) => entry.file(res, rej));
+        out.push({ file, path: path + file.name });
+      } catch { /* unreadable: skip */ }
+      return;
+    }
+    if (!entry.isDirectory) return;
+    const reader = entry.createReader();
+    for (;;) {
+      const batch = await new Promise((res, rej) => reader.readEntries(res, rej)).catch(() => []);
+      if (!batch.length) break;
+      for (const e of batch) await walk(e, `${path}${entry.name}/`);
+    }
+  };
+  for (const e of entries) await walk(e, '');
+  return out;
+}
+
+// ---- Thumbnails -----------------------------------------------------------
+
+// Thumbs loads thumbnails of tiles as they scroll into view, through a few
+// requests at a time, and remembers the signed URLs until they expire.
+class Thumbs {
+  constructor() {
+    this.urls = new Map();
+    this.queue = [];
+    this.running = 0;
+    this.io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        this.io.unobserve(e.target);
+        this.queue.push(e.target);
+      }
+      this.next();
+    }, { rootMargin: '200px' });
+  }
+
+  watch(img, row) {
+    img.row = row;
+    if (img.dataset.loaded === row.assetId) return;
+    const ready = row.stage === 'cull' || row.stage === 'searchable';
+    if (!ready) return;
+    const hit = this.urls.get(row.assetId);
+    if (hit && hit.expires > Date.now() + 30000) {
+      img.src = hit.url;
+      img.dataset.loaded = row.assetId;
+      return;
+    }
+    this.io.observe(img);
+  }
+
+  async next() {
+    while (this.running < 4 && this.queue.length) {
+      const img = this.queue.shift();
+      if (!img.isConnected) continue;
+      this.running++;
+      const id = img.row.assetId;
+      try {
+        const { files } = await api('GET', `/v1/assets/${id}/files`);
+        const f = files.find((x) => x.kind === 'thumbnail') || files.find((x) => x.kind === 'preview');
+        if (f) {
+          this.urls.set(id, { url: f.url, expires: Date.parse(f.expiresAt) });
+          img.src = f.url;
+          img.dataset.loaded = id;
+        }
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 429) this.queue.push(img);
+      } finally {
+        this.running--;
+      }
+    }
+  }
+
+  stop() { this.io.disconnect(); this.queue = []; }
+}
+
+function tile(row, thumbs, onOpen) {
+  const img = h('img', { alt: '', loading: 'lazy', width: 160, height: 120 });
+  const badge = h('span', { class: 'badge' });
+  const b = h('button', { type: 'button', class: 'tile', 'data-asset': row.assetId }, img, h('span', { class: 'caption' }, row.name), badge);
+  b.addEventListener('click', () => onOpen(b.row));
+  b.update = (r) => {
+    b.row = r;
+    const st = stageOf(r);
+    b.dataset.stage = st;
+    badge.textContent = `${ICONS[st] || ''} ${STAGES[st]}`;
+    b.setAttribute('aria-label', `${r.name}, ${STAGES[st]}`);
+    thumbs.watch(img, r);
+  };
+  b.update(row);
+  return b;
+}
+
+// ---- Photos ---------------------------------------------------------------
+
+const PHOTO_FILTERS = [
+  ['all', 'All', () => true],
+  ['processing', 'Processing', (s) => s === 'uploading' || s === 'uploaded' || s === 'processing' || s === 'incomplete'],
+  ['cull', 'Ready to cull', (s) => s === 'cull'],
+  ['searchable', 'Searchable', (s) => s === 'searchable'],
+  ['failed', 'Failed', (s) => s === 'failed'],
+  ['duplicate', 'Duplicates', (s) => s === 'duplicate'],
+];
+
+function photosTab(root, state) {
+  const { model } = state;
+  const thumbs = new Thumbs();
+  const tiles = new Map();
+  let filter = 'all';
+  let limit = 120;
+  const grid = h('ul', { class: 'grid', id: 'grid', 'aria-label': 'Photos' });
+  const more = h('button', { type: 'button', id: 'more', hidden: true, onclick: () => { limit += 240; draw(); } }, 'Show more');
+  const note = h('p', { class: 'muted' });
+  const filterBox = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Show photos' });
+  const buttons = PHOTO_FILTERS.map(([k, label]) => {
+    const b = h('button', { type: 'button', role: 'radio', 'aria-checked': String(k === filter), 'data-filter': k }, label);
+    b.addEventListener('click', () => {
+      filter = k;
+      limit = 120;
+      for (const x of buttons) x.setAttribute('aria-checked', String(x === b));
+      draw();
+    });
+    filterBox.append(b);
+    return b;
+  });
+
+  let last = 0;
+  let timer = null;
+  // draw at most once a second: events may come by the hundred.
+  const schedule = () => {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; draw(); }, Math.max(0, 1000 - (Date.now() - last)));
+  };
+  function draw() {
+    last = Date.now();
+    const rows = model.counts().visible.filter((r) => r.assetId);
+    const counts = {};
+    for (const [k, , test] of PHOTO_FILTERS) counts[k] = rows.filter((r) => test(r.stage)).length;
+    buttons.forEach((b, i) => { b.textContent = `${PHOTO_FILTERS[i][1]} (${counts[PHOTO_FILTERS[i][0]].toLocaleString()})`; });
+    const test = PHOTO_FILTERS.find(([k]) => k === filter)[2];
+    const matching = rows.filter((r) => test(r.stage));
+    const items = [];
+    for (const r of matching.slice(0, limit)) {
+      let t = tiles.get(r.assetId);
+      if (!t) {
+        t = h('li', {}, tile(r, thumbs, (row) => showDetails(row, state)));
+        tiles.set(r.assetId, t);
+      } else {
+        t.firstChild.update(r);
+      }
+      items.push(t);
+    }
+    grid.replaceChildren(...items);
+    more.hidden = matching.length <= limit;
+    more.textContent = `Show more (${(matching.length - limit).toLocaleString()} left)`;
+    note.textContent = !model.loaded && !rows.length ? 'Loading the photos…' : matching.length ? '' : 'No photos here.';
+  }
+  model.addEventListener('change', schedule);
+  current.teardown.push(() => {
+    model.removeEventListener('change', schedule);
+    clearTimeout(timer);
+    thumbs.stop();
+  });
+  clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
+    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), filterBox), note, grid, more));
+  draw();
+}
+
+// ---- Moments and duplicates -----------------------------------------------
+
+const KINDS = [['moment', 'Moments'], ['burst', 'Bursts'], ['duplicate_group', 'Duplicate groups']];
+const ROLES = { winner: '★ Best shot', alt: 'Alternate', candidate: 'Candidate' };
+
+function groupsTab(root, state) {
+  const { model } = state;
+  const thumbs = new Thumbs();
+  const sections = h('div', {});
+  clear(root, h('p', { class: 'muted' }, 'Groups are rebuilt shortly after photos become ready. The best shot of each is marked ★ with the reasons it won.'), sections);
+
+  let loading = false;
+  async function load() {
+    if (loading) return;
+    loading = true;
+    const out = [];
+    try {
+      for (const [kind, label] of KINDS) {
+        const clusters = [];
+        await pages(`/v1/projects/${model.projectId}/clusters?kind=${kind}`, (items) => { clusters.push(...items); }, { limit: 100, max: 500 });
+        out.push(h('section', { class: 'card', 'aria-labelledby': `kind-${kind}` },
+          h('h2', { id: `kind-${kind}` }, `${label} (${clusters.length.toLocaleString()})`),
+          clusters.length ? clusters.map((c) => clusterView(c, model, thumbs, state)) : h('p', { class: 'muted' }, 'None yet.')));
+      }
+      sections.replaceChildren(...out);
+    } catch (err) {
+      sections.replaceChildren(h('p', { class: 'error', role: 'alert' }, `The groups could not be loaded: ${err.message}`));
+    } finally {
+      loading = false;
+    }
+  }
+  let timer = null;
+  const reload = () => { clearTimeout(timer); timer = setTimeout(load, 1000); };
+  model.addEventListener('clusters', reload);
+  current.teardown.push(() => {
+    model.removeEventListener('clusters', reload);
+    clearTimeout(timer);
+    thumbs.stop();
+  });
+  sections.append(h('p', { class: 'muted' }, 'Loading…'));
+  load();
+}
+
+function clusterView(c, model, thumbs, state) {
+  const members = Array.isArray(c.assets) ? [...c.assets].sort((a, b) => a.rank - b.rank) : [];
+  const range = c.startTime ? `${when(c.startTime)}${c.endTime && c.endTime !== c.startTime ? ' – ' + when(c.endTime) : ''}` : '';
+  const kindLabel = c.kind === 'duplicate_group' ? 'Duplicate group' : c.kind === 'burst' ? 'Burst' : 'Moment';
+  return h('article', { class: 'cluster', 'data-kind': c.kind },
+    h('h3', {}, c.title || `${kindLabel}, ${plural(members.length, 'photo')}`,
+      !c.title && range ? h('span', { class: 'muted small' }, ` · ${range}`) : null),
+    c.whyWinner && c.whyWinner.length
+      ? h('p', { class: 'why' }, h('strong', {}, 'Why the best shot won: '), c.whyWinner.join(', ')) : null,
+    h('ul', { class: 'grid small-grid' }, members.map((m) => {
+      const row = model.byAsset.get(m.assetId) || { assetId: m.assetId, name: m.assetId.slice(0, 8), status: 'ai', local: 'done' };
+      const t = tile(row, thumbs, (r) => showDetails(r, state));
+      const sig = m.signals || {};
+      const facts = ['sharpness', 'exposure', 'resolution'].filter((k) => typeof sig[k] === 'number').map((k) => `${k} ${sig[k].toFixed(2)}`).join(' · ');
+      return h('li', { class: m.role === 'winner' ? 'winner' : '' }, t,
+        h('span', { class: 'role' }, ROLES[m.role] || m.role), facts ? h('span', { class: 'signals small muted' }, facts) : null);
+    })));
+}
+
+// ---- Details --------------------------------------------------------------
+
+async function showDetails(row, state) {
+  if (!row || !row.assetId) return;
+  let dlg = document.getElementById('details');
+  if (!dlg) {
+    dlg = h('dialog', { id: 'details', 'aria-labelledby': 'details-h' });
+    document.body.append(dlg);
+  }
+  const close = h('button', { type: 'button', class: 'close', onclick: () => dlg.close() }, 'Close');
+  const body = h('div', { class: 'details-body' }, h('p', { class: 'muted' }, 'Loading…'));
+  clear(dlg, h('div', { class: 'dialog-head' }, h('h2', { id: 'details-h' }, row.name || 'Photo'), close), body);
+  if (!dlg.open) dlg.showModal();
+  close.focus();
+
+  const id = row.assetId;
+  const [asset, files, jobs, att] = await Promise.allSettled([
+    api('GET', `/v1/assets/${id}`),
+    api('GET', `/v1/assets/${id}/files`),
+    api('GET', `/v1/assets/${id}/jobs`),
+    api('GET', `/v1/assets/${id}/attestation`),
+  ]);
+  if (asset.status === 'rejected') {
+    clear(body, h('p', { class: 'error' }, `The photo could not be loaded: ${asset.reason.message}`));
+    return;
+  }
+  const a = asset.value;
+  const fileList = files.status === 'fulfilled' ? files.value.files : [];
+  const preview = fileList.find((f) => f.kind === 'preview') || fileList.find((f) => f.kind === 'thumbnail');
+  const fl = a.flags || {};
+  const facts = [
+    ['Stage', `${STAGES[stageOf({ local: 'done', status: fl.status })]} (${fl.readiness})`],
+    fl.errorCode ? ['Error', `${fl.errorCode}: ${fl.errorMessage || ''}`] : null,
+    fl.metadataWarning ? ['Metadata warning', fl.metadataWarning] : null,
+    ['Captured', a.capturedAt ? when(a.capturedAt) + (a.capturedOffset ? ` (${a.capturedOffset})` : '') : 'unknown'],
+    a.widthPx ? ['Size', `${a.widthPx} × ${a.heightPx} px, ${bytes(a.byteSize)}`] : ['Size', bytes(a.byteSize)],
+    a.cameraMake || a.cameraModel ? ['Camera', camera(a.cameraMake, a.cameraModel)] : null,
+    a.lensModel ? ['Lens', a.lensModel] : null,
+    a.focalLengthMm ? ['Focal length', `${a.focalLengthMm} mm`] : null,
+    a.aperture ? ['Aperture', `ƒ/${a.aperture}`] : null,
+    a.shutterSpeed ? ['Shutter', `${a.shutterSpeed} s`] : null,
+    a.iso ? ['ISO', String(a.iso)] : null,
+    a.gps ? ['GPS', `${a.gps.lat.toFixed(5)}, ${a.gps.lon.toFixed(5)}`] : null,
+    ['Type', a.contentType],
+    ['SHA-256', a.checksumSha256 || ''],
+    ['Uploaded', when(a.createdAt)],
+  ].filter(Boolean);
+
+  const sections = [
+    h('div', { class: 'details-top' },
+      preview ? h('img', { src: preview.url, alt: `Preview of ${a.filename}`, class: 'preview' }) : h('p', { class: 'muted' }, 'No preview yet.'),
+      h('dl', { class: 'facts', id: 'exif' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+  ];
+  if (fl.status === 'failed' && fl.errorCode !== 'upload_expired') {
+    sections.push(h('p', {}, h('button', {
+      type: 'button', onclick: async (e) => {
+        e.target.disabled = true;
+        try {
+          await api('POST', `/v1/assets/${id}:reprocess`);
+          const r = state.model.byAsset.get(id);
+          if (r) { r.local = 'done'; state.model.setStatus(r, 'uploaded', null); }
+          announce(`Processing ${a.filename} again.`);
+          dlg.close();
+        } catch (err) {
+          announce(`Could not retry: ${err.message}`, 'error');
+          e.target.disabled = false;
+        }
+      },
+    }, 'Process again')));
+  }
+  if (a.exif && Object.keys(a.exif).length) {
+    sections.push(h('details', {}, h('summary', {}, 'All metadata (EXIF)'), h('pre', {}, JSON.stringify(a.exif, null, 2))));
+  }
+  if (a.quality && Object.keys(a.quality).length) {
+    sections.push(h('details', {}, h('summary', {}, 'Quality signals'), h('pre', {}, JSON.stringify(a.quality, null, 2))));
+  }
+  sections.push(h('h3', {}, 'Files'), fileList.length
+    ? table(['Kind', 'Type', 'Size', 'Pixels', ''], fileList.map((f) => [f.kind, f.contentType, bytes(f.byteSize),
+      f.widthPx ? `${f.widthPx} × ${f.heightPx}` : '', h('a', { href: f.url, target: '_blank', rel: 'noopener' }, 'Open')]))
+    : h('p', { class: 'muted' }, 'No files yet.'));
+  const jobList = jobs.status === 'fulfilled' ? jobs.value.items : [];
+  sections.push(h('h3', {}, 'Jobs'), jobList.length
+    ? table(['Type', 'Status', 'Attempt', 'Error', 'Updated'], jobList.map((j) => [j.type, j.status, String(j.attempt),
+      j.error ? `${j.error.code}: ${j.error.message}` : '', when(j.updatedAt)]))
+    : h('p', { class: 'muted' }, 'No jobs.'));
+  sections.push(h('h3', {}, 'Attestation'), attestation(att));
+  clear(body, sections);
+}
+
+// camera names the camera once: many models already start with the make.
+function camera(make, model) {
+  if (make && model && model.toLowerCase().startsWith(make.toLowerCase())) return model;
+  return [make, model].filter(Boolean).join(' ');
+}
+
+function attestation(res) {
+  if (res.status === 'rejected') {
+    return h('p', { class: 'muted', id: 'attestation' }, res.reason.code === 'not_attested'
+      ? 'Not attested: this file was never finalized as a new original.' : `Unavailable: ${res.reason.message}`);
+  }
+  const a = res.value;
+  const r = a.record;
+  const rows = [['Status', a.status + (a.attempts ? ` after ${plural(a.attempts, 'attempt')}` : '')]];
+  if (a.lastError) rows.push(['Last error', a.lastError]);
+  if (r) {
+    rows.push(['Sequence', String(r.seq)], ['Transaction', r.txId], ['Content id (SHA-256)', r.cid],
+      ['Previous transaction', r.prevTx], ['Signed', when(r.createdAt)], ['Algorithm', r.algorithm], ['Public key', r.publicKey]);
+  }
+  return h('dl', { class: 'facts mono', id: 'attestation' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}

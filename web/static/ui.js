@@ -1,0 +1,124 @@
+// Small DOM helpers, formatting, and the sign-in form both pages share.
+
+import { session } from './api.js';
+
+// h builds an element: h('button', {class: 'x', onclick: fn}, 'text', child).
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, v);
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+export function clear(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+// announce tells screen readers what just happened, and shows it.
+export function announce(msg, kind = 'info') {
+  const el = document.getElementById('status');
+  if (!el) return;
+  el.textContent = msg;
+  el.dataset.kind = kind;
+  clearTimeout(announce.timer);
+  if (kind !== 'error') announce.timer = setTimeout(() => { if (el.textContent === msg) el.textContent = ''; }, 8000);
+}
+
+export function bytes(n) {
+  if (n == null) return '';
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+  return `${n >= 100 || i === 0 ? Math.round(n) : n.toFixed(1)} ${units[i]}`;
+}
+
+export function duration(sec) {
+  if (!Number.isFinite(sec) || sec < 0) return '';
+  if (sec < 60) return `${Math.max(1, Math.round(sec))} s`;
+  if (sec < 3600) return `${Math.round(sec / 60)} min`;
+  const hrs = Math.floor(sec / 3600);
+  return `${hrs} h ${Math.round((sec - hrs * 3600) / 60)} min`;
+}
+
+export function when(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? '' : d.toLocaleString();
+}
+
+export function plural(n, one, many = one + 's') {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`;
+}
+
+// signInForm renders the API key form into root and resolves with the
+// session once the key is accepted.
+export function signInForm(root, intro) {
+  return new Promise((resolve) => {
+    const error = h('p', { class: 'error', role: 'alert', id: 'signin-error' });
+    const input = h('input', {
+      id: 'api-key', name: 'apiKey', type: 'password', autocomplete: 'off', spellcheck: 'false',
+      required: true, 'aria-describedby': 'signin-help signin-error',
+    });
+    const button = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
+    const form = h('form', { class: 'card narrow', id: 'signin' },
+      h('h1', {}, 'Sign in'),
+      h('p', { id: 'signin-help' }, intro || 'Paste your Lightbox API key. It is exchanged for a session cookie and not kept by this page.'),
+      h('label', { for: 'api-key' }, 'API key'),
+      input, error, button);
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      error.textContent = '';
+      button.disabled = true;
+      try {
+        const s = await session.signIn(input.value.trim());
+        input.value = '';
+        resolve(s);
+      } catch (err) {
+        error.textContent = err.code === 'invalid_credentials'
+          ? 'That key is unknown or revoked.' : err.message;
+        input.focus();
+      } finally {
+        button.disabled = false;
+      }
+    });
+    clear(root, form);
+    input.focus();
+  });
+}
+
+// userBar shows who is signed in and a sign-out button in the header.
+export function userBar(el, user, onSignOut) {
+  clear(el,
+    h('span', { class: 'who' }, user.email, user.isAdmin ? ' (admin)' : ''),
+    h('button', {
+      type: 'button', class: 'link', id: 'sign-out',
+      onclick: async () => {
+        try { await session.signOut(); } catch { /* signed out either way */ }
+        onSignOut();
+      },
+    }, 'Sign out'));
+}
+
+// table renders rows of cells under a header, scrolling sideways on narrow screens.
+export function table(head, rows) {
+  return h('div', { class: 'table-wrap' }, h('table', {},
+    h('thead', {}, h('tr', {}, head.map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, x)))))));
+}

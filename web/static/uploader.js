@@ -1,0 +1,490 @@
+// The upload engine: hashes files in Web Workers, prepares them in chunks,
+// PUTs the bytes straight to the signed URLs with adaptive concurrency and
+// retries, and finalizes them in chunks. It writes each file's progress
+// into the project's model; the page draws from there.
+//
+// Flow control, in short:
+//   - concurrency starts at 4 parallel PUTs, halves on an error, and grows
+//     by one after a window's worth of successes with no error for 5 s;
+//   - transient errors (network, 5xx, 408, 429) are retried with
+//     exponential backoff and jitter; a 429 waits Retry-After plus jitter
+//     and holds every new request until then;
+//   - a 403 url_expired prepares the file again for a fresh URL;
+//   - files are prepared just in time (chunks sized to about two minutes of
+//     uploading, at most 1,000), so URLs rarely expire unused.
+
+import { api, newKey, sleep, waitFor, ApiError } from './api.js';
+
+const TYPES = {
+  'image/jpeg': ['.jpg', '.jpeg', '.jpe'],
+  'image/png': ['.png'],
+  'image/gif': ['.gif'],
+  'image/webp': ['.webp'],
+  'image/tiff': ['.tif', '.tiff'],
+};
+
+export function typeOf(file) {
+  if (TYPES[file.type]) return file.type;
+  const name = file.name.toLowerCase();
+  for (const [t, exts] of Object.entries(TYPES)) if (exts.some((e) => name.endsWith(e))) return t;
+  return '';
+}
+
+const MAX_ATTEMPTS = 8;
+const MAX_CHUNK = 1000;
+const STALL_MS = 60000;
+
+// Window is the number of PUTs in flight: additive increase, multiplicative
+// decrease, like TCP's congestion window.
+class Window {
+  constructor(start = 4, min = 1, max = 16) {
+    this.size = start;
+    this.min = min;
+    this.max = max;
+    this.streak = 0;
+    this.lastCut = 0;
+  }
+
+  success() {
+    this.streak++;
+    if (this.streak >= this.size && Date.now() - this.lastCut > 5000 && this.size < this.max) {
+      this.size++;
+      this.streak = 0;
+    }
+  }
+
+  failure() {
+    this.size = Math.max(this.min, Math.floor(this.size / 2));
+    this.streak = 0;
+    this.lastCut = Date.now();
+  }
+}
+
+// HashPool spreads SHA-256 work over a few Web Workers.
+class HashPool {
+  constructor(onDone) {
+    this.onDone = onDone;
+    const n = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
+    this.queue = [];
+    this.head = 0;
+    this.pending = new Map();
+    this.idle = [];
+    for (let i = 0; i < n; i++) {
+      const w = new Worker(new URL('./hash-worker.js', import.meta.url), { type: 'module' });
+      w.onmessage = (e) => this.done(w, e.data);
+      w.onerror = (e) => {
+        e.preventDefault();
+        this.done(w, { id: w.busyWith, error: e.message || 'The hashing worker failed.' });
+      };
+      this.idle.push(w);
+    }
+  }
+
+  add(row) {
+    this.queue.push(row);
+    this.next();
+  }
+
+  next() {
+    while (this.idle.length && this.head < this.queue.length) {
+      const row = this.queue[this.head++];
+      if (row.sha || row.local === 'failed' || !row.file) continue;
+      const w = this.idle.pop();
+      w.busyWith = row.key;
+      this.pending.set(row.key, row);
+      w.postMessage({ id: row.key, file: row.file });
+    }
+    if (this.head > 1000 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  done(w, msg) {
+    const row = this.pending.get(msg.id);
+    this.pending.delete(msg.id);
+    w.busyWith = null;
+    this.idle.push(w);
+    if (row) this.onDone(row, msg.sha, msg.error);
+    this.next();
+  }
+}
+
+export class Uploader extends EventTarget {
+  constructor(model) {
+    super();
+    this.model = model;
+    this.base = `/v1/projects/${model.projectId}/assets`;
+    this.window = new Window();
+    this.prepareQ = [];
+    this.readyQ = [];
+    this.finalizeQ = [];
+    this.active = 0;
+    this.preparing = false;
+    this.finalizing = 0;
+    this.holdUntil = 0;
+    this.chunk = 100;
+    this.seen = new Set();
+    this.hasher = new HashPool((row, sha, error) => this.hashed(row, sha, error));
+    this.stopped = '';
+    this.flushTimer = null;
+  }
+
+  // busy is true while any file is still on its way up.
+  get busy() {
+    return this.prepareQ.length + this.readyQ.length + this.finalizeQ.length + this.active + this.finalizing > 0 ||
+      this.preparing;
+  }
+
+  // add queues files ({file, path}); it answers what it skipped and why.
+  add(entries) {
+    const skipped = [];
+    for (const { file, path } of entries) {
+      const id = `${path || file.name}|${file.size}|${file.lastModified}`;
+      if (file.name.startsWith('.')) continue; // .DS_Store and the like
+      if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); continue; }
+      const type = typeOf(file);
+      if (!type) { skipped.push({ name: file.name, why: 'not JPEG, PNG, GIF, WebP or TIFF' }); continue; }
+      if (file.size === 0) { skipped.push({ name: file.name, why: 'empty' }); continue; }
+      this.seen.add(id);
+      const row = this.model.addLocal(file, file.name);
+      row.type = type;
+      this.prepareQ.push(row);
+      this.hasher.add(row);
+    }
+    this.model.changed();
+    this.pump();
+    return skipped;
+  }
+
+  pump() {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.step();
+    });
+  }
+
+  step() {
+    if (this.stopped) return;
+    const wait = this.holdUntil - Date.now();
+    if (wait > 0) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = setTimeout(() => this.pump(), wait);
+      return;
+    }
+    const lowWater = Math.max(this.window.size * 4, 20);
+    if (!this.preparing && this.prepareQ.length && this.readyQ.length < lowWater) this.prepare();
+    while (this.active < this.window.size && this.readyQ.length) {
+      const row = this.readyQ.shift();
+      if (row.local !== 'ready') continue;
+      if (row.upload.expiresAt - Date.now() < 20000) {
+        this.reprepare(row);
+        continue;
+      }
+      this.put(row);
+    }
+    const uploadsLeft = this.prepareQ.length + this.readyQ.length + this.active > 0 || this.preparing;
+    if (this.finalizeQ.length && this.finalizing < 2 && (this.finalizeQ.length >= 200 || !uploadsLeft)) {
+      this.finalize();
+    } else if (this.finalizeQ.length && !this.flushTimer) {
+      // Finalize what is ready at least every 1.5 s, so processing starts early.
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = null;
+        if (this.finalizeQ.length && this.finalizing < 2) this.finalize();
+      }, 1500);
+    }
+    this.dispatchEvent(new Event('change'));
+  }
+
+  hold(err, attempt) {
+    const ms = waitFor(err, attempt);
+    if (err.status === 429) this.holdUntil = Math.max(this.holdUntil, Date.now() + ms);
+    return ms;
+  }
+
+  // chunkSize is about two minutes of uploading at the current pace, so
+  // the URLs of a chunk are used well before they expire.
+  chunkSize() {
+    const perSecond = this.model.rates.uploaded.perSecond();
+    const size = perSecond > 0 ? Math.round(perSecond * 120) : this.chunk;
+    return Math.max(20, Math.min(MAX_CHUNK, this.chunk, size));
+  }
+
+  async prepare() {
+    this.preparing = true;
+    const rows = this.prepareQ.splice(0, this.chunkSize()).filter((r) => r.local === 'waiting');
+    for (const r of rows) r.local = 'preparing';
+    this.model.changed();
+    let key = newKey();
+    let res = null;
+    try {
+      for (let attempt = 1; rows.length; attempt++) {
+        try {
+          const files = rows.map((r) => ({ clientFileId: r.key, filename: r.name, byteSize: r.size, contentType: r.type }));
+          res = await api('POST', `${this.base}:prepareUpload`, { files }, { 'Idempotency-Key': key });
+          break;
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          if (err.code === 'validation_failed' || err.code === 'unsupported_media_type') {
+            // One answer names every bad file: fail those, send the rest.
+            const bad = badFiles(err, rows);
+            if (!bad.size) { this.failRows(rows, err, false); return; }
+            for (const [i, msg] of bad) this.fail(rows[i], { code: err.code, message: msg }, false);
+            const rest = rows.filter((_, i) => !bad.has(i));
+            rows.length = 0;
+            rows.push(...rest);
+            key = newKey();
+            attempt = 0;
+            continue;
+          }
+          if (err.code === 'project_not_active') { this.stop(err.message, rows); return; }
+          if (err.status === 429) {
+            key = newKey(); // a refusal is kept under its key: the next try needs a new one
+            if (err.details && err.details.retryAfter === null && rows.length > 1) {
+              // More than the budget ever holds at once: send fewer.
+              this.chunk = Math.max(1, Math.floor(rows.length / 2));
+              const back = rows.splice(this.chunk);
+              for (const r of back) r.local = 'waiting';
+              this.prepareQ.unshift(...back);
+              attempt = 0;
+              continue;
+            }
+          }
+          if (err.transient && attempt < MAX_ATTEMPTS) {
+            const ms = this.hold(err, attempt);
+            for (const r of rows) r.note = `Preparing again in ${Math.round(ms / 1000)} s (${err.code})`;
+            this.model.changed();
+            await sleep(ms);
+            continue;
+          }
+          this.failRows(rows, err, true);
+          return;
+        }
+      }
+      if (!res) return;
+      const byKey = new Map(rows.map((r) => [r.key, r]));
+      for (const u of res.uploads) {
+        const row = byKey.get(u.clientFileId);
+        if (!row) continue;
+        this.model.bindAsset(row, u.assetId);
+        row.status = 'pending_upload';
+        row.upload = { url: u.uploadUrl, headers: u.headers || {}, expiresAt: Date.parse(u.expiresAt) };
+        row.local = 'ready';
+        row.note = '';
+        this.readyQ.push(row);
+      }
+    } finally {
+      this.preparing = false;
+      this.model.changed();
+      this.pump();
+    }
+  }
+
+  reprepare(row) {
+    this.model.abandon(row);
+    row.upload = null;
+    row.local = 'waiting';
+    this.prepareQ.unshift(row);
+    this.pump();
+  }
+
+  put(row) {
+    this.active++;
+    row.local = 'uploading';
+    row.sent = 0;
+    row.note = '';
+    this.model.changed();
+    const xhr = new XMLHttpRequest();
+    xhr.open('PUT', row.upload.url);
+    for (const [k, v] of Object.entries(row.upload.headers)) xhr.setRequestHeader(k, v);
+    let lastProgress = Date.now();
+    const stall = setInterval(() => {
+      if (Date.now() - lastProgress > STALL_MS) xhr.abort();
+    }, 5000);
+    xhr.upload.onprogress = (e) => {
+      lastProgress = Date.now();
+      row.sent = e.loaded;
+      this.model.changed();
+    };
+    const end = (status, body) => {
+      clearInterval(stall);
+      this.active--;
+      this.putDone(row, status, body);
+    };
+    xhr.onload = () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+      const ra = Number(xhr.getResponseHeader('Retry-After'));
+      end(xhr.status, body && { ...body, retryAfter: ra > 0 ? ra : undefined });
+    };
+    xhr.onerror = () => end(0, null);
+    xhr.onabort = () => end(0, { code: 'stalled', message: 'The upload stopped making progress.' });
+    xhr.send(row.file);
+  }
+
+  putDone(row, status, body) {
+    if (status === 201 || (status === 409 && body && body.code === 'already_finalized')) {
+      this.window.success();
+      row.local = 'sent';
+      row.sent = row.size;
+      row.attempt = 0;
+      if (row.sha) this.finalizeQ.push(row);
+      this.model.changed();
+      this.pump();
+      return;
+    }
+    const err = new ApiError(status, body, body && body.retryAfter);
+    if (err.code === 'url_expired' || (status === 404 && err.code === 'not_found')) {
+      row.expiries = (row.expiries || 0) + 1;
+      if (row.expiries <= 3) {
+        this.reprepare(row);
+        return;
+      }
+    }
+    if (err.transient || err.code === 'upload_interrupted' || err.code === 'stalled') {
+      this.window.failure();
+      row.attempt++;
+      if (row.attempt < MAX_ATTEMPTS) {
+        const ms = this.hold(err, row.attempt);
+        row.local = 'ready';
+        row.sent = 0;
+        row.note = `Retrying in ${Math.round(ms / 1000)} s (${err.code}, try ${row.attempt + 1} of ${MAX_ATTEMPTS})`;
+        this.model.changed();
+        setTimeout(() => {
+          if (row.local !== 'ready') return;
+          this.readyQ.unshift(row);
+          this.pump();
+        }, ms);
+        this.pump();
+        return;
+      }
+    }
+    this.fail(row, { code: err.code, message: err.message }, true);
+    this.pump();
+  }
+
+  hashed(row, sha, error) {
+    if (error) {
+      this.fail(row, { code: 'unreadable', message: `The file could not be read: ${error}` }, false);
+      return;
+    }
+    row.sha = sha;
+    if (row.local === 'sent') {
+      this.finalizeQ.push(row);
+      this.pump();
+    }
+  }
+
+  async finalize() {
+    this.finalizing++;
+    const rows = this.finalizeQ.splice(0, MAX_CHUNK).filter((r) => r.local === 'sent');
+    for (const r of rows) r.local = 'finalizing';
+    this.model.changed();
+    let key = newKey();
+    try {
+      let res = null;
+      for (let attempt = 1; rows.length; attempt++) {
+        try {
+          const assets = rows.map((r) => ({ assetId: r.assetId, checksumSha256: r.sha }));
+          res = await api('POST', `${this.base}:finalizeUpload`, { assets }, { 'Idempotency-Key': key });
+          break;
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          if (err.code === 'project_not_active') { this.stop(err.message, rows); return; }
+          if (err.status === 429) key = newKey();
+          if (err.transient && attempt < MAX_ATTEMPTS) {
+            await sleep(this.hold(err, attempt));
+            continue;
+          }
+          this.failRows(rows, err, true);
+          return;
+        }
+      }
+      if (!res) return;
+      const byAsset = new Map(rows.map((r) => [r.assetId, r]));
+      for (const a of res.assets) {
+        const row = byAsset.get(a.assetId);
+        if (!row) continue;
+        row.batchId = res.batchId;
+        switch (a.status) {
+          case 'uploaded': case 'duplicate':
+            row.local = 'done';
+            if (a.duplicateOf) row.duplicateOf = a.duplicateOf;
+            // An event may have moved the asset on already.
+            if (a.status === 'uploaded' && row.early) this.model.setStatus(row, row.early.status, row.early.error);
+            else this.model.setStatus(row, a.status, null);
+            row.early = null;
+            break;
+          case 'pending_upload': // the bytes never arrived: send them again
+            row.local = 'ready';
+            this.readyQ.push(row);
+            break;
+          default:
+            if (a.error && a.error.code === 'not_found') this.reprepare(row);
+            else this.fail(row, a.error || { code: 'failed', message: 'The server refused the file.' }, true);
+        }
+      }
+    } finally {
+      this.finalizing--;
+      this.model.changed();
+      this.pump();
+    }
+  }
+
+  fail(row, error, retryable) {
+    row.local = 'failed';
+    row.error = error;
+    row.retryable = retryable && !!row.file;
+    row.note = '';
+    this.model.changed();
+  }
+
+  failRows(rows, err, retryable) {
+    for (const r of rows) this.fail(r, { code: err.code, message: err.message }, retryable);
+  }
+
+  // stop ends the run when the project takes no more files.
+  stop(message, rows) {
+    this.stopped = message;
+    for (const r of [...rows, ...this.prepareQ, ...this.readyQ]) this.fail(r, { code: 'project_not_active', message }, false);
+    this.prepareQ = [];
+    this.readyQ = [];
+    this.dispatchEvent(new Event('change'));
+  }
+
+  // retryLocal sends a file that failed on its way up again.
+  retryLocal(row) {
+    if (!row.file || row.local !== 'failed') return false;
+    if (row.error && row.error.code === 'unreadable') row.sha = null;
+    row.error = null;
+    row.attempt = 0;
+    row.expiries = 0;
+    row.note = '';
+    if (!row.sha) this.hasher.add(row);
+    if (row.assetId && row.upload && row.upload.expiresAt - Date.now() > 20000 && row.status === 'pending_upload') {
+      row.local = 'ready';
+      this.readyQ.push(row);
+    } else {
+      if (row.assetId) this.model.abandon(row);
+      row.local = 'waiting';
+      this.prepareQ.push(row);
+    }
+    this.stopped = '';
+    this.model.changed();
+    this.pump();
+    return true;
+  }
+}
+
+// badFiles maps the index of each file a validation error names to its problem.
+function badFiles(err, rows) {
+  const bad = new Map();
+  const fields = (err.details && err.details.fields) || {};
+  for (const [field, msg] of Object.entries(fields)) {
+    const m = /^files\[(\d+)\]\.(\w+)/.exec(field);
+    if (m && Number(m[1]) < rows.length) bad.set(Number(m[1]), `${m[2]} ${msg}`);
+  }
+  return bad;
+}
