@@ -27,8 +27,9 @@ help:
 run:
 	@scripts/run.sh
 
-## test: services (with fsync off), then the whole test suite; RACE= to skip -race
+## test: services (with fsync off), Chromium for e2e/, then the whole test suite; RACE= to skip -race
 test:
+	@scripts/e2e-deps.sh
 	@LIGHTBOX_PG_FSYNC=off scripts/with-services.sh \
 		go test $(RACE) -count=1 -timeout $(TIMEOUT) $(PKG)
 

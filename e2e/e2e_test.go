@@ -1,0 +1,719 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/chain"
+	"lightbox/config"
+	"lightbox/internal/boot"
+	"lightbox/internal/testenv"
+	"lightbox/server"
+	"lightbox/worker"
+)
+
+// artifacts is where screenshots and the stack's log go, from the
+// repository root.
+const artifacts = "../artifacts/e2e"
+
+// stack is a server and a worker on loopback, wired as cmd/server and
+// cmd/worker wire them, on the test's own schema and Redis database.
+type stack struct {
+	t       *testing.T
+	env     *testenv.Env
+	url     string
+	dataDir string
+}
+
+func startStack(t *testing.T, logTo *os.File) *stack {
+	t.Helper()
+	env := testenv.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	dataDir := t.TempDir()
+	vars := map[string]string{
+		"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": dataDir,
+		"HTTP_ADDR": ln.Addr().String(), "PUBLIC_URL": url, "UPLOAD_SECRET": "e2e-secret-0123456789abcdef0123456789",
+		"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "2", "SHUTDOWN_TIMEOUT": "5s",
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
+	queueOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := asynq.NewClient(queueOpt)
+	inspector := asynq.NewInspector(queueOpt)
+	blobs, err := boot.Blobs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := boot.Engine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedder, err := boot.Embedder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := boot.Ledger(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, key, _ := ed25519.GenerateKey(nil)
+
+	srv := server.New(server.Deps{
+		Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Inspector: inspector, Logger: log,
+		Blobs: blobs, Signer: blob.NewSigner([]byte(cfg.UploadSecret), cfg.PublicURL+"/blobs"),
+		ChainKey: pub, EmbedModel: embedder.Model(),
+	})
+	w, err := worker.New(worker.Deps{
+		Config: cfg, Store: env.Store, Blobs: blobs, Redis: env.Redis, Logger: log, Engine: engine, Embedder: embedder,
+		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: log},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srvDone, workerDone := make(chan error, 1), make(chan error, 1)
+	go func() { srvDone <- srv.Serve(ctx, ln) }()
+	go func() { workerDone <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-srvDone; err != nil {
+			t.Errorf("server: %v", err)
+		}
+		if err := <-workerDone; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+		queue.Close()
+		inspector.Close()
+	})
+	return &stack{t: t, env: env, url: url, dataDir: dataDir}
+}
+
+func (s *stack) user(email string, admin bool) string {
+	s.t.Helper()
+	u, err := s.env.Store.CreateUser(context.Background(), email, admin)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	key, _, err := s.env.Store.CreateAPIKey(context.Background(), u.ID, "e2e")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return key
+}
+
+// waitFor polls the database (or anything) until cond holds.
+func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *stack) count(query string, args ...any) int {
+	s.t.Helper()
+	var n int
+	if err := s.env.Store.DB.Get(&n, query, args...); err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// asset finds the one asset uploaded under filename.
+func (s *stack) asset(filename string) (id uuid.UUID, blobKey string) {
+	s.t.Helper()
+	row := struct {
+		ID  uuid.UUID `db:"id"`
+		Key string    `db:"blob_key"`
+	}{}
+	if err := s.env.Store.DB.Get(&row, `SELECT id, blob_key FROM assets WHERE filename = $1 AND status <> 'pending_upload'`, filename); err != nil {
+		s.t.Fatalf("asset %s: %v", filename, err)
+	}
+	return row.ID, row.Key
+}
+
+func (s *stack) ingestJob(asset uuid.UUID) string {
+	s.t.Helper()
+	var id string
+	if err := s.env.Store.DB.Get(&id, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset); err != nil {
+		s.t.Fatal(err)
+	}
+	return id
+}
+
+// apiGet reads an API answer as a user of the API would.
+func (s *stack) apiGet(key, path string, into any) {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET %s: %d", path, res.StatusCode)
+	}
+	if err := json.NewDecoder(res.Body).Decode(into); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// browser is one headless Chromium tab.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// chromium finds the browser. Its absence fails the test: `make test`
+// installs it, and a skipped browser test would hide a broken page.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("Chromium is not installed, and the browser tests need it: install it with `apt-get install -y chromium` " +
+		"(`make test` does so when run as root), or put chromium on PATH")
+	return ""
+}
+
+func newBrowser(t *testing.T, path string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox, // tests run as root
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first action starts the browser, without a timeout: one would
+	// stop the whole browser when it passed.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium at %s: %v", path, err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+// run does actions, failing the test (with a screenshot) after timeout.
+func (b *browser) run(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.fail(what, err)
+	}
+}
+
+// waitJS polls a JavaScript expression until it is true.
+func (b *browser) waitJS(what string, timeout time.Duration, expr string) {
+	b.t.Helper()
+	b.run(what, timeout, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(250*time.Millisecond))(ctx, t)
+		return err
+	}))
+}
+
+// eval evaluates a JavaScript expression.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail("evaluate "+expr, err)
+	}
+	return v
+}
+
+func (b *browser) fail(what string, err error) {
+	b.t.Helper()
+	name := "failed-" + strings.NewReplacer(" ", "-", "/", "-").Replace(what)
+	b.shot(name)
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	b.t.Fatalf("%s: %v\n(screenshot %s/%s.png) the page says:\n%s", what, err, artifacts, name, text)
+}
+
+// shot saves a full-page screenshot under artifacts/e2e.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(artifacts, name+".png"), png, 0o644); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// text is an element's text as rendered, or its whole text content when
+// it is not visible.
+// viewShot saves what the window shows, for pages too long to see whole.
+func (b *browser) viewShot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(artifacts, name+".png"), png, 0o644)
+	}
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, `document.querySelector(`+strconv.Quote(sel)+`).textContent`)
+}
+
+// distinctPhotos writes n distinct real photos to a folder: the corpus's
+// photos in turn, each with random bytes after the JPEG's end, so every
+// file has its own checksum and still decodes.
+func distinctPhotos(t *testing.T, n int) []string {
+	t.Helper()
+	dir := filepath.Join(testenv.Corpus(t), "photos")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	paths := make([]string, n)
+	for i := range paths {
+		e := entries[i%len(entries)]
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := make([]byte, 16)
+		rand.Read(tag)
+		paths[i] = filepath.Join(out, fmt.Sprintf("%02d-%s", i+1, e.Name()))
+		if err := os.WriteFile(paths[i], append(data, hex.EncodeToString(tag)...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return paths
+}
+
+// TestUploadReviewAndRetryInABrowser is the whole path a person takes: sign
+// in, create a project, upload 50 photos and watch them become searchable,
+// open one, then recover failed jobs from the admin page and from Asynqmon.
+func TestUploadReviewAndRetryInABrowser(t *testing.T) {
+	chrome := chromium(t)
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(artifacts, "stack.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	s := startStack(t, logFile)
+	key := s.user("admin@example.org", true)
+	photos := distinctPhotos(t, 52)
+	corrupt := filepath.Join(testenv.Corpus(t), "bad", "truncated-progressive.jpg")
+	b := newBrowser(t, chrome)
+
+	b.run("open the app", 20*time.Second, chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")))
+	b.shot("01-sign-in")
+	// By keyboard: Enter submits both forms.
+	b.run("sign in", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("#new-title")))
+	b.run("create a project", 10*time.Second,
+		chromedp.SendKeys(chromedp.CSS("#new-title"), "Harbour wedding"+kb.Enter),
+		chromedp.WaitReady(chromedp.CSS("#file-input")))
+	hash := eval[string](b, `location.hash`)
+	project := strings.Split(strings.TrimPrefix(hash, "#/projects/"), "/")[0]
+	if _, err := uuid.Parse(project); err != nil {
+		t.Fatalf("the page went to %q, not a project", hash)
+	}
+
+	// 50 photos, straight to storage, then through the pipeline.
+	start := time.Now()
+	b.run("choose 50 photos", 10*time.Second, chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos[:50]))
+	b.waitJS("uploads under way", 30*time.Second, `/^Uploading [1-9]/.test(document.querySelector('#phase-uploading').textContent)`)
+	b.shot("02-uploading")
+	b.waitJS("the page to say Searchable 50/50", 3*time.Minute,
+		`document.querySelector('#phase-searchable').textContent === 'Searchable 50/50'`)
+	t.Logf("50 photos searchable %.1f s after they were chosen", time.Since(start).Seconds())
+	for _, phase := range []string{"uploading", "processing"} {
+		if got := b.text("#phase-" + phase); !strings.HasSuffix(got, " 50/50") {
+			t.Errorf("phase %s reads %q, want 50/50", phase, got)
+		}
+	}
+	if n := s.count(`SELECT count(*) FROM assets WHERE status IN ('search', 'ai')`); n != 50 {
+		t.Errorf("%d assets searchable in Postgres, want 50", n)
+	}
+	b.shot("03-searchable")
+	// The list is virtual: fewer rows in the DOM than files, and
+	// scrolling brings the last ones in.
+	if n := eval[int](b, `document.querySelectorAll('#file-list .frow').length`); n >= 50 {
+		t.Errorf("the file list holds %d row elements for 50 files; it should hold only those in view", n)
+	}
+	eval[bool](b, `(document.querySelector('#file-list').scrollTop = 1e6, true)`)
+	b.waitJS("the last files after scrolling the list", 5*time.Second,
+		`[...document.querySelectorAll('#file-list .frow:not([hidden])')].some(r => r.textContent.startsWith('50-'))`)
+
+	b.run("open the photos", 10*time.Second, chromedp.Click(chromedp.CSS("#tab-photos")))
+	b.waitJS("thumbnails to load", 30*time.Second,
+		`[...document.querySelectorAll('#grid img[data-loaded]')].filter(i => i.complete && i.naturalWidth > 0).length >= 12`)
+	b.shot("04-photos")
+	b.run("open a photo", 10*time.Second, chromedp.Click(chromedp.CSS(`#grid li:first-child button.tile`)))
+	b.waitJS("the photo's details", 20*time.Second,
+		`!!document.querySelector('#details[open] #exif') && !!document.querySelector('#details img.preview')?.naturalWidth`)
+	details := b.text("#details")
+	for _, want := range []string{"SHA-256", "Files", "thumbnail", "preview", "asset:ingest", "Attestation"} {
+		if !strings.Contains(details, want) {
+			t.Errorf("the details do not mention %q:\n%s", want, details)
+		}
+	}
+	b.viewShot("05-details")
+	eval[bool](b, `(document.querySelector('#details').scrollTop = 1e6) > 0`)
+	b.viewShot("05-details-jobs")
+	b.run("close the details", 5*time.Second, chromedp.Click(chromedp.CSS("#details .close")))
+
+	b.run("open the groups", 10*time.Second, chromedp.Click(chromedp.CSS("#tab-groups")))
+	b.waitJS("duplicate groups with a best shot", 60*time.Second,
+		`!!document.querySelector('.cluster[data-kind="duplicate_group"] li.winner') && !!document.querySelector('.cluster .why')`)
+	b.viewShot("06-groups")
+	eval[bool](b, `(document.querySelector('#kind-duplicate_group').scrollIntoView(), true)`)
+	b.viewShot("06-groups-duplicates")
+
+	// Failures: pause the default queue so two originals can go missing
+	// before their ingest runs, beside a corrupt file.
+	b.run("open the admin page", 20*time.Second, chromedp.Navigate(s.url+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-queue="default"]`)))
+	b.run("pause the default queue", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
+	b.waitJS("the queue to show paused", 10*time.Second,
+		`document.querySelector('button[data-queue="default"]').textContent === 'Resume'`)
+	b.run("go back to the project", 20*time.Second, chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
+		chromedp.WaitReady(chromedp.CSS("#file-input")))
+	b.run("choose a corrupt file and two photos", 10*time.Second,
+		chromedp.SetUploadFiles(chromedp.CSS("#file-input"), []string{corrupt, photos[50], photos[51]}))
+	s.waitFor("three finalized assets waiting in the paused queue", 60*time.Second, func() bool {
+		return s.count(`SELECT count(*) FROM assets WHERE status = 'uploaded'`) == 3
+	})
+	hidden := map[string]uuid.UUID{}
+	for _, p := range photos[50:] {
+		id, key := s.asset(filepath.Base(p))
+		hidden[filepath.Base(p)] = id
+		blobPath := filepath.Join(s.dataDir, "blobs", key)
+		if err := os.Rename(blobPath, blobPath+".away"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.run("open the admin page", 20*time.Second, chromedp.Navigate(s.url+"/admin"),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-queue="default"]`)))
+	b.run("resume the default queue", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
+	b.waitJS("three failed jobs on the admin page", 60*time.Second,
+		`document.querySelectorAll('#failed-jobs button[data-action="retry"]').length === 3`)
+	if got := b.text("#failed-jobs"); !strings.Contains(got, "corrupt_image") || strings.Count(got, "original_missing") != 2 {
+		t.Errorf("the failed jobs do not show corrupt_image once and original_missing twice:\n%s", got)
+	}
+	b.shot("07-admin-failed-jobs")
+	b.run("verify the chain", 30*time.Second, chromedp.Click(chromedp.CSS("#verify")))
+	b.waitJS("the verify's outcome", 30*time.Second, `document.querySelector('#chain').textContent.includes('✓ intact')`)
+
+	// The originals come back; one job is retried from the admin page.
+	for name, id := range hidden {
+		key := ""
+		s.env.Store.DB.Get(&key, `SELECT blob_key FROM assets WHERE id = $1`, id)
+		p := filepath.Join(s.dataDir, "blobs", key)
+		if err := os.Rename(p+".away", p); err != nil {
+			t.Fatalf("restore %s: %v", name, err)
+		}
+	}
+	first, second := hidden[filepath.Base(photos[50])], hidden[filepath.Base(photos[51])]
+	firstJob := s.ingestJob(first)
+	b.run("retry a job from the admin page", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`button[data-job="`+firstJob+`"][data-action="retry"]`)))
+	s.waitFor("the retried photo to become searchable", 60*time.Second, func() bool {
+		return s.count(`SELECT count(*) FROM assets WHERE id = $1 AND status IN ('search', 'ai')`, first) == 1
+	})
+	b.waitJS("the retried job to leave the failed list", 20*time.Second,
+		`!document.querySelector('button[data-job="`+firstJob+`"]')`)
+
+	// Asynqmon: the queues, then Run on the other archived task.
+	b.run("open Asynqmon", 30*time.Second, chromedp.Navigate(s.url+"/admin/queues/"),
+		chromedp.WaitVisible(chromedp.Search(`//td[normalize-space()="default"] | //a[normalize-space()="default"]`)))
+	b.shot("08-asynqmon-queues")
+	b.run("open the archived tasks", 30*time.Second, chromedp.Navigate(s.url+"/admin/queues/queues/default?status=archived"))
+	b.waitJS("the archived task in Asynqmon", 30*time.Second, `(() => {
+		const row = [...document.querySelectorAll('tbody tr')].find(r => r.textContent.includes('`+second.String()+`'));
+		if (row) row.id = 'e2e-task';
+		return !!row;
+	})()`)
+	b.shot("09-asynqmon-archived")
+	b.run("show the task's actions", 10*time.Second, chromedp.Click(chromedp.CSS(`#e2e-task td:last-child button`)))
+	b.run("press Run", 10*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(`#e2e-task td:last-child button:nth-of-type(2)`)),
+		chromedp.Click(chromedp.CSS(`#e2e-task td:last-child button:nth-of-type(2)`)))
+	s.waitFor("the job run from Asynqmon to be done in the API", 60*time.Second, func() bool {
+		var j struct {
+			Status  string `json:"status"`
+			Attempt int    `json:"attempt"`
+		}
+		var jobs struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		s.apiGet(key, "/v1/assets/"+second.String()+"/jobs", &jobs)
+		for _, raw := range jobs.Items {
+			if bytes.Contains(raw, []byte(`"asset:ingest"`)) {
+				json.Unmarshal(raw, &j)
+			}
+		}
+		return j.Status == "done"
+	})
+
+	// The project shows the outcome: 52 searchable, the corrupt file failed
+	// with its reason and a retry button.
+	b.run("go back to the project", 20*time.Second, chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
+		chromedp.WaitReady(chromedp.CSS("#file-list")))
+	b.waitJS("the page to say Searchable 52/53", 60*time.Second,
+		`document.querySelector('#phase-searchable').textContent === 'Searchable 52/53'`)
+	b.run("show the failed files", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
+	b.waitJS("the corrupt file's reason", 10*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('#file-list .frow:not([hidden])')];
+		return rows.length === 1 && rows[0].textContent.includes('corrupt_image') && !rows[0].querySelector('.fretry').hidden;
+	})()`)
+	b.shot("10-failed-file")
+
+	// The same page at phone width.
+	b.run("narrow the window", 10*time.Second, chromedp.EmulateViewport(390, 844))
+	b.shot("11-phone")
+}
+
+// call sends one API request with a key and decodes a JSON answer.
+func (s *stack) call(method, path, key string, body any, into any) int {
+	s.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, s.url+path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if into != nil {
+		json.NewDecoder(res.Body).Decode(into)
+	}
+	return res.StatusCode
+}
+
+// upload sends one file through prepare, PUT and finalize, as a client does.
+func (s *stack) upload(key, project, path string) (asset, batch string) {
+	s.t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var prep struct {
+		Uploads []struct {
+			AssetID   string            `json:"assetId"`
+			UploadURL string            `json:"uploadUrl"`
+			Headers   map[string]string `json:"headers"`
+		} `json:"uploads"`
+	}
+	files := []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}}
+	if code := s.call("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}, &prep); code != 200 {
+		s.t.Fatalf("prepare: %d", code)
+	}
+	u := prep.Uploads[0]
+	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
+	for k, v := range u.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusCreated {
+		s.t.Fatalf("PUT: %v %v", res, err)
+	}
+	res.Body.Close()
+	sum := sha256.Sum256(data)
+	var fin struct {
+		BatchID string `json:"batchId"`
+	}
+	assets := []map[string]any{{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}}
+	if code := s.call("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
+		s.t.Fatalf("finalize: %d", code)
+	}
+	return u.AssetID, fin.BatchID
+}
+
+type apiJob struct {
+	ID            string    `json:"id"`
+	Status        string    `json:"status"`
+	Attempt       int       `json:"attempt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	OwnerEmail    string    `json:"ownerEmail"`
+	AssetFilename *string   `json:"assetFilename"`
+	TaskID        string    `json:"taskId"`
+	Error         *struct {
+		Code string `json:"code"`
+	} `json:"error"`
+}
+
+func (s *stack) failedJobs(key string) []apiJob {
+	s.t.Helper()
+	var page struct {
+		Items []apiJob `json:"items"`
+	}
+	if code := s.call("GET", "/v1/admin/jobs?status=failed", key, nil, &page); code != 200 {
+		s.t.Fatalf("admin jobs: %d", code)
+	}
+	return page.Items
+}
+
+// TestAdminAPI covers what the admin page relies on beyond the browser
+// test: who may use it, retrying a whole batch, and deleting a failed job.
+func TestAdminAPI(t *testing.T) {
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "stack.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	s := startStack(t, logFile)
+	admin := s.user("root@example.org", true)
+	ana := s.user("ana@example.org", false)
+
+	if code := s.call("GET", "/v1/admin/jobs", ana, nil, nil); code != http.StatusForbidden {
+		t.Errorf("a user lists every job: %d, want 403", code)
+	}
+	if code := s.call("GET", "/admin/queues/api/queues", ana, nil, nil); code != http.StatusForbidden {
+		t.Errorf("a user reaches Asynqmon's API: %d, want 403", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/admin/queues/", nil)
+	req.Header.Set("Accept", "text/html")
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" {
+		t.Errorf("a browser without a session gets %d %q, want a redirect to the sign-in on /admin", res.StatusCode, res.Header.Get("Location"))
+	}
+	if code := s.call("POST", "/v1/admin/queues/nope/pause", admin, nil, nil); code != http.StatusNotFound {
+		t.Errorf("pausing an unknown queue: %d, want 404", code)
+	}
+
+	var p struct {
+		ID string `json:"id"`
+	}
+	s.call("POST", "/v1/projects", ana, map[string]any{"title": "Broken"}, &p)
+	asset, batch := s.upload(ana, p.ID, filepath.Join(testenv.Corpus(t), "bad", "truncated-progressive.jpg"))
+	var jobs []apiJob
+	s.waitFor("the corrupt file's job to fail", 60*time.Second, func() bool {
+		jobs = s.failedJobs(admin)
+		return len(jobs) == 1
+	})
+	j := jobs[0]
+	if j.OwnerEmail != "ana@example.org" || j.AssetFilename == nil || *j.AssetFilename != "truncated-progressive.jpg" ||
+		j.Error == nil || j.Error.Code != "corrupt_image" || j.TaskID != "ingest:"+asset {
+		t.Errorf("the failed job reads %+v", j)
+	}
+
+	var retried struct {
+		RetriedJobs []string `json:"retriedJobs"`
+	}
+	if code := s.call("POST", "/v1/admin/batches/"+batch+"/retry", admin, nil, &retried); code != http.StatusAccepted ||
+		len(retried.RetriedJobs) != 1 || retried.RetriedJobs[0] != j.ID {
+		t.Fatalf("retry the batch: %d %+v", code, retried)
+	}
+	s.waitFor("the retried job to run and fail again", 60*time.Second, func() bool {
+		jobs = s.failedJobs(admin)
+		return len(jobs) == 1 && jobs[0].UpdatedAt.After(j.UpdatedAt)
+	})
+
+	var deleted apiJob
+	if code := s.call("DELETE", "/v1/admin/jobs/"+j.ID, admin, nil, &deleted); code != http.StatusOK || deleted.Status != "canceled" {
+		t.Fatalf("delete: %d %+v", code, deleted)
+	}
+	if jobs := s.failedJobs(admin); len(jobs) != 0 {
+		t.Errorf("a deleted job is still listed as failed: %+v", jobs)
+	}
+	opt, _ := asynq.ParseRedisURI(s.env.RedisURL)
+	in := asynq.NewInspector(opt)
+	defer in.Close()
+	if _, err := in.GetTaskInfo("default", "ingest:"+asset); err == nil {
+		t.Error("the deleted job's task is still in the queue")
+	}
+	var e struct {
+		Code string `json:"code"`
+	}
+	if code := s.call("DELETE", "/v1/admin/jobs/"+j.ID, admin, nil, &e); code != http.StatusConflict || e.Code != "job_not_failed" {
+		t.Errorf("deleting twice: %d %s, want 409 job_not_failed", code, e.Code)
+	}
+	var b struct {
+		Batch struct {
+			Status string `json:"status"`
+		} `json:"batch"`
+	}
+	s.call("GET", "/v1/batches/"+batch, ana, nil, &b)
+	if b.Batch.Status != "partial" && b.Batch.Status != "failed" {
+		t.Errorf("the batch of a deleted job is %q", b.Batch.Status)
+	}
+}
