@@ -312,6 +312,14 @@ func (s *Server) cancelExport(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	// The job is canceled first: the worker takes a canceled job to mean a
+	// canceled export, so a build that ends meanwhile cannot be kept.
+	if e.BatchID != nil && (e.Status == store.JobQueued || e.Status == store.JobRunning) {
+		if _, _, err := s.store.CancelBatch(ctx, *e.BatchID); err != nil {
+			fail(c, err)
+			return
+		}
+	}
 	e, canceled, err := s.store.CancelExport(ctx, e.ID)
 	if err != nil {
 		fail(c, err)
@@ -321,13 +329,6 @@ func (s *Server) cancelExport(c *gin.Context) {
 		fail(c, apiError(http.StatusConflict, "export_finished", "The export is %s; only a queued or running export can be canceled.", e.Status).
 			with("status", e.Status))
 		return
-	}
-	// Canceling again repeats these steps, so a call cut short can be retried.
-	if e.BatchID != nil {
-		if _, _, err := s.store.CancelBatch(ctx, *e.BatchID); err != nil {
-			fail(c, err)
-			return
-		}
 	}
 	s.dropTask(c, tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
 	c.JSON(http.StatusOK, toExportJSON(e))

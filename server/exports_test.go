@@ -262,6 +262,19 @@ func TestCancelQueuedExportRemovesItsTask(t *testing.T) {
 	expect(t, a.do("GET", "/v1/exports/"+e.ID+"/download", key, nil), 409, "export_not_ready")
 }
 
+func TestCancelingTheBatchCancelsTheExport(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	e := a.newExport(key, project, map[string]any{"preset": "web"})
+	expect(t, a.do("POST", "/v1/batches/"+e.BatchID+"/cancel", key, nil), 200, "")
+	if got := a.export(key, e.ID); got.Status != "canceled" {
+		t.Fatalf("export %s after its batch was canceled", got.Status)
+	}
+	expect(t, a.do("GET", "/v1/exports/"+e.ID+"/download", key, nil), 409, "export_not_ready")
+	expect(t, a.do("POST", "/v1/exports/"+e.ID+"/cancel", key, nil), 200, "")
+}
+
 // kites are n copies of one photo, distinct by bytes after the JPEG end
 // marker, which decoders ignore.
 func kites(t *testing.T, n int) []photo {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,6 +63,13 @@ const exportColumns = `e.id, e.project_id, e.user_id, e.batch_id, e.job_id, e.pr
 	e.progress, e.blob_key, e.byte_size, e.skipped, e.error_code, e.error_message, e.created_at, e.updated_at,
 	e.started_at, e.expires_at`
 
+// exportRead selects exports as users see them. A cancel is recorded on
+// the export's job first (a batch cancel reaches only the job), so an
+// unfinished export whose job was canceled reads as canceled.
+var exportRead = `SELECT ` + strings.Replace(exportColumns, "e.status,",
+	`CASE WHEN e.status IN ('queued', 'running', 'failed') AND j.status = 'canceled' THEN 'canceled' ELSE e.status END AS status,`, 1) +
+	` FROM exports e LEFT JOIN jobs j ON j.id = e.job_id`
+
 // CreateExport records e with a batch of one job, job, in one transaction,
 // so the export never exists without the work that builds it. It fills in
 // e's batch, job and timestamps.
@@ -90,7 +98,7 @@ func (s *Store) CreateExport(ctx context.Context, e *Export, job Job) error {
 // Export returns owner's export id.
 func (s *Store) Export(ctx context.Context, owner, id uuid.UUID) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, `SELECT `+exportColumns+` FROM exports e JOIN projects p ON p.id = e.project_id
+	err := s.DB.GetContext(ctx, e, exportRead+` JOIN projects p ON p.id = e.project_id
 		WHERE e.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return e, notFound(err)
 }
@@ -98,7 +106,7 @@ func (s *Store) Export(ctx context.Context, owner, id uuid.UUID) (*Export, error
 // ExportByID returns an export whatever its owner; for the worker.
 func (s *Store) ExportByID(ctx context.Context, id uuid.UUID) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, `SELECT `+exportColumns+` FROM exports e WHERE e.id = $1`, id)
+	err := s.DB.GetContext(ctx, e, exportRead+` WHERE e.id = $1`, id)
 	return e, notFound(err)
 }
 
@@ -117,12 +125,18 @@ func (s *Store) ForeignAssets(ctx context.Context, project uuid.UUID, ids []uuid
 // an earlier attempt left. started is false when the export is done,
 // canceled or expired: there is nothing to build.
 func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, started bool, err error) {
-	e = &Export{}
-	err = s.DB.GetContext(ctx, e, `
+	return s.moveExport(ctx, id, `
 		UPDATE exports e SET status = 'running', progress = 0, skipped = '[]', error_code = NULL, error_message = NULL,
 			started_at = now(), updated_at = now()
 		WHERE id = $1 AND status IN ('queued', 'running', 'failed')
-		RETURNING `+exportColumns, id)
+		RETURNING `+exportColumns)
+}
+
+// moveExport runs an update of export id that returns it when it applies,
+// and otherwise returns the export as it stands, with moved false.
+func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string) (e *Export, moved bool, err error) {
+	e = &Export{}
+	err = s.DB.GetContext(ctx, e, update, id)
 	if err == nil {
 		return e, true, nil
 	}
@@ -134,17 +148,22 @@ func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, start
 }
 
 // ExportProgress records how far a running export is, from 0 to 1, on the
-// export and its job. running is false once the export was canceled.
+// export and its job. running is false once the export or its job was
+// canceled; the export is then marked canceled too.
 func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float64) (running bool, err error) {
 	err = s.InTx(ctx, func(tx *sqlx.Tx) error {
-		var job *uuid.UUID
-		err := tx.GetContext(ctx, &job, `UPDATE exports e SET progress = $2, updated_at = now()
-			WHERE id = $1 AND status = 'running' RETURNING job_id`, id, progress)
-		if err != nil {
+		var status string
+		err := tx.GetContext(ctx, &status, `
+			UPDATE exports e SET progress = $2, updated_at = now(),
+				status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE e.status END
+			FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
+			RETURNING e.status`, id, progress)
+		if err != nil || status != JobRunning {
 			return notFound(err)
 		}
 		running = true
-		_, err = tx.ExecContext(ctx, `UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, job, progress)
+		_, err = tx.ExecContext(ctx, `UPDATE jobs j SET progress = $2, updated_at = now()
+			FROM exports e WHERE e.id = $1 AND j.id = e.job_id AND j.status = 'running'`, id, progress)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -155,24 +174,27 @@ func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float
 
 // FinishExport records a built export: its file, what it left out, and its
 // expiry, counted from now with the time to live it was created with.
-// ErrNotFound means the export stopped running meanwhile (canceled).
+// ErrNotFound means the export or its job was canceled meanwhile.
 func (s *Store) FinishExport(ctx context.Context, id uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
 	err := s.DB.GetContext(ctx, e, `
 		UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
 			expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
 		WHERE id = $1 AND status = 'running'
+		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')
 		RETURNING `+exportColumns, id, key, size, skipsJSON(skipped))
 	return e, notFound(err)
 }
 
 // FailExport records an attempt that failed: status is 'queued' when the
-// task will run again, 'failed' when it will not.
+// task will run again, 'failed' when it will not, and 'canceled' whatever
+// it was asked when the job was canceled meanwhile.
 func (s *Store) FailExport(ctx context.Context, id uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
 	err := s.DB.GetContext(ctx, e, `
-		UPDATE exports e SET status = $2, error_code = $3, error_message = $4, skipped = $5, updated_at = now()
-		WHERE id = $1 AND status = 'running'
+		UPDATE exports e SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE $2 END,
+			error_code = $3, error_message = $4, skipped = $5, updated_at = now()
+		FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
 		RETURNING `+exportColumns, id, status, code, message, skipsJSON(skipped))
 	return e, notFound(err)
 }
@@ -188,24 +210,15 @@ func skipsJSON(skipped []ExportSkip) string {
 // CancelExport marks a queued or running export canceled. canceled is
 // false when it had already ended; e is the export as it now stands.
 func (s *Store) CancelExport(ctx context.Context, id uuid.UUID) (e *Export, canceled bool, err error) {
-	e = &Export{}
-	err = s.DB.GetContext(ctx, e, `UPDATE exports e SET status = 'canceled', updated_at = now()
+	return s.moveExport(ctx, id, `UPDATE exports e SET status = 'canceled', updated_at = now()
 		WHERE id = $1 AND status IN ('queued', 'running')
-		RETURNING `+exportColumns, id)
-	if err == nil {
-		return e, true, nil
-	}
-	if err = notFound(err); !errors.Is(err, ErrNotFound) {
-		return nil, false, err
-	}
-	e, err = s.ExportByID(ctx, id)
-	return e, false, err
+		RETURNING `+exportColumns)
 }
 
 // ExpiredExports lists finished exports whose expiry passed before now.
 func (s *Store) ExpiredExports(ctx context.Context, now time.Time, limit int) ([]Export, error) {
 	var out []Export
-	err := s.DB.SelectContext(ctx, &out, `SELECT `+exportColumns+` FROM exports e
+	err := s.DB.SelectContext(ctx, &out, exportRead+`
 		WHERE e.status = 'done' AND e.expires_at < $1 ORDER BY e.expires_at LIMIT $2`, now, limit)
 	return out, err
 }

@@ -76,6 +76,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		done, err := w.st.FinishExport(ctx, e.ID, info.Key, info.Size, b.skipped)
 		if errors.Is(err, store.ErrNotFound) {
 			// Canceled while the archive was being published: nobody wants it.
+			w.exportCanceled(ctx, e)
 			return w.blobs.Delete(ctx, info.Key)
 		}
 		if err != nil {
@@ -85,7 +86,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 	if errors.Is(err, errExportCanceled) {
-		w.exportCanceled(ctx, e.ID)
+		w.exportCanceled(ctx, e)
 		return nil
 	}
 	status := store.JobQueued
@@ -100,7 +101,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	case ferr == nil:
 		w.exportChanged(ctx, failed)
 	case errors.Is(ferr, store.ErrNotFound):
-		w.exportCanceled(ctx, e.ID)
+		w.exportCanceled(ctx, e)
 	default:
 		w.log.Error("record export failure", "export", e.ID, "err", ferr)
 	}
@@ -124,9 +125,16 @@ func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEv
 	w.publish(ctx, events.ExportUpdated, e.ProjectID, batch, ev)
 }
 
-// exportCanceled tells listeners an export stopped because it was canceled.
-func (w *Worker) exportCanceled(ctx context.Context, id uuid.UUID) {
-	if e, err := w.st.ExportByID(ctx, id); err == nil && e.Status == store.JobCanceled {
+// exportCanceled finishes a cancel the build noticed: the export's job
+// and batch are canceled too (so the job is not recorded done), and
+// listeners are told.
+func (w *Worker) exportCanceled(ctx context.Context, e *store.Export) {
+	if e.BatchID != nil {
+		if _, _, err := w.st.CancelBatch(ctx, *e.BatchID); err != nil {
+			w.log.Warn("cancel export batch", "export", e.ID, "err", err)
+		}
+	}
+	if e, err := w.st.ExportByID(ctx, e.ID); err == nil && e.Status == store.JobCanceled {
 		w.exportChanged(ctx, e)
 	}
 }

@@ -389,31 +389,51 @@ func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
 }
 
 func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
-	h := newHarness(t, nil)
-	project := h.project()
-	for i := range 12 {
-		h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
-	}
-	id, task := h.newExport(project, "story_9x16", store.ExportSettings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
-
-	// Cancel reaches only Postgres (the queue's cancel signal is lost): the
-	// build notices at its next progress report.
-	go func() {
-		for h.export(id).Progress == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if _, _, err := h.env.Store.CancelExport(context.Background(), id); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
-		t.Fatalf("a canceled export is not an error: %v", err)
-	}
-	if e := h.export(id); e.Status != "canceled" || e.BlobKey != nil || e.Progress == 0.99 {
-		t.Fatalf("export %s, file %v, progress %v", e.Status, e.BlobKey, e.Progress)
-	}
-	if tmp := h.tempFiles(); len(tmp) != 0 {
-		t.Fatalf("temporary files left: %v", tmp)
+	// The cancel reaches only Postgres (the queue's cancel signal is lost):
+	// the build notices at its next progress report. A cancel of the
+	// export's batch reaches only its job.
+	for _, c := range []struct {
+		name   string
+		cancel func(*harness, uuid.UUID) error
+	}{
+		{"export", func(h *harness, id uuid.UUID) error {
+			_, _, err := h.env.Store.CancelExport(context.Background(), id)
+			return err
+		}},
+		{"batch", func(h *harness, id uuid.UUID) error {
+			_, _, err := h.env.Store.CancelBatch(context.Background(), *h.export(id).BatchID)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			project := h.project()
+			for i := range 12 {
+				h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
+			}
+			id, task := h.newExport(project, "story_9x16", store.ExportSettings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
+			go func() {
+				for h.export(id).Progress == 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err := c.cancel(h, id); err != nil {
+					t.Error(err)
+				}
+			}()
+			if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+				t.Fatalf("a canceled export is not an error: %v", err)
+			}
+			if e := h.export(id); e.Status != "canceled" || e.BlobKey != nil {
+				t.Fatalf("export %s, file %v", e.Status, e.BlobKey)
+			}
+			if n := h.count(`SELECT count(*) FROM exports e JOIN jobs j ON j.id = e.job_id
+				WHERE e.id = $1 AND e.status = 'canceled' AND j.status = 'canceled'`, id); n != 1 {
+				t.Fatal("the export and its job are not both recorded canceled")
+			}
+			if tmp := h.tempFiles(); len(tmp) != 0 {
+				t.Fatalf("temporary files left: %v", tmp)
+			}
+		})
 	}
 }
 
