@@ -1,5 +1,19 @@
 package server
 
+// Exports, as built here and in the worker:
+//
+//   - Status is queued, running, done, failed or canceled, and expired once
+//     the sweeper has deleted a finished export's file. The file is kept
+//     exportTTL (7 days) from when it was built; expiresAt says when.
+//   - settings in the answer are the effective ones: the preset's defaults
+//     with the request's overrides applied.
+//   - Photos render from their originals (previews are lossy and no larger
+//     than the web preset); contact sheets use the preview when there is one.
+//     Photos still processing are included unless includeNotReady is false;
+//     failed and duplicate photos are always left out. Everything left out
+//     is listed in skipped with a reason code.
+//   - A download URL lives 15 minutes, never past the export's expiry.
+
 import (
 	"bytes"
 	"context"
