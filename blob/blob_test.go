@@ -161,3 +161,29 @@ func assertNoTempFiles(t *testing.T, root string) {
 		return nil
 	})
 }
+
+func TestRemoveStaleDeletesOnlyOldTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	d, _ := blob.NewDisk(root)
+	d.Put(ctx, "exports/e/archive.zip", strings.NewReader("done"), 10)
+	old := filepath.Join(root, "exports", "e", ".upload-123")
+	fresh := filepath.Join(root, "exports", "e", ".upload-456")
+	os.WriteFile(old, []byte("half"), 0o644)
+	os.WriteFile(fresh, []byte("writing"), 0o644)
+	os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour))
+
+	n, err := d.RemoveStale(ctx, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("removed %d (%v), want 1", n, err)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Fatal("the stale temporary file is still there")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatal("a write in progress was removed")
+	}
+	if _, err := d.Stat(ctx, "exports/e/archive.zip"); err != nil {
+		t.Fatal("a published object was removed")
+	}
+}

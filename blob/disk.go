@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Disk stores objects as files below a root folder. Writes go to a
@@ -187,4 +189,27 @@ func (c contextReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// RemoveStale deletes temporary files older than age: what a process
+// killed in the middle of a write leaves behind. It returns how many it
+// removed.
+func (d *Disk) RemoveStale(ctx context.Context, age time.Duration) (int, error) {
+	cutoff := time.Now().Add(-age)
+	n := 0
+	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if e.IsDir() || !strings.HasPrefix(e.Name(), ".upload-") {
+			return nil
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			if os.Remove(p) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
 }

@@ -54,6 +54,15 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 		errs = append(errs, tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()))
 	}
 
+	// A process killed mid-write leaves a temporary file; uploads can run
+	// for hours on slow links, so only day-old ones go.
+	if d, ok := w.blobs.(interface {
+		RemoveStale(context.Context, time.Duration) (int, error)
+	}); ok {
+		_, err := d.RemoveStale(ctx, 24*time.Hour)
+		errs = append(errs, err)
+	}
+
 	keys, err := w.st.ExpiredUploads(ctx, now.Add(-expiredUploadOK), sweepBatch)
 	errs = append(errs, err)
 	for _, k := range keys {
