@@ -34,6 +34,7 @@ type Config struct {
 	QueueWeights      map[string]int // QUEUE_WEIGHTS, "critical=6,default=3,low=1"
 	StrictPriority    bool           // QUEUE_STRICT_PRIORITY
 	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
+	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
 
 	MaxBodyBytes int64         // MAX_BODY_BYTES, for JSON request bodies
 	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
@@ -85,6 +86,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		QueueWeights:      r.weights("QUEUE_WEIGHTS", "critical=6,default=3,low=1"),
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
+		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
 
 		MaxBodyBytes: r.bytes("MAX_BODY_BYTES", 4<<20),
 		SSEHeartbeat: r.duration("SSE_HEARTBEAT", 15*time.Second),

@@ -383,9 +383,12 @@ func ingestJob(project uuid.UUID) store.JobSpec {
 	}
 }
 
-// enqueueJobs hands recorded jobs to the queue and notes which arrived.
-// Failures are logged, not returned: the jobs are safe in Postgres.
+// enqueueJobs hands recorded jobs to the queue and notes which arrived,
+// at most BATCH_WINDOW of each batch: the worker releases the rest of a
+// batch as its jobs finish. Failures are logged, not returned: the jobs are
+// safe in Postgres.
 func (s *Server) enqueueJobs(ctx context.Context, jobs []store.Job) {
+	jobs = firstOfEachBatch(jobs, s.cfg.BatchWindow)
 	if len(jobs) == 0 {
 		return
 	}
@@ -404,4 +407,24 @@ func (s *Server) enqueueJobs(ctx context.Context, jobs []store.Job) {
 	if err := s.store.MarkEnqueued(ctx, done); err != nil {
 		s.log.Warn("mark enqueued", "err", err)
 	}
+}
+
+// firstOfEachBatch keeps the first window jobs of every batch (all when
+// window is 0).
+func firstOfEachBatch(jobs []store.Job, window int) []store.Job {
+	if window <= 0 {
+		return jobs
+	}
+	seen := map[uuid.UUID]int{}
+	out := jobs[:0:0]
+	for _, j := range jobs {
+		if j.BatchID != nil {
+			if seen[*j.BatchID] >= window {
+				continue
+			}
+			seen[*j.BatchID]++
+		}
+		out = append(out, j)
+	}
+	return out
 }

@@ -91,13 +91,28 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 	return err
 }
 
-// UnenqueuedJobs are queued jobs recorded before cutoff that never reached
-// the queue: the enqueue after their commit failed.
-func (s *Store) UnenqueuedJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+// ReleasableJobs lists queued jobs recorded before cutoff that are not in
+// the queue, oldest first, keeping at most window of each batch in the
+// queue at once (0: no window); only batch's when batch is set. Jobs wait
+// here for two reasons: the enqueue after their commit failed, or their
+// batch already has window jobs queued, so a huge batch cannot fill the
+// queue ahead of a small one started after it.
+func (s *Store) ReleasableJobs(ctx context.Context, batch *uuid.UUID, cutoff time.Time, window, limit int) ([]Job, error) {
 	var jobs []Job
-	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
-		WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
-		ORDER BY j.created_at LIMIT $2`, cutoff, limit)
+	err := s.DB.SelectContext(ctx, &jobs, `
+		WITH live AS (
+			SELECT batch_id, count(*) AS n FROM jobs
+			WHERE batch_id IS NOT NULL AND enqueued_at IS NOT NULL AND status IN ('queued', 'running')
+			  AND ($1::uuid IS NULL OR batch_id = $1)
+			GROUP BY batch_id),
+		waiting AS (
+			SELECT j.*, row_number() OVER (PARTITION BY j.batch_id ORDER BY j.created_at, j.id) AS k
+			FROM jobs j
+			WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $2
+			  AND ($1::uuid IS NULL OR j.batch_id = $1))
+		SELECT `+jobColumns+` FROM waiting j LEFT JOIN live l ON l.batch_id = j.batch_id
+		WHERE j.batch_id IS NULL OR $3 <= 0 OR j.k <= $3 - coalesce(l.n, 0)
+		ORDER BY j.created_at, j.k LIMIT $4`, batch, cutoff, window, limit)
 	return jobs, err
 }
 

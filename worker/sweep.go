@@ -30,7 +30,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
 
-	lost, err := w.st.UnenqueuedJobs(ctx, now.Add(-unenqueuedAfter), sweepBatch)
+	lost, err := w.st.ReleasableJobs(ctx, nil, now.Add(-unenqueuedAfter), w.cfg.BatchWindow, sweepBatch)
 	errs = append(errs, err)
 	stalled, err := w.st.StalledIngests(ctx, now.Add(-stalledAfter), sweepBatch)
 	errs = append(errs, err)
