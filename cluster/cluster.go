@@ -25,6 +25,7 @@ type Photo struct {
 	PHash      uint64
 	Width      int
 	Height     int
+	Bytes      int64   // size of the original file
 	Sharpness  float64 // variance of the Laplacian
 	Highlights float64 // fraction of clipped highlights
 	Shadows    float64 // fraction of clipped shadows
@@ -51,6 +52,7 @@ type Signals struct {
 	Sharpness  float64 `json:"sharpness"`
 	Exposure   float64 `json:"exposure"`
 	Resolution float64 `json:"resolution"`
+	Fidelity   float64 `json:"fidelity"` // bytes per pixel of the original: less compression
 	Score      float64 `json:"score"`
 }
 
@@ -177,10 +179,11 @@ func duplicateSets(ps []Photo, maxBits int) [][]Photo {
 
 // rank scores the members, names a winner and says why.
 func rank(kind string, ps []Photo) Group {
-	maxSharp, maxPixels := 0.0, 0.0
+	maxSharp, maxPixels, maxBPP := 0.0, 0.0, 0.0
 	for _, p := range ps {
 		maxSharp = math.Max(maxSharp, p.Sharpness)
 		maxPixels = math.Max(maxPixels, float64(p.Width*p.Height))
+		maxBPP = math.Max(maxBPP, bytesPerPixel(p))
 	}
 	type scored struct {
 		p Photo
@@ -188,10 +191,19 @@ func rank(kind string, ps []Photo) Group {
 	}
 	all := make([]scored, len(ps))
 	for i, p := range ps {
-		s := Signals{Sharpness: ratio(p.Sharpness, maxSharp), Exposure: exposure(p), Resolution: ratio(float64(p.Width*p.Height), maxPixels)}
-		// Sharpness decides most: a blurred frame is rarely the keeper.
-		s.Score = round3(0.5*s.Sharpness + 0.35*s.Exposure + 0.15*s.Resolution)
-		s.Sharpness, s.Exposure, s.Resolution = round3(s.Sharpness), round3(s.Exposure), round3(s.Resolution)
+		s := Signals{Sharpness: ratio(p.Sharpness, maxSharp), Exposure: exposure(p),
+			Resolution: ratio(float64(p.Width*p.Height), maxPixels), Fidelity: ratio(bytesPerPixel(p), maxBPP)}
+		if kind == Duplicate {
+			// Copies of one photo: keep the biggest, least compressed file.
+			// Downscaling and JPEG blocking both raise the Laplacian, so
+			// sharpness would favour the worse copy.
+			s.Score = round3(0.6*s.Resolution + 0.3*s.Fidelity + 0.1*s.Exposure)
+		} else {
+			// Different frames: sharpness decides most, a blurred frame is
+			// rarely the keeper.
+			s.Score = round3(0.5*s.Sharpness + 0.35*s.Exposure + 0.15*s.Resolution)
+		}
+		s.Sharpness, s.Exposure, s.Resolution, s.Fidelity = round3(s.Sharpness), round3(s.Exposure), round3(s.Resolution), round3(s.Fidelity)
 		all[i] = scored{p, s}
 	}
 	slices.SortStableFunc(all, func(a, b scored) int {
@@ -228,11 +240,12 @@ func why(w Signals, others []Signals) []string {
 	if len(others) == 0 {
 		return []string{"only photo"}
 	}
-	sharpest, exposed, largest := true, true, true
+	sharpest, exposed, largest, faithful := true, true, true, true
 	for _, o := range others {
 		sharpest = sharpest && w.Sharpness > o.Sharpness
 		exposed = exposed && w.Exposure > o.Exposure
 		largest = largest && w.Resolution > o.Resolution
+		faithful = faithful && w.Fidelity > o.Fidelity
 	}
 	var out []string
 	if sharpest {
@@ -243,6 +256,9 @@ func why(w Signals, others []Signals) []string {
 	}
 	if largest {
 		out = append(out, "highest resolution")
+	}
+	if faithful {
+		out = append(out, "least compressed")
 	}
 	if len(out) == 0 {
 		out = append(out, "best overall score")
@@ -256,6 +272,13 @@ func exposure(p Photo) float64 {
 	clip := math.Min(1, 4*(p.Highlights+p.Shadows))
 	balance := 1 - math.Min(1, 2*math.Abs(p.Luminance-0.5))
 	return math.Max(0, 0.6*(1-clip)+0.4*balance)
+}
+
+func bytesPerPixel(p Photo) float64 {
+	if p.Width*p.Height == 0 {
+		return 0
+	}
+	return float64(p.Bytes) / float64(p.Width*p.Height)
 }
 
 func ratio(v, max float64) float64 {

@@ -89,3 +89,14 @@ func TestExposureBreaksTies(t *testing.T) {
 		t.Fatalf("winner %v why %v", g.Winner == good.ID, g.WhyWinner)
 	}
 }
+
+func TestTheLeastCompressedCopyWinsADuplicateGroup(t *testing.T) {
+	orig := photo(nil, "", 42, 200)
+	orig.Bytes = 4_000_000
+	rough := photo(nil, "", 43, 320) // blocking artefacts read as sharpness
+	rough.Bytes = 600_000
+	g := byKind(cluster.Build([]cluster.Photo{rough, orig}, cluster.DefaultOptions), cluster.Duplicate)[0]
+	if g.Winner != orig.ID || len(g.WhyWinner) != 1 || g.WhyWinner[0] != "least compressed" {
+		t.Fatalf("winner is the original: %v, why %v", g.Winner == orig.ID, g.WhyWinner)
+	}
+}

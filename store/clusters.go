@@ -74,13 +74,15 @@ type ClusterInput struct {
 	Height      *int            `db:"height_px"`
 	Quality     json.RawMessage `db:"quality"`
 	Hash        int64           `db:"hash"`
+	Bytes       int64           `db:"byte_size"`
 }
 
 // ClusterInputs lists a project's processed assets with their hashes.
 func (s *Store) ClusterInputs(ctx context.Context, project uuid.UUID) ([]ClusterInput, error) {
 	var in []ClusterInput
 	err := s.DB.SelectContext(ctx, &in, `
-		SELECT a.id, a.filename, a.status, a.captured_at, a.camera_make, a.camera_model, a.width_px, a.height_px, a.quality, h.hash
+		SELECT a.id, a.filename, a.status, a.captured_at, a.camera_make, a.camera_model, a.width_px, a.height_px, a.quality, h.hash,
+		       coalesce(a.upload_size, a.byte_size) AS byte_size
 		FROM assets a JOIN perceptual_hashes h ON h.asset_id = a.id
 		WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai')
 		ORDER BY a.created_at, a.id`, project)

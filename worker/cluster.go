@@ -79,7 +79,7 @@ func clusterPhoto(in store.ClusterInput) cluster.Photo {
 	}
 	return cluster.Photo{ID: in.ID, Filename: in.Filename, CapturedAt: in.CapturedAt,
 		Camera: str(in.CameraMake) + " " + str(in.CameraModel), PHash: uint64(in.Hash),
-		Width: num(in.Width), Height: num(in.Height), Sharpness: q.Sharpness,
+		Width: num(in.Width), Height: num(in.Height), Bytes: in.Bytes, Sharpness: q.Sharpness,
 		Highlights: q.HighlightsClipped, Shadows: q.ShadowsClipped, Luminance: q.MeanLuminance}
 }
 
