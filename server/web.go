@@ -183,9 +183,13 @@ func (s *Server) asynqmon() gin.HandlerFunc {
 	}
 }
 
-// formatJSON shows a task's JSON payload indented; anything else as
-// Asynqmon would.
+// formatJSON shows a task's JSON payload or result indented; anything
+// else as Asynqmon would. Most tasks have no result: that shows as nothing
+// rather than Asynqmon's "non-printable bytes".
 func formatJSON(_ string, b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, b, "", "  ") != nil {
 		return asynqmon.DefaultPayloadFormatter.FormatPayload("", b)

@@ -48,7 +48,7 @@ export function stageOf(row) {
 
 // Rate estimates a count's growth per second over a sliding window.
 class Rate {
-  constructor(windowMs = 60000) {
+  constructor(windowMs = 30000) {
     this.windowMs = windowMs;
     this.samples = [];
   }
@@ -92,15 +92,18 @@ export class ProjectModel extends EventTarget {
     this.buffer = null; // events that arrive while the list loads
   }
 
-  // changed recomputes and tells listeners once per frame.
+  // changed recomputes and tells listeners once per frame, or four times a
+  // second for big projects: a recount walks every row.
   changed() {
     this.dirty = true;
     if (this.queued) return;
     this.queued = true;
-    requestAnimationFrame(() => {
+    const fire = () => requestAnimationFrame(() => {
       this.queued = false;
       this.dispatchEvent(new Event('change'));
     });
+    if (this.rows.length > 2000) setTimeout(fire, 250);
+    else fire();
   }
 
   addLocal(file, name) {
@@ -148,10 +151,12 @@ export class ProjectModel extends EventTarget {
       c.byStage[st] = (c.byStage[st] || 0) + 1;
       if (st === 'duplicate') { c.duplicate++; continue; }
       c.total++;
-      if (row.file && row.local !== 'done') {
+      if (row.file && row.local !== 'failed') {
+        // Bytes this tab sends, for the upload's pace and ETA.
+        const sending = st === 'uploading';
         c.bytesTotal += row.size;
-        c.bytesSent += st === 'uploaded' ? row.size : row.sent || 0;
-        if (st === 'uploading' || st === 'uploaded') c.localActive++;
+        c.bytesSent += sending ? row.sent || 0 : row.size;
+        if (sending || st === 'uploaded') c.localActive++;
       }
       switch (st) {
         case 'searchable': c.searchable++; // falls through
@@ -287,7 +292,7 @@ export class ProjectModel extends EventTarget {
         break;
       }
       case 'state_sync':
-        this.compare(data.stats);
+        this.compare(data.stats, true);
         break;
       case 'cluster.updated':
         this.dispatchEvent(new Event('clusters'));
@@ -314,15 +319,34 @@ export class ProjectModel extends EventTarget {
   }
 
   // compare checks server stats against the rows and reloads the list
-  // when they disagree (events were missed).
-  compare(stats) {
+  // when they disagree because events were missed: at once after a
+  // state_sync; after two polls without a stream (rows then only change by
+  // reloading); with a stream, only when the stats have settled and still
+  // disagree. The stats are cached for a few seconds, so while work moves
+  // they trail the events, and that alone is no reason to reload thousands
+  // of rows.
+  compare(stats, missed = false) {
     if (!stats || !this.loaded || this.loading) return;
-    const s = this.counts().server;
+    const c = this.counts();
+    const s = c.server;
     const n = (k) => s[k] || 0;
     const same = stats.uploading === n('pending_upload') && stats.processing === n('uploaded') &&
       stats.embedding === n('cull') && stats.ready === n('search') + n('ai') && stats.failed === n('failed');
+    const key = JSON.stringify(stats);
+    const settled = key === this.lastStats;
+    this.lastStats = key;
+    if (same) {
+      this.mismatches = 0;
+      return;
+    }
+    if (missed) this.mismatches = 2;
+    else if (this.live !== 'live' || (settled && !c.localActive)) this.mismatches = (this.mismatches || 0) + 1;
+    else this.mismatches = 0;
     const gap = Math.max(10000, Math.min(60000, this.rows.length * 2));
-    if (!same && Date.now() - this.lastHydrate > gap) this.load().catch(() => {});
+    if (this.mismatches >= 2 && Date.now() - this.lastHydrate > gap) {
+      this.mismatches = 0;
+      this.load().catch(() => {});
+    }
   }
 
   // start keeps the model live until stop: SSE with a stream token, and

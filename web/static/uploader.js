@@ -123,7 +123,7 @@ export class Uploader extends EventTarget {
     this.preparing = false;
     this.finalizing = 0;
     this.holdUntil = 0;
-    this.chunk = 100;
+    this.chunkCap = MAX_CHUNK; // lowered when one chunk is more than the rate budget holds
     this.seen = new Set();
     this.hasher = new HashPool((row, sha, error) => this.hashed(row, sha, error));
     this.stopped = '';
@@ -208,8 +208,8 @@ export class Uploader extends EventTarget {
   // the URLs of a chunk are used well before they expire.
   chunkSize() {
     const perSecond = this.model.rates.uploaded.perSecond();
-    const size = perSecond > 0 ? Math.round(perSecond * 120) : this.chunk;
-    return Math.max(20, Math.min(MAX_CHUNK, this.chunk, size));
+    const size = perSecond > 0 ? Math.round(perSecond * 120) : 100;
+    return Math.max(1, Math.min(this.chunkCap, Math.max(20, size)));
   }
 
   async prepare() {
@@ -244,8 +244,8 @@ export class Uploader extends EventTarget {
             key = newKey(); // a refusal is kept under its key: the next try needs a new one
             if (err.details && err.details.retryAfter === null && rows.length > 1) {
               // More than the budget ever holds at once: send fewer.
-              this.chunk = Math.max(1, Math.floor(rows.length / 2));
-              const back = rows.splice(this.chunk);
+              this.chunkCap = Math.max(1, Math.floor(rows.length / 2));
+              const back = rows.splice(this.chunkCap);
               for (const r of back) r.local = 'waiting';
               this.prepareQ.unshift(...back);
               attempt = 0;
