@@ -264,12 +264,12 @@ func (b *browser) waitJS(what string, timeout time.Duration, expr string) {
 	}))
 }
 
-// eval evaluates a JavaScript expression.
+// eval evaluates a JavaScript expression, waiting for it when it is a promise.
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		b.fail("evaluate "+expr, err)
 	}
@@ -534,9 +534,28 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	})()`)
 	b.shot("10-failed-file")
 
+	// "Retry all failed" runs the corrupt file's job again; it fails again,
+	// for the same reason.
+	corruptID, _ := s.asset("truncated-progressive.jpg")
+	var before time.Time
+	s.env.Store.DB.Get(&before, `SELECT updated_at FROM jobs WHERE asset_id = $1`, corruptID)
+	b.run("retry all failed", 10*time.Second, chromedp.Click(chromedp.CSS("#retry-all")))
+	s.waitFor("the corrupt file's job to run again", 30*time.Second, func() bool {
+		return s.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND status = 'failed' AND updated_at > $2`, corruptID, before) == 1
+	})
+	b.waitJS("the file to show failed again", 20*time.Second, `(() => {
+		const rows = [...document.querySelectorAll('#file-list .frow:not([hidden])')];
+		return rows.length === 1 && rows[0].textContent.includes('corrupt_image');
+	})()`)
+
 	// The same page at phone width.
 	b.run("narrow the window", 10*time.Second, chromedp.EmulateViewport(390, 844))
 	b.shot("11-phone")
+
+	b.run("sign out", 10*time.Second, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#api-key")))
+	if ok := eval[bool](b, `fetch('/v1/session').then(r => r.status === 401)`); !ok {
+		t.Error("the session still works after signing out")
+	}
 }
 
 // call sends one API request with a key and decodes a JSON answer.

@@ -155,13 +155,13 @@ function uploadTab(root, state, project) {
   // The per-file list.
   let filter = 'all';
   let shown = [];
-  const filterBox = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Show files' });
+  const filterBox = h('div', { class: 'segmented', role: 'group', 'aria-label': 'Show files' });
   const filters = [['all', 'All'], ['active', 'In progress'], ['failed', 'Failed']];
   const filterButtons = filters.map(([k, label]) => {
-    const b = h('button', { type: 'button', role: 'radio', 'aria-checked': String(k === filter), 'data-filter': k }, label);
+    const b = h('button', { type: 'button', 'aria-pressed': String(k === filter), 'data-filter': k }, label);
     b.addEventListener('click', () => {
       filter = k;
-      for (const x of filterButtons) x.setAttribute('aria-checked', String(x === b));
+      for (const x of filterButtons) x.setAttribute('aria-pressed', String(x === b));
       redraw();
     });
     filterBox.append(b);
@@ -459,13 +459,13 @@ function photosTab(root, state) {
   const grid = h('ul', { class: 'grid', id: 'grid', 'aria-label': 'Photos' });
   const more = h('button', { type: 'button', id: 'more', hidden: true, onclick: () => { limit += 240; draw(); } }, 'Show more');
   const note = h('p', { class: 'muted' });
-  const filterBox = h('div', { class: 'segmented', role: 'radiogroup', 'aria-label': 'Show photos' });
+  const filterBox = h('div', { class: 'segmented', role: 'group', 'aria-label': 'Show photos' });
   const buttons = PHOTO_FILTERS.map(([k, label]) => {
-    const b = h('button', { type: 'button', role: 'radio', 'aria-checked': String(k === filter), 'data-filter': k }, label);
+    const b = h('button', { type: 'button', 'aria-pressed': String(k === filter), 'data-filter': k }, label);
     b.addEventListener('click', () => {
       filter = k;
       limit = 120;
-      for (const x of buttons) x.setAttribute('aria-checked', String(x === b));
+      for (const x of buttons) x.setAttribute('aria-pressed', String(x === b));
       draw();
     });
     filterBox.append(b);
