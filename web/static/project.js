@@ -196,6 +196,8 @@ function uploadTab(root, state, project) {
     filterButtons[2].textContent = `Failed (${c.failed.toLocaleString()})`;
     empty.textContent = !model.loaded && !all.length ? 'Loading the files…'
       : shown.length ? '' : filter === 'all' ? 'No files yet.' : 'None.';
+    // As tall as its rows, up to the CSS maximum.
+    viewport.style.height = `${Math.max(1, shown.length) * 56 + 2}px`;
     list.refresh();
 
     const set = (p, done, etaSec) => {
