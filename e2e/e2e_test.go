@@ -47,7 +47,7 @@ type stack struct {
 	dataDir string
 }
 
-func startStack(t *testing.T, logTo *os.File) *stack {
+func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 	t.Helper()
 	env := testenv.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,6 +60,9 @@ func startStack(t *testing.T, logTo *os.File) *stack {
 		"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": dataDir,
 		"HTTP_ADDR": ln.Addr().String(), "PUBLIC_URL": url, "UPLOAD_SECRET": "e2e-secret-0123456789abcdef0123456789",
 		"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "2", "SHUTDOWN_TIMEOUT": "5s",
+	}
+	for k, v := range extra {
+		vars[k] = v
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
@@ -363,7 +366,7 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	s := startStack(t, logFile)
+	s := startStack(t, logFile, nil)
 	key := s.user("admin@example.org", true)
 	photos := distinctPhotos(t, 52)
 	corrupt := filepath.Join(testenv.Corpus(t), "bad", "truncated-progressive.jpg")
@@ -655,7 +658,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	s := startStack(t, logFile)
+	s := startStack(t, logFile, nil)
 	admin := s.user("root@example.org", true)
 	ana := s.user("ana@example.org", false)
 
@@ -735,4 +738,46 @@ func TestAdminAPI(t *testing.T) {
 	if b.Batch.Status != "partial" && b.Batch.Status != "failed" {
 		t.Errorf("the batch of a deleted job is %q", b.Batch.Status)
 	}
+}
+
+// TestUploadWithinTheRateLimit uploads through a budget of files prepared
+// far smaller than the selection: the page sends smaller chunks when one is
+// more than the budget ever holds, waits out Retry-After, and every file
+// still arrives.
+func TestUploadWithinTheRateLimit(t *testing.T) {
+	chrome := chromium(t)
+	logPath := filepath.Join(artifacts, "stack-rate-limit.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	s := startStack(t, logFile, map[string]string{"RATE_UPLOADS_BURST": "8", "RATE_UPLOADS_PER_MINUTE": "600"})
+	key := s.user("ana@example.org", false)
+	photos := distinctPhotos(t, 30)
+	b := newBrowser(t, chrome)
+	b.run("sign in and create a project", 20*time.Second, chromedp.Navigate(s.url),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
+		chromedp.SendKeys(chromedp.CSS("#new-title"), "Budget"+kb.Enter),
+		chromedp.WaitReady(chromedp.CSS("#file-input")))
+	b.run("choose 30 photos", 10*time.Second, chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos))
+	b.waitJS("the page to say Searchable 30/30", 2*time.Minute,
+		`document.querySelector('#phase-searchable').textContent === 'Searchable 30/30'`)
+	if got := b.text(`button[data-filter="failed"]`); got != "Failed (0)" {
+		t.Errorf("the failed filter reads %q", got)
+	}
+	logs, _ := os.ReadFile(logPath)
+	refused := 0
+	for _, line := range strings.Split(string(logs), "\n") {
+		if strings.Contains(line, "assets:prepareUpload") && strings.Contains(line, "status=429") {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Error("no prepare call was refused: the test did not exercise the limit")
+	}
+	if n := s.count(`SELECT count(*) FROM assets WHERE status = 'pending_upload'`); n != 0 {
+		t.Errorf("%d assets were prepared and never uploaded", n)
+	}
+	t.Logf("%d prepare calls answered 429 on the way", refused)
 }

@@ -2,22 +2,14 @@
 // failed jobs of every user (retry, delete), batches with failures (retry
 // the whole batch), and the attestation chain (head, last verify).
 
-import { api, session, whenSignedOut } from './api.js';
-import { h, clear, announce, signInForm, userBar, when, bytes, plural, table } from './ui.js';
+import { api, whenSignedOut } from './api.js';
+import { h, clear, announce, signedInUser, signInForm, userBar, when, bytes, plural, table } from './ui.js';
 
 const main = document.getElementById('main');
 let timers = [];
 
 async function boot() {
-  let user = null;
-  try {
-    user = (await session.get()).user;
-  } catch (err) {
-    if (err.status !== 401) {
-      clear(main, h('p', { class: 'error', role: 'alert' }, `Lightbox cannot be reached: ${err.message}`));
-      return;
-    }
-  }
+  let user = await signedInUser(main);
   whenSignedOut(() => {
     stop();
     announce('Your session has ended; sign in again.', 'error');
@@ -191,4 +183,4 @@ async function loadChain(root) {
   clear(root, h('dl', { class: 'facts mono' }, facts.map(([k, val]) => [h('dt', {}, k), h('dd', {}, val)])), verify);
 }
 
-boot();
+boot().catch(() => {}); // signedInUser has said what went wrong

@@ -45,6 +45,9 @@ export async function api(method, path, body, headers = {}) {
   if (!res.ok) {
     const ra = Number(res.headers.get('Retry-After'));
     const err = new ApiError(res.status, data, Number.isFinite(ra) && ra > 0 ? ra : data?.details?.retryAfter);
+    // The most a rate budget holds at once: asking for more never passes.
+    const limit = Number(res.headers.get('X-RateLimit-Limit'));
+    if (limit > 0) err.limit = limit;
     if (res.status === 401 && path !== '/v1/session') onSignedOut(err);
     throw err;
   }

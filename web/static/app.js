@@ -2,8 +2,8 @@
 // Routes live in the URL's hash (#/, #/projects/{id}/{tab}), so the server
 // serves one page and the back button works.
 
-import { api, session, pages, whenSignedOut } from './api.js';
-import { h, clear, announce, signInForm, userBar, when, plural } from './ui.js';
+import { api, pages, whenSignedOut } from './api.js';
+import { h, clear, announce, signedInUser, signInForm, userBar, when, plural } from './ui.js';
 import { showProject, leaveProject } from './project.js';
 
 const main = document.getElementById('main');
@@ -17,14 +17,7 @@ async function boot() {
     announce('Your session has ended; sign in again.', 'error');
     signIn();
   });
-  try {
-    user = (await session.get()).user;
-  } catch (err) {
-    if (err.status !== 401) {
-      clear(main, h('p', { class: 'error', role: 'alert' }, `Lightbox cannot be reached: ${err.message}`));
-      return;
-    }
-  }
+  user = await signedInUser(main);
   if (!user) return signIn();
   started();
 }
@@ -120,4 +113,4 @@ async function projectsView() {
   list.removeAttribute('aria-busy');
 }
 
-boot();
+boot().catch(() => {}); // signedInUser has said what went wrong

@@ -67,6 +67,18 @@ export function plural(n, one, many = one + 's') {
   return `${n.toLocaleString()} ${n === 1 ? one : many}`;
 }
 
+// signedInUser is the session's user, or null when there is none; when
+// the server cannot be reached it says so in root and throws.
+export async function signedInUser(root) {
+  try {
+    return (await session.get()).user;
+  } catch (err) {
+    if (err.status === 401) return null;
+    clear(root, h('p', { class: 'error', role: 'alert' }, `Lightbox cannot be reached: ${err.message}`));
+    throw err;
+  }
+}
+
 // signInForm renders the API key form into root and resolves with the
 // session once the key is accepted.
 export function signInForm(root, intro) {

@@ -179,7 +179,7 @@ export class Uploader extends EventTarget {
     while (this.active < this.window.size && this.readyQ.length) {
       const row = this.readyQ.shift();
       if (row.local !== 'ready') continue;
-      if (row.upload.expiresAt - Date.now() < 20000) {
+      if (row.upload.expiresAt - Date.now() < row.upload.margin) {
         this.reprepare(row);
         continue;
       }
@@ -242,14 +242,15 @@ export class Uploader extends EventTarget {
           if (err.code === 'project_not_active') { this.stop(err.message, rows); return; }
           if (err.status === 429) {
             key = newKey(); // a refusal is kept under its key: the next try needs a new one
-            if (err.details && err.details.retryAfter === null && rows.length > 1) {
-              // More than the budget ever holds at once: send fewer.
-              this.chunkCap = Math.max(1, Math.floor(rows.length / 2));
+            const most = err.limit || (err.details && err.details.retryAfter === null ? Math.floor(rows.length / 2) : 0);
+            if (most && rows.length > most) {
+              // More than the budget ever holds at once: send fewer, and
+              // the rest in later chunks.
+              this.chunkCap = Math.max(1, most);
               const back = rows.splice(this.chunkCap);
               for (const r of back) r.local = 'waiting';
               this.prepareQ.unshift(...back);
-              attempt = 0;
-              continue;
+              this.model.changed();
             }
           }
           if (err.transient && attempt < MAX_ATTEMPTS) {
@@ -270,7 +271,11 @@ export class Uploader extends EventTarget {
         if (!row) continue;
         this.model.bindAsset(row, u.assetId);
         row.status = 'pending_upload';
-        row.upload = { url: u.uploadUrl, headers: u.headers || {}, expiresAt: Date.parse(u.expiresAt) };
+        // The URL's lifetime by this clock, which may be off from the
+        // server's; a PUT is not started this close to the end (20 s, or a
+        // quarter of a short lifetime): the file is prepared again instead.
+        const life = Math.min(86400000, Math.max(10000, Date.parse(u.expiresAt) - Date.now()));
+        row.upload = { url: u.uploadUrl, headers: u.headers || {}, expiresAt: Date.now() + life, margin: Math.min(20000, life / 4) };
         row.local = 'ready';
         row.note = '';
         this.readyQ.push(row);
@@ -463,7 +468,7 @@ export class Uploader extends EventTarget {
     row.expiries = 0;
     row.note = '';
     if (!row.sha) this.hasher.add(row);
-    if (row.assetId && row.upload && row.upload.expiresAt - Date.now() > 20000 && row.status === 'pending_upload') {
+    if (row.assetId && row.upload && row.upload.expiresAt - Date.now() > row.upload.margin && row.status === 'pending_upload') {
       row.local = 'ready';
       this.readyQ.push(row);
     } else {
