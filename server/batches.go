@@ -11,7 +11,6 @@ import (
 
 	"lightbox/events"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 type batchJSON struct {
@@ -136,9 +135,7 @@ func (s *Server) retryJob(c *gin.Context) {
 	s.retry(c, &id)
 }
 
-// retry runs failed jobs again: an archived task is run again through the
-// Inspector, keeping its TaskID; a task no longer in Redis is enqueued from
-// the job's recorded payload.
+// retry runs a batch's failed jobs again (see rerun).
 func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 	b, err := s.ownBatch(c)
 	if err != nil {
@@ -154,22 +151,10 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried."))
 		return
 	}
-	var retried []uuid.UUID
-	for _, j := range jobs {
-		if err := s.store.RequeueJob(c.Request.Context(), j.ID); err != nil {
-			fail(c, err)
-			return
-		}
-		err := s.inspector.RunTask(j.Queue, j.TaskID)
-		if err != nil {
-			err = tasks.Enqueue(c.Request.Context(), s.queue, tasks.New(j.Type, j.Payload, j.TaskID))
-		}
-		if err != nil {
-			logger(c).Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
-		} else if err := s.store.MarkEnqueued(c.Request.Context(), []uuid.UUID{j.ID}); err != nil {
-			logger(c).Warn("mark enqueued", "err", err)
-		}
-		retried = append(retried, j.ID)
+	retried, err := s.rerun(c, jobs)
+	if err != nil {
+		fail(c, err)
+		return
 	}
 	if nb, err := s.store.Batch(c.Request.Context(), principal(c).ID, b.ID); err == nil {
 		s.publishBatch(c, nb)

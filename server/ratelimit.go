@@ -40,6 +40,14 @@ func (s *Server) rateLimit(c *gin.Context) {
 // does not answer, the request goes on: a limiter outage must not become an
 // API outage.
 func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int) bool {
+	if n > limit.Burst {
+		// More than the bucket ever holds: no wait makes it pass, so say
+		// how much fits at once instead of a Retry-After.
+		c.Writer.Header().Set("X-RateLimit-Limit", strconv.Itoa(limit.Burst))
+		fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; at most %d fit at once.", n, limit.Burst).
+			with("retryAfter", nil).with("maxAtOnce", limit.Burst))
+		return false
+	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
 	defer cancel()
 	res, err := s.limits.rl.AllowN(ctx, key, limit, n)
@@ -56,12 +64,6 @@ func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int
 		return true
 	}
 	retry := ceilSeconds(res.RetryAfter)
-	if res.RetryAfter < 0 {
-		// More than the bucket can ever hold: no wait makes it pass.
-		fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; the most allowed at once is %d.", n, limit.Burst).
-			with("retryAfter", nil).with("limit", limit.Burst))
-		return false
-	}
 	h.Set("Retry-After", strconv.Itoa(retry))
 	fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry))
 	return false

@@ -70,3 +70,21 @@ func TestLimiterOutageLetsRequestsThrough(t *testing.T) {
 		t.Fatal("limit headers without a limiter answer")
 	}
 }
+
+func TestMoreThanTheBurstAtOnceSaysHowMuchFits(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"RATE_UPLOADS_PER_MINUTE": "600", "RATE_UPLOADS_BURST": "5"}})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	files := make([]map[string]any, 6)
+	for i := range files {
+		files[i] = map[string]any{"filename": "a.jpg", "byteSize": 100}
+	}
+	r := a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files})
+	expect(t, r, 429, "rate_limited")
+	if r.header.Get("Retry-After") != "" || r.json(t)["details"].(map[string]any)["maxAtOnce"] != 5.0 || r.header.Get("X-RateLimit-Limit") != "5" {
+		t.Fatalf("6 files against a burst of 5: Retry-After %q, body %s", r.header.Get("Retry-After"), r.body)
+	}
+	// The same files in two parts go through.
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files[:5]}), 200, "")
+}
