@@ -50,11 +50,7 @@ func (s *Server) getBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := make([]jobJSON, len(jobs))
-	for i, j := range jobs {
-		out[i] = toJobJSON(j)
-	}
-	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "jobs": out})
+	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "jobs": toJobsJSON(jobs)})
 }
 
 // batchResults says, per job, what it produced: the asset it worked on and

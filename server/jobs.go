@@ -87,3 +87,27 @@ func (s *Server) listJobs(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, toPaged(page, toJobJSON))
 }
+
+func toJobsJSON(jobs []store.Job) []jobJSON {
+	out := make([]jobJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = toJobJSON(j)
+	}
+	return out
+}
+
+// assetJobs lists the jobs of one of the caller's assets, for the photo
+// details page.
+func (s *Server) assetJobs(c *gin.Context) {
+	a, _, err := s.ownAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	jobs, err := s.store.AssetJobs(c.Request.Context(), a.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"items": toJobsJSON(jobs)})
+}

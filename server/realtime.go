@@ -193,8 +193,6 @@ func (s *Server) snapshot(c *gin.Context, project, batch uuid.UUID) (*snapshotJS
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range jobs {
-		snap.Jobs = append(snap.Jobs, toJobJSON(j))
-	}
+	snap.Jobs = toJobsJSON(jobs)
 	return snap, nil
 }

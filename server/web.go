@@ -102,26 +102,6 @@ func (s *Server) staticFile(c *gin.Context) {
 	s.servePage(c, "static/"+name)
 }
 
-// assetJobs lists the jobs of one of the caller's assets, for the photo
-// details page.
-func (s *Server) assetJobs(c *gin.Context) {
-	a, _, err := s.ownAsset(c)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	jobs, err := s.store.AssetJobs(c.Request.Context(), a.ID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	out := make([]jobJSON, len(jobs))
-	for i, j := range jobs {
-		out[i] = toJobJSON(j)
-	}
-	c.JSON(http.StatusOK, gin.H{"items": out})
-}
-
 // adminOnlyPage lets only admins reach the operator pages, by the session
 // cookie the admin page signed in with (or a Bearer key). A browser that
 // is not signed in is sent to /admin, which shows the sign-in form.
