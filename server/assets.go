@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -249,12 +250,12 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 		fail(c, apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly."))
 		return
 	}
-	job, err := s.store.Reprocess(c.Request.Context(), principal(c).ID, a, ingestJob(a.ProjectID))
+	job, err := s.store.Reprocess(c.Request.Context(), principal(c).ID, a, dispatch.IngestJob(a.ProjectID))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.enqueueJobs(c.Request.Context(), []store.Job{*job})
+	s.jobs.Enqueue(c.Request.Context(), []store.Job{*job})
 	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job.ID}})
 }
 

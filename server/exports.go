@@ -178,7 +178,7 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
-	s.enqueueJobs(context.WithoutCancel(ctx), []store.Job{job})
+	s.jobs.Enqueue(context.WithoutCancel(ctx), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
 }
 

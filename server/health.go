@@ -37,7 +37,7 @@ func (s *Server) readyz(c *gin.Context) {
 		fail(c, e)
 		return
 	}
-	out := gin.H{"status": "ok", "checks": checks, "limiterErrors": limiterErrors.Load()}
+	out := gin.H{"status": "ok", "checks": checks, "limiterErrors": s.limits.errors.Load()}
 	if h, err := chain.ReadHead(ctx, s.store); err == nil {
 		out["chain"] = h
 	}

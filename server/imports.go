@@ -64,7 +64,7 @@ func (s *Server) importURLs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.enqueueJobs(c.Request.Context(), jobs)
+	s.jobs.Enqueue(c.Request.Context(), jobs)
 	ids := make([]uuid.UUID, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID

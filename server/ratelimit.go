@@ -12,14 +12,13 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 )
 
-// limiterErrors counts requests let through because Redis could not answer
-// the limiter; /readyz reports it.
-var limiterErrors atomic.Int64
-
 // limits are the per-user budgets, shared through Redis by every server
 // process, as token buckets refilled per minute.
 type limits struct {
-	rl      *redis_rate.Limiter
+	rl *redis_rate.Limiter
+	// errors counts requests let through because Redis could not answer
+	// the limiter; /readyz reports it.
+	errors  *atomic.Int64
 	api     redis_rate.Limit
 	uploads redis_rate.Limit
 }
@@ -52,7 +51,7 @@ func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int
 	defer cancel()
 	res, err := s.limits.rl.AllowN(ctx, key, limit, n)
 	if err != nil {
-		limiterErrors.Add(1)
+		s.limits.errors.Add(1)
 		logger(c).Warn("rate limiter unavailable; request allowed", "err", err)
 		return true
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,6 +21,7 @@ import (
 	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/events"
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 )
 
@@ -50,6 +52,7 @@ type Server struct {
 	blobs      blob.Store
 	signer     *blob.Signer
 	limits     limits
+	jobs       *dispatch.Dispatcher
 	embedModel string
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
@@ -65,6 +68,7 @@ func New(d Deps) *Server {
 		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, chainKey: d.ChainKey,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
+			errors:  new(atomic.Int64),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),
 			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
 		},
@@ -72,6 +76,7 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.jobs = &dispatch.Dispatcher{Store: d.Store, Queue: d.Queue, Log: s.log, Window: d.Config.BatchWindow}
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	gin.SetMode(gin.ReleaseMode)

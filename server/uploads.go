@@ -15,10 +15,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -335,7 +335,7 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 
-	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, store.FinalizeOptions{Spec: ingestJob(p.ID)})
+	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, store.FinalizeOptions{Spec: dispatch.IngestJob(p.ID)})
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			logger(c).Error("finalize not recorded", "err", err)
@@ -350,7 +350,7 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 			logger(c).Warn("discard blob", "key", key, "err", err)
 		}
 	}
-	s.enqueueJobs(ctx, res.NewJobs)
+	s.jobs.Enqueue(ctx, res.NewJobs)
 	if len(res.NewJobs) > 0 {
 		// The chain flusher debounces itself by TaskID; a lost enqueue is
 		// repeated by the sweeper.
@@ -371,60 +371,4 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		jobs[i] = j.String()
 	}
 	c.JSON(http.StatusOK, gin.H{"queuedJobs": jobs, "batchId": res.BatchID, "assets": out})
-}
-
-// ingestJob builds the job row of an accepted asset's ingest.
-func ingestJob(project uuid.UUID) store.JobSpec {
-	return func(asset, batch, job uuid.UUID) store.Job {
-		p := tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset}
-		t := tasks.NewIngest(p)
-		return store.Job{ID: job, ProjectID: project, AssetID: &asset, BatchID: &batch,
-			Type: t.Type(), Queue: tasks.QueueOf(t.Type()), TaskID: tasks.IngestID(asset), Payload: t.Payload()}
-	}
-}
-
-// enqueueJobs hands recorded jobs to the queue and notes which arrived,
-// at most BATCH_WINDOW of each batch: the worker releases the rest of a
-// batch as its jobs finish. Failures are logged, not returned: the jobs are
-// safe in Postgres.
-func (s *Server) enqueueJobs(ctx context.Context, jobs []store.Job) {
-	jobs = firstOfEachBatch(jobs, s.cfg.BatchWindow)
-	if len(jobs) == 0 {
-		return
-	}
-	ts := make([]*asynq.Task, len(jobs))
-	for i, j := range jobs {
-		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
-	}
-	var done []uuid.UUID
-	for i, err := range tasks.EnqueueAll(ctx, s.queue, ts) {
-		if err != nil {
-			s.log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
-			continue
-		}
-		done = append(done, jobs[i].ID)
-	}
-	if err := s.store.MarkEnqueued(ctx, done); err != nil {
-		s.log.Warn("mark enqueued", "err", err)
-	}
-}
-
-// firstOfEachBatch keeps the first window jobs of every batch (all when
-// window is 0).
-func firstOfEachBatch(jobs []store.Job, window int) []store.Job {
-	if window <= 0 {
-		return jobs
-	}
-	seen := map[uuid.UUID]int{}
-	out := jobs[:0:0]
-	for _, j := range jobs {
-		if j.BatchID != nil {
-			if seen[*j.BatchID] >= window {
-				continue
-			}
-			seen[*j.BatchID]++
-		}
-		out = append(out, j)
-	}
-	return out
 }

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -121,14 +121,14 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	out, err := w.st.FinalizeUploads(ctx, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}},
-		store.FinalizeOptions{Spec: ingestJobSpec(a.ProjectID), Batch: job.BatchID})
+		store.FinalizeOptions{Spec: dispatch.IngestJob(a.ProjectID), Batch: job.BatchID})
 	if err != nil {
 		return err
 	}
 	for _, key := range out.Discard {
 		w.blobs.Delete(ctx, key)
 	}
-	w.enqueueJobs(ctx, out.NewJobs)
+	w.jobs.Enqueue(ctx, out.NewJobs)
 	if len(out.NewJobs) > 0 {
 		if err := tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()); err != nil {
 			w.log.Warn("enqueue chain flush", "err", err)
@@ -191,13 +191,4 @@ func sniffImage(head []byte) string {
 		return ct
 	}
 	return ""
-}
-
-// ingestJobSpec builds the ingest job of a downloaded asset.
-func ingestJobSpec(project uuid.UUID) store.JobSpec {
-	return func(asset, batch, job uuid.UUID) store.Job {
-		t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
-		return store.Job{ID: job, ProjectID: project, AssetID: &asset, BatchID: &batch, Type: t.Type(),
-			Queue: tasks.QueueOf(t.Type()), TaskID: tasks.IngestID(asset), Payload: t.Payload()}
-	}
 }

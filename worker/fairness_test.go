@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -39,10 +40,7 @@ func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID
 		sum := sha256.Sum256(body)
 		items[i] = store.FinalizeItem{AssetID: id, Checksum: hex.EncodeToString(sum[:])}
 	}
-	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, items, store.FinalizeOptions{Spec: func(a, b, j uuid.UUID) store.Job {
-		t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: j, ProjectID: project}, AssetID: a})
-		return store.Job{ID: j, ProjectID: project, AssetID: &a, BatchID: &b, Type: t.Type(), Queue: "default", TaskID: tasks.IngestID(a), Payload: t.Payload()}
-	}})
+	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, items, store.FinalizeOptions{Spec: dispatch.IngestJob(project)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

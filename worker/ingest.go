@@ -79,7 +79,7 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	if err := w.st.SaveIngest(ctx, out); err != nil {
 		return err
 	}
-	w.enqueueJobs(ctx, []store.Job{*out.Next})
+	w.jobs.Enqueue(ctx, []store.Job{*out.Next})
 	return nil
 }
 

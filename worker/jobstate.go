@@ -105,5 +105,5 @@ func (w *Worker) releaseNext(ctx context.Context, batch uuid.UUID) {
 		w.log.Warn("release batch jobs; the sweeper will", "batch", batch, "err", err)
 		return
 	}
-	w.enqueueJobs(ctx, jobs)
+	w.jobs.Enqueue(ctx, jobs)
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
-	"lightbox/store"
 	"lightbox/tasks"
 )
 
@@ -34,7 +32,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	errs = append(errs, err)
 	stalled, err := w.st.StalledIngests(ctx, now.Add(-stalledAfter), sweepBatch)
 	errs = append(errs, err)
-	if n := w.enqueueJobs(ctx, append(lost, stalled...)); n > 0 {
+	if n := w.jobs.Enqueue(ctx, append(lost, stalled...)); n > 0 {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
 	}
 
@@ -78,25 +76,4 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 		errs = append(errs, w.expireExport(ctx, e))
 	}
 	return errors.Join(errs...)
-}
-
-// enqueueJobs hands recorded jobs to the queue (again) and notes which
-// arrived; TaskIDs make a second enqueue of a live task a no-op.
-func (w *Worker) enqueueJobs(ctx context.Context, jobs []store.Job) int {
-	ts := make([]*asynq.Task, len(jobs))
-	for i, j := range jobs {
-		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
-	}
-	var done []uuid.UUID
-	for i, err := range tasks.EnqueueAll(ctx, w.queue, ts) {
-		if err != nil {
-			w.log.Warn("sweep enqueue failed", "job", jobs[i].ID, "err", err)
-			continue
-		}
-		done = append(done, jobs[i].ID)
-	}
-	if err := w.st.MarkEnqueued(ctx, done); err != nil {
-		w.log.Warn("mark enqueued", "err", err)
-	}
-	return len(done)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
+	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -36,10 +37,7 @@ func (h *harness) finalizeWithoutEnqueue(project uuid.UUID, data []byte) (asset,
 	}
 	sum := sha256.Sum256(data)
 	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, []store.FinalizeItem{{AssetID: asset, Checksum: hex.EncodeToString(sum[:])}},
-		store.FinalizeOptions{Spec: func(a, b, j uuid.UUID) store.Job {
-			t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: j, ProjectID: project}, AssetID: a})
-			return store.Job{ID: j, ProjectID: project, AssetID: &a, BatchID: &b, Type: t.Type(), Queue: "default", TaskID: tasks.IngestID(a), Payload: t.Payload()}
-		}})
+		store.FinalizeOptions{Spec: dispatch.IngestJob(project)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
