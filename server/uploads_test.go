@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,4 +390,49 @@ func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
 	if waiting != 1 {
 		t.Fatalf("%d jobs wait for the sweeper, want 1", waiting)
 	}
+}
+
+func TestAssetsListAcrossPages(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
+
+	var ids []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		r := a.do("GET", "/v1/projects/"+project+"/assets?limit=2&cursor="+cursor, key, nil)
+		expect(t, r, 200, "")
+		var page struct {
+			Items []struct {
+				ID    string
+				Flags struct{ Readiness string }
+			}
+			PageInfo struct{ NextCursor *string }
+		}
+		json.Unmarshal(r.body, &page)
+		for _, it := range page.Items {
+			ids = append(ids, it.ID)
+			if it.Flags.Readiness != "uploaded" {
+				t.Fatalf("asset %s readiness %q", it.ID, it.Flags.Readiness)
+			}
+		}
+		if page.PageInfo.NextCursor == nil {
+			if pages != 1 {
+				t.Fatalf("%d pages of 2 for 3 assets", pages+1)
+			}
+			break
+		}
+		cursor = *page.PageInfo.NextCursor
+	}
+	want := []string{ups[0].AssetID, ups[1].AssetID, ups[2].AssetID}
+	slices.Sort(want)
+	slices.Sort(ids)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("listed %v, want each of %v once", ids, want)
+	}
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("GET", "/v1/projects/"+project+"/assets", bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID, bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID, key, nil), 200, "")
 }

@@ -126,15 +126,15 @@ func (s *Store) Asset(ctx context.Context, owner, id uuid.UUID) (*Asset, error) 
 // Assets lists a project's assets in upload order, limit at a time.
 func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, limit int) (Page[Asset], error) {
 	var rows []Asset
-	var err error
-	if after == nil {
-		err = s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
-			WHERE a.project_id = $1 ORDER BY a.created_at, a.id LIMIT $2`, project, limit+1)
-	} else {
-		err = s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
-			WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
-			ORDER BY a.created_at, a.id LIMIT $4`, project, after.Time, after.ID, limit+1)
+	// Without a cursor, start after a position earlier than any row.
+	var afterTime time.Time
+	afterID := uuid.Nil
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
 	}
+	err := s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
+		WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
+		ORDER BY a.created_at, a.id LIMIT $4`, project, afterTime, afterID, limit+1)
 	if err != nil {
 		return Page[Asset]{}, err
 	}

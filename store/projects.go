@@ -78,16 +78,14 @@ func (s *Store) Project(ctx context.Context, owner, id uuid.UUID) (*Project, err
 // Projects lists owner's projects, newest first, limit at a time.
 func (s *Store) Projects(ctx context.Context, owner uuid.UUID, after *Cursor, limit int) (Page[Project], error) {
 	var rows []Project
-	var err error
-	if after == nil {
-		err = s.DB.SelectContext(ctx, &rows, projectSelect+`
-			WHERE p.owner_user_id = $1 AND p.status <> 'deleted'
-			ORDER BY p.created_at DESC, p.id DESC LIMIT $2`, owner, limit+1)
-	} else {
-		err = s.DB.SelectContext(ctx, &rows, projectSelect+`
-			WHERE p.owner_user_id = $1 AND p.status <> 'deleted' AND (p.created_at, p.id) < ($2, $3)
-			ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, owner, after.Time, after.ID, limit+1)
+	// Without a cursor, start after a position later than any row.
+	afterTime, afterID := time.Now().Add(time.Hour), uuid.Max
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
 	}
+	err := s.DB.SelectContext(ctx, &rows, projectSelect+`
+		WHERE p.owner_user_id = $1 AND p.status <> 'deleted' AND (p.created_at, p.id) < ($2, $3)
+		ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, owner, afterTime, afterID, limit+1)
 	if err != nil {
 		return Page[Project]{}, err
 	}
