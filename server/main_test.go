@@ -138,12 +138,6 @@ func (r reply) json(t testing.TB) map[string]any {
 	return m
 }
 
-func (r reply) code(t testing.TB) string {
-	t.Helper()
-	code, _ := r.json(t)["code"].(string)
-	return code
-}
-
 // do sends one request. body may be a string (sent as is) or a value to encode.
 func (a *app) do(method, path, key string, body any, headers ...string) reply {
 	a.t.Helper()

@@ -130,14 +130,6 @@ func (s *Store) StalledIngests(ctx context.Context, cutoff time.Time, limit int)
 	return jobs, err
 }
 
-// Job returns owner's job id.
-func (s *Store) Job(ctx context.Context, owner, id uuid.UUID) (*Job, error) {
-	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j JOIN projects p ON p.id = j.project_id
-		WHERE j.id = $1 AND p.owner_user_id = $2`, id, owner)
-	return j, notFound(err)
-}
-
 // JobFilter narrows a job listing.
 type JobFilter struct {
 	Status string

@@ -30,12 +30,6 @@ func (s *Store) JobStarted(ctx context.Context, id uuid.UUID, attempt int) (*Job
 	return j, notFound(err)
 }
 
-// JobProgress records how far a running job is, from 0 to 1.
-func (s *Store) JobProgress(ctx context.Context, id uuid.UUID, progress float64) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, id, progress)
-	return err
-}
-
 // JobRetrying records a failed attempt that will run again at next.
 func (s *Store) JobRetrying(ctx context.Context, id uuid.UUID, next time.Time, code, message string) (*Job, error) {
 	j := &Job{}
