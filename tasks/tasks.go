@@ -7,6 +7,7 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,25 +35,63 @@ const (
 // DefaultWeights is how often each queue is served relative to the others.
 var DefaultWeights = map[string]int{QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
 
-// spec is one row of the task table.
+// spec is one row of the task table: everything the rest of Lightbox
+// needs to know about a task type.
 type spec struct {
 	queue    string
 	timeout  time.Duration
 	schedule []time.Duration // one delay per retry; len is MaxRetry
+	// hasJob: each task is recorded as a row in the jobs table, which the
+	// API shows and the worker keeps up to date.
+	hasJob bool
+	// failsAsset: when the task fails for good, its asset fails with it.
+	failsAsset bool
 }
 
 var table = map[string]spec{
-	TypeIngest:     {QueueDefault, 5 * time.Minute, []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}},
-	TypeDownload:   {QueueDefault, 5 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute}},
-	TypeEmbed:      {QueueLow, 2 * time.Minute, []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}},
-	TypeCluster:    {QueueLow, 10 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute}},
-	TypeExport:     {QueueCritical, 30 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute}},
-	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}},
-	TypeSweep:      {QueueLow, time.Minute, nil},
+	TypeIngest:     {QueueDefault, 5 * time.Minute, []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}, true, true},
+	TypeDownload:   {QueueDefault, 5 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute}, true, true},
+	TypeEmbed:      {QueueLow, 2 * time.Minute, []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}, true, false},
+	TypeCluster:    {QueueLow, 10 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute}, false, false},
+	TypeExport:     {QueueCritical, 30 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
+	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}, false, false},
+	TypeSweep:      {QueueLow, time.Minute, nil, false, false},
 }
 
 // QueueOf is the queue tasks of type typ go to.
 func QueueOf(typ string) string { return table[typ].queue }
+
+// HasJob reports whether tasks of type typ are recorded as job rows.
+func HasJob(typ string) bool { return table[typ].hasJob }
+
+// FailsAsset reports whether a task of type typ that fails for good fails
+// its asset too: the asset cannot become ready without it.
+func FailsAsset(typ string) bool { return table[typ].failsAsset }
+
+// JobTypes lists the task types that have job rows, in a stable order.
+func JobTypes() []string {
+	var out []string
+	for typ, s := range table {
+		if s.hasJob {
+			out = append(out, typ)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Args is a task's typed payload. It names its own type and TaskID, so a
+// task and its job row are built from the payload alone.
+type Args interface {
+	Kind() string
+	TaskID() string
+}
+
+// JobArgs is the payload of a task type that has a job row.
+type JobArgs interface {
+	Args
+	Ref() Job
+}
 
 // Job links a task to its row in the jobs table, where the worker records
 // its progress.
@@ -60,6 +99,9 @@ type Job struct {
 	JobID     uuid.UUID `json:"jobId"`
 	ProjectID uuid.UUID `json:"projectId"`
 }
+
+// Ref is the job row the task belongs to.
+func (j Job) Ref() Job { return j }
 
 // IngestPayload asks for an uploaded original to be processed.
 type IngestPayload struct {
@@ -94,62 +136,71 @@ type ExportPayload struct {
 	ExportID uuid.UUID `json:"exportId"`
 }
 
+func (IngestPayload) Kind() string     { return TypeIngest }
+func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
+
 // NewIngest is an asset:ingest task, unique per asset.
-func NewIngest(p IngestPayload) *asynq.Task {
-	return build(TypeIngest, p, IngestID(p.AssetID))
-}
+func NewIngest(p IngestPayload) *asynq.Task { return NewTask(p) }
 
 // IngestID is the TaskID of an asset's ingest.
 func IngestID(asset uuid.UUID) string { return "ingest:" + asset.String() }
 
+func (DownloadPayload) Kind() string     { return TypeDownload }
+func (p DownloadPayload) TaskID() string { return DownloadID(p.JobID) }
+
 // NewDownload is an asset:download task, unique per job.
-func NewDownload(p DownloadPayload) *asynq.Task {
-	return build(TypeDownload, p, DownloadID(p.JobID))
-}
+func NewDownload(p DownloadPayload) *asynq.Task { return NewTask(p) }
 
 // DownloadID is the TaskID of a URL import job.
 func DownloadID(job uuid.UUID) string { return "download:" + job.String() }
 
+func (EmbedPayload) Kind() string     { return TypeEmbed }
+func (p EmbedPayload) TaskID() string { return EmbedID(p.AssetID, p.Model) }
+
 // NewEmbed is an asset:embed task, unique per asset and model.
-func NewEmbed(p EmbedPayload) *asynq.Task {
-	return build(TypeEmbed, p, EmbedID(p.AssetID, p.Model))
-}
+func NewEmbed(p EmbedPayload) *asynq.Task { return NewTask(p) }
 
 // EmbedID is the TaskID of an asset's embedding with model.
 func EmbedID(asset uuid.UUID, model string) string { return "embed:" + asset.String() + ":" + model }
 
+func (ClusterPayload) Kind() string     { return TypeCluster }
+func (p ClusterPayload) TaskID() string { return fmt.Sprintf("cluster:%s:%d", p.ProjectID, p.Run) }
+
 // NewCluster is a project:cluster task for one scheduled run; the caller
 // enqueues it with asynq.ProcessIn to debounce.
-func NewCluster(p ClusterPayload) *asynq.Task {
-	return build(TypeCluster, p, fmt.Sprintf("cluster:%s:%d", p.ProjectID, p.Run))
-}
+func NewCluster(p ClusterPayload) *asynq.Task { return NewTask(p) }
+
+func (ExportPayload) Kind() string     { return TypeExport }
+func (p ExportPayload) TaskID() string { return ExportID(p.ExportID) }
 
 // NewExport is a project:export task, unique per export.
-func NewExport(p ExportPayload) *asynq.Task {
-	return build(TypeExport, p, ExportID(p.ExportID))
-}
+func NewExport(p ExportPayload) *asynq.Task { return NewTask(p) }
 
 // ExportID is the TaskID of an export.
 func ExportID(export uuid.UUID) string { return "export:" + export.String() }
 
 // NewChainFlush is the chain:flush task; one may wait at a time.
 func NewChainFlush() *asynq.Task {
-	return build(TypeChainFlush, struct{}{}, "chain:flush")
+	return New(TypeChainFlush, []byte("{}"), "chain:flush")
 }
 
 // NewSweep is the periodic maintenance:sweep task. It has no TaskID: the
 // scheduler makes one each period and a run that is lost is replaced by the next.
 func NewSweep() *asynq.Task {
-	return build(TypeSweep, struct{}{}, "")
+	return New(TypeSweep, []byte("{}"), "")
 }
 
-func build(typ string, payload any, taskID string) *asynq.Task {
-	b, err := json.Marshal(payload)
+// NewTask is the task a payload describes, with its type's options.
+func NewTask(a Args) *asynq.Task { return New(a.Kind(), Encode(a), a.TaskID()) }
+
+// Encode is a payload as tasks and job rows carry it.
+func Encode(a Args) []byte {
+	b, err := json.Marshal(a)
 	if err != nil {
 		// Payloads are plain structs of strings and ids; this cannot fail.
-		panic(fmt.Sprintf("tasks: encode %s payload: %v", typ, err))
+		panic(fmt.Sprintf("tasks: encode %s payload: %v", a.Kind(), err))
 	}
-	return New(typ, b, taskID)
+	return b
 }
 
 // New builds a task of type typ from an encoded payload with the options of
