@@ -15,7 +15,6 @@ import (
 
 	"lightbox/chain"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // The operators' API behind the admin page: queues, failed work across
@@ -260,27 +259,12 @@ func (s *Server) adminRetryBatch(c *gin.Context) {
 	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": retried})
 }
 
-// rerun puts failed jobs back to queued and runs their tasks again: an
-// archived task through the Inspector, keeping its TaskID; a task no longer
-// in Redis from the job's recorded payload. An enqueue that fails is left
-// to the sweeper, which finds the job queued and never enqueued.
-func (s *Server) rerun(c *gin.Context, jobs []store.Job) ([]uuid.UUID, error) {
-	ctx := c.Request.Context()
-	retried := []uuid.UUID{}
-	for _, j := range jobs {
-		if err := s.store.RequeueJob(ctx, j.ID); err != nil {
-			return nil, err
-		}
-		err := s.inspector.RunTask(j.Queue, j.TaskID)
-		if err != nil {
-			err = tasks.Enqueue(ctx, s.queue, tasks.New(j.Type, j.Payload, j.TaskID))
-		}
-		if err != nil {
-			logger(c).Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
-		} else if err := s.store.MarkEnqueued(ctx, []uuid.UUID{j.ID}); err != nil {
-			logger(c).Warn("mark enqueued", "err", err)
-		}
-		retried = append(retried, j.ID)
+// rerun runs failed jobs again (see jobs.Dispatcher.Rerun) and notes who
+// asked.
+func (s *Server) rerun(c *gin.Context, failed []store.Job) ([]uuid.UUID, error) {
+	retried, err := s.jobs.Rerun(c.Request.Context(), logger(c), failed)
+	if err != nil {
+		return nil, err
 	}
 	logger(c).Info("failed jobs retried", "jobs", len(retried), "by", principal(c).Email)
 	return retried, nil

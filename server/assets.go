@@ -9,12 +9,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/internal/dispatch"
+	"lightbox/jobs"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // downloadTTL is how long signed file URLs in answers stay valid.
@@ -216,47 +214,21 @@ func (s *Server) assetAction(c *gin.Context) {
 	}
 }
 
-// reprocess runs an asset's pipeline again. A task still waiting for it is
-// left alone; an archived one (failed for good) is run again rather than
-// duplicated; otherwise a new batch and job are recorded and enqueued.
+// reprocess runs an asset's pipeline again (see jobs.Dispatcher.Reprocess).
 func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 	if a.Status == store.AssetPendingUpload || a.Status == store.AssetDuplicate {
 		fail(c, apiError(http.StatusConflict, "not_processable", "Only finalized originals can be processed; this asset is %s.", a.Status))
 		return
 	}
-	taskID := tasks.IngestID(a.ID)
-	info, err := s.inspector.GetTaskInfo(tasks.QueueDefault, taskID)
-	switch {
-	case err == nil && info.State == asynq.TaskStateArchived:
-		p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
-		if err := s.store.RequeueJob(c.Request.Context(), p.JobID); err != nil {
-			fail(c, err)
-			return
-		}
-		if err := s.inspector.RunTask(tasks.QueueDefault, taskID); err != nil {
-			fail(c, err)
-			return
-		}
-		if err := s.store.MarkEnqueued(c.Request.Context(), []uuid.UUID{p.JobID}); err != nil {
-			logger(c).Warn("mark enqueued", "err", err)
-		}
-		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
-		return
-	case err == nil && info.State != asynq.TaskStateCompleted:
-		p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
-		c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{p.JobID}})
-		return
-	case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
-		fail(c, apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly."))
-		return
+	job, err := s.jobs.Reprocess(c.Request.Context(), logger(c), principal(c).ID, a)
+	if errors.Is(err, jobs.ErrQueueUnavailable) {
+		err = apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly.")
 	}
-	job, err := s.store.Reprocess(c.Request.Context(), principal(c).ID, a, dispatch.IngestJob(a.ProjectID))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.jobs.Enqueue(c.Request.Context(), []store.Job{*job})
-	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job.ID}})
+	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job}})
 }
 
 // getBlob serves a file through a signed GET URL.

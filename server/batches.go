@@ -1,13 +1,11 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 
 	"lightbox/events"
 	"lightbox/store"
@@ -100,21 +98,10 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	s.jobs.Drop(logger(c), jobs)
 	var canceled []uuid.UUID
 	for _, j := range jobs {
 		canceled = append(canceled, j.ID)
-		info, err := s.inspector.GetTaskInfo(j.Queue, j.TaskID)
-		if err != nil {
-			continue // never enqueued, or already gone
-		}
-		if info.State == asynq.TaskStateActive {
-			err = s.inspector.CancelProcessing(j.TaskID)
-		} else {
-			err = s.inspector.DeleteTask(j.Queue, j.TaskID)
-		}
-		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-			logger(c).Warn("cancel task", "task", j.TaskID, "err", err)
-		}
 	}
 	s.publishBatch(c, nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})

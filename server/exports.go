@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -28,10 +27,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	"github.com/lib/pq"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -161,9 +160,7 @@ func (s *Server) createExport(c *gin.Context) {
 	}
 
 	exportID, jobID := uuid.New(), uuid.New()
-	t := tasks.NewExport(tasks.ExportPayload{Job: tasks.Job{JobID: jobID, ProjectID: p.ID}, ExportID: exportID})
-	job := store.Job{ID: jobID, ProjectID: p.ID, Type: t.Type(), Queue: tasks.QueueOf(t.Type()),
-		TaskID: tasks.ExportID(exportID), Payload: t.Payload()}
+	job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: jobID, ProjectID: p.ID}, ExportID: exportID}, nil, nil)
 	raw, _ := json.Marshal(settings)
 	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
 	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: in.Preset, Settings: raw, ExpiresAt: &expires}
@@ -178,7 +175,7 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
-	s.jobs.Enqueue(context.WithoutCancel(ctx), []store.Job{job})
+	s.jobs.Enqueue(context.WithoutCancel(ctx), logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
 }
 
@@ -344,24 +341,6 @@ func (s *Server) cancelExport(c *gin.Context) {
 			with("status", e.Status))
 		return
 	}
-	s.dropTask(c, tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
+	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
 	c.JSON(http.StatusOK, toExportJSON(e))
-}
-
-// dropTask removes a waiting task from the queue or cancels it while it
-// runs. A task already gone is fine: the job row says it was canceled, and
-// the worker checks that before and during the work.
-func (s *Server) dropTask(c *gin.Context, queue, taskID string) {
-	info, err := s.inspector.GetTaskInfo(queue, taskID)
-	if err != nil {
-		return
-	}
-	if info.State == asynq.TaskStateActive {
-		err = s.inspector.CancelProcessing(taskID)
-	} else {
-		err = s.inspector.DeleteTask(queue, taskID)
-	}
-	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		logger(c).Warn("cancel task", "task", taskID, "err", err)
-	}
 }

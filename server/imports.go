@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -55,18 +56,16 @@ func (s *Server) importURLs(c *gin.Context) {
 	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(items)) {
 		return
 	}
-	batch, jobs, err := s.store.CreateImport(c.Request.Context(), principal(c).ID, p.ID, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		t := tasks.NewDownload(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: p.ID}, AssetID: it.AssetID, URL: it.URL})
-		return store.Job{ID: job, ProjectID: p.ID, AssetID: &it.AssetID, BatchID: &batch, Type: t.Type(),
-			Queue: tasks.QueueOf(t.Type()), TaskID: tasks.DownloadID(job), Payload: t.Payload()}
+	batch, recorded, err := s.store.CreateImport(c.Request.Context(), principal(c).ID, p.ID, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: p.ID}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
 	})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.jobs.Enqueue(c.Request.Context(), jobs)
-	ids := make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
+	s.jobs.Enqueue(c.Request.Context(), logger(c), recorded)
+	ids := make([]uuid.UUID, len(recorded))
+	for i, j := range recorded {
 		ids[i] = j.ID
 	}
 	c.JSON(http.StatusAccepted, gin.H{"batchId": batch.ID, "queuedJobs": ids})

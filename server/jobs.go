@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -51,8 +52,6 @@ func deref(s *string) string {
 
 var jobStatuses = map[string]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}
 
-var jobTypes = map[string]bool{tasks.TypeIngest: true, tasks.TypeDownload: true, tasks.TypeEmbed: true, tasks.TypeExport: true}
-
 func (s *Server) listJobs(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
@@ -68,8 +67,8 @@ func (s *Server) listJobs(c *gin.Context) {
 	if f.Status != "" && !jobStatuses[f.Status] {
 		errs.add("status", "must be queued, running, done, failed or canceled")
 	}
-	if f.Type != "" && !jobTypes[f.Type] {
-		errs.add("type", "must be a task type such as asset:ingest")
+	if f.Type != "" && !tasks.HasJob(f.Type) {
+		errs.add("type", "must be one of "+strings.Join(tasks.JobTypes(), ", "))
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)

@@ -21,7 +21,7 @@ import (
 	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/events"
-	"lightbox/internal/dispatch"
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -52,7 +52,7 @@ type Server struct {
 	blobs      blob.Store
 	signer     *blob.Signer
 	limits     limits
-	jobs       *dispatch.Dispatcher
+	jobs       *jobs.Dispatcher
 	embedModel string
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
@@ -76,7 +76,7 @@ func New(d Deps) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.jobs = &dispatch.Dispatcher{Store: d.Store, Queue: d.Queue, Log: s.log, Window: d.Config.BatchWindow}
+	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	gin.SetMode(gin.ReleaseMode)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
-	"lightbox/internal/dispatch"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 const maxFilesPerCall = 1000
@@ -335,7 +332,7 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 
-	res, err := s.store.FinalizeUploads(c.Request.Context(), principal(c).ID, p.ID, items, store.FinalizeOptions{Spec: dispatch.IngestJob(p.ID)})
+	res, err := s.jobs.Finalize(c.Request.Context(), logger(c), principal(c).ID, p.ID, items, nil)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			logger(c).Error("finalize not recorded", "err", err)
@@ -344,21 +341,6 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := context.WithoutCancel(c.Request.Context())
-	for _, key := range res.Discard {
-		if err := s.blobs.Delete(ctx, key); err != nil {
-			logger(c).Warn("discard blob", "key", key, "err", err)
-		}
-	}
-	s.jobs.Enqueue(ctx, res.NewJobs)
-	if len(res.NewJobs) > 0 {
-		// The chain flusher debounces itself by TaskID; a lost enqueue is
-		// repeated by the sweeper.
-		if err := tasks.Enqueue(ctx, s.queue, tasks.NewChainFlush()); err != nil {
-			logger(c).Warn("enqueue chain flush", "err", err)
-		}
-	}
-
 	out := make([]finalizeAssetJSON, len(res.Assets))
 	for i, a := range res.Assets {
 		out[i] = finalizeAssetJSON{AssetID: a.AssetID.String(), Status: a.Status, DuplicateOf: a.DuplicateOf}

@@ -17,7 +17,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/internal/dispatch"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -120,21 +119,8 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	out, err := w.st.FinalizeUploads(ctx, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}},
-		store.FinalizeOptions{Spec: dispatch.IngestJob(a.ProjectID), Batch: job.BatchID})
-	if err != nil {
-		return err
-	}
-	for _, key := range out.Discard {
-		w.blobs.Delete(ctx, key)
-	}
-	w.jobs.Enqueue(ctx, out.NewJobs)
-	if len(out.NewJobs) > 0 {
-		if err := tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()); err != nil {
-			w.log.Warn("enqueue chain flush", "err", err)
-		}
-	}
-	return nil
+	_, err = w.jobs.Finalize(ctx, w.log, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}}, job.BatchID)
+	return err
 }
 
 // fetch streams the URL's body into key, refusing what is not an image we

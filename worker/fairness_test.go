@@ -14,7 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
-	"lightbox/internal/dispatch"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -40,7 +40,7 @@ func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID
 		sum := sha256.Sum256(body)
 		items[i] = store.FinalizeItem{AssetID: id, Checksum: hex.EncodeToString(sum[:])}
 	}
-	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, items, store.FinalizeOptions{Spec: dispatch.IngestJob(project)})
+	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, items, store.FinalizeOptions{Spec: jobs.IngestSpec(project)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

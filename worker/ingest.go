@@ -16,6 +16,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/imaging"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -79,7 +80,7 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	if err := w.st.SaveIngest(ctx, out); err != nil {
 		return err
 	}
-	w.jobs.Enqueue(ctx, []store.Job{*out.Next})
+	w.jobs.Enqueue(ctx, w.log, []store.Job{*out.Next})
 	return nil
 }
 
@@ -152,7 +153,6 @@ func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile)
 // and model, so an ingest that runs twice records it once.
 func embedJob(a *store.Asset, model string) *store.Job {
 	id := uuid.NewSHA1(a.ID, []byte("embed:"+model))
-	t := tasks.NewEmbed(tasks.EmbedPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID, Model: model})
-	return &store.Job{ID: id, ProjectID: a.ProjectID, AssetID: &a.ID, Type: t.Type(), Queue: tasks.QueueOf(t.Type()),
-		TaskID: tasks.EmbedID(a.ID, model), Payload: t.Payload()}
+	j := jobs.Row(tasks.EmbedPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID, Model: model}, &a.ID, nil)
+	return &j
 }

@@ -43,8 +43,8 @@ func errorCode(err error) (string, string) {
 func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var ref tasks.Job
-		if json.Unmarshal(t.Payload(), &ref) != nil || ref.JobID == uuid.Nil {
-			return next.ProcessTask(ctx, t) // a task without a job row (sweep, cluster, chain)
+		if !tasks.HasJob(t.Type()) || json.Unmarshal(t.Payload(), &ref) != nil || ref.JobID == uuid.Nil {
+			return next.ProcessTask(ctx, t)
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
@@ -77,7 +77,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 			job, err = w.st.JobRetrying(ctx, ref.JobID, time.Now().Add(tasks.RetryDelay(retried, runErr, t)), code, msg)
 		default:
 			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
-			if err == nil && job.AssetID != nil && (t.Type() == tasks.TypeIngest || t.Type() == tasks.TypeDownload) {
+			if err == nil && job.AssetID != nil && tasks.FailsAsset(t.Type()) {
 				err = w.st.FailAsset(ctx, w.st.DB, *job.AssetID, code, msg)
 			}
 		}
@@ -105,5 +105,5 @@ func (w *Worker) releaseNext(ctx context.Context, batch uuid.UUID) {
 		w.log.Warn("release batch jobs; the sweeper will", "batch", batch, "err", err)
 		return
 	}
-	w.jobs.Enqueue(ctx, jobs)
+	w.jobs.Enqueue(ctx, w.log, jobs)
 }

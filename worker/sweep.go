@@ -32,7 +32,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	errs = append(errs, err)
 	stalled, err := w.st.StalledIngests(ctx, now.Add(-stalledAfter), sweepBatch)
 	errs = append(errs, err)
-	if n := w.jobs.Enqueue(ctx, append(lost, stalled...)); n > 0 {
+	if n := w.jobs.Enqueue(ctx, w.log, append(lost, stalled...)); n > 0 {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
 	}
 

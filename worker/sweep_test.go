@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jmoiron/sqlx"
 
-	"lightbox/internal/dispatch"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -37,7 +37,7 @@ func (h *harness) finalizeWithoutEnqueue(project uuid.UUID, data []byte) (asset,
 	}
 	sum := sha256.Sum256(data)
 	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, []store.FinalizeItem{{AssetID: asset, Checksum: hex.EncodeToString(sum[:])}},
-		store.FinalizeOptions{Spec: dispatch.IngestJob(project)})
+		store.FinalizeOptions{Spec: jobs.IngestSpec(project)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

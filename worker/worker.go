@@ -21,7 +21,7 @@ import (
 	"lightbox/embed"
 	"lightbox/events"
 	"lightbox/imaging"
-	"lightbox/internal/dispatch"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -59,7 +59,7 @@ type Worker struct {
 	limiter    *redis_rate.Limiter
 	embedLimit *redis_rate.Limit
 	flusher    *chain.Flusher
-	jobs       *dispatch.Dispatcher
+	jobs       *jobs.Dispatcher
 	events     *events.Publisher
 	fetcher    *http.Client
 }
@@ -80,7 +80,7 @@ func New(d Deps) (*Worker, error) {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	w.jobs = &dispatch.Dispatcher{Store: d.Store, Queue: w.queue, Log: w.log, Window: d.Config.BatchWindow}
+	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          d.Config.QueueWeights,

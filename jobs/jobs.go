@@ -1,0 +1,219 @@
+// Package jobs provides the job core the server and the worker share: job
+// rows built from task payloads, recorded in Postgres and enqueued after the
+// commit, cancelled, run again, and the finalize sequence that turns
+// uploaded originals into ingest jobs.
+//
+// Jobs are committed first and enqueued after, so a lost enqueue leaves a
+// job the sweeper finds, never work that nobody recorded.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// ErrQueueUnavailable says Redis did not answer a question about a task.
+var ErrQueueUnavailable = errors.New("the queue does not answer")
+
+// Row is the job row that records the task a payload describes. asset and
+// batch may be nil.
+func Row(a tasks.JobArgs, asset, batch *uuid.UUID) store.Job {
+	ref := a.Ref()
+	return store.Job{ID: ref.JobID, ProjectID: ref.ProjectID, AssetID: asset, BatchID: batch,
+		Type: a.Kind(), Queue: tasks.QueueOf(a.Kind()), TaskID: a.TaskID(), Payload: tasks.Encode(a)}
+}
+
+// IngestSpec builds the ingest job of each asset store.FinalizeUploads and
+// store.Reprocess accept in project.
+func IngestSpec(project uuid.UUID) store.JobSpec {
+	return func(asset, batch, job uuid.UUID) store.Job {
+		return Row(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset}, &asset, &batch)
+	}
+}
+
+// Blobs is what finalizing needs of the blob store: discarded copies are
+// deleted.
+type Blobs interface {
+	Delete(ctx context.Context, key string) error
+}
+
+// Dispatcher hands recorded jobs to the queue, takes them back out and runs
+// them again.
+type Dispatcher struct {
+	Store *store.Store
+	Queue *asynq.Client
+	// Inspector is needed only to cancel and rerun; the worker has none.
+	Inspector *asynq.Inspector
+	Blobs     Blobs
+	// Window is the most jobs of one batch handed over at once (0: all);
+	// the worker releases the rest as the batch's jobs end.
+	Window int
+}
+
+// Enqueue hands jobs to the queue, at most Window of each batch, and notes
+// which arrived. Failures are logged, not returned: the jobs are safe in
+// Postgres and the sweeper enqueues them again; TaskIDs make a second
+// enqueue of a live task a no-op. It returns how many arrived.
+func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
+	jobs = firstOfEachBatch(jobs, d.Window)
+	if len(jobs) == 0 {
+		return 0
+	}
+	ts := make([]*asynq.Task, len(jobs))
+	for i, j := range jobs {
+		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
+	}
+	var done []uuid.UUID
+	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
+		if err != nil {
+			log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
+			continue
+		}
+		done = append(done, jobs[i].ID)
+	}
+	if err := d.Store.MarkEnqueued(ctx, done); err != nil {
+		log.Warn("mark enqueued", "err", err)
+	}
+	return len(done)
+}
+
+// firstOfEachBatch keeps the first window jobs of every batch (all when
+// window is 0).
+func firstOfEachBatch(jobs []store.Job, window int) []store.Job {
+	if window <= 0 {
+		return jobs
+	}
+	seen := map[uuid.UUID]int{}
+	out := jobs[:0:0]
+	for _, j := range jobs {
+		if j.BatchID != nil {
+			if seen[*j.BatchID] >= window {
+				continue
+			}
+			seen[*j.BatchID]++
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// Finalize accepts owner's uploaded originals in project (see
+// store.FinalizeUploads), each with an ingest job in batch, or in a new
+// batch when batch is nil. Once that is committed it deletes the bytes of
+// the copies it discarded, enqueues the new jobs and starts the chain
+// flusher for the new originals; none of these fails the call, since the
+// sweeper repeats what is lost.
+func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, project uuid.UUID,
+	items []store.FinalizeItem, batch *uuid.UUID) (*store.FinalizeResult, error) {
+	res, err := d.Store.FinalizeUploads(ctx, owner, project, items, store.FinalizeOptions{Spec: IngestSpec(project), Batch: batch})
+	if err != nil {
+		return nil, err
+	}
+	// The work is recorded: hand it over even if the caller has gone.
+	ctx = context.WithoutCancel(ctx)
+	for _, key := range res.Discard {
+		if err := d.Blobs.Delete(ctx, key); err != nil {
+			log.Warn("discard blob", "key", key, "err", err)
+		}
+	}
+	d.Enqueue(ctx, log, res.NewJobs)
+	if len(res.NewJobs) > 0 {
+		// The flusher debounces itself by TaskID.
+		if err := tasks.Enqueue(ctx, d.Queue, tasks.NewChainFlush()); err != nil {
+			log.Warn("enqueue chain flush", "err", err)
+		}
+	}
+	return res, nil
+}
+
+// Rerun puts jobs back to queued and runs their tasks again: an archived
+// task through the Inspector, keeping its TaskID; a task no longer in Redis
+// from the job's recorded payload. An enqueue that fails is left to the
+// sweeper, which finds the job queued and never enqueued. It returns the
+// ids of the jobs put back.
+func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.Job) ([]uuid.UUID, error) {
+	retried := []uuid.UUID{}
+	for _, j := range jobs {
+		if err := d.Store.RequeueJob(ctx, j.ID); err != nil {
+			return retried, err
+		}
+		err := d.Inspector.RunTask(j.Queue, j.TaskID)
+		if err != nil {
+			err = tasks.Enqueue(ctx, d.Queue, tasks.New(j.Type, j.Payload, j.TaskID))
+		}
+		if err != nil {
+			log.Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
+		} else if err := d.Store.MarkEnqueued(ctx, []uuid.UUID{j.ID}); err != nil {
+			log.Warn("mark enqueued", "err", err)
+		}
+		retried = append(retried, j.ID)
+	}
+	return retried, nil
+}
+
+// Drop takes the jobs' tasks out of the queue: a waiting task is deleted, a
+// running one is cancelled and its handler sees its context end. A task
+// never enqueued, or already gone, needs nothing.
+func (d *Dispatcher) Drop(log *slog.Logger, jobs []store.Job) {
+	for _, j := range jobs {
+		d.DropTask(log, j.Queue, j.TaskID)
+	}
+}
+
+// DropTask takes one task out of the queue, as Drop does.
+func (d *Dispatcher) DropTask(log *slog.Logger, queue, taskID string) {
+	info, err := d.Inspector.GetTaskInfo(queue, taskID)
+	if err != nil {
+		return
+	}
+	if info.State == asynq.TaskStateActive {
+		err = d.Inspector.CancelProcessing(taskID)
+	} else {
+		err = d.Inspector.DeleteTask(queue, taskID)
+	}
+	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		log.Warn("cancel task", "task", taskID, "err", err)
+	}
+}
+
+// Reprocess runs an asset's ingest again. A task still waiting for it is
+// left alone; an archived one (failed for good) runs again rather than
+// being duplicated; otherwise a new batch and job are recorded and
+// enqueued. It returns the job that will run.
+func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid.UUID, a *store.Asset) (uuid.UUID, error) {
+	queue, taskID := tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID)
+	info, err := d.Inspector.GetTaskInfo(queue, taskID)
+	switch {
+	case err == nil && info.State != asynq.TaskStateCompleted:
+		p, err := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
+		if err != nil {
+			return uuid.Nil, err
+		}
+		if info.State == asynq.TaskStateArchived {
+			job, err := d.Store.JobByID(ctx, p.JobID)
+			if err != nil {
+				return uuid.Nil, err
+			}
+			if _, err := d.Rerun(ctx, log, []store.Job{*job}); err != nil {
+				return uuid.Nil, err
+			}
+		}
+		return p.JobID, nil
+	case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
+		log.Warn("look up ingest task", "task", taskID, "err", err)
+		return uuid.Nil, ErrQueueUnavailable
+	}
+	job, err := d.Store.Reprocess(ctx, owner, a, IngestSpec(a.ProjectID))
+	if err != nil {
+		return uuid.Nil, err
+	}
+	d.Enqueue(ctx, log, []store.Job{*job})
+	return job.ID, nil
+}

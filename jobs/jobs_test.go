@@ -1,0 +1,183 @@
+package jobs_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+type harness struct {
+	t         *testing.T
+	env       *testenv.Env
+	d         *jobs.Dispatcher
+	inspector *asynq.Inspector
+	project   uuid.UUID
+}
+
+func newHarness(t *testing.T, window int) *harness {
+	t.Helper()
+	env := testenv.New(t)
+	opt, err := asynq.ParseRedisURI(env.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, inspector := asynq.NewClient(opt), asynq.NewInspector(opt)
+	t.Cleanup(func() { client.Close(); inspector.Close() })
+	ctx := context.Background()
+	u, err := env.Store.CreateUser(ctx, "ana@example.org", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.Store.CreateProject(ctx, u.ID, "Shoot", "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Window: window}
+	return &harness{t: t, env: env, d: d, inspector: inspector, project: p.ID}
+}
+
+// exportJob records a job that belongs to no asset, like an export's.
+func (h *harness) exportJob() store.Job {
+	h.t.Helper()
+	j := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: h.project}, ExportID: uuid.New()}, nil, nil)
+	if err := h.env.Store.RecordJobs(context.Background(), []store.Job{j}); err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+// importJobs records a URL import of n files: one batch of n download jobs.
+func (h *harness) importJobs(n int) []store.Job {
+	h.t.Helper()
+	items := make([]store.NewImport, n)
+	for i := range items {
+		id := uuid.New()
+		items[i] = store.NewImport{AssetID: id, URL: "https://example.org/a.jpg", Filename: "a.jpg", BlobKey: "originals/" + id.String()}
+	}
+	owner, err := h.env.Store.ProjectOwner(context.Background(), h.project)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, recorded, err := h.env.Store.CreateImport(context.Background(), owner, h.project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: h.project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return recorded
+}
+
+func (h *harness) state(j store.Job) asynq.TaskState {
+	h.t.Helper()
+	info, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID)
+	if err != nil {
+		h.t.Fatalf("task %s: %v", j.TaskID, err)
+	}
+	return info.State
+}
+
+func TestRowFollowsTheTaskTable(t *testing.T) {
+	asset, batch, job, project := uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	ref := tasks.Job{JobID: job, ProjectID: project}
+	for _, a := range []tasks.JobArgs{
+		tasks.IngestPayload{Job: ref, AssetID: asset},
+		tasks.DownloadPayload{Job: ref, AssetID: asset, URL: "https://example.org/a.jpg"},
+		tasks.EmbedPayload{Job: ref, AssetID: asset, Model: "m"},
+		tasks.ExportPayload{Job: ref, ExportID: asset},
+	} {
+		j := jobs.Row(a, &asset, &batch)
+		task := tasks.NewTask(a)
+		if !tasks.HasJob(j.Type) || j.Type != task.Type() || string(j.Payload) != string(task.Payload()) {
+			t.Errorf("%s: row %+v does not record task %s %s", a.Kind(), j, task.Type(), task.Payload())
+		}
+		if j.ID != job || j.ProjectID != project || *j.AssetID != asset || *j.BatchID != batch ||
+			j.Queue != tasks.QueueOf(a.Kind()) || j.TaskID != a.TaskID() || j.TaskID == "" {
+			t.Errorf("%s: row %+v", a.Kind(), j)
+		}
+	}
+	if tasks.HasJob(tasks.TypeCluster) || tasks.HasJob(tasks.TypeSweep) || tasks.HasJob(tasks.TypeChainFlush) {
+		t.Error("a task type without job rows claims to have them")
+	}
+	if !tasks.FailsAsset(tasks.TypeIngest) || tasks.FailsAsset(tasks.TypeEmbed) {
+		t.Error("only the tasks an asset cannot do without fail it")
+	}
+}
+
+func TestEnqueueHandsOverAWindowOfEachBatch(t *testing.T) {
+	h := newHarness(t, 2)
+	ctx := context.Background()
+	recorded := h.importJobs(3)
+	lone := h.exportJob()
+	if n := h.d.Enqueue(ctx, slog.Default(), append(recorded, lone)); n != 3 {
+		t.Fatalf("enqueued %d, want 2 of the batch and the job outside it", n)
+	}
+	for i, j := range append(recorded, lone) {
+		_, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID)
+		if waiting := err == nil; waiting != (i != 2) {
+			t.Errorf("job %d: in the queue %v (err %v)", i, waiting, err)
+		}
+		got, err := h.env.Store.JobByID(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if marked := got.EnqueuedAt != nil; marked != (i != 2) {
+			t.Errorf("job %d: marked enqueued %v", i, marked)
+		}
+	}
+	// Enqueueing again is harmless: the TaskIDs are taken.
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{lone}); n != 1 {
+		t.Fatalf("a second enqueue of a waiting task counted %d", n)
+	}
+}
+
+func TestRerunRunsAnArchivedTaskAgain(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	archived, gone := h.exportJob(), h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{archived})
+	if err := h.inspector.ArchiveTask(archived.Queue, archived.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []store.Job{archived, gone} {
+		if _, _, err := h.env.Store.JobFinished(ctx, j.ID, store.JobFailed, "task_failed", "boom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retried, err := h.d.Rerun(ctx, slog.Default(), []store.Job{archived, gone})
+	if err != nil || len(retried) != 2 {
+		t.Fatalf("rerun: %v, %v", retried, err)
+	}
+	for _, j := range []store.Job{archived, gone} {
+		if s := h.state(j); s != asynq.TaskStatePending {
+			t.Errorf("task %s is %s, want pending", j.TaskID, s)
+		}
+		got, err := h.env.Store.JobByID(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != store.JobQueued || got.ErrorCode != nil || got.EnqueuedAt == nil {
+			t.Errorf("job after rerun: status %s, error %v, enqueued %v", got.Status, got.ErrorCode, got.EnqueuedAt)
+		}
+	}
+}
+
+func TestDropRemovesWaitingTasks(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	waiting, never := h.exportJob(), h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{waiting})
+	h.d.Drop(slog.Default(), []store.Job{waiting, never})
+	for _, j := range []store.Job{waiting, never} {
+		if _, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil {
+			t.Errorf("task %s is still in the queue", j.TaskID)
+		}
+	}
+}
