@@ -1,12 +1,14 @@
 // Package blob provides object storage for originals, derived files and
-// exports: a Store interface, a local-disk backend that writes atomically,
-// and HMAC-signed URLs scoped like S3 presigned URLs.
+// exports: a Store interface, a URLSigner interface for the short-lived URLs
+// browsers use to move bytes straight to and from storage, and a local-disk
+// backend that writes atomically and signs its URLs with HMAC.
 package blob
 
 import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -39,6 +41,49 @@ type Store interface {
 	Open(ctx context.Context, key string) (io.ReadSeekCloser, Info, error)
 	// Delete removes key; deleting what is not there is not an error.
 	Delete(ctx context.Context, key string) error
+}
+
+// URLSigner makes the short-lived URLs through which browsers upload and
+// download bytes without a handler in between. Each backend provides its
+// own: the disk backend signs URLs to the server's own routes, an object
+// store presigns URLs to its bucket. A URL allows exactly what its Grant
+// says; the Grant's Method is set by the call.
+type URLSigner interface {
+	// SignPut returns a URL that takes one upload of at most g.MaxSize bytes
+	// of g.ContentType at g.Key until g.Expires. The request must carry the
+	// headers it returns.
+	SignPut(ctx context.Context, g Grant) (SignedURL, error)
+	// SignGet returns a URL that reads g.Key until g.Expires, answered with
+	// g.ContentType when one is given.
+	SignGet(ctx context.Context, g Grant) (SignedURL, error)
+}
+
+// SignedURL is an absolute URL with what a client needs to use it.
+type SignedURL struct {
+	URL string
+	// Headers the request must carry exactly, such as Content-Type.
+	Headers map[string]string
+	// Expires is when the URL stops working; a backend may cap the Grant's.
+	Expires time.Time
+}
+
+// URLVerifier is a URLSigner whose URLs lead to this service itself (the
+// disk backend's): the route serving them checks each request with it.
+// Backends whose URLs lead elsewhere have none, and the service mounts no
+// such route.
+type URLVerifier interface {
+	// Verify checks a request for method on key with query q and returns
+	// the Grant its URL was signed for: ErrBadSignature, or ErrExpired with
+	// the Grant.
+	Verify(method, key string, q url.Values, now time.Time) (Grant, error)
+}
+
+// StaleRemover is a Store that can leave temporary objects behind when a
+// process dies in the middle of a write, and can remove them.
+type StaleRemover interface {
+	// RemoveStale deletes temporary objects older than age and says how
+	// many it removed.
+	RemoveStale(ctx context.Context, age time.Duration) (int, error)
 }
 
 // Writer is an object being written.

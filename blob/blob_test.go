@@ -187,3 +187,62 @@ func TestRemoveStaleDeletesOnlyOldTemporaryFiles(t *testing.T) {
 		t.Fatal("a published object was removed")
 	}
 }
+
+// TestOpenDiskThroughInterfaces uses the disk backend only through what
+// blob declares, as the server and worker do.
+func TestOpenDiskThroughInterfaces(t *testing.T) {
+	ctx := context.Background()
+	if _, _, err := blob.Open(blob.Config{Dir: t.TempDir(), BaseURL: "http://x/blobs"}); err == nil {
+		t.Fatal("opened without a secret")
+	}
+	st, signer, err := blob.Open(blob.Config{Dir: t.TempDir(), Secret: []byte("0123456789abcdef0123456789abcdef"), BaseURL: "http://127.0.0.1:8080/blobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.(blob.StaleRemover); !ok {
+		t.Error("the disk store does not remove stale temporary files")
+	}
+	verifier, ok := signer.(blob.URLVerifier)
+	if !ok {
+		t.Fatal("the disk backend's signer cannot check the URLs it serves")
+	}
+
+	expires := time.Now().Add(5 * time.Minute).Truncate(time.Second)
+	put, err := signer.SignPut(ctx, blob.Grant{Method: "GET", Key: "originals/p/a", Expires: expires, MaxSize: 10, ContentType: "image/jpeg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if put.Headers["Content-Type"] != "image/jpeg" || !put.Expires.Equal(expires) {
+		t.Fatalf("put url %+v", put)
+	}
+	key, q := splitSigned(t, put.URL, "http://127.0.0.1:8080/blobs/")
+	g, err := verifier.Verify("PUT", key, q, time.Now())
+	if err != nil || g.Key != "originals/p/a" || g.MaxSize != 10 || g.ContentType != "image/jpeg" || !g.Expires.Equal(expires) {
+		t.Fatalf("put grant %+v, %v", g, err)
+	}
+	if _, err := verifier.Verify("GET", key, q, time.Now()); !errors.Is(err, blob.ErrBadSignature) {
+		t.Errorf("an upload URL read the object: %v", err)
+	}
+
+	get, err := signer.SignGet(ctx, blob.Grant{Key: "exports/e.zip", Expires: expires, ContentType: "application/zip"})
+	if err != nil || len(get.Headers) != 0 || !get.Expires.Equal(expires) {
+		t.Fatalf("get url %+v, %v", get, err)
+	}
+	key, q = splitSigned(t, get.URL, "http://127.0.0.1:8080/blobs/")
+	if g, err := verifier.Verify("GET", key, q, time.Now()); err != nil || g.ContentType != "application/zip" {
+		t.Fatalf("get grant %+v, %v", g, err)
+	}
+	if _, err := verifier.Verify("GET", key, q, expires); !errors.Is(err, blob.ErrExpired) {
+		t.Errorf("used at its expiry: %v", err)
+	}
+}
+
+// splitSigned takes a signed URL apart as the route serving it does.
+func splitSigned(t *testing.T, raw, base string) (string, url.Values) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil || !strings.HasPrefix(raw, base) {
+		t.Fatalf("url %s", raw)
+	}
+	return strings.TrimPrefix(u.Path, "/blobs/"), u.Query()
+}

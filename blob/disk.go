@@ -191,9 +191,8 @@ func (c contextReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// RemoveStale deletes temporary files older than age: what a process
-// killed in the middle of a write leaves behind. It returns how many it
-// removed.
+// RemoveStale implements StaleRemover: it deletes temporary files older
+// than age, what a process killed in the middle of a write leaves behind.
 func (d *Disk) RemoveStale(ctx context.Context, age time.Duration) (int, error) {
 	cutoff := time.Now().Add(-age)
 	n := 0

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,9 +28,10 @@ type Grant struct {
 	ContentType string
 }
 
-// Signer makes and checks signed URLs below a base URL (the server's own
-// /blobs/ route). The signature is HMAC-SHA256 over every field of the
-// Grant, so none can be changed without the secret.
+// Signer is the disk backend's URLSigner and URLVerifier: it makes and
+// checks signed URLs below a base URL (the server's own /blobs/ route). The
+// signature is HMAC-SHA256 over every field of the Grant, so none can be
+// changed without the secret.
 type Signer struct {
 	secret []byte
 	base   string
@@ -52,6 +54,22 @@ func (s *Signer) mac(g Grant) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// SignPut implements URLSigner.
+func (s *Signer) SignPut(_ context.Context, g Grant) (SignedURL, error) {
+	g.Method = "PUT"
+	u := SignedURL{URL: s.URL(g), Expires: g.Expires}
+	if g.ContentType != "" {
+		u.Headers = map[string]string{"Content-Type": g.ContentType}
+	}
+	return u, nil
+}
+
+// SignGet implements URLSigner.
+func (s *Signer) SignGet(_ context.Context, g Grant) (SignedURL, error) {
+	g.Method = "GET"
+	return SignedURL{URL: s.URL(g), Expires: g.Expires}, nil
+}
+
 // URL returns the absolute signed URL for g.
 func (s *Signer) URL(g Grant) string {
 	q := url.Values{}
@@ -66,9 +84,8 @@ func (s *Signer) URL(g Grant) string {
 	return s.base + "/" + escapeKey(g.Key) + "?" + q.Encode()
 }
 
-// Verify checks a request for method on key with query q and returns its
-// Grant. A bad signature is checked before expiry, so a tampered expiry
-// reads as tampering.
+// Verify implements URLVerifier. A bad signature is checked before expiry,
+// so a tampered expiry reads as tampering.
 func (s *Signer) Verify(method, key string, q url.Values, now time.Time) (Grant, error) {
 	exp, err1 := strconv.ParseInt(q.Get("exp"), 10, 64)
 	var max int64

@@ -25,7 +25,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/internal/boot"
@@ -75,7 +74,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 	}
 	queue := asynq.NewClient(queueOpt)
 	inspector := asynq.NewInspector(queueOpt)
-	blobs, err := boot.Blobs(cfg)
+	blobs, signer, err := boot.Blobs(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 
 	srv := server.New(server.Deps{
 		Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Inspector: inspector, Logger: log,
-		Blobs: blobs, Signer: blob.NewSigner([]byte(cfg.UploadSecret), cfg.PublicURL+"/blobs"),
+		Blobs: blobs, Signer: signer,
 		ChainKey: pub, EmbedModel: embedder.Model(),
 	})
 	w, err := worker.New(worker.Deps{

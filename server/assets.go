@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -80,7 +81,7 @@ var readiness = map[string]string{
 // stage order, to tell which outputs a status implies.
 var stageRank = map[string]int{store.AssetCull: 1, store.AssetSearch: 2, store.AssetAI: 3}
 
-func (s *Server) toAssetJSON(a store.Asset) assetJSON {
+func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 	utc := func(t *time.Time) *time.Time {
 		if t == nil {
 			return nil
@@ -107,15 +108,18 @@ func (s *Server) toAssetJSON(a store.Asset) assetJSON {
 		out.GPS = &gpsJSON{*a.GPSLat, *a.GPSLon}
 	}
 	if rank >= 1 {
-		u := s.downloadURL(blob.DerivedKey(a.ID, "preview", "jpg"), "image/jpeg")
-		out.BestPreviewURL = &u
+		// Expiry on a minute boundary: the same link for a minute lets
+		// browsers cache the preview.
+		u, err := s.signer.SignGet(ctx, blob.Grant{Key: blob.DerivedKey(a.ID, "preview", "jpg"), ContentType: "image/jpeg",
+			Expires: time.Now().Add(downloadTTL).Truncate(time.Minute).Add(time.Minute)})
+		if err != nil {
+			// The asset is still worth showing; its preview link is not.
+			s.log.WarnContext(ctx, "sign preview url", "asset", a.ID, "err", err)
+		} else {
+			out.BestPreviewURL = &u.URL
+		}
 	}
 	return out
-}
-
-func (s *Server) downloadURL(key, contentType string) string {
-	return s.signer.URL(blob.Grant{Method: http.MethodGet, Key: key, ContentType: contentType,
-		Expires: time.Now().Add(downloadTTL).Truncate(time.Minute).Add(time.Minute)})
 }
 
 func (s *Server) listAssets(c *gin.Context) {
@@ -138,7 +142,7 @@ func (s *Server) listAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toPaged(page, s.toAssetJSON))
+	c.JSON(http.StatusOK, toPaged(page, func(a store.Asset) assetJSON { return s.toAssetJSON(c.Request.Context(), a) }))
 }
 
 // ownAsset loads the caller's asset named by the path's id, which may
@@ -162,7 +166,7 @@ func (s *Server) getAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.toAssetJSON(*a))
+	c.JSON(http.StatusOK, s.toAssetJSON(c.Request.Context(), *a))
 }
 
 type fileJSON struct {
@@ -190,10 +194,14 @@ func (s *Server) assetFiles(c *gin.Context) {
 	expires := time.Now().Add(downloadTTL).UTC().Truncate(time.Second)
 	out := make([]fileJSON, len(files))
 	for i, f := range files {
+		u, err := s.signer.SignGet(c.Request.Context(), blob.Grant{Key: f.BlobKey, Expires: expires, ContentType: f.ContentType})
+		if err != nil {
+			fail(c, err)
+			return
+		}
 		out[i] = fileJSON{
 			Kind: f.Kind, ContentType: f.ContentType, ByteSize: f.ByteSize, ChecksumSHA256: f.ChecksumSHA256,
-			WidthPx: f.WidthPx, HeightPx: f.HeightPx, ExpiresAt: expires,
-			URL: s.signer.URL(blob.Grant{Method: http.MethodGet, Key: f.BlobKey, Expires: expires, ContentType: f.ContentType}),
+			WidthPx: f.WidthPx, HeightPx: f.HeightPx, ExpiresAt: u.Expires, URL: u.URL,
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"files": out})
@@ -238,7 +246,7 @@ func (s *Server) getBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
 		return
 	}
-	g, err := s.signer.Verify(http.MethodGet, key, c.Request.URL.Query(), time.Now())
+	g, err := s.verifier.Verify(http.MethodGet, key, c.Request.URL.Query(), time.Now())
 	switch {
 	case errors.Is(err, blob.ErrExpired):
 		fail(c, apiError(http.StatusForbidden, "url_expired", "The download URL expired; ask for the file again."))

@@ -77,7 +77,7 @@ func (s *Server) batchResults(c *gin.Context) {
 		out[i] = result{JobID: r.ID, Type: r.Type, Status: r.Status, Error: r.Error}
 		if j.AssetID != nil {
 			if a, err := s.store.AssetByID(c.Request.Context(), *j.AssetID); err == nil {
-				aj := s.toAssetJSON(*a)
+				aj := s.toAssetJSON(c.Request.Context(), *a)
 				out[i].Asset = &aj
 			}
 		}

@@ -309,8 +309,12 @@ func (s *Server) exportDownload(c *gin.Context) {
 	if e.ExpiresAt != nil && e.ExpiresAt.Before(expires) {
 		expires = e.ExpiresAt.UTC().Truncate(time.Second)
 	}
-	url := s.signer.URL(blob.Grant{Method: http.MethodGet, Key: *e.BlobKey, Expires: expires, ContentType: "application/zip"})
-	c.JSON(http.StatusOK, gin.H{"url": url, "expiresAt": expires, "byteSize": e.ByteSize})
+	u, err := s.signer.SignGet(c.Request.Context(), blob.Grant{Key: *e.BlobKey, Expires: expires, ContentType: "application/zip"})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"url": u.URL, "expiresAt": u.Expires, "byteSize": e.ByteSize})
 }
 
 // cancelExport stops an export: a queued one's task is deleted from the

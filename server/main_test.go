@@ -51,6 +51,7 @@ type options struct {
 	queueURL string // Redis the queue client talks to; the test's own by default
 	dataDir  string // blob folder shared by apps that stand for one deployment
 	logTo    io.Writer
+	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -99,11 +100,14 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		o.logTo = io.Discard
 	}
 	quiet := slog.New(slog.NewTextHandler(o.logTo, nil))
+	if o.signer == nil {
+		o.signer = blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs")
+	}
 	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
 		ChainKey: pub, EmbedModel: testEmbedModel,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
-		Blobs: blobs, Signer: blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs"),
+		Blobs: blobs, Signer: o.signer,
 	})
 	handler = srv.Handler()
 	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, chainKey: key}

@@ -34,7 +34,9 @@ type Deps struct {
 	// Inspector looks up and reruns tasks in the queue.
 	Inspector *asynq.Inspector
 	Blobs     blob.Store
-	Signer    *blob.Signer
+	// Signer signs the URLs browsers upload and download through; when it
+	// is also a blob.URLVerifier its URLs lead here, to /blobs/.
+	Signer blob.URLSigner
 	// EmbedModel names the vectors /similar compares.
 	EmbedModel string
 	// ChainKey verifies the attestation chain.
@@ -50,7 +52,8 @@ type Server struct {
 	queue      *asynq.Client
 	inspector  *asynq.Inspector
 	blobs      blob.Store
-	signer     *blob.Signer
+	signer     blob.URLSigner
+	verifier   blob.URLVerifier // nil when the URLs lead to another service
 	limits     limits
 	jobs       *jobs.Dispatcher
 	embedModel string
@@ -73,6 +76,7 @@ func New(d Deps) *Server {
 			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
 		},
 	}
+	s.verifier, _ = d.Signer.(blob.URLVerifier)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -140,10 +140,14 @@ func (s *Server) prepareUpload(c *gin.Context) {
 		key := blob.OriginalKey(p.ID, id)
 		rows[i] = store.NewAsset{ID: id, ClientFileID: f.ClientFileID, Filename: f.Filename, ContentType: f.ContentType,
 			ByteSize: f.ByteSize, BlobKey: key, CapturedAt: f.CapturedAt}
+		u, err := s.signer.SignPut(c.Request.Context(), blob.Grant{Key: key, Expires: expires, MaxSize: f.ByteSize, ContentType: f.ContentType})
+		if err != nil {
+			fail(c, err)
+			return
+		}
 		out[i] = uploadJSON{
-			ClientFileID: f.ClientFileID, AssetID: id.String(), ExpiresAt: expires,
-			UploadURL: s.signer.URL(blob.Grant{Method: http.MethodPut, Key: key, Expires: expires, MaxSize: f.ByteSize, ContentType: f.ContentType}),
-			Headers:   map[string]string{"Content-Type": f.ContentType},
+			ClientFileID: f.ClientFileID, AssetID: id.String(), ExpiresAt: u.Expires,
+			UploadURL: u.URL, Headers: u.Headers,
 		}
 	}
 	if err := s.store.AddPendingAssets(c.Request.Context(), p.ID, rows, expires); err != nil {
@@ -182,7 +186,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
 		return
 	}
-	g, err := s.signer.Verify(http.MethodPut, key, c.Request.URL.Query(), time.Now())
+	g, err := s.verifier.Verify(http.MethodPut, key, c.Request.URL.Query(), time.Now())
 	switch {
 	case errors.Is(err, blob.ErrExpired):
 		fail(c, apiError(http.StatusForbidden, "url_expired", "The upload URL expired at %s; prepare the upload again for a fresh one.", g.Expires.UTC().Format(time.RFC3339)))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/tasks"
 )
@@ -54,9 +55,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 
 	// A process killed mid-write leaves a temporary file; uploads can run
 	// for hours on slow links, so only day-old ones go.
-	if d, ok := w.blobs.(interface {
-		RemoveStale(context.Context, time.Duration) (int, error)
-	}); ok {
+	if d, ok := w.blobs.(blob.StaleRemover); ok {
 		_, err := d.RemoveStale(ctx, 24*time.Hour)
 		errs = append(errs, err)
 	}

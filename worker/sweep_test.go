@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -130,5 +132,29 @@ func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
 	}
 	if _, err := h.blobs.Stat(ctx, key(fresh)); err != nil {
 		t.Fatal("a live upload's bytes were deleted")
+	}
+}
+
+func TestSweepRemovesDayOldTemporaryBlobFiles(t *testing.T) {
+	h := newHarness(t, nil)
+	dir := filepath.Join(h.cfg.DataDir, "blobs", "originals", h.project().String())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abandoned, writing := filepath.Join(dir, ".upload-1"), filepath.Join(dir, ".upload-2")
+	for _, p := range []string{abandoned, writing} {
+		if err := os.WriteFile(p, []byte("part"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dayAgo := time.Now().Add(-25 * time.Hour)
+	os.Chtimes(abandoned, dayAgo, dayAgo)
+	h.sweep()
+
+	if _, err := os.Stat(abandoned); err == nil {
+		t.Fatal("a day-old temporary file was kept")
+	}
+	if _, err := os.Stat(writing); err != nil {
+		t.Fatalf("an upload in progress lost its file: %v", err)
 	}
 }

@@ -6,6 +6,12 @@
 //	lightbox keys list --email E
 //	lightbox keys revoke KEY_ID
 //	lightbox keygen FILE                        a chain signing key, unless FILE exists
+//	lightbox version
+//	lightbox help
+//
+// The whole command line is parsed before anything connects, so help,
+// version and a mistyped command never reach Postgres. A usage error exits
+// with status 2, a failure with 1.
 package main
 
 import (
@@ -15,6 +21,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,71 +36,197 @@ import (
 )
 
 const usage = `usage:
-  lightbox migrate
-  lightbox users create --email E [--admin]
-  lightbox keys create --email E [--name N]
+  lightbox migrate                             apply pending database migrations
+  lightbox users create --email E [--admin]    make a user; prints only its API key
+  lightbox keys create --email E [--name N]    prints only the new API key
   lightbox keys list --email E
   lightbox keys revoke KEY_ID
-  lightbox keygen FILE`
+  lightbox keygen FILE                         write a chain signing key, unless FILE exists
+  lightbox version
+  lightbox help
+`
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "lightbox:", err)
-		os.Exit(1)
-	}
+// command is a parsed command line.
+type command struct {
+	// db says whether run needs the migrated store; otherwise st is nil.
+	db  bool
+	run func(ctx context.Context, st *store.Store, stdout, stderr io.Writer) error
 }
 
-func run(args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(usage)
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args and only then connects, if the command needs to. It
+// returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd, err := parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
 	}
-	if args[0] == "keygen" {
-		if len(args) != 2 {
-			return errors.New("usage: lightbox keygen FILE")
-		}
-		made, err := chain.GenerateKeyFile(args[1])
-		if made {
-			fmt.Fprintln(os.Stderr, "wrote a new chain signing key to", args[1])
-		}
-		return err
+	if err != nil {
+		fmt.Fprintf(stderr, "lightbox: %v\n\n%s", err, usage)
+		return 2
 	}
-	p, err := boot.Start()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := execute(ctx, cmd, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "lightbox:", err)
+		return 1
+	}
+	return 0
+}
+
+func execute(ctx context.Context, cmd command, stdout, stderr io.Writer) error {
+	if !cmd.db {
+		return cmd.run(ctx, nil, stdout, stderr)
+	}
+	cfg, log, err := boot.Config()
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	ctx, st := p.Ctx, p.Store
-
-	cmd := args[0]
-	if len(args) > 1 {
-		cmd += " " + args[1]
-	}
-	switch {
-	case args[0] == "migrate":
-		return nil // boot.Store has applied them
-	case cmd == "users create":
-		return createUser(ctx, st, args[2:], out)
-	case cmd == "keys create":
-		return createKey(ctx, st, args[2:], out)
-	case cmd == "keys list":
-		return listKeys(ctx, st, args[2:], out)
-	case cmd == "keys revoke":
-		return revokeKey(ctx, st, args[2:])
-	}
-	return errors.New(usage)
-}
-
-func createUser(ctx context.Context, st *store.Store, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
-	email := fs.String("email", "", "the user's email")
-	admin := fs.Bool("admin", false, "may use the operator pages")
-	if err := fs.Parse(args); err != nil {
+	st, err := boot.Store(ctx, cfg, log)
+	if err != nil {
 		return err
 	}
-	if *email == "" {
-		return errors.New("--email is required")
+	defer st.Close()
+	return cmd.run(ctx, st, stdout, stderr)
+}
+
+// parse turns args into a command without touching anything outside the
+// process. Its errors are usage errors, or flag.ErrHelp.
+func parse(args []string) (command, error) {
+	if len(args) == 0 {
+		return command{}, errors.New("no command given")
 	}
-	u, err := st.CreateUser(ctx, *email, *admin)
+	name, rest := args[0], args[1:]
+	switch {
+	case name == "help" || isHelp(name):
+		return command{}, flag.ErrHelp
+	case name == "users" || name == "keys":
+		if len(rest) > 0 && isHelp(rest[0]) {
+			return command{}, flag.ErrHelp
+		}
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return command{}, fmt.Errorf("%s needs a subcommand", name)
+		}
+		name, rest = name+" "+rest[0], rest[1:]
+	}
+
+	fs := newFlags(name)
+	switch name {
+	case "version":
+		return withFlags(fs, rest, 0, nil, command{run: printVersion})
+	case "migrate":
+		return withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
+	case "keygen":
+		return withFlags(fs, rest, 1, nil, command{run: func(_ context.Context, _ *store.Store, _, stderr io.Writer) error {
+			made, err := chain.GenerateKeyFile(fs.Arg(0))
+			if made {
+				fmt.Fprintln(stderr, "wrote a new chain signing key to", fs.Arg(0))
+			}
+			return err
+		}})
+	case "users create":
+		email := fs.String("email", "", "the user's email")
+		admin := fs.Bool("admin", false, "may use the operator pages")
+		return withFlags(fs, rest, 0, []string{"email"}, command{db: true, run: func(ctx context.Context, st *store.Store, out, _ io.Writer) error {
+			return createUser(ctx, st, *email, *admin, out)
+		}})
+	case "keys create":
+		email := fs.String("email", "", "the user's email")
+		keyName := fs.String("name", "", "what the key is for")
+		return withFlags(fs, rest, 0, []string{"email"}, command{db: true, run: func(ctx context.Context, st *store.Store, out, _ io.Writer) error {
+			return createKey(ctx, st, *email, *keyName, out)
+		}})
+	case "keys list":
+		email := fs.String("email", "", "the user's email")
+		return withFlags(fs, rest, 0, []string{"email"}, command{db: true, run: func(ctx context.Context, st *store.Store, out, _ io.Writer) error {
+			return listKeys(ctx, st, *email, out)
+		}})
+	case "keys revoke":
+		cmd, err := withFlags(fs, rest, 1, nil, command{db: true})
+		if err != nil {
+			return cmd, err
+		}
+		id, err := uuid.Parse(fs.Arg(0))
+		if err != nil {
+			return command{}, fmt.Errorf("keys revoke: %q is not a key id", fs.Arg(0))
+		}
+		cmd.run = func(ctx context.Context, st *store.Store, _, _ io.Writer) error { return revokeKey(ctx, st, id) }
+		return cmd, nil
+	}
+	return command{}, fmt.Errorf("unknown command %q", name)
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// alreadyMigrated is all of "migrate": connecting applies the migrations.
+func alreadyMigrated(context.Context, *store.Store, io.Writer, io.Writer) error { return nil }
+
+// newFlags is a flag set that reports nothing itself: run reports its
+// errors once, with the usage.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// withFlags parses args into set, wants exactly nargs arguments after the
+// flags and every required flag set, and returns cmd when they are.
+func withFlags(set *flag.FlagSet, args []string, nargs int, required []string, cmd command) (command, error) {
+	if err := set.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return command{}, err
+		}
+		return command{}, fmt.Errorf("%s: %w", set.Name(), err)
+	}
+	switch {
+	case set.NArg() > nargs:
+		return command{}, fmt.Errorf("%s: unexpected argument %q", set.Name(), set.Arg(nargs))
+	case set.NArg() < nargs:
+		return command{}, fmt.Errorf("%s: missing argument", set.Name())
+	}
+	for _, name := range required {
+		if set.Lookup(name).Value.String() == "" {
+			return command{}, fmt.Errorf("%s: --%s is required", set.Name(), name)
+		}
+	}
+	return cmd, nil
+}
+
+func printVersion(_ context.Context, _ *store.Store, out, _ io.Writer) error {
+	fmt.Fprintln(out, "lightbox", version())
+	return nil
+}
+
+// version is the module's version when the binary was built from a
+// versioned module, else "devel", followed by the commit it was built from
+// when the build recorded one.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	details := []string{info.GoVersion}
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			details = append(details, "commit "+s.Value)
+		case s.Key == "vcs.modified" && s.Value == "true":
+			details = append(details, "modified")
+		}
+	}
+	return v + " (" + strings.Join(details, ", ") + ")"
+}
+
+func createUser(ctx context.Context, st *store.Store, email string, admin bool, out io.Writer) error {
+	u, err := st.CreateUser(ctx, email, admin)
 	if err != nil {
 		return err
 	}
@@ -102,29 +238,12 @@ func createUser(ctx context.Context, st *store.Store, args []string, out io.Writ
 	return nil
 }
 
-func userFlag(name string, args []string) (*flag.FlagSet, *string, *string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	email := fs.String("email", "", "the user's email")
-	keyName := fs.String("name", "", "what the key is for")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, nil, err
-	}
-	if *email == "" {
-		return nil, nil, nil, errors.New("--email is required")
-	}
-	return fs, email, keyName, nil
-}
-
-func createKey(ctx context.Context, st *store.Store, args []string, out io.Writer) error {
-	_, email, name, err := userFlag("keys create", args)
+func createKey(ctx context.Context, st *store.Store, email, name string, out io.Writer) error {
+	u, err := st.UserByEmail(ctx, email)
 	if err != nil {
-		return err
+		return fmt.Errorf("user %s: %w", email, err)
 	}
-	u, err := st.UserByEmail(ctx, *email)
-	if err != nil {
-		return fmt.Errorf("user %s: %w", *email, err)
-	}
-	key, _, err := st.CreateAPIKey(ctx, u.ID, *name)
+	key, _, err := st.CreateAPIKey(ctx, u.ID, name)
 	if err != nil {
 		return err
 	}
@@ -132,14 +251,10 @@ func createKey(ctx context.Context, st *store.Store, args []string, out io.Write
 	return nil
 }
 
-func listKeys(ctx context.Context, st *store.Store, args []string, out io.Writer) error {
-	_, email, _, err := userFlag("keys list", args)
+func listKeys(ctx context.Context, st *store.Store, email string, out io.Writer) error {
+	u, err := st.UserByEmail(ctx, email)
 	if err != nil {
-		return err
-	}
-	u, err := st.UserByEmail(ctx, *email)
-	if err != nil {
-		return fmt.Errorf("user %s: %w", *email, err)
+		return fmt.Errorf("user %s: %w", email, err)
 	}
 	keys, err := st.ListAPIKeys(ctx, u.ID)
 	if err != nil {
@@ -157,14 +272,7 @@ func listKeys(ctx context.Context, st *store.Store, args []string, out io.Writer
 	return tw.Flush()
 }
 
-func revokeKey(ctx context.Context, st *store.Store, args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: lightbox keys revoke KEY_ID")
-	}
-	id, err := uuid.Parse(args[0])
-	if err != nil {
-		return fmt.Errorf("%q is not a key id", args[0])
-	}
+func revokeKey(ctx context.Context, st *store.Store, id uuid.UUID) error {
 	if err := st.RevokeAPIKey(ctx, id); err != nil {
 		return fmt.Errorf("key %s: %w", id, err)
 	}

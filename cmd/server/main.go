@@ -8,7 +8,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"lightbox/blob"
 	"lightbox/internal/boot"
 	"lightbox/server"
 )
@@ -35,10 +34,6 @@ func run() error {
 	defer queue.Close()
 	inspector := asynq.NewInspector(queueOpt)
 	defer inspector.Close()
-	secret, err := boot.UploadSecret(p.Config)
-	if err != nil {
-		return err
-	}
 	chainKey, err := boot.ChainKey(p.Config)
 	if err != nil {
 		return err
@@ -50,7 +45,7 @@ func run() error {
 
 	srv := server.New(server.Deps{
 		Config: p.Config, Store: p.Store, Redis: p.Redis, Queue: queue, Inspector: inspector, Logger: p.Log,
-		Blobs: p.Blobs, Signer: blob.NewSigner(secret, p.Config.PublicURL+"/blobs"),
+		Blobs: p.Blobs, Signer: p.URLs,
 		ChainKey: chainKey.Public().(ed25519.PublicKey), EmbedModel: embedder.Model(),
 	})
 	return srv.Run(p.Ctx)

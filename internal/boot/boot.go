@@ -29,15 +29,16 @@ import (
 )
 
 // Process is what every binary starts with: its configuration, logger, a
-// migrated store, a Redis client, the blob store and a context that ends
-// on SIGINT or SIGTERM.
+// migrated store, a Redis client, the blob store with the signer of its
+// URLs, and a context that ends on SIGINT or SIGTERM.
 type Process struct {
 	Ctx    context.Context
 	Config *config.Config
 	Log    *slog.Logger
 	Store  *store.Store
 	Redis  *redis.Client
-	Blobs  *blob.Disk
+	Blobs  blob.Store
+	URLs   blob.URLSigner
 	stop   context.CancelFunc
 }
 
@@ -54,7 +55,7 @@ func Start() (*Process, error) {
 		return nil, err
 	}
 	if p.Redis, err = Redis(cfg); err == nil {
-		p.Blobs, err = Blobs(cfg)
+		p.Blobs, p.URLs, err = Blobs(cfg)
 	}
 	if err != nil {
 		p.Close()
@@ -115,9 +116,14 @@ func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 	return key, nil
 }
 
-// Blobs is the blob store below DATA_DIR.
-func Blobs(cfg *config.Config) (*blob.Disk, error) {
-	return blob.NewDisk(filepath.Join(cfg.DataDir, "blobs"))
+// Blobs opens the blob store below DATA_DIR and the signer of its URLs,
+// which lead to the server's /blobs route under PUBLIC_URL.
+func Blobs(cfg *config.Config) (blob.Store, blob.URLSigner, error) {
+	secret, err := UploadSecret(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("upload secret: %w", err)
+	}
+	return blob.Open(blob.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), Secret: secret, BaseURL: cfg.PublicURL + "/blobs"})
 }
 
 // UploadSecret is the HMAC key of signed URLs: UPLOAD_SECRET, or a random
