@@ -18,6 +18,7 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -158,14 +159,14 @@ func (w *Worker) expireExport(ctx context.Context, e store.Export) error {
 // exportKey is where an export's archive is stored; the file name is what
 // a browser saves it as.
 func exportKey(e *store.Export) string {
-	return "exports/" + e.ID.String() + "/lightbox-" + strings.ReplaceAll(e.Preset, "_", "-") + "-" + e.ID.String()[:8] + ".zip"
+	return "exports/" + e.ID.String() + "/" + render.ArchiveName(e.Preset, e.ID)
 }
 
 // exportBuild is one attempt at building an export.
 type exportBuild struct {
 	w        *Worker
 	e        *store.Export
-	settings store.ExportSettings
+	settings render.Settings
 	zip      *zip.Writer
 	names    map[string]bool // entry names taken, lower-cased
 	skipped  []store.ExportSkip
@@ -196,7 +197,7 @@ func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
 	}
 	defer bw.Abort()
 	b.zip = zip.NewWriter(bw)
-	if b.e.Preset == "contact_sheet" {
+	if b.e.Preset == render.PresetContactSheet {
 		err = b.writeSheets(ctx, todo)
 	} else {
 		err = b.writeFiles(ctx, todo)
@@ -273,7 +274,7 @@ func (b *exportBuild) writeFiles(ctx context.Context, items []store.ExportItem) 
 	opt := b.renderOptions()
 	render := func(ctx context.Context, it store.ExportItem) ([]byte, error) {
 		data, err := b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
-		if err != nil || b.e.Preset == "full_res" {
+		if err != nil || b.e.Preset == render.PresetFullRes {
 			return data, err
 		}
 		return b.w.engine.Render(ctx, data, opt)
@@ -304,9 +305,9 @@ func (b *exportBuild) writeFiles(ctx context.Context, items []store.ExportItem) 
 func (b *exportBuild) renderOptions() imaging.RenderOptions {
 	s := b.settings
 	switch {
-	case b.e.Preset == "web" && s.LongEdge > 0:
+	case b.e.Preset == render.PresetWeb && s.LongEdge > 0:
 		return imaging.RenderOptions{Width: s.LongEdge, Height: s.LongEdge, Quality: s.Quality}
-	case b.e.Preset == "web":
+	case b.e.Preset == render.PresetWeb:
 		return imaging.RenderOptions{Width: s.Width, Height: s.Height, Quality: s.Quality}
 	}
 	return imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality}
@@ -324,7 +325,7 @@ func (b *exportBuild) entryName(it store.ExportItem) string {
 	}, strings.TrimSpace(it.Filename))
 	ext := path.Ext(name)
 	base := strings.TrimSuffix(name, ext)
-	if b.e.Preset != "full_res" {
+	if b.e.Preset != render.PresetFullRes {
 		ext = ".jpg"
 	}
 	if base == "" || base == "." || base == ".." {
