@@ -1,5 +1,6 @@
 // Package render provides what is drawn from originals after ingest: the
-// export presets, their settings and the name of an export's archive.
+// export presets and their settings, one photo rendered for a preset,
+// contact sheet pages, and the zip archive an export is delivered in.
 package render
 
 import (
@@ -34,12 +35,16 @@ type Settings struct {
 	IncludeNotReady bool `json:"includeNotReady"`
 }
 
-// Preset is a kind of export: its default settings and the settings a
-// user may change.
+// Preset is a kind of export: its default settings, the settings a user
+// may change, and what its photos are drawn from.
 type Preset struct {
 	Name     string
 	Defaults Settings
 	Allowed  []string // setting keys a user may override
+	// FromPreview draws from the preview ingest made, when there is one:
+	// it is smaller to decode. Previews are lossy and no larger than the
+	// web preset, so only the contact sheet's thumbnails use them.
+	FromPreview bool
 }
 
 // presets are the kinds of export, in the order users are told them.
@@ -55,7 +60,7 @@ var presets = []Preset{
 	{Name: PresetStory9x16, Defaults: Settings{Width: 1080, Height: 1920, Quality: 90},
 		Allowed: []string{"width", "height", "quality", "includeNotReady"}},
 	{Name: PresetContactSheet, Defaults: Settings{PerPage: 24, Quality: 85},
-		Allowed: []string{"perPage", "quality", "includeNotReady"}},
+		Allowed: []string{"perPage", "quality", "includeNotReady"}, FromPreview: true},
 }
 
 // Lookup returns the preset called name.
