@@ -15,14 +15,11 @@ package server
 //   - A download URL lives 15 minutes, never past the export's expiry.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,6 +28,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/jobs"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -40,40 +38,6 @@ import (
 const exportTTL = 7 * 24 * time.Hour
 
 const maxExportAssets = 10_000
-
-// Bounds of the settings a user may override.
-const (
-	minExportEdge, maxExportEdge = 320, 8192
-	minQuality, maxQuality       = 40, 100
-	minPerPage, maxPerPage       = 1, 100
-)
-
-// settingKeys are every setting an export takes; each preset allows some.
-var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady"}
-
-// preset is an export preset: its default settings and the settings a
-// user may change.
-type preset struct {
-	defaults store.ExportSettings
-	allowed  []string
-}
-
-// presets are the kinds of export. full_res copies the originals; web fits
-// each photo in a box; the social presets fill theirs, centre-cropped; the
-// contact sheet lays thumbnails out perPage to a page.
-var presets = map[string]preset{
-	"full_res": {store.ExportSettings{}, []string{"includeNotReady"}},
-	"web": {store.ExportSettings{LongEdge: 2048, Quality: 85},
-		[]string{"longEdge", "width", "height", "quality", "includeNotReady"}},
-	"instagram_carousel": {store.ExportSettings{Width: 1080, Height: 1350, Quality: 90},
-		[]string{"width", "height", "quality", "includeNotReady"}},
-	"story_9x16": {store.ExportSettings{Width: 1080, Height: 1920, Quality: 90},
-		[]string{"width", "height", "quality", "includeNotReady"}},
-	"contact_sheet": {store.ExportSettings{PerPage: 24, Quality: 85},
-		[]string{"perPage", "quality", "includeNotReady"}},
-}
-
-const presetNames = "full_res, web, instagram_carousel, story_9x16 or contact_sheet"
 
 type exportJSON struct {
 	ID        string          `json:"id"`
@@ -136,11 +100,14 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 	errs := fieldErrors{}
-	pr, ok := presets[in.Preset]
+	pr, ok := render.Lookup(in.Preset)
 	if !ok {
-		errs.add("preset", "must be "+presetNames)
+		errs.add("preset", "must be "+render.PresetNames())
 	}
-	settings := exportSettings(errs, in.Preset, pr, in.Settings)
+	settings, problems := pr.ParseSettings(in.Settings)
+	for field, problem := range problems {
+		errs.add(field, problem)
+	}
 	ids := exportAssetIDs(errs, in.AssetIDs)
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -177,69 +144,6 @@ func (s *Server) createExport(c *gin.Context) {
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
 	s.jobs.Enqueue(context.WithoutCancel(ctx), logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
-}
-
-// exportSettings applies the user's settings over the preset's defaults,
-// noting every problem in errs. Assets not yet ready are included unless
-// the user says otherwise.
-func exportSettings(errs fieldErrors, name string, pr preset, raw json.RawMessage) store.ExportSettings {
-	out := pr.defaults
-	out.IncludeNotReady = true
-	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" || pr.allowed == nil {
-		return out
-	}
-	var in map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &in); err != nil {
-		errs.add("settings", "must be an object")
-		return out
-	}
-	ints := map[string]struct {
-		dst    *int
-		lo, hi int
-	}{
-		"longEdge": {&out.LongEdge, minExportEdge, maxExportEdge},
-		"width":    {&out.Width, minExportEdge, maxExportEdge},
-		"height":   {&out.Height, minExportEdge, maxExportEdge},
-		"quality":  {&out.Quality, minQuality, maxQuality},
-		"perPage":  {&out.PerPage, minPerPage, maxPerPage},
-	}
-	for key, v := range in {
-		field := "settings." + key
-		switch n, isInt := ints[key]; {
-		case !slices.Contains(settingKeys, key):
-			errs.add(field, "is not a setting; settings are "+strings.Join(settingKeys, ", "))
-		case !slices.Contains(pr.allowed, key):
-			errs.add(field, fmt.Sprintf("does not apply to the %s preset, which takes %s", name, strings.Join(pr.allowed, ", ")))
-		case isInt:
-			var f float64
-			if err := json.Unmarshal(v, &f); err != nil || f != math.Trunc(f) || f < float64(n.lo) || f > float64(n.hi) {
-				errs.add(field, fmt.Sprintf("must be a whole number from %d to %d", n.lo, n.hi))
-			} else {
-				*n.dst = int(f)
-			}
-		default: // includeNotReady
-			if err := json.Unmarshal(v, &out.IncludeNotReady); err != nil {
-				errs.add(field, "must be true or false")
-			}
-		}
-	}
-	_, long := in["longEdge"]
-	_, w := in["width"]
-	_, h := in["height"]
-	switch {
-	case long && (w || h):
-		errs.add("settings.longEdge", "give longEdge, or width and height, not both")
-	case name == "web" && (w || h):
-		// A box replaces the default long edge; a side left out is unbounded.
-		out.LongEdge = 0
-		if !w {
-			out.Width = 0
-		}
-		if !h {
-			out.Height = 0
-		}
-	}
-	return out
 }
 
 // exportAssetIDs parses the asset ids of a request; nil means all.

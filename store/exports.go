@@ -39,18 +39,6 @@ type Export struct {
 	ExpiresAt    *time.Time      `db:"expires_at"`
 }
 
-// ExportSettings are an export's effective settings, stored with it: the
-// preset's defaults with the user's overrides applied, so the worker builds
-// exactly what the API answered.
-type ExportSettings struct {
-	LongEdge        int  `json:"longEdge,omitempty"`
-	Width           int  `json:"width,omitempty"`
-	Height          int  `json:"height,omitempty"`
-	Quality         int  `json:"quality,omitempty"`
-	PerPage         int  `json:"perPage,omitempty"`
-	IncludeNotReady bool `json:"includeNotReady"`
-}
-
 // ExportSkip is an asset an export left out, and why.
 type ExportSkip struct {
 	AssetID  uuid.UUID `json:"assetId"`

@@ -1,15 +1,11 @@
 package worker
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"runtime"
-	"strings"
-	"sync"
+	"io"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,13 +14,10 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
-
-// Exports render up to this many photos at once (never more than the
-// cores): an export is one task, and the user is waiting for it.
-const maxExportParallelism = 4
 
 // Progress is recorded and published after this many photos, or after
 // this long, whichever comes first.
@@ -67,7 +60,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	}
 	w.exportChanged(ctx, e)
 
-	b := &exportBuild{w: w, e: e, names: map[string]bool{}, lastAt: time.Now()}
+	b := &exportBuild{w: w, e: e, lastAt: time.Now()}
 	info, err := b.run(ctx)
 
 	// Record the outcome even when the task's own context has ended.
@@ -158,24 +151,25 @@ func (w *Worker) expireExport(ctx context.Context, e store.Export) error {
 // exportKey is where an export's archive is stored; the file name is what
 // a browser saves it as.
 func exportKey(e *store.Export) string {
-	return "exports/" + e.ID.String() + "/lightbox-" + strings.ReplaceAll(e.Preset, "_", "-") + "-" + e.ID.String()[:8] + ".zip"
+	return "exports/" + e.ID.String() + "/" + render.ArchiveName(e.Preset, e.ID)
 }
 
 // exportBuild is one attempt at building an export.
 type exportBuild struct {
 	w        *Worker
 	e        *store.Export
-	settings store.ExportSettings
-	zip      *zip.Writer
-	names    map[string]bool // entry names taken, lower-cased
+	settings render.Settings
 	skipped  []store.ExportSkip
-	written  int
 
 	total, done, last int // items, items handled, items at the last report
 	lastAt            time.Time
 }
 
 func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
+	preset, ok := render.Lookup(b.e.Preset)
+	if !ok {
+		return blob.Info{}, tasks.Permanent(fmt.Errorf("export preset %q is unknown", b.e.Preset))
+	}
 	if err := json.Unmarshal(b.e.Settings, &b.settings); err != nil {
 		return blob.Info{}, tasks.Permanent(fmt.Errorf("export settings: %w", err))
 	}
@@ -195,19 +189,26 @@ func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
 		return blob.Info{}, err
 	}
 	defer bw.Abort()
-	b.zip = zip.NewWriter(bw)
-	if b.e.Preset == "contact_sheet" {
-		err = b.writeSheets(ctx, todo)
-	} else {
-		err = b.writeFiles(ctx, todo)
-	}
+	archive, err := render.NewArchive(bw, b.w.engine, preset, b.settings, b.title(ctx))
 	if err != nil {
 		return blob.Info{}, err
 	}
-	if b.written == 0 {
+	read := func(ctx context.Context, i int) ([]byte, error) { return b.source(ctx, preset, todo[i]) }
+	err = archive.Write(ctx, renderItems(todo), read, func(i int, err error) error {
+		if err != nil {
+			if err := b.skipOrFail(todo[i], err); err != nil {
+				return err
+			}
+		}
+		return b.advance(ctx)
+	})
+	if err != nil {
+		return blob.Info{}, err
+	}
+	if archive.Written() == 0 {
 		return blob.Info{}, b.nothingToExport(len(items))
 	}
-	if err := b.zip.Close(); err != nil {
+	if err := archive.Close(); err != nil {
 		return blob.Info{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -267,96 +268,38 @@ func (b *exportBuild) skipOrFail(it store.ExportItem, err error) error {
 	return nil
 }
 
-// writeFiles adds one zip entry per photo: the original's bytes for
-// full_res, else a JPEG rendered from the original.
-func (b *exportBuild) writeFiles(ctx context.Context, items []store.ExportItem) error {
-	opt := b.renderOptions()
-	render := func(ctx context.Context, it store.ExportItem) ([]byte, error) {
-		data, err := b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
-		if err != nil || b.e.Preset == "full_res" {
-			return data, err
-		}
-		return b.w.engine.Render(ctx, data, opt)
+// title heads the pages of a contact sheet: the project's title.
+func (b *exportBuild) title(ctx context.Context) string {
+	p, err := b.w.st.Project(ctx, b.e.UserID, b.e.ProjectID)
+	if err != nil {
+		return ""
 	}
-	return inOrder(ctx, exportParallelism(), items, render, func(it store.ExportItem, data []byte, err error) error {
-		if err != nil {
-			if err := b.skipOrFail(it, err); err != nil {
-				return err
-			}
-			return b.advance(ctx)
-		}
-		// Photos are compressed already: storing them is as small and far faster.
-		f, err := b.zip.CreateHeader(&zip.FileHeader{Name: b.entryName(it), Method: zip.Store, Modified: modTime(it)})
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err != nil {
-			return err
-		}
-		b.written++
-		return b.advance(ctx)
-	})
+	return p.Title
 }
 
-// renderOptions are the rendered presets' image settings: web fits the
-// photo in a box (a square of longEdge by default), the social presets fill
-// theirs, centre-cropped.
-func (b *exportBuild) renderOptions() imaging.RenderOptions {
-	s := b.settings
-	switch {
-	case b.e.Preset == "web" && s.LongEdge > 0:
-		return imaging.RenderOptions{Width: s.LongEdge, Height: s.LongEdge, Quality: s.Quality}
-	case b.e.Preset == "web":
-		return imaging.RenderOptions{Width: s.Width, Height: s.Height, Quality: s.Quality}
-	}
-	return imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality}
-}
-
-// entryName is the photo's name in the archive: its upload name (with a
-// .jpg extension once rendered), made unique without regard to case, as
-// the file systems it is unpacked on may not tell case apart.
-func (b *exportBuild) entryName(it store.ExportItem) string {
-	name := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < 0x20 {
-			return '_'
+// source reads the image a photo is drawn from: its preview when the
+// preset draws from previews and ingest made one, else its original,
+// checked against its checksum.
+func (b *exportBuild) source(ctx context.Context, preset render.Preset, it store.ExportItem) ([]byte, error) {
+	if preset.FromPreview && it.PreviewKey != nil {
+		f, _, err := b.w.blobs.Open(ctx, *it.PreviewKey)
+		if err == nil {
+			defer f.Close()
+			return io.ReadAll(f)
 		}
-		return r
-	}, strings.TrimSpace(it.Filename))
-	ext := path.Ext(name)
-	base := strings.TrimSuffix(name, ext)
-	if b.e.Preset != "full_res" {
-		ext = ".jpg"
-	}
-	if base == "" || base == "." || base == ".." {
-		base = "photo-" + it.AssetID.String()[:8]
-	}
-	name = base + ext
-	for i := 2; b.names[strings.ToLower(name)]; i++ {
-		name = fmt.Sprintf("%s-%d%s", base, i, ext)
-	}
-	b.names[strings.ToLower(name)] = true
-	return name
-}
-
-// modTime dates an entry by when the photo was taken, else now.
-func modTime(it store.ExportItem) time.Time {
-	if it.CapturedAt == nil {
-		return time.Now()
-	}
-	return captureTime(it)
-}
-
-// captureTime is when the photo was taken, in the zone the camera recorded
-// if it did.
-func captureTime(it store.ExportItem) time.Time {
-	t := it.CapturedAt.UTC()
-	if it.CapturedOffset != nil {
-		if z, err := time.Parse("-07:00", *it.CapturedOffset); err == nil {
-			_, off := z.Zone()
-			t = t.In(time.FixedZone(*it.CapturedOffset, off))
+		if !errors.Is(err, blob.ErrNotFound) {
+			return nil, err
 		}
 	}
-	return t
+	return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
+}
+
+func renderItems(items []store.ExportItem) []render.Item {
+	out := make([]render.Item, len(items))
+	for i, it := range items {
+		out[i] = render.Item{ID: it.AssetID, Filename: it.Filename, CapturedAt: it.CapturedAt, CapturedOffset: it.CapturedOffset}
+	}
+	return out
 }
 
 // advance counts one photo handled and, every few, records and publishes
@@ -378,59 +321,4 @@ func (b *exportBuild) advance(ctx context.Context) error {
 	}
 	b.w.publishExport(ctx, b.e, exportEvent{ExportID: b.e.ID, Status: store.JobRunning, Progress: p, Skipped: len(b.skipped)})
 	return nil
-}
-
-func exportParallelism() int {
-	return max(1, min(maxExportParallelism, runtime.GOMAXPROCS(0)))
-}
-
-// inOrder runs work on items, up to n at a time, and hands each result to
-// use in the items' order: the archive's order is stable while the
-// CPU-bound renders overlap. At most n+1 results exist at once, which
-// bounds memory. It stops at the first error use returns.
-func inOrder[T any](ctx context.Context, n int, items []store.ExportItem,
-	work func(context.Context, store.ExportItem) (T, error), use func(store.ExportItem, T, error) error) error {
-	type result struct {
-		v   T
-		err error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-
-	pending := make(chan chan result, n)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(pending)
-		for _, it := range items {
-			ch := make(chan result, 1)
-			select {
-			case pending <- ch:
-			case <-ctx.Done():
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, err := work(ctx, it)
-				ch <- result{v, err}
-			}()
-		}
-	}()
-	i := 0
-	for ch := range pending {
-		var r result
-		select {
-		case r = <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if err := use(items[i], r.v, r.err); err != nil {
-			return err
-		}
-		i++
-	}
-	return ctx.Err()
 }

@@ -19,7 +19,7 @@ import (
 
 	"lightbox/imaging"
 	"lightbox/internal/testenv"
-	"lightbox/store"
+	"lightbox/render"
 	"lightbox/tasks"
 )
 
@@ -31,7 +31,7 @@ import (
 // progress. The ratio is the export's own overhead.
 func BenchmarkExport(b *testing.B) {
 	const n = 200
-	web := store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}
+	web := render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}
 	for range b.N {
 		h := newHarness(b, nil)
 		project := h.project()
@@ -123,7 +123,7 @@ func BenchmarkExportQueueWait(b *testing.B) {
 		// wait enqueues one export and returns the time until it started,
 		// once it is done.
 		wait := func() time.Duration {
-			id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 1024, Quality: 80, IncludeNotReady: true}, chosen...)
+			id, task := h.newExport(project, "web", render.Settings{LongEdge: 1024, Quality: 80, IncludeNotReady: true}, chosen...)
 			enqueued := time.Now()
 			if err := tasks.Enqueue(context.Background(), h.queue, task); err != nil {
 				b.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/events"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -59,7 +60,7 @@ func (h *harness) notReady(project uuid.UUID, name string) uuid.UUID {
 
 // newExport records an export and its job as the API does, and returns
 // its id and task.
-func (h *harness) newExport(project uuid.UUID, preset string, s store.ExportSettings, assets ...uuid.UUID) (uuid.UUID, *asynq.Task) {
+func (h *harness) newExport(project uuid.UUID, preset string, s render.Settings, assets ...uuid.UUID) (uuid.UUID, *asynq.Task) {
 	h.t.Helper()
 	id, job := uuid.New(), uuid.New()
 	t := tasks.NewExport(tasks.ExportPayload{Job: tasks.Job{JobID: job, ProjectID: project}, ExportID: id})
@@ -196,7 +197,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	wantSkipped := map[string]string{"html-named.jpg": "failed", "dune.jpg": "duplicate"}
 	const exported = 5
 
-	check := func(t *testing.T, preset string, s store.ExportSettings, each func(name string, data []byte, got, orig image.Point)) *zip.Reader {
+	check := func(t *testing.T, preset string, s render.Settings, each func(name string, data []byte, got, orig image.Point)) *zip.Reader {
 		id, task := h.newExport(project, preset, s)
 		if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 			t.Fatal(err)
@@ -228,14 +229,14 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	}
 
 	t.Run("full_res", func(t *testing.T) {
-		check(t, "full_res", store.ExportSettings{IncludeNotReady: true}, func(name string, data []byte, _, _ image.Point) {
+		check(t, "full_res", render.Settings{IncludeNotReady: true}, func(name string, data []byte, _, _ image.Point) {
 			if orig, ok := originals[name]; !ok || !bytes.Equal(data, orig) {
 				t.Errorf("%s: not the original's bytes (known name: %v)", name, ok)
 			}
 		})
 	})
 	t.Run("web", func(t *testing.T) {
-		check(t, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, func(name string, _ []byte, got, orig image.Point) {
+		check(t, "web", render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, func(name string, _ []byte, got, orig image.Point) {
 			long := max(orig.X, orig.Y)
 			want := orig
 			if long > 2048 { // never enlarged
@@ -251,7 +252,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 		w, h   int
 	}{{"instagram_carousel", 1080, 1350}, {"story_9x16", 1080, 1920}} {
 		t.Run(c.preset, func(t *testing.T) {
-			check(t, c.preset, store.ExportSettings{Width: c.w, Height: c.h, Quality: 90, IncludeNotReady: true}, func(name string, _ []byte, got, _ image.Point) {
+			check(t, c.preset, render.Settings{Width: c.w, Height: c.h, Quality: 90, IncludeNotReady: true}, func(name string, _ []byte, got, _ image.Point) {
 				if got != image.Pt(c.w, c.h) {
 					t.Errorf("%s: %v, want %dx%d", name, got, c.w, c.h)
 				}
@@ -259,7 +260,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 		})
 	}
 	t.Run("contact_sheet", func(t *testing.T) {
-		z := check(t, "contact_sheet", store.ExportSettings{PerPage: 2, Quality: 85, IncludeNotReady: true}, nil)
+		z := check(t, "contact_sheet", render.Settings{PerPage: 2, Quality: 85, IncludeNotReady: true}, nil)
 		var names []string
 		for _, f := range z.File {
 			names = append(names, f.Name)
@@ -272,7 +273,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 		}
 	})
 	t.Run("includeNotReady false", func(t *testing.T) {
-		id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 640, Quality: 70})
+		id, task := h.newExport(project, "web", render.Settings{LongEdge: 640, Quality: 70})
 		if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +317,7 @@ func TestExportNamesAreUniqueAndOrderFollowsTheRequest(t *testing.T) {
 	h.exec(`UPDATE assets SET filename = 'IMG_1.JPG' WHERE id = $1`, a)
 	h.exec(`UPDATE assets SET filename = 'img_1.jpeg' WHERE id = $1`, b)
 	h.exec(`UPDATE assets SET filename = 'IMG_1.jpg' WHERE id = $1`, c)
-	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 320, Quality: 60}, c, a, b)
+	id, task := h.newExport(project, "web", render.Settings{LongEdge: 320, Quality: 60}, c, a, b)
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
 	for i := range 12 {
 		h.readyCopy(project, []string{"photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg"}[i%2], fmt.Sprintf("%02d.jpg", i))
 	}
-	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true})
+	id, task := h.newExport(project, "web", render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true})
 
 	// The attempt's context ends once it has written part of the archive,
 	// as when the worker is stopped or the task times out.
@@ -411,7 +412,7 @@ func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
 			for i := range 12 {
 				h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
 			}
-			id, task := h.newExport(project, "story_9x16", store.ExportSettings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
+			id, task := h.newExport(project, "story_9x16", render.Settings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
 			go func() {
 				for h.export(id).Progress == 0 {
 					time.Sleep(5 * time.Millisecond)
@@ -441,7 +442,7 @@ func TestExportWithNothingToExportFails(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	h.ready(project, "bad/empty.jpg")
-	id, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	id, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
 	err := h.w.Handler().ProcessTask(context.Background(), task)
 	if err == nil || !tasks.IsPermanent(err) {
 		t.Fatalf("err %v, want a permanent failure", err)
@@ -469,7 +470,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 		data := append(bytes.Clone(photo), []byte(uuid.NewString())...) // distinct bytes, same pixels
 		h.finalize(project, "queued-"+uuid.NewString()+".jpg", data)
 	}
-	id, task := h.newExport(project, "web", store.ExportSettings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, chosen...)
+	id, task := h.newExport(project, "web", render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}, chosen...)
 	if err := tasks.Enqueue(context.Background(), h.queue, task); err != nil {
 		t.Fatal(err)
 	}
@@ -492,11 +493,11 @@ func TestSweepDeletesExpiredExports(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	h.ready(project, "photos/wood.jpg")
-	keep, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	keep, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
-	old, task := h.newExport(project, "full_res", store.ExportSettings{IncludeNotReady: true})
+	old, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,6 @@
-package worker
+package render
 
 import (
-	"archive/zip"
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -13,16 +9,11 @@ import (
 	"io"
 	"math"
 	"sync"
-	"time"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
-
-	"lightbox/blob"
-	"lightbox/imaging"
-	"lightbox/store"
 )
 
 // A contact sheet page is A4 portrait at 200 dpi: a title line, then a
@@ -130,83 +121,4 @@ func (s *sheet) write(face font.Face, ink *image.Uniform, text string, x, y, wid
 	}
 	d := font.Drawer{Dst: s.page, Src: ink, Face: face, Dot: fixed.P(x, y)}
 	d.DrawString(text)
-}
-
-// writeSheets lays the photos out perPage to a page, one JPEG entry per
-// page. Each cell is rendered from the preview when ingest made one (it is
-// smaller to decode), else from the original.
-func (b *exportBuild) writeSheets(ctx context.Context, items []store.ExportItem) error {
-	title := "Contact sheet"
-	if p, err := b.w.st.Project(ctx, b.e.UserID, b.e.ProjectID); err == nil {
-		title = p.Title
-	}
-	s, err := newSheet(b.settings.PerPage, title)
-	if err != nil {
-		return err
-	}
-	box := imaging.RenderOptions{Width: s.l.boxW, Height: s.l.boxH, Quality: 92}
-	render := func(ctx context.Context, it store.ExportItem) (image.Image, error) {
-		data, err := b.cellSource(ctx, it)
-		if err != nil {
-			return nil, err
-		}
-		out, err := b.w.engine.Render(ctx, data, box)
-		if err != nil {
-			return nil, err
-		}
-		return jpeg.Decode(bytes.NewReader(out))
-	}
-	flush := func() error {
-		f, err := b.zip.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("contact-sheet-%03d.jpg", s.number),
-			Method: zip.Store, Modified: time.Now()})
-		if err != nil {
-			return err
-		}
-		return s.encode(f, b.settings.Quality)
-	}
-	err = inOrder(ctx, exportParallelism(), items, render, func(it store.ExportItem, img image.Image, err error) error {
-		if err != nil {
-			if err := b.skipOrFail(it, err); err != nil {
-				return err
-			}
-			return b.advance(ctx)
-		}
-		s.add(img, it.Filename, captionTime(it))
-		b.written++
-		if s.full() {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		return b.advance(ctx)
-	})
-	if err == nil && s.n > 0 {
-		err = flush()
-	}
-	return err
-}
-
-// cellSource is the image a contact sheet cell is made from.
-func (b *exportBuild) cellSource(ctx context.Context, it store.ExportItem) ([]byte, error) {
-	if it.PreviewKey != nil {
-		f, _, err := b.w.blobs.Open(ctx, *it.PreviewKey)
-		if err == nil {
-			defer f.Close()
-			return io.ReadAll(f)
-		}
-		if !errors.Is(err, blob.ErrNotFound) {
-			return nil, err
-		}
-	}
-	return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
-}
-
-func captionTime(it store.ExportItem) string {
-	if it.CapturedAt == nil {
-		return "no capture time"
-	}
-	if it.CapturedOffset != nil {
-		return captureTime(it).Format("2006-01-02 15:04:05 -07:00")
-	}
-	return captureTime(it).Format("2006-01-02 15:04:05")
 }

@@ -1,0 +1,163 @@
+// Package render provides what is drawn from originals after ingest: the
+// export presets and their settings, one photo rendered for a preset,
+// contact sheet pages, and the zip archive an export is delivered in.
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// The export presets, as the API names them.
+const (
+	PresetFullRes           = "full_res"
+	PresetWeb               = "web"
+	PresetInstagramCarousel = "instagram_carousel"
+	PresetStory9x16         = "story_9x16"
+	PresetContactSheet      = "contact_sheet"
+)
+
+// Settings are an export's effective settings, stored with it: the
+// preset's defaults with the user's overrides applied, so the worker builds
+// exactly what the API answered.
+type Settings struct {
+	LongEdge        int  `json:"longEdge,omitempty"`
+	Width           int  `json:"width,omitempty"`
+	Height          int  `json:"height,omitempty"`
+	Quality         int  `json:"quality,omitempty"`
+	PerPage         int  `json:"perPage,omitempty"`
+	IncludeNotReady bool `json:"includeNotReady"`
+}
+
+// Preset is a kind of export: its default settings, the settings a user
+// may change, and what its photos are drawn from.
+type Preset struct {
+	Name     string
+	Defaults Settings
+	Allowed  []string // setting keys a user may override
+	// FromPreview draws from the preview ingest made, when there is one:
+	// it is smaller to decode. Previews are lossy and no larger than the
+	// web preset, so only the contact sheet's thumbnails use them.
+	FromPreview bool
+}
+
+// presets are the kinds of export, in the order users are told them.
+// full_res copies the originals; web fits each photo in a box; the social
+// presets fill theirs, centre-cropped; the contact sheet lays thumbnails
+// out perPage to a page.
+var presets = []Preset{
+	{Name: PresetFullRes, Allowed: []string{"includeNotReady"}},
+	{Name: PresetWeb, Defaults: Settings{LongEdge: 2048, Quality: 85},
+		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady"}},
+	{Name: PresetInstagramCarousel, Defaults: Settings{Width: 1080, Height: 1350, Quality: 90},
+		Allowed: []string{"width", "height", "quality", "includeNotReady"}},
+	{Name: PresetStory9x16, Defaults: Settings{Width: 1080, Height: 1920, Quality: 90},
+		Allowed: []string{"width", "height", "quality", "includeNotReady"}},
+	{Name: PresetContactSheet, Defaults: Settings{PerPage: 24, Quality: 85},
+		Allowed: []string{"perPage", "quality", "includeNotReady"}, FromPreview: true},
+}
+
+// Lookup returns the preset called name.
+func Lookup(name string) (Preset, bool) {
+	i := slices.IndexFunc(presets, func(p Preset) bool { return p.Name == name })
+	if i < 0 {
+		return Preset{}, false
+	}
+	return presets[i], true
+}
+
+// PresetNames lists the presets for a message: "a, b or c".
+func PresetNames() string {
+	names := make([]string, len(presets))
+	for i, p := range presets {
+		names[i] = p.Name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Bounds of the settings a user may override.
+const (
+	minEdge, maxEdge       = 320, 8192
+	minQuality, maxQuality = 40, 100
+	minPerPage, maxPerPage = 1, 100
+)
+
+// settingKeys are every setting an export takes; each preset allows some.
+var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady"}
+
+// ParseSettings applies the user's settings in raw (a JSON object; empty
+// or null keeps the defaults) over p's defaults. problems maps each
+// setting that is wrong ("settings.quality") to what is wrong with it.
+// Photos not yet ready are included unless the user says otherwise.
+func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[string]string) {
+	out := p.Defaults
+	out.IncludeNotReady = true
+	problems = map[string]string{}
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" || p.Allowed == nil {
+		return out, problems
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil {
+		problems["settings"] = "must be an object"
+		return out, problems
+	}
+	ints := map[string]struct {
+		dst    *int
+		lo, hi int
+	}{
+		"longEdge": {&out.LongEdge, minEdge, maxEdge},
+		"width":    {&out.Width, minEdge, maxEdge},
+		"height":   {&out.Height, minEdge, maxEdge},
+		"quality":  {&out.Quality, minQuality, maxQuality},
+		"perPage":  {&out.PerPage, minPerPage, maxPerPage},
+	}
+	for key, v := range in {
+		field := "settings." + key
+		switch n, isInt := ints[key]; {
+		case !slices.Contains(settingKeys, key):
+			problems[field] = "is not a setting; settings are " + strings.Join(settingKeys, ", ")
+		case !slices.Contains(p.Allowed, key):
+			problems[field] = fmt.Sprintf("does not apply to the %s preset, which takes %s", p.Name, strings.Join(p.Allowed, ", "))
+		case isInt:
+			var f float64
+			if err := json.Unmarshal(v, &f); err != nil || f != math.Trunc(f) || f < float64(n.lo) || f > float64(n.hi) {
+				problems[field] = fmt.Sprintf("must be a whole number from %d to %d", n.lo, n.hi)
+			} else {
+				*n.dst = int(f)
+			}
+		default: // includeNotReady
+			if err := json.Unmarshal(v, &out.IncludeNotReady); err != nil {
+				problems[field] = "must be true or false"
+			}
+		}
+	}
+	_, long := in["longEdge"]
+	_, w := in["width"]
+	_, h := in["height"]
+	switch {
+	case long && (w || h):
+		problems["settings.longEdge"] = "give longEdge, or width and height, not both"
+	case p.Name == PresetWeb && (w || h):
+		// A box replaces the default long edge; a side left out is unbounded.
+		out.LongEdge = 0
+		if !w {
+			out.Width = 0
+		}
+		if !h {
+			out.Height = 0
+		}
+	}
+	return out, problems
+}
+
+// ArchiveName is the file name of an export's archive, what a browser
+// saves it as: "lightbox-web-1a2b3c4d.zip".
+func ArchiveName(preset string, export uuid.UUID) string {
+	return "lightbox-" + strings.ReplaceAll(preset, "_", "-") + "-" + export.String()[:8] + ".zip"
+}

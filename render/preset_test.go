@@ -1,0 +1,84 @@
+package render_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/render"
+)
+
+func TestPresetTable(t *testing.T) {
+	want := map[string]render.Settings{
+		render.PresetFullRes:           {IncludeNotReady: true},
+		render.PresetWeb:               {LongEdge: 2048, Quality: 85, IncludeNotReady: true},
+		render.PresetInstagramCarousel: {Width: 1080, Height: 1350, Quality: 90, IncludeNotReady: true},
+		render.PresetStory9x16:         {Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true},
+		render.PresetContactSheet:      {PerPage: 24, Quality: 85, IncludeNotReady: true},
+	}
+	for name, defaults := range want {
+		p, ok := render.Lookup(name)
+		if !ok || p.Name != name {
+			t.Fatalf("Lookup(%q) = %+v, %v", name, p, ok)
+		}
+		if got, problems := p.ParseSettings(nil); got != defaults || len(problems) != 0 {
+			t.Errorf("%s: defaults %+v %v, want %+v", name, got, problems, defaults)
+		}
+	}
+	if _, ok := render.Lookup("poster"); ok {
+		t.Error("an unknown preset was found")
+	}
+	if got := render.PresetNames(); got != "full_res, web, instagram_carousel, story_9x16 or contact_sheet" {
+		t.Errorf("PresetNames() = %q", got)
+	}
+	id := uuid.MustParse("1a2b3c4d-0000-4000-8000-000000000000")
+	if got := render.ArchiveName(render.PresetInstagramCarousel, id); got != "lightbox-instagram-carousel-1a2b3c4d.zip" {
+		t.Errorf("ArchiveName = %q", got)
+	}
+}
+
+func TestParseSettings(t *testing.T) {
+	parse := func(preset, raw string) (render.Settings, map[string]string) {
+		t.Helper()
+		p, ok := render.Lookup(preset)
+		if !ok {
+			t.Fatalf("no preset %q", preset)
+		}
+		return p.ParseSettings(json.RawMessage(raw))
+	}
+	for _, c := range []struct {
+		preset, raw string
+		want        render.Settings
+	}{
+		{render.PresetWeb, `null`, render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}},
+		{render.PresetWeb, `{"quality": 70, "includeNotReady": false}`, render.Settings{LongEdge: 2048, Quality: 70}},
+		// A box replaces the default long edge; a side left out is unbounded.
+		{render.PresetWeb, `{"width": 800}`, render.Settings{Width: 800, Quality: 85, IncludeNotReady: true}},
+		{render.PresetStory9x16, `{"height": 1600}`, render.Settings{Width: 1080, Height: 1600, Quality: 90, IncludeNotReady: true}},
+		{render.PresetContactSheet, `{"perPage": 6}`, render.Settings{PerPage: 6, Quality: 85, IncludeNotReady: true}},
+	} {
+		if got, problems := parse(c.preset, c.raw); got != c.want || len(problems) != 0 {
+			t.Errorf("%s %s: %+v %v, want %+v", c.preset, c.raw, got, problems, c.want)
+		}
+	}
+	for _, c := range []struct {
+		preset, raw, field, problem string
+	}{
+		{render.PresetWeb, `{"quality": 20}`, "settings.quality", "must be a whole number from 40 to 100"},
+		{render.PresetWeb, `{"longEdge": 1000.5}`, "settings.longEdge", "must be a whole number from 320 to 8192"},
+		{render.PresetWeb, `{"longEdge": 1000, "width": 800}`, "settings.longEdge", "give longEdge, or width and height, not both"},
+		{render.PresetWeb, `{"colour": "sepia"}`, "settings.colour",
+			"is not a setting; settings are longEdge, width, height, quality, perPage, includeNotReady"},
+		{render.PresetFullRes, `{"quality": 90}`, "settings.quality",
+			"does not apply to the full_res preset, which takes includeNotReady"},
+		{render.PresetContactSheet, `{"perPage": 0}`, "settings.perPage", "must be a whole number from 1 to 100"},
+		{render.PresetContactSheet, `{"includeNotReady": "yes"}`, "settings.includeNotReady", "must be true or false"},
+		{render.PresetWeb, `[1, 2]`, "settings", "must be an object"},
+	} {
+		_, problems := parse(c.preset, c.raw)
+		if len(problems) != 1 || problems[c.field] != c.problem {
+			t.Errorf("%s %s: problems %v, want %s: %s", c.preset, c.raw, problems, c.field, c.problem)
+		}
+	}
+}
