@@ -41,10 +41,10 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{env: env, st: env.Store, key: key, pub: pub, project: uuid.New(), log: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	user := uuid.New()
 	ctx := context.Background()
-	if _, err := f.st.DB.ExecContext(ctx, `INSERT INTO users (id, email) VALUES ($1, $2)`, user, user.String()+"@example.com"); err != nil {
+	if _, err := f.env.DB.ExecContext(ctx, `INSERT INTO users (id, email) VALUES ($1, $2)`, user, user.String()+"@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.st.DB.ExecContext(ctx, `INSERT INTO projects (id, owner_user_id, title) VALUES ($1, $2, 'chain')`, f.project, user); err != nil {
+	if _, err := f.env.DB.ExecContext(ctx, `INSERT INTO projects (id, owner_user_id, title) VALUES ($1, $2, 'chain')`, f.project, user); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -56,7 +56,7 @@ func (f *fixture) queue(t testing.TB, n int) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	var ids []uuid.UUID
-	if err := f.st.DB.SelectContext(ctx, &ids, `
+	if err := f.env.DB.SelectContext(ctx, &ids, `
 		INSERT INTO assets (id, project_id, filename, content_type, byte_size, upload_size, blob_key, checksum_sha256, status, finalized_at)
 		SELECT gen_random_uuid(), $1::uuid, 'IMG_' || i || '.jpg', 'image/jpeg', 1000 + i, 1000 + i, 'k/' || i,
 			encode(sha256(($1::uuid::text || i)::bytea), 'hex'), 'uploaded', now()
@@ -64,7 +64,7 @@ func (f *fixture) queue(t testing.TB, n int) []uuid.UUID {
 		RETURNING id`, f.project, f.next+1, f.next+n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.st.DB.ExecContext(ctx, `
+	if _, err := f.env.DB.ExecContext(ctx, `
 		INSERT INTO attestation_queue (asset_id, project_id, cid, op, visibility, ts)
 		SELECT a.id, a.project_id, a.checksum_sha256, 'ingest', 'private', a.finalized_at
 		FROM assets a WHERE a.id = ANY($1) ORDER BY a.byte_size`, pqUUIDs(ids)); err != nil {
@@ -110,7 +110,7 @@ type queueRow struct {
 func (f *fixture) queueRows(t testing.TB) []queueRow {
 	t.Helper()
 	var rows []queueRow
-	if err := f.st.DB.SelectContext(context.Background(), &rows,
+	if err := f.env.DB.SelectContext(context.Background(), &rows,
 		`SELECT id, asset_id, cid, status, attempts, last_error FROM attestation_queue ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestAuthRefusals(t *testing.T) {
 	expect(t, a.do("GET", "/v1/projects", key, nil), 200, "")
 
 	var keyID uuid.UUID
-	if err := a.env.Store.DB.Get(&keyID, "SELECT id FROM api_keys"); err != nil {
+	if err := a.env.DB.Get(&keyID, "SELECT id FROM api_keys"); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.env.Store.RevokeAPIKey(context.Background(), keyID); err != nil {
@@ -62,7 +62,7 @@ func TestRevokingAKeyEndsItsSessions(t *testing.T) {
 	expect(t, r, 201, "")
 	cookie := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
 
-	if _, err := a.env.Store.DB.Exec("UPDATE api_keys SET revoked_at = now()"); err != nil {
+	if _, err := a.env.DB.Exec("UPDATE api_keys SET revoked_at = now()"); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie), 401, "session_expired")

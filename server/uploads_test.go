@@ -176,7 +176,7 @@ func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 		t.Fatalf("chain:flush not enqueued: %v", err)
 	}
 	var queued int
-	a.env.Store.DB.Get(&queued, "SELECT count(*) FROM attestation_queue WHERE status = 'pending'")
+	a.env.DB.Get(&queued, "SELECT count(*) FROM attestation_queue WHERE status = 'pending'")
 	if queued != 3 {
 		t.Fatalf("%d originals waiting for attestation, want 3", queued)
 	}
@@ -203,8 +203,8 @@ func TestFinalizeTwiceAnswersTheSameAndEnqueuesOnce(t *testing.T) {
 		t.Fatalf("default queue holds %v tasks (%v), want 2", sizes, err)
 	}
 	var jobs, batches int
-	a.env.Store.DB.Get(&jobs, "SELECT count(*) FROM jobs")
-	a.env.Store.DB.Get(&batches, "SELECT count(*) FROM batches")
+	a.env.DB.Get(&jobs, "SELECT count(*) FROM jobs")
+	a.env.DB.Get(&batches, "SELECT count(*) FROM batches")
 	if jobs != 2 || batches != 1 {
 		t.Fatalf("%d jobs and %d batches after two finalizes, want 2 and 1", jobs, batches)
 	}
@@ -326,7 +326,7 @@ func TestUploadRefusals(t *testing.T) {
 
 	// Nothing above stored a byte; the real upload still works, once.
 	var uploaded *time.Time
-	a.env.Store.DB.Get(&uploaded, "SELECT uploaded_at FROM assets WHERE id = $1", u.AssetID)
+	a.env.DB.Get(&uploaded, "SELECT uploaded_at FROM assets WHERE id = $1", u.AssetID)
 	if uploaded != nil {
 		t.Fatal("a refused upload was recorded")
 	}
@@ -386,7 +386,7 @@ func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
 	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	expect(t, r, 200, "")
 	var waiting int
-	env.Store.DB.Get(&waiting, "SELECT count(*) FROM jobs WHERE enqueued_at IS NULL AND asset_id = $1", ups[0].AssetID)
+	env.DB.Get(&waiting, "SELECT count(*) FROM jobs WHERE enqueued_at IS NULL AND asset_id = $1", ups[0].AssetID)
 	if waiting != 1 {
 		t.Fatalf("%d jobs wait for the sweeper, want 1", waiting)
 	}

@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"lightbox/internal/testenv"
 	"lightbox/store"
 )
 
 // chainAsset records a user, a project and one finalized asset.
-func chainAsset(t *testing.T, st *store.Store, cid string) (project, asset uuid.UUID) {
+func chainAsset(t *testing.T, env *testenv.Env, cid string) (project, asset uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
 	user, project, asset := uuid.New(), uuid.New(), uuid.New()
@@ -28,7 +27,7 @@ func chainAsset(t *testing.T, st *store.Store, cid string) (project, asset uuid.
 		{`INSERT INTO assets (id, project_id, filename, content_type, byte_size, upload_size, blob_key, checksum_sha256, status)
 			VALUES ($1, $2, 'a.jpg', 'image/jpeg', 10, 12, 'k', $3, 'uploaded')`, []any{asset, project, cid}},
 	} {
-		if _, err := st.DB.ExecContext(ctx, q.sql, q.args...); err != nil {
+		if _, err := env.DB.ExecContext(ctx, q.sql, q.args...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,12 +38,12 @@ func TestQueueAttestationOncePerAssetAndOp(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	cid := strings.Repeat("ab", 32)
-	project, asset := chainAsset(t, env.Store, cid)
+	project, asset := chainAsset(t, env, cid)
 	ts := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 	// Inside a caller's transaction, as finalize does it.
-	err := env.Store.InTx(ctx, func(tx *sqlx.Tx) error {
-		added, err := env.Store.QueueAttestation(ctx, tx, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid, TS: ts})
+	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
+		added, err := tx.QueueAttestation(ctx, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid, TS: ts})
 		if err == nil && !added {
 			t.Error("first QueueAttestation added nothing")
 		}
@@ -53,7 +52,7 @@ func TestQueueAttestationOncePerAssetAndOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	added, err := env.Store.QueueAttestation(ctx, env.Store.DB, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid})
+	added, err := env.Store.QueueAttestation(ctx, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid})
 	if err != nil || added {
 		t.Fatalf("second QueueAttestation = %v, %v; want nothing added", added, err)
 	}
@@ -83,9 +82,9 @@ func TestQueueAttestationOncePerAssetAndOp(t *testing.T) {
 
 func TestQueueAttestationRejectsBadCID(t *testing.T) {
 	env := testenv.New(t)
-	project, asset := chainAsset(t, env.Store, strings.Repeat("0", 64))
+	project, asset := chainAsset(t, env, strings.Repeat("0", 64))
 	for _, cid := range []string{"", "abc", strings.Repeat("AB", 32), strings.Repeat("g", 64)} {
-		_, err := env.Store.QueueAttestation(context.Background(), env.Store.DB, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid})
+		_, err := env.Store.QueueAttestation(context.Background(), store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid})
 		if !errors.Is(err, store.ErrBadAttestation) {
 			t.Errorf("cid %q: %v, want ErrBadAttestation", cid, err)
 		}
@@ -97,16 +96,16 @@ func TestCommitChainBatchRefusesAMovedHead(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	cid := strings.Repeat("cd", 32)
-	project, asset := chainAsset(t, env.Store, cid)
-	if _, err := env.Store.QueueAttestation(ctx, env.Store.DB, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid}); err != nil {
+	project, asset := chainAsset(t, env, cid)
+	if _, err := env.Store.QueueAttestation(ctx, store.AttestationItem{AssetID: asset, ProjectID: project, CID: cid}); err != nil {
 		t.Fatal(err)
 	}
 	items, err := env.Store.ClaimAttestations(ctx, 1)
 	if err != nil || len(items) != 1 {
 		t.Fatal(items, err)
 	}
-	err = env.Store.InTx(ctx, func(tx *sqlx.Tx) error {
-		_, err := store.CommitChainBatch(ctx, tx, store.ChainCommit{
+	err = env.Store.WithTx(ctx, func(tx *store.Store) error {
+		_, err := tx.CommitChainBatch(ctx, store.ChainCommit{
 			PrevSeq: 7, MaxAttempts: 5,
 			Attested: []store.AttestationRecord{{Seq: 8, QueueID: items[0].ID, CID: cid, TxID: strings.Repeat("1", 64), Payload: []byte("{}"), Signature: []byte{1}}},
 		})

@@ -45,7 +45,7 @@ func (h *harness) importStatus(asset uuid.UUID) (status, code string) {
 		Status string  `db:"status"`
 		Code   *string `db:"error_code"`
 	}
-	h.env.Store.DB.Get(&r, `SELECT status, error_code FROM assets WHERE id = $1`, asset)
+	h.env.DB.Get(&r, `SELECT status, error_code FROM assets WHERE id = $1`, asset)
 	return r.Status, deref(r.Code)
 }
 
@@ -89,7 +89,7 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 		Status string `db:"status"`
 		Total  int    `db:"total"`
 	}
-	h.env.Store.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
+	h.env.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
 	if b.Status != "partial" || b.Total < 5 {
 		t.Fatalf("import batch %+v, want partial with downloads and ingests", b)
 	}

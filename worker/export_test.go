@@ -43,7 +43,7 @@ func (h *harness) readyCopy(project uuid.UUID, name, as string) uuid.UUID {
 func (h *harness) ingested(project, asset uuid.UUID) uuid.UUID {
 	h.t.Helper()
 	var job uuid.UUID
-	h.env.Store.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
+	h.env.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 	h.w.Handler().ProcessTask(context.Background(), t) // bad files fail here, as they would in the queue
 	return asset
@@ -67,7 +67,7 @@ func (h *harness) newExport(project uuid.UUID, preset string, s store.ExportSett
 	expires := time.Now().Add(7 * 24 * time.Hour)
 	e := &store.Export{ID: id, ProjectID: project, UserID: h.owner, Preset: preset, Settings: raw, ExpiresAt: &expires}
 	for _, a := range assets {
-		e.AssetIDs = append(e.AssetIDs, a.String())
+		e.AssetIDs = append(e.AssetIDs, a)
 	}
 	err := h.env.Store.CreateExport(context.Background(), e, store.Job{ID: job, ProjectID: project, Type: t.Type(),
 		Queue: tasks.QueueOf(t.Type()), TaskID: tasks.ExportID(id), Payload: t.Payload()})
@@ -178,7 +178,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	for _, p := range exportPhotos {
 		id := h.ready(project, p.name)
 		var w, ht int
-		h.env.Store.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
+		h.env.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
 		if p.w != 0 && (w != p.w || ht != p.h) {
 			t.Fatalf("%s ingested as %dx%d", p.name, w, ht)
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
 	"lightbox/internal/dispatch"
@@ -36,7 +35,7 @@ func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		h.env.Store.InTx(ctx, func(tx *sqlx.Tx) error { return store.RecordUpload(ctx, tx, id, info.SHA256, info.Size) })
+		h.env.Store.RecordUpload(ctx, id, info.SHA256, info.Size)
 		sum := sha256.Sum256(body)
 		items[i] = store.FinalizeItem{AssetID: id, Checksum: hex.EncodeToString(sum[:])}
 	}

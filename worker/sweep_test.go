@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/jmoiron/sqlx"
 
 	"lightbox/internal/dispatch"
 	"lightbox/store"
@@ -32,7 +31,7 @@ func (h *harness) finalizeWithoutEnqueue(project uuid.UUID, data []byte) (asset,
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.env.Store.InTx(ctx, func(tx *sqlx.Tx) error { return store.RecordUpload(ctx, tx, asset, info.SHA256, info.Size) }); err != nil {
+	if err := h.env.Store.RecordUpload(ctx, asset, info.SHA256, info.Size); err != nil {
 		h.t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
