@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
+	"lightbox/store"
 	"lightbox/tasks"
 )
 
@@ -175,9 +177,11 @@ func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 	if _, err := in.GetTaskInfo("low", "chain:flush"); err != nil {
 		t.Fatalf("chain:flush not enqueued: %v", err)
 	}
-	var queued int
-	a.env.DB.Get(&queued, "SELECT count(*) FROM attestation_queue WHERE status = 'pending'")
-	if queued != 3 {
+	counts, err := a.env.Store.AttestationQueueCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued := counts[store.AttestPending]; queued != 3 {
 		t.Fatalf("%d originals waiting for attestation, want 3", queued)
 	}
 	r = a.do("GET", "/v1/projects/"+project, key, nil)
@@ -325,9 +329,7 @@ func TestUploadRefusals(t *testing.T) {
 	expect(t, a.put(escape, jpeg, []byte("x")), 400, "invalid_key")
 
 	// Nothing above stored a byte; the real upload still works, once.
-	var uploaded *time.Time
-	a.env.DB.Get(&uploaded, "SELECT uploaded_at FROM assets WHERE id = $1", u.AssetID)
-	if uploaded != nil {
+	if asset, err := a.env.Store.AssetByID(context.Background(), uuid.MustParse(u.AssetID)); err != nil || asset.UploadedAt != nil {
 		t.Fatal("a refused upload was recorded")
 	}
 	expect(t, a.put(u.UploadURL, jpeg, p.data), 201, "")

@@ -19,8 +19,7 @@ import (
 // as the API's finalize does.
 func (h *harness) finalize(project uuid.UUID, name string, data []byte) uuid.UUID {
 	h.t.Helper()
-	asset, job := h.finalizeWithoutEnqueue(project, data)
-	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, name)
+	asset, job := h.finalizeNamed(project, name, data)
 	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 	if err := tasks.Enqueue(context.Background(), h.queue, t); err != nil {
 		h.t.Fatal(err)
