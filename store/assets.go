@@ -70,14 +70,9 @@ type NewAsset struct {
 	CapturedAt   *time.Time
 }
 
-// AddPendingAssets records files about to be uploaded, in one statement.
+// AddPendingAssets records files about to be uploaded, in one statement; a
+// zero expires means no upload URL was handed out.
 func (s *Store) AddPendingAssets(ctx context.Context, project uuid.UUID, files []NewAsset, expires time.Time) error {
-	return s.addPendingAssets(ctx, project, files, expires)
-}
-
-// addPendingAssets inserts asset rows; a zero expires means no upload URL
-// was handed out.
-func (s *Store) addPendingAssets(ctx context.Context, project uuid.UUID, files []NewAsset, expires time.Time) error {
 	n := len(files)
 	ids, names, types, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	clientIDs, captured := make([]*string, n), make([]*time.Time, n)

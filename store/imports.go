@@ -30,7 +30,7 @@ func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, item
 			jobs[i] = spec(it, b.ID, uuid.New())
 		}
 		// No upload URL expires for these: the worker brings the bytes.
-		if err := tx.addPendingAssets(ctx, project, assets, time.Time{}); err != nil {
+		if err := tx.AddPendingAssets(ctx, project, assets, time.Time{}); err != nil {
 			return err
 		}
 		return tx.insertJobs(ctx, jobs)
