@@ -64,13 +64,15 @@ func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, i
 	var err error
 	// Two concurrent calls with the same new bytes collide on the unique
 	// checksum index; the loser runs again and sees the winner's asset.
+	// Inside a caller's transaction the collision has aborted it, so the
+	// error goes back to the caller instead.
 	for range 3 {
 		err = s.WithTx(ctx, func(tx *Store) error {
 			res, err = tx.finalize(ctx, owner, project, items, o)
 			return err
 		})
 		var pqErr *pq.Error
-		if !(errors.As(err, &pqErr) && pqErr.Code == "23505") {
+		if s.tx || !(errors.As(err, &pqErr) && pqErr.Code == "23505") {
 			break
 		}
 	}

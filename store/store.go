@@ -1,6 +1,7 @@
 // Package store provides Lightbox's Postgres access: one file per table
 // group, plain SQL through sqlx, and the embedded migrations that shape the
-// schema.
+// schema. Every method runs on the pool, or in one transaction on the Store
+// that WithTx hands out; callers never see sqlx.
 package store
 
 import (
