@@ -78,6 +78,9 @@ func (r *FlushResult) add(o FlushResult) {
 // they would have been discarded anyway.
 var errNotTried = errors.New("not published: an earlier item failed")
 
+// errNothingClaimed ends a flush that found no work, rolling back its lock.
+var errNothingClaimed = errors.New("nothing to attest")
+
 // Drain flushes until nothing is claimable, stopping early after a flush
 // that did not attest all it signed (let the caller back off) or on error.
 func (f *Flusher) Drain(ctx context.Context) (FlushResult, error) {
@@ -121,67 +124,75 @@ func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 	// prefix that did publish is still committed; it has its own deadline.
 	txCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxHold)
 	defer cancel()
-	tx, err := f.Store.DB.BeginTxx(txCtx, nil)
-	if err != nil {
-		return res, err
-	}
-	defer tx.Rollback()
-	h, err := store.LockChainHead(ctx, tx)
-	if err != nil {
-		return res, fmt.Errorf("lock chain head: %w", err)
-	}
-	items, err := f.Store.ClaimAttestations(ctx, batch)
-	if err != nil {
-		return res, fmt.Errorf("claim attestations: %w", err)
-	}
-	if len(items) == 0 {
-		tx.Rollback()
+	var (
+		h          store.ChainHead
+		items      []store.ClaimedAttestation
+		txs        []*Transaction
+		errs       []error
+		k          int // the published prefix is items[:k]
+		c          store.ChainCommit
+		abandoned  bool
+		committing bool
+	)
+	err := f.Store.WithTx(txCtx, func(tx *store.Store) error {
+		var err error
+		if h, err = tx.LockChainHead(ctx); err != nil {
+			return fmt.Errorf("lock chain head: %w", err)
+		}
+		// Claimed outside tx: the claim commits at once.
+		if items, err = f.Store.ClaimAttestations(ctx, batch); err != nil {
+			return fmt.Errorf("claim attestations: %w", err)
+		}
+		if len(items) == 0 {
+			return errNothingClaimed
+		}
+
+		pubCtx, cancelPub := context.WithTimeout(ctx, maxHold-commitGrace)
+		txs, errs = f.signAndPublish(pubCtx, conc, timeout, Link{Seq: h.Seq, TxID: h.TxID, CID: h.CID}, items)
+		interrupted := pubCtx.Err() != nil
+		cancelPub()
+
+		k = len(items)
+		for i, err := range errs {
+			if err != nil {
+				k = i
+				break
+			}
+		}
+		c = store.ChainCommit{PrevSeq: h.Seq, MaxAttempts: MaxAttempts}
+		for i, t := range txs[:k] {
+			c.Attested = append(c.Attested, store.AttestationRecord{
+				Seq: t.Seq, QueueID: items[i].ID, AssetID: items[i].AssetID, CID: t.CID,
+				TxID: t.TxID, PrevTx: t.PrevTx, PrevCID: t.PrevCID, Payload: t.Payload, Signature: t.Signature,
+			})
+		}
+		if k < len(items) {
+			// A shutdown or deadline is not the item's fault.
+			if interrupted {
+				c.Requeued = append(c.Requeued, store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()})
+			} else {
+				c.Failed = &store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()}
+			}
+			for i := k + 1; i < len(items); i++ {
+				r := store.Requeue{QueueID: items[i].ID}
+				if errs[i] != nil && !errors.Is(errs[i], errNotTried) {
+					r.Err = errs[i].Error()
+				}
+				c.Requeued = append(c.Requeued, r)
+			}
+		}
+		c.BatchMs = float64(time.Since(start).Microseconds()) / 1000
+
+		committing = true
+		abandoned, err = tx.CommitChainBatch(txCtx, c)
+		return err
+	})
+	switch {
+	case errors.Is(err, errNothingClaimed):
 		res.Head = headOf(h)
 		res.Duration = time.Since(start)
 		return res, nil
-	}
-
-	pubCtx, cancelPub := context.WithTimeout(ctx, maxHold-commitGrace)
-	txs, errs := f.signAndPublish(pubCtx, conc, timeout, Link{Seq: h.Seq, TxID: h.TxID, CID: h.CID}, items)
-	interrupted := pubCtx.Err() != nil
-	cancelPub()
-
-	k := len(items) // the published prefix is items[:k]
-	for i, err := range errs {
-		if err != nil {
-			k = i
-			break
-		}
-	}
-	c := store.ChainCommit{PrevSeq: h.Seq, MaxAttempts: MaxAttempts}
-	for i, t := range txs[:k] {
-		c.Attested = append(c.Attested, store.AttestationRecord{
-			Seq: t.Seq, QueueID: items[i].ID, AssetID: items[i].AssetID, CID: t.CID,
-			TxID: t.TxID, PrevTx: t.PrevTx, PrevCID: t.PrevCID, Payload: t.Payload, Signature: t.Signature,
-		})
-	}
-	if k < len(items) {
-		// A shutdown or deadline is not the item's fault.
-		if interrupted {
-			c.Requeued = append(c.Requeued, store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()})
-		} else {
-			c.Failed = &store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()}
-		}
-		for i := k + 1; i < len(items); i++ {
-			r := store.Requeue{QueueID: items[i].ID}
-			if errs[i] != nil && !errors.Is(errs[i], errNotTried) {
-				r.Err = errs[i].Error()
-			}
-			c.Requeued = append(c.Requeued, r)
-		}
-	}
-	c.BatchMs = float64(time.Since(start).Microseconds()) / 1000
-
-	abandoned, err := store.CommitChainBatch(txCtx, tx, c)
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
+	case err != nil && committing:
 		// Give the claim back now rather than after StaleAfter. Items whose
 		// commit did land (an answer lost on the wire) are attested and
 		// stay so.
@@ -193,6 +204,8 @@ func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 			log.Warn("chain: return claimed items", "err", uerr)
 		}
 		return res, fmt.Errorf("commit chain batch: %w", err)
+	case err != nil:
+		return res, err
 	}
 
 	res.Signed, res.Attested, res.Requeued = len(txs), k, len(c.Requeued)

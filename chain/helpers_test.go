@@ -2,11 +2,13 @@ package chain_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"lightbox/chain"
 	"lightbox/internal/testenv"
@@ -26,6 +27,7 @@ type fixture struct {
 	st      *store.Store
 	key     ed25519.PrivateKey
 	pub     ed25519.PublicKey
+	owner   uuid.UUID
 	project uuid.UUID
 	next    int // assets created so far, to number the next ones
 	log     *slog.Logger
@@ -38,48 +40,27 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{env: env, st: env.Store, key: key, pub: pub, project: uuid.New(), log: slog.New(slog.NewTextHandler(t.Output(), nil))}
-	user := uuid.New()
-	ctx := context.Background()
-	if _, err := f.st.DB.ExecContext(ctx, `INSERT INTO users (id, email) VALUES ($1, $2)`, user, user.String()+"@example.com"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.st.DB.ExecContext(ctx, `INSERT INTO projects (id, owner_user_id, title) VALUES ($1, $2, 'chain')`, f.project, user); err != nil {
-		t.Fatal(err)
-	}
+	f := &fixture{env: env, st: env.Store, key: key, pub: pub, log: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	f.owner, f.project = env.Project(t)
 	return f
 }
 
-// queue creates n finalized assets and queues each for attestation, as
-// finalize does, returning their ids in queue order.
+// queue finalizes n assets, IMG_<k>.jpg of 1000+k bytes, which queues each
+// for attestation, and returns their ids in queue order.
 func (f *fixture) queue(t testing.TB, n int) []uuid.UUID {
 	t.Helper()
-	ctx := context.Background()
-	var ids []uuid.UUID
-	if err := f.st.DB.SelectContext(ctx, &ids, `
-		INSERT INTO assets (id, project_id, filename, content_type, byte_size, upload_size, blob_key, checksum_sha256, status, finalized_at)
-		SELECT gen_random_uuid(), $1::uuid, 'IMG_' || i || '.jpg', 'image/jpeg', 1000 + i, 1000 + i, 'k/' || i,
-			encode(sha256(($1::uuid::text || i)::bytea), 'hex'), 'uploaded', now()
-		FROM generate_series($2::int, $3::int) AS i ORDER BY i
-		RETURNING id`, f.project, f.next+1, f.next+n); err != nil {
-		t.Fatal(err)
+	uploads := make([]testenv.Upload, n)
+	for i := range uploads {
+		k := f.next + i + 1
+		uploads[i] = testenv.Upload{Filename: fmt.Sprintf("IMG_%d.jpg", k), Data: bytes.Repeat([]byte{byte(k)}, 1000+k)}
 	}
-	if _, err := f.st.DB.ExecContext(ctx, `
-		INSERT INTO attestation_queue (asset_id, project_id, cid, op, visibility, ts)
-		SELECT a.id, a.project_id, a.checksum_sha256, 'ingest', 'private', a.finalized_at
-		FROM assets a WHERE a.id = ANY($1) ORDER BY a.byte_size`, pqUUIDs(ids)); err != nil {
-		t.Fatal(err)
+	res := f.env.Finalize(t, f.owner, f.project, nil, uploads...)
+	ids := make([]uuid.UUID, n)
+	for i, a := range res.Assets {
+		ids[i] = a.AssetID
 	}
 	f.next += n
 	return ids
-}
-
-func pqUUIDs(ids []uuid.UUID) any {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = id.String()
-	}
-	return pq.Array(s)
 }
 
 func (f *fixture) flusher(l chain.Ledger, batch int) *chain.Flusher {
@@ -110,7 +91,7 @@ type queueRow struct {
 func (f *fixture) queueRows(t testing.TB) []queueRow {
 	t.Helper()
 	var rows []queueRow
-	if err := f.st.DB.SelectContext(context.Background(), &rows,
+	if err := f.env.DB.SelectContext(context.Background(), &rows,
 		`SELECT id, asset_id, cid, status, attempts, last_error FROM attestation_queue ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func chainOf10(t *testing.T) *fixture {
 
 func (f *fixture) exec(t *testing.T, query string, args ...any) {
 	t.Helper()
-	if _, err := f.st.DB.ExecContext(context.Background(), query, args...); err != nil {
+	if _, err := f.env.DB.ExecContext(context.Background(), query, args...); err != nil {
 		t.Fatal(err)
 	}
 }

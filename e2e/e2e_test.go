@@ -150,7 +150,7 @@ func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
 func (s *stack) count(query string, args ...any) int {
 	s.t.Helper()
 	var n int
-	if err := s.env.Store.DB.Get(&n, query, args...); err != nil {
+	if err := s.env.DB.Get(&n, query, args...); err != nil {
 		s.t.Fatal(err)
 	}
 	return n
@@ -163,7 +163,7 @@ func (s *stack) asset(filename string) (id uuid.UUID, blobKey string) {
 		ID  uuid.UUID `db:"id"`
 		Key string    `db:"blob_key"`
 	}{}
-	if err := s.env.Store.DB.Get(&row, `SELECT id, blob_key FROM assets WHERE filename = $1 AND status <> 'pending_upload'`, filename); err != nil {
+	if err := s.env.DB.Get(&row, `SELECT id, blob_key FROM assets WHERE filename = $1 AND status <> 'pending_upload'`, filename); err != nil {
 		s.t.Fatalf("asset %s: %v", filename, err)
 	}
 	return row.ID, row.Key
@@ -172,7 +172,7 @@ func (s *stack) asset(filename string) (id uuid.UUID, blobKey string) {
 func (s *stack) ingestJob(asset uuid.UUID) string {
 	s.t.Helper()
 	var id string
-	if err := s.env.Store.DB.Get(&id, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset); err != nil {
+	if err := s.env.DB.Get(&id, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset); err != nil {
 		s.t.Fatal(err)
 	}
 	return id
@@ -475,7 +475,7 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	// The originals come back; one job is retried from the admin page.
 	for name, id := range hidden {
 		key := ""
-		s.env.Store.DB.Get(&key, `SELECT blob_key FROM assets WHERE id = $1`, id)
+		s.env.DB.Get(&key, `SELECT blob_key FROM assets WHERE id = $1`, id)
 		p := filepath.Join(s.dataDir, "blobs", key)
 		if err := os.Rename(p+".away", p); err != nil {
 			t.Fatalf("restore %s: %v", name, err)
@@ -540,7 +540,7 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	// for the same reason.
 	corruptID, _ := s.asset("truncated-progressive.jpg")
 	var before time.Time
-	s.env.Store.DB.Get(&before, `SELECT updated_at FROM jobs WHERE asset_id = $1`, corruptID)
+	s.env.DB.Get(&before, `SELECT updated_at FROM jobs WHERE asset_id = $1`, corruptID)
 	b.run("retry all failed", 10*time.Second, chromedp.Click(chromedp.CSS("#retry-all")))
 	s.waitFor("the corrupt file's job to run again", 30*time.Second, func() bool {
 		return s.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND status = 'failed' AND updated_at > $2`, corruptID, before) == 1

@@ -141,7 +141,7 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.Job) ([]uuid.UUID, error) {
 	retried := []uuid.UUID{}
 	for _, j := range jobs {
-		if err := d.Store.RequeueJob(ctx, j.ID); err != nil {
+		if err := d.Store.RequeueJob(ctx, j.ID, tasks.FailsAsset(j.Type)); err != nil {
 			return retried, err
 		}
 		err := d.Inspector.RunTask(j.Queue, j.TaskID)

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 func TestAuthRefusals(t *testing.T) {
@@ -18,13 +16,7 @@ func TestAuthRefusals(t *testing.T) {
 	expect(t, a.do("GET", "/v1/projects", "", nil, "Authorization", "Basic abc"), 401, "invalid_credentials")
 	expect(t, a.do("GET", "/v1/projects", key, nil), 200, "")
 
-	var keyID uuid.UUID
-	if err := a.env.Store.DB.Get(&keyID, "SELECT id FROM api_keys"); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.env.Store.RevokeAPIKey(context.Background(), keyID); err != nil {
-		t.Fatal(err)
-	}
+	a.revoke(key)
 	expect(t, a.do("GET", "/v1/projects", key, nil), 401, "invalid_credentials")
 }
 
@@ -62,9 +54,7 @@ func TestRevokingAKeyEndsItsSessions(t *testing.T) {
 	expect(t, r, 201, "")
 	cookie := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
 
-	if _, err := a.env.Store.DB.Exec("UPDATE api_keys SET revoked_at = now()"); err != nil {
-		t.Fatal(err)
-	}
+	a.revoke(key)
 	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie), 401, "session_expired")
 }
 
@@ -78,5 +68,18 @@ func TestRequestIDOnEveryAnswer(t *testing.T) {
 	expect(t, r, 404, "route_not_found")
 	if r.header.Get("X-Request-Id") != "client-chosen-42" {
 		t.Fatalf("request id not kept: %q", r.header.Get("X-Request-Id"))
+	}
+}
+
+// revoke revokes the API key key.
+func (a *app) revoke(key string) {
+	a.t.Helper()
+	ctx := context.Background()
+	p, err := a.env.Store.PrincipalByAPIKey(ctx, key)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if err := a.env.Store.RevokeAPIKey(ctx, p.KeyID); err != nil {
+		a.t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/tasks"
@@ -69,7 +70,7 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.TaskID(running), asynq.Queue("critical")); err != nil {
 		t.Fatal(err)
 	}
-	a.env.Store.DB.MustExec(`UPDATE jobs SET queue = 'critical' WHERE task_id = $1`, running)
+	a.env.DB.MustExec(`UPDATE jobs SET queue = 'critical' WHERE task_id = $1`, running)
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}
@@ -115,20 +116,24 @@ func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
 	in := inspector(t, a.env)
 
 	// As a worker leaves them: one done, two failed for good (archived).
-	a.env.Store.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE asset_id = $1`, ups[0].AssetID)
+	jobOf := map[string]uuid.UUID{}
+	for _, j := range a.batch(key, batch).Jobs {
+		jobOf[j.AssetID] = uuid.MustParse(j.ID)
+	}
+	a.env.FinishJob(t, jobOf[ups[0].AssetID])
 	in.DeleteTask("default", "ingest:"+ups[0].AssetID)
 	for _, u := range ups[1:] {
 		if err := in.ArchiveTask("default", "ingest:"+u.AssetID); err != nil {
 			t.Fatal(err)
 		}
-		a.env.Store.DB.MustExec(`UPDATE jobs SET status = 'failed', attempt = 4, error_code = 'task_failed' WHERE asset_id = $1`, u.AssetID)
-		a.env.Store.DB.MustExec(`UPDATE assets SET status = 'failed', error_code = 'task_failed' WHERE id = $1`, u.AssetID)
+		a.env.FailJob(t, jobOf[u.AssetID], 4, "task_failed")
 	}
-	a.env.Store.DB.MustExec(`UPDATE batches SET status = 'partial', completed = 1, failed = 2, completed_at = now() WHERE id = $1`, batch)
+	if b := a.batch(key, batch); b.Batch.Status != "partial" || b.Batch.Completed != 1 || b.Batch.Failed != 2 {
+		t.Fatalf("before retrying: %+v", b.Batch)
+	}
 
 	// Retry one.
-	var failedJob string
-	a.env.Store.DB.Get(&failedJob, `SELECT id FROM jobs WHERE asset_id = $1`, ups[1].AssetID)
+	failedJob := jobOf[ups[1].AssetID].String()
 	expect(t, a.do("POST", "/v1/batches/"+batch+"/jobs/"+failedJob+"/retry", key, nil), 202, "")
 	if info, err := in.GetTaskInfo("default", "ingest:"+ups[1].AssetID); err != nil || info.State != asynq.TaskStatePending {
 		t.Fatalf("retried task %+v %v, want pending", info, err)
@@ -154,9 +159,7 @@ func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
 	if b.Batch.Failed != 0 || b.Batch.Status != "running" {
 		t.Fatalf("after retrying all: %+v", b.Batch)
 	}
-	var assetStatus string
-	a.env.Store.DB.Get(&assetStatus, `SELECT status FROM assets WHERE id = $1`, ups[2].AssetID)
-	if assetStatus != "uploaded" {
+	if assetStatus := a.env.AssetStatus(t, uuid.MustParse(ups[2].AssetID)); assetStatus != "uploaded" {
 		t.Fatalf("retried asset is %s, want uploaded", assetStatus)
 	}
 	bob := a.user("bob@example.org", false)
@@ -179,7 +182,7 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 	firstJob := r.json(t)["queuedJobs"].([]any)[0]
 
 	in.ArchiveTask("default", taskID)
-	a.env.Store.DB.MustExec(`UPDATE assets SET status = 'failed' WHERE id = $1`, ups[0].AssetID)
+	a.env.DB.MustExec(`UPDATE assets SET status = 'failed' WHERE id = $1`, ups[0].AssetID)
 	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
 	expect(t, r, 202, "")
 	if got := r.json(t)["queuedJobs"].([]any)[0]; got != firstJob {

@@ -68,7 +68,7 @@ func TestChainEndpoints(t *testing.T) {
 	}
 
 	// Tampering with a stored record is caught and named.
-	a.env.Store.DB.MustExec(`UPDATE attestations SET cid = 'ff' || substr(cid, 3) WHERE seq = 2`)
+	a.env.DB.MustExec(`UPDATE attestations SET cid = 'ff' || substr(cid, 3) WHERE seq = 2`)
 	r = a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=3", key, nil)
 	v := r.json(t)
 	if v["ok"] != false || v["firstBroken"].(map[string]any)["seq"] != 2.0 {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"lightbox/blob"
 	"lightbox/jobs"
@@ -131,12 +130,7 @@ func (s *Server) createExport(c *gin.Context) {
 	raw, _ := json.Marshal(settings)
 	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
 	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: in.Preset, Settings: raw, ExpiresAt: &expires}
-	if ids != nil {
-		e.AssetIDs = make(pq.StringArray, len(ids))
-		for i, id := range ids {
-			e.AssetIDs[i] = id.String()
-		}
-	}
+	e.AssetIDs = ids
 	if err := s.store.CreateExport(ctx, e, job); err != nil {
 		fail(c, err)
 		return

@@ -160,7 +160,7 @@ func TestExportRequestValidation(t *testing.T) {
 func (a *app) count(sql string, args ...any) int {
 	a.t.Helper()
 	var n int
-	if err := a.env.Store.DB.Get(&n, sql, args...); err != nil {
+	if err := a.env.DB.Get(&n, sql, args...); err != nil {
 		a.t.Fatal(err)
 	}
 	return n
@@ -200,7 +200,7 @@ func TestCreateExportQueuesACriticalTask(t *testing.T) {
 		t.Fatalf("batch %+v", b)
 	}
 	var kind string
-	a.env.Store.DB.Get(&kind, `SELECT kind FROM batches WHERE id = $1`, e.BatchID)
+	a.env.DB.Get(&kind, `SELECT kind FROM batches WHERE id = $1`, e.BatchID)
 	if kind != "export" {
 		t.Fatalf("batch kind %q", kind)
 	}
@@ -354,7 +354,7 @@ func TestExportEndToEnd(t *testing.T) {
 	}
 
 	// Once the export itself expires, there is nothing to download.
-	a.env.Store.DB.MustExec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, e.ID)
+	a.env.DB.MustExec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, e.ID)
 	expect(t, a.do("GET", "/v1/exports/"+e.ID+"/download", ana, nil), 410, "export_expired")
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
 	"lightbox/store"
@@ -234,8 +233,8 @@ func (s *Server) putBlob(c *gin.Context) {
 	// The row lock orders this upload against a finalize of the same asset:
 	// bytes never change under an asset that was already accepted.
 	var info blob.Info
-	err = s.store.InTx(c.Request.Context(), func(tx *sqlx.Tx) error {
-		pending, err := store.LockPendingUpload(c.Request.Context(), tx, assetID)
+	err = s.store.WithTx(c.Request.Context(), func(tx *store.Store) error {
+		pending, err := tx.LockPendingUpload(c.Request.Context(), assetID)
 		if err != nil {
 			return err
 		}
@@ -245,7 +244,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		if info, err = w.Commit(); err != nil {
 			return err
 		}
-		return store.RecordUpload(c.Request.Context(), tx, assetID, info.SHA256, info.Size)
+		return tx.RecordUpload(c.Request.Context(), assetID, info.SHA256, info.Size)
 	})
 	if err != nil {
 		fail(c, err)

@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
+	"lightbox/store"
 	"lightbox/tasks"
 )
 
@@ -175,9 +177,11 @@ func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 	if _, err := in.GetTaskInfo("low", "chain:flush"); err != nil {
 		t.Fatalf("chain:flush not enqueued: %v", err)
 	}
-	var queued int
-	a.env.Store.DB.Get(&queued, "SELECT count(*) FROM attestation_queue WHERE status = 'pending'")
-	if queued != 3 {
+	counts, err := a.env.Store.AttestationQueueCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued := counts[store.AttestPending]; queued != 3 {
 		t.Fatalf("%d originals waiting for attestation, want 3", queued)
 	}
 	r = a.do("GET", "/v1/projects/"+project, key, nil)
@@ -203,8 +207,8 @@ func TestFinalizeTwiceAnswersTheSameAndEnqueuesOnce(t *testing.T) {
 		t.Fatalf("default queue holds %v tasks (%v), want 2", sizes, err)
 	}
 	var jobs, batches int
-	a.env.Store.DB.Get(&jobs, "SELECT count(*) FROM jobs")
-	a.env.Store.DB.Get(&batches, "SELECT count(*) FROM batches")
+	a.env.DB.Get(&jobs, "SELECT count(*) FROM jobs")
+	a.env.DB.Get(&batches, "SELECT count(*) FROM batches")
 	if jobs != 2 || batches != 1 {
 		t.Fatalf("%d jobs and %d batches after two finalizes, want 2 and 1", jobs, batches)
 	}
@@ -325,9 +329,7 @@ func TestUploadRefusals(t *testing.T) {
 	expect(t, a.put(escape, jpeg, []byte("x")), 400, "invalid_key")
 
 	// Nothing above stored a byte; the real upload still works, once.
-	var uploaded *time.Time
-	a.env.Store.DB.Get(&uploaded, "SELECT uploaded_at FROM assets WHERE id = $1", u.AssetID)
-	if uploaded != nil {
+	if asset, err := a.env.Store.AssetByID(context.Background(), uuid.MustParse(u.AssetID)); err != nil || asset.UploadedAt != nil {
 		t.Fatal("a refused upload was recorded")
 	}
 	expect(t, a.put(u.UploadURL, jpeg, p.data), 201, "")
@@ -386,7 +388,7 @@ func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
 	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	expect(t, r, 200, "")
 	var waiting int
-	env.Store.DB.Get(&waiting, "SELECT count(*) FROM jobs WHERE enqueued_at IS NULL AND asset_id = $1", ups[0].AssetID)
+	env.DB.Get(&waiting, "SELECT count(*) FROM jobs WHERE enqueued_at IS NULL AND asset_id = $1", ups[0].AssetID)
 	if waiting != 1 {
 		t.Fatalf("%d jobs wait for the sweeper, want 1", waiting)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 // What operators see across users, and what the pages ask of one asset.
@@ -29,7 +28,7 @@ func (s *Store) AdminJobs(ctx context.Context, status string, after *Cursor, lim
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, adminJobSelect+`
+	err := s.db.SelectContext(ctx, &rows, adminJobSelect+`
 		WHERE j.status = $1 AND (j.created_at, j.id) < ($2, $3)
 		ORDER BY j.created_at DESC, j.id DESC LIMIT $4`, status, afterTime, afterID, limit+1)
 	if err != nil {
@@ -41,7 +40,7 @@ func (s *Store) AdminJobs(ctx context.Context, status string, after *Cursor, lim
 // AdminJob returns any user's job id.
 func (s *Store) AdminJob(ctx context.Context, id uuid.UUID) (*AdminJob, error) {
 	j := &AdminJob{}
-	err := s.DB.GetContext(ctx, j, adminJobSelect+` WHERE j.id = $1`, id)
+	err := s.db.GetContext(ctx, j, adminJobSelect+` WHERE j.id = $1`, id)
 	return j, notFound(err)
 }
 
@@ -49,14 +48,14 @@ func (s *Store) AdminJob(ctx context.Context, id uuid.UUID) (*AdminJob, error) {
 // recounted. ErrNotFound when the job is not failed (any more).
 func (s *Store) DismissJob(ctx context.Context, id uuid.UUID) (*Job, error) {
 	j := &Job{}
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, j, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
+	err := s.WithTx(ctx, func(tx *Store) error {
+		err := tx.db.GetContext(ctx, j, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
 			WHERE j.id = $1 AND j.status = 'failed' RETURNING `+jobColumns, id)
 		if err != nil {
 			return notFound(err)
 		}
 		if j.BatchID != nil {
-			_, err = RecountBatch(ctx, tx, *j.BatchID)
+			_, err = tx.RecountBatch(ctx, *j.BatchID)
 		}
 		return err
 	})
@@ -78,7 +77,7 @@ func (s *Store) BatchesWithFailures(ctx context.Context, after *Cursor, limit in
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, `SELECT `+batchColumns+`, u.email AS owner_email, p.title AS project_title
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+batchColumns+`, u.email AS owner_email, p.title AS project_title
 		FROM batches b JOIN projects p ON p.id = b.project_id JOIN users u ON u.id = p.owner_user_id
 		WHERE b.failed > 0 AND (b.created_at, b.id) < ($1, $2)
 		ORDER BY b.created_at DESC, b.id DESC LIMIT $3`, afterTime, afterID, limit+1)
@@ -91,13 +90,13 @@ func (s *Store) BatchesWithFailures(ctx context.Context, after *Cursor, limit in
 // AdminBatchExists reports whether any user has batch id.
 func (s *Store) AdminBatchExists(ctx context.Context, id uuid.UUID) (bool, error) {
 	var ok bool
-	err := s.DB.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM batches WHERE id = $1)`, id)
+	err := s.db.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM batches WHERE id = $1)`, id)
 	return ok, err
 }
 
 // AssetJobs lists an asset's jobs in the order they were recorded.
 func (s *Store) AssetJobs(ctx context.Context, asset uuid.UUID) ([]Job, error) {
 	jobs := []Job{}
-	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j WHERE j.asset_id = $1 ORDER BY j.created_at, j.id`, asset)
+	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j WHERE j.asset_id = $1 ORDER BY j.created_at, j.id`, asset)
 	return jobs, err
 }

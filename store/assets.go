@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -71,14 +70,9 @@ type NewAsset struct {
 	CapturedAt   *time.Time
 }
 
-// AddPendingAssets records files about to be uploaded, in one statement.
+// AddPendingAssets records files about to be uploaded, in one statement; a
+// zero expires means no upload URL was handed out.
 func (s *Store) AddPendingAssets(ctx context.Context, project uuid.UUID, files []NewAsset, expires time.Time) error {
-	return addPendingAssets(ctx, s.DB, project, files, expires)
-}
-
-// addPendingAssets inserts asset rows; a zero expires means no upload URL
-// was handed out.
-func addPendingAssets(ctx context.Context, q sqlx.ExecerContext, project uuid.UUID, files []NewAsset, expires time.Time) error {
 	n := len(files)
 	ids, names, types, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	clientIDs, captured := make([]*string, n), make([]*time.Time, n)
@@ -91,7 +85,7 @@ func addPendingAssets(ctx context.Context, q sqlx.ExecerContext, project uuid.UU
 	if !expires.IsZero() {
 		exp = &expires
 	}
-	_, err := q.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO assets (id, project_id, client_file_id, filename, content_type, byte_size, blob_key, captured_at, upload_expires_at)
 		SELECT u.id, $1, u.client_id, u.name, u.type, u.size, u.key, u.captured, $2
 		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::timestamptz[])
@@ -110,14 +104,14 @@ const assetColumns = `a.id, a.project_id, a.client_file_id, a.filename, a.conten
 // AssetByID returns an asset whatever its owner; for the worker and uploads.
 func (s *Store) AssetByID(ctx context.Context, id uuid.UUID) (*Asset, error) {
 	a := &Asset{}
-	err := s.DB.GetContext(ctx, a, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
+	err := s.db.GetContext(ctx, a, `SELECT `+assetColumns+` FROM assets a WHERE a.id = $1`, id)
 	return a, notFound(err)
 }
 
 // Asset returns owner's asset id.
 func (s *Store) Asset(ctx context.Context, owner, id uuid.UUID) (*Asset, error) {
 	a := &Asset{}
-	err := s.DB.GetContext(ctx, a, `SELECT `+assetColumns+`
+	err := s.db.GetContext(ctx, a, `SELECT `+assetColumns+`
 		FROM assets a JOIN projects p ON p.id = a.project_id
 		WHERE a.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return a, notFound(err)
@@ -132,7 +126,7 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, li
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
 		WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
 		ORDER BY a.created_at, a.id LIMIT $4`, project, afterTime, afterID, limit+1)
 	if err != nil {
@@ -142,10 +136,11 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, li
 }
 
 // LockPendingUpload locks an asset row for the end of an upload and reports
-// whether it still takes bytes.
-func LockPendingUpload(ctx context.Context, tx *sqlx.Tx, id uuid.UUID) (bool, error) {
+// whether it still takes bytes. The lock holds until the transaction of s
+// ends, so call it inside WithTx.
+func (s *Store) LockPendingUpload(ctx context.Context, id uuid.UUID) (bool, error) {
 	var status string
-	err := tx.GetContext(ctx, &status, `SELECT status FROM assets WHERE id = $1 FOR UPDATE`, id)
+	err := s.db.GetContext(ctx, &status, `SELECT status FROM assets WHERE id = $1 FOR UPDATE`, id)
 	if err != nil {
 		return false, notFound(err)
 	}
@@ -153,16 +148,16 @@ func LockPendingUpload(ctx context.Context, tx *sqlx.Tx, id uuid.UUID) (bool, er
 }
 
 // RecordUpload stores the size and SHA-256 the server computed for an upload.
-func RecordUpload(ctx context.Context, tx *sqlx.Tx, id uuid.UUID, sha string, size int64) error {
-	_, err := tx.ExecContext(ctx, `
+func (s *Store) RecordUpload(ctx context.Context, id uuid.UUID, sha string, size int64) error {
+	_, err := s.db.ExecContext(ctx, `
 		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, uploaded_at = now(), updated_at = now()
 		WHERE id = $1`, id, sha, size)
 	return err
 }
 
 // FailAsset marks an asset failed with a stable code and a reason.
-func (s *Store) FailAsset(ctx context.Context, q sqlx.ExecerContext, id uuid.UUID, code, message string) error {
-	_, err := q.ExecContext(ctx, `
+func (s *Store) FailAsset(ctx context.Context, id uuid.UUID, code, message string) error {
+	_, err := s.db.ExecContext(ctx, `
 		UPDATE assets SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
 		WHERE id = $1`, id, code, message)
 	return err
@@ -172,7 +167,7 @@ func (s *Store) FailAsset(ctx context.Context, q sqlx.ExecerContext, id uuid.UUI
 // returns their blob keys, for the sweeper to delete partial files.
 func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
 	var keys []string
-	err := s.DB.SelectContext(ctx, &keys, `
+	err := s.db.SelectContext(ctx, &keys, `
 		UPDATE assets SET status = 'failed', error_code = 'upload_expired',
 			error_message = 'The upload was not finalized before its URL expired.', updated_at = now()
 		WHERE id IN (SELECT id FROM assets WHERE status = 'pending_upload' AND upload_expires_at < $1

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 const batchColumns = `b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed, b.created_at, b.completed_at`
@@ -12,7 +11,7 @@ const batchColumns = `b.id, b.project_id, b.user_id, b.kind, b.status, b.total, 
 // Batch returns owner's batch id.
 func (s *Store) Batch(ctx context.Context, owner, id uuid.UUID) (*Batch, error) {
 	b := &Batch{}
-	err := s.DB.GetContext(ctx, b, `SELECT `+batchColumns+` FROM batches b JOIN projects p ON p.id = b.project_id
+	err := s.db.GetContext(ctx, b, `SELECT `+batchColumns+` FROM batches b JOIN projects p ON p.id = b.project_id
 		WHERE b.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return b, notFound(err)
 }
@@ -20,7 +19,7 @@ func (s *Store) Batch(ctx context.Context, owner, id uuid.UUID) (*Batch, error) 
 // BatchJobs lists a batch's jobs in the order they were recorded.
 func (s *Store) BatchJobs(ctx context.Context, batch uuid.UUID) ([]Job, error) {
 	var jobs []Job
-	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j WHERE j.batch_id = $1 ORDER BY j.created_at, j.id`, batch)
+	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j WHERE j.batch_id = $1 ORDER BY j.created_at, j.id`, batch)
 	return jobs, err
 }
 
@@ -29,17 +28,17 @@ func (s *Store) BatchJobs(ctx context.Context, batch uuid.UUID) ([]Job, error) {
 func (s *Store) CancelBatch(ctx context.Context, batch uuid.UUID) ([]Job, *Batch, error) {
 	var jobs []Job
 	var b *Batch
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		if err := tx.SelectContext(ctx, &jobs, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.db.SelectContext(ctx, &jobs, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
 			WHERE j.batch_id = $1 AND j.status IN ('queued', 'running') RETURNING `+jobColumns, batch); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE batches SET status = 'cancelled', completed_at = coalesce(completed_at, now())
+		if _, err := tx.db.ExecContext(ctx, `UPDATE batches SET status = 'cancelled', completed_at = coalesce(completed_at, now())
 			WHERE id = $1 AND status = 'running'`, batch); err != nil {
 			return err
 		}
 		var err error
-		b, err = RecountBatch(ctx, tx, batch)
+		b, err = tx.RecountBatch(ctx, batch)
 		return err
 	})
 	return jobs, b, err
@@ -48,7 +47,7 @@ func (s *Store) CancelBatch(ctx context.Context, batch uuid.UUID) ([]Job, *Batch
 // FailedJobs lists a batch's failed jobs, or just one of them.
 func (s *Store) FailedJobs(ctx context.Context, batch uuid.UUID, only *uuid.UUID) ([]Job, error) {
 	var jobs []Job
-	err := s.DB.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
+	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
 		WHERE j.batch_id = $1 AND j.status = 'failed' AND ($2::uuid IS NULL OR j.id = $2) ORDER BY j.created_at, j.id`, batch, only)
 	return jobs, err
 }
@@ -56,7 +55,7 @@ func (s *Store) FailedJobs(ctx context.Context, batch uuid.UUID, only *uuid.UUID
 // RecentBatches lists a project's newest batches.
 func (s *Store) RecentBatches(ctx context.Context, project uuid.UUID, limit int) ([]Batch, error) {
 	var bs []Batch
-	err := s.DB.SelectContext(ctx, &bs, `SELECT `+batchColumns+` FROM batches b WHERE b.project_id = $1
+	err := s.db.SelectContext(ctx, &bs, `SELECT `+batchColumns+` FROM batches b WHERE b.project_id = $1
 		ORDER BY b.created_at DESC LIMIT $2`, project, limit)
 	return bs, err
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -39,10 +38,9 @@ type AttestationItem struct {
 	TS         time.Time // when it happened; now when zero
 }
 
-// QueueAttestation puts item in line for the chain, through q so finalize
-// can do it in the transaction that accepts the asset. A second call for the
+// QueueAttestation puts item in line for the chain. A second call for the
 // same asset and op does nothing and reports false.
-func (s *Store) QueueAttestation(ctx context.Context, q sqlx.ExtContext, item AttestationItem) (bool, error) {
+func (s *Store) QueueAttestation(ctx context.Context, item AttestationItem) (bool, error) {
 	if !hexSHA256.MatchString(item.CID) {
 		return false, fmt.Errorf("%w: cid must be 64 lowercase hex digits", ErrBadAttestation)
 	}
@@ -56,7 +54,7 @@ func (s *Store) QueueAttestation(ctx context.Context, q sqlx.ExtContext, item At
 	if !item.TS.IsZero() {
 		ts = &item.TS
 	}
-	res, err := q.ExecContext(ctx, `
+	res, err := s.db.ExecContext(ctx, `
 		INSERT INTO attestation_queue (asset_id, project_id, cid, op, visibility, ts)
 		VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))
 		ON CONFLICT (asset_id, op) DO NOTHING`,
@@ -83,16 +81,17 @@ const headColumns = `seq, tx_id, cid, last_batch, last_batch_ms, updated_at`
 // ChainHead reads the head without locking it.
 func (s *Store) ChainHead(ctx context.Context) (ChainHead, error) {
 	var h ChainHead
-	err := s.DB.GetContext(ctx, &h, `SELECT `+headColumns+` FROM chain_head`)
+	err := s.db.GetContext(ctx, &h, `SELECT `+headColumns+` FROM chain_head`)
 	return h, notFound(err)
 }
 
-// LockChainHead reads the head and locks its row until tx ends. Holding this
-// lock is what makes one flusher at a time the only signer: every flusher
-// takes it before claiming, and moves the head in the same transaction.
-func LockChainHead(ctx context.Context, tx *sqlx.Tx) (ChainHead, error) {
+// LockChainHead reads the head and locks its row until the transaction of s
+// ends (call it inside WithTx). Holding this lock is what makes one flusher
+// at a time the only signer: every flusher takes it before claiming, and
+// moves the head in the same transaction.
+func (s *Store) LockChainHead(ctx context.Context) (ChainHead, error) {
 	var h ChainHead
-	err := tx.GetContext(ctx, &h, `SELECT `+headColumns+` FROM chain_head FOR UPDATE`)
+	err := s.db.GetContext(ctx, &h, `SELECT `+headColumns+` FROM chain_head FOR UPDATE`)
 	return h, notFound(err)
 }
 
@@ -115,10 +114,10 @@ type ClaimedAttestation struct {
 // ClaimAttestations marks up to limit claimable items as signing, oldest
 // first, and commits that at once, so a crash leaves them visibly stuck
 // (ReleaseStaleAttestations frees them) instead of silently lost. Call it
-// only while holding LockChainHead.
+// only while holding LockChainHead, on a Store outside that transaction.
 func (s *Store) ClaimAttestations(ctx context.Context, limit int) ([]ClaimedAttestation, error) {
 	var items []ClaimedAttestation
-	err := s.DB.SelectContext(ctx, &items, `
+	err := s.db.SelectContext(ctx, &items, `
 		WITH claimed AS (
 			UPDATE attestation_queue SET status = 'signing', claimed_at = now()
 			WHERE id IN (SELECT id FROM attestation_queue WHERE status IN ('pending', 'failed')
@@ -171,10 +170,10 @@ type ChainCommit struct {
 // head lock should make impossible; committing would fork the chain.
 var ErrHeadMoved = errors.New("chain head moved while the batch was signed")
 
-// CommitChainBatch records c in tx, the transaction holding LockChainHead:
+// CommitChainBatch records c in the transaction holding LockChainHead:
 // the attestation rows, the new head, and every claimed item's new state.
 // It reports whether the failed item was abandoned.
-func CommitChainBatch(ctx context.Context, tx *sqlx.Tx, c ChainCommit) (abandoned bool, err error) {
+func (s *Store) CommitChainBatch(ctx context.Context, c ChainCommit) (abandoned bool, err error) {
 	if n := len(c.Attested); n > 0 {
 		seqs, queue, cids, txs, prevTx, prevCID := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		assets := make([]sql.NullString, n)
@@ -188,20 +187,20 @@ func CommitChainBatch(ctx context.Context, tx *sqlx.Tx, c ChainCommit) (abandone
 		}
 		// The seq primary key is the last guard against a fork: two batches
 		// signed on one head cannot both insert.
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := s.db.ExecContext(ctx, `
 			INSERT INTO attestations (seq, queue_id, asset_id, cid, tx_id, prev_tx, prev_cid, payload, signature)
 			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bytea[], $9::bytea[])`,
 			pq.Array(seqs), pq.Array(queue), pq.Array(assets), pq.Array(cids), pq.Array(txs), pq.Array(prevTx), pq.Array(prevCID),
 			pq.ByteaArray(payloads), pq.ByteaArray(sigs)); err != nil {
 			return false, fmt.Errorf("insert attestations: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := s.db.ExecContext(ctx, `
 			UPDATE attestation_queue SET status = 'attested', claimed_at = NULL, last_error = NULL
 			WHERE id = ANY($1)`, pq.Array(queue)); err != nil {
 			return false, err
 		}
 		last := c.Attested[n-1]
-		res, err := tx.ExecContext(ctx, `
+		res, err := s.db.ExecContext(ctx, `
 			UPDATE chain_head SET seq = $1, tx_id = $2, cid = $3, last_batch = $4, last_batch_ms = $5, updated_at = now()
 			WHERE seq = $6`, last.Seq, last.TxID, last.CID, n, c.BatchMs, c.PrevSeq)
 		if err != nil {
@@ -212,7 +211,7 @@ func CommitChainBatch(ctx context.Context, tx *sqlx.Tx, c ChainCommit) (abandone
 		}
 	}
 	if c.Failed != nil {
-		if err := tx.GetContext(ctx, &abandoned, `
+		if err := s.db.GetContext(ctx, &abandoned, `
 			UPDATE attestation_queue SET attempts = attempts + 1, last_error = $2, claimed_at = NULL,
 				status = CASE WHEN attempts + 1 >= $3 THEN 'abandoned' ELSE 'failed' END
 			WHERE id = $1 RETURNING status = 'abandoned'`, c.Failed.QueueID, c.Failed.Err, c.MaxAttempts); err != nil {
@@ -225,7 +224,7 @@ func CommitChainBatch(ctx context.Context, tx *sqlx.Tx, c ChainCommit) (abandone
 			ids[i] = r.QueueID
 			errs[i] = sql.NullString{String: r.Err, Valid: r.Err != ""}
 		}
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := s.db.ExecContext(ctx, `
 			UPDATE attestation_queue q SET status = 'pending', claimed_at = NULL, last_error = coalesce(r.err, q.last_error)
 			FROM unnest($1::bigint[], $2::text[]) AS r(id, err) WHERE q.id = r.id`,
 			pq.Array(ids), pq.Array(errs)); err != nil {
@@ -239,7 +238,7 @@ func CommitChainBatch(ctx context.Context, tx *sqlx.Tx, c ChainCommit) (abandone
 // flusher whose commit failed. Items whose commit did land are attested and
 // stay so.
 func (s *Store) UnclaimAttestations(ctx context.Context, ids []int64) error {
-	_, err := s.DB.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		UPDATE attestation_queue SET status = 'pending', claimed_at = NULL
 		WHERE id = ANY($1) AND status = 'signing'`, pq.Array(ids))
 	return err
@@ -249,7 +248,7 @@ func (s *Store) UnclaimAttestations(ctx context.Context, ids []int64) error {
 // olderThan ago to pending: their flusher died. A crash is not the item's
 // fault, so no attempt is counted.
 func (s *Store) ReleaseStaleAttestations(ctx context.Context, olderThan time.Duration) (int64, error) {
-	res, err := s.DB.ExecContext(ctx, `
+	res, err := s.db.ExecContext(ctx, `
 		UPDATE attestation_queue SET status = 'pending', claimed_at = NULL,
 			last_error = 'released: its flusher stopped before finishing'
 		WHERE status = 'signing' AND claimed_at <= now() - $1 * interval '1 microsecond'`, olderThan.Microseconds())
@@ -262,7 +261,7 @@ func (s *Store) ReleaseStaleAttestations(ctx context.Context, olderThan time.Dur
 // HasClaimableAttestations reports whether a flush would find work.
 func (s *Store) HasClaimableAttestations(ctx context.Context) (bool, error) {
 	var ok bool
-	err := s.DB.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM attestation_queue WHERE status IN ('pending', 'failed'))`)
+	err := s.db.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM attestation_queue WHERE status IN ('pending', 'failed'))`)
 	return ok, err
 }
 
@@ -272,7 +271,7 @@ func (s *Store) AttestationQueueCounts(ctx context.Context) (map[string]int64, e
 		Status string `db:"status"`
 		N      int64  `db:"n"`
 	}{}
-	if err := s.DB.SelectContext(ctx, &rows, `SELECT status, count(*) AS n FROM attestation_queue GROUP BY status`); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, `SELECT status, count(*) AS n FROM attestation_queue GROUP BY status`); err != nil {
 		return nil, err
 	}
 	out := map[string]int64{AttestPending: 0, AttestSigning: 0, AttestAttested: 0, AttestFailed: 0, AttestAbandoned: 0}
@@ -286,7 +285,7 @@ func (s *Store) AttestationQueueCounts(ctx context.Context) (map[string]int64, e
 // of them, in seq order.
 func (s *Store) Attestations(ctx context.Context, from, to int64, limit int) ([]AttestationRecord, error) {
 	var rows []AttestationRecord
-	err := s.DB.SelectContext(ctx, &rows, `SELECT `+attestationColumns+` FROM attestations
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+attestationColumns+` FROM attestations
 		WHERE seq BETWEEN $1 AND $2 ORDER BY seq LIMIT $3`, from, to, limit)
 	return rows, err
 }
@@ -294,7 +293,7 @@ func (s *Store) Attestations(ctx context.Context, from, to int64, limit int) ([]
 // AttestationBySeq reads one row of the chain.
 func (s *Store) AttestationBySeq(ctx context.Context, seq int64) (*AttestationRecord, error) {
 	var r AttestationRecord
-	if err := s.DB.GetContext(ctx, &r, `SELECT `+attestationColumns+` FROM attestations WHERE seq = $1`, seq); err != nil {
+	if err := s.db.GetContext(ctx, &r, `SELECT `+attestationColumns+` FROM attestations WHERE seq = $1`, seq); err != nil {
 		return nil, notFound(err)
 	}
 	return &r, nil
@@ -316,12 +315,12 @@ type QueuedAttestation struct {
 // never queued).
 func (s *Store) AssetAttestation(ctx context.Context, asset uuid.UUID, op string) (*QueuedAttestation, error) {
 	var q QueuedAttestation
-	if err := s.DB.GetContext(ctx, &q, `SELECT id, asset_id, op, status, attempts, last_error
+	if err := s.db.GetContext(ctx, &q, `SELECT id, asset_id, op, status, attempts, last_error
 		FROM attestation_queue WHERE asset_id = $1 AND op = $2`, asset, op); err != nil {
 		return nil, notFound(err)
 	}
 	var r AttestationRecord
-	err := s.DB.GetContext(ctx, &r, `SELECT `+attestationColumns+` FROM attestations WHERE queue_id = $1`, q.QueueID)
+	err := s.db.GetContext(ctx, &r, `SELECT `+attestationColumns+` FROM attestations WHERE queue_id = $1`, q.QueueID)
 	switch {
 	case err == nil:
 		q.Record = &r

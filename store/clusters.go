@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -24,7 +23,7 @@ type ClusterRun struct {
 // already waiting absorbs the request.
 func (s *Store) ScheduleCluster(ctx context.Context, project uuid.UUID, delay time.Duration) (*ClusterRun, error) {
 	r := &ClusterRun{}
-	err := s.DB.GetContext(ctx, r, `
+	err := s.db.GetContext(ctx, r, `
 		INSERT INTO cluster_runs AS c (project_id, run, scheduled_for) VALUES ($1, 1, now() + $2::interval)
 		ON CONFLICT (project_id) DO UPDATE SET
 			run = CASE WHEN c.scheduled_for IS NULL THEN c.run + 1 ELSE c.run END,
@@ -37,14 +36,14 @@ func (s *Store) ScheduleCluster(ctx context.Context, project uuid.UUID, delay ti
 
 // MarkClusterEnqueued notes that run reached the queue.
 func (s *Store) MarkClusterEnqueued(ctx context.Context, project uuid.UUID, run int64) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE cluster_runs SET enqueued_at = now() WHERE project_id = $1 AND run = $2`, project, run)
+	_, err := s.db.ExecContext(ctx, `UPDATE cluster_runs SET enqueued_at = now() WHERE project_id = $1 AND run = $2`, project, run)
 	return err
 }
 
 // UnenqueuedClusterRuns are scheduled runs whose enqueue was lost.
 func (s *Store) UnenqueuedClusterRuns(ctx context.Context, cutoff time.Time) ([]ClusterRun, error) {
 	var runs []ClusterRun
-	err := s.DB.SelectContext(ctx, &runs, `SELECT project_id, run, scheduled_for, false AS new FROM cluster_runs
+	err := s.db.SelectContext(ctx, &runs, `SELECT project_id, run, scheduled_for, false AS new FROM cluster_runs
 		WHERE scheduled_for IS NOT NULL AND enqueued_at IS NULL AND scheduled_for < $1`, cutoff)
 	return runs, err
 }
@@ -53,7 +52,7 @@ func (s *Store) UnenqueuedClusterRuns(ctx context.Context, cutoff time.Time) ([]
 // stale (a later one is scheduled) or already finished, so that task should
 // do nothing. A retry of a run that failed midway claims it again.
 func (s *Store) StartClusterRun(ctx context.Context, project uuid.UUID, run int64) (bool, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE cluster_runs SET scheduled_for = NULL, started_at = now()
+	res, err := s.db.ExecContext(ctx, `UPDATE cluster_runs SET scheduled_for = NULL, started_at = now()
 		WHERE project_id = $1 AND run = $2 AND done_run < $2`, project, run)
 	if err != nil {
 		return false, err
@@ -80,7 +79,7 @@ type ClusterInput struct {
 // ClusterInputs lists a project's processed assets with their hashes.
 func (s *Store) ClusterInputs(ctx context.Context, project uuid.UUID) ([]ClusterInput, error) {
 	var in []ClusterInput
-	err := s.DB.SelectContext(ctx, &in, `
+	err := s.db.SelectContext(ctx, &in, `
 		SELECT a.id, a.filename, a.status, a.captured_at, a.camera_make, a.camera_model, a.width_px, a.height_px, a.quality, h.hash,
 		       coalesce(a.upload_size, a.byte_size) AS byte_size
 		FROM assets a JOIN perceptual_hashes h ON h.asset_id = a.id
@@ -114,13 +113,13 @@ type ClusterMember struct {
 // assets moved.
 func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int64, cs []NewCluster, ready []uuid.UUID) (int, error) {
 	var moved int
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE project_id = $1`, project); err != nil {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.ExecContext(ctx, `DELETE FROM clusters WHERE project_id = $1`, project); err != nil {
 			return err
 		}
 		for _, c := range cs {
 			id := uuid.New()
-			if _, err := tx.ExecContext(ctx, `
+			if _, err := tx.db.ExecContext(ctx, `
 				INSERT INTO clusters (id, project_id, kind, title, start_time, end_time, score, winner_asset_id, why_winner)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 				id, project, c.Kind, c.Title, c.Start, c.End, c.Score, c.Winner, pq.Array(c.WhyWinner)); err != nil {
@@ -130,7 +129,7 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 			for i, m := range c.Members {
 				ids[i], ranks[i], roles[i], signals[i] = m.AssetID.String(), int64(m.Rank), m.Role, string(m.Signals)
 			}
-			if _, err := tx.ExecContext(ctx, `
+			if _, err := tx.db.ExecContext(ctx, `
 				INSERT INTO cluster_assets (cluster_id, asset_id, rank, role, signals)
 				SELECT $1, u.id, u.rank, u.role, u.signals FROM unnest($2::uuid[], $3::int[], $4::text[], $5::jsonb[]) AS u(id, rank, role, signals)`,
 				id, pq.Array(ids), pq.Array(ranks), pq.Array(roles), pq.Array(signals)); err != nil {
@@ -141,13 +140,13 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 		for i, id := range ready {
 			ids[i] = id.String()
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'ai', updated_at = now() WHERE id = ANY($1) AND status = 'search'`, pq.Array(ids))
+		res, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'ai', updated_at = now() WHERE id = ANY($1) AND status = 'search'`, pq.Array(ids))
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
 		moved = int(n)
-		_, err = tx.ExecContext(ctx, `UPDATE cluster_runs SET finished_at = now(), done_run = $2 WHERE project_id = $1 AND done_run < $2`, project, run)
+		_, err = tx.db.ExecContext(ctx, `UPDATE cluster_runs SET finished_at = now(), done_run = $2 WHERE project_id = $1 AND done_run < $2`, project, run)
 		return err
 	})
 	return moved, err
@@ -164,7 +163,7 @@ type Cluster struct {
 	Score         float64         `db:"score"`
 	Reviewed      bool            `db:"reviewed"`
 	WinnerAssetID *uuid.UUID      `db:"winner_asset_id"`
-	WhyWinner     pq.StringArray  `db:"why_winner"`
+	WhyWinner     Strings         `db:"why_winner"`
 	CreatedAt     time.Time       `db:"created_at"`
 	Members       json.RawMessage `db:"members"`
 }
@@ -183,7 +182,7 @@ func (s *Store) Clusters(ctx context.Context, project uuid.UUID, kind string, af
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, clusterSelect+`
+	err := s.db.SelectContext(ctx, &rows, clusterSelect+`
 		WHERE c.project_id = $1 AND ($2 = '' OR c.kind = $2) AND (c.created_at, c.id) > ($3, $4)
 		ORDER BY c.created_at, c.id LIMIT $5`, project, kind, afterTime, afterID, limit+1)
 	if err != nil {
@@ -195,7 +194,7 @@ func (s *Store) Clusters(ctx context.Context, project uuid.UUID, kind string, af
 // Cluster returns owner's cluster id.
 func (s *Store) Cluster(ctx context.Context, owner, id uuid.UUID) (*Cluster, error) {
 	c := &Cluster{}
-	err := s.DB.GetContext(ctx, c, clusterSelect+` JOIN projects p ON p.id = c.project_id
+	err := s.db.GetContext(ctx, c, clusterSelect+` JOIN projects p ON p.id = c.project_id
 		WHERE c.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return c, notFound(err)
 }

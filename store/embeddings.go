@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -12,14 +11,14 @@ import (
 // from 'cull' to 'search'. It reports whether the asset is search-ready.
 func (s *Store) SaveEmbedding(ctx context.Context, asset uuid.UUID, model string, vec []float32) (bool, error) {
 	var ready bool
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, `
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.ExecContext(ctx, `
 			INSERT INTO embeddings (asset_id, model, vector) VALUES ($1, $2, $3)
 			ON CONFLICT (asset_id, model) DO UPDATE SET vector = EXCLUDED.vector, created_at = now()`,
 			asset, model, pq.Array(vec)); err != nil {
 			return err
 		}
-		return tx.GetContext(ctx, &ready, `
+		return tx.db.GetContext(ctx, &ready, `
 			UPDATE assets SET status = CASE WHEN status = 'cull' THEN 'search' ELSE status END, updated_at = now()
 			WHERE id = $1 RETURNING status IN ('search', 'ai')`, asset)
 	})
@@ -38,7 +37,7 @@ type Similar struct {
 // a project of tens of thousands of photos would want an index (pgvector).
 func (s *Store) SimilarAssets(ctx context.Context, asset uuid.UUID, model string, limit int) ([]Similar, error) {
 	var out []Similar
-	err := s.DB.SelectContext(ctx, &out, `
+	err := s.db.SelectContext(ctx, &out, `
 		WITH me AS (SELECT a.project_id, e.vector FROM embeddings e JOIN assets a ON a.id = e.asset_id
 		            WHERE e.asset_id = $1 AND e.model = $2)
 		SELECT e.asset_id, (SELECT sum(x * y) FROM unnest(e.vector, me.vector) AS v(x, y)) AS score

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -25,7 +24,7 @@ type Export struct {
 	JobID        *uuid.UUID      `db:"job_id"`
 	Preset       string          `db:"preset"`
 	Settings     json.RawMessage `db:"settings"`
-	AssetIDs     pq.StringArray  `db:"asset_ids"` // nil: every finalized asset of the project
+	AssetIDs     UUIDs           `db:"asset_ids"` // nil: every finalized asset of the project
 	Status       string          `db:"status"`
 	Progress     float64         `db:"progress"`
 	BlobKey      *string         `db:"blob_key"`
@@ -62,20 +61,20 @@ var exportRead = `SELECT ` + strings.Replace(exportColumns, "e.status,",
 // so the export never exists without the work that builds it. It fills in
 // e's batch, job and timestamps.
 func (s *Store) CreateExport(ctx context.Context, e *Export, job Job) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+	return s.WithTx(ctx, func(tx *Store) error {
 		b := Batch{ID: uuid.New(), ProjectID: e.ProjectID, UserID: e.UserID, Kind: "export", Total: 1}
-		if err := insertBatch(ctx, tx, &b); err != nil {
+		if err := tx.insertBatch(ctx, &b); err != nil {
 			return err
 		}
 		job.BatchID = &b.ID
-		if err := insertJobs(ctx, tx, []Job{job}); err != nil {
+		if err := tx.insertJobs(ctx, []Job{job}); err != nil {
 			return err
 		}
 		var ids any
 		if e.AssetIDs != nil {
 			ids = e.AssetIDs
 		}
-		return tx.GetContext(ctx, e, `
+		return tx.db.GetContext(ctx, e, `
 			INSERT INTO exports AS e (id, project_id, user_id, batch_id, job_id, preset, settings, asset_ids, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
 			RETURNING `+exportColumns,
@@ -86,7 +85,7 @@ func (s *Store) CreateExport(ctx context.Context, e *Export, job Job) error {
 // Export returns owner's export id.
 func (s *Store) Export(ctx context.Context, owner, id uuid.UUID) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, exportRead+` JOIN projects p ON p.id = e.project_id
+	err := s.db.GetContext(ctx, e, exportRead+` JOIN projects p ON p.id = e.project_id
 		WHERE e.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return e, notFound(err)
 }
@@ -94,7 +93,7 @@ func (s *Store) Export(ctx context.Context, owner, id uuid.UUID) (*Export, error
 // ExportByID returns an export whatever its owner; for the worker.
 func (s *Store) ExportByID(ctx context.Context, id uuid.UUID) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, exportRead+` WHERE e.id = $1`, id)
+	err := s.db.GetContext(ctx, e, exportRead+` WHERE e.id = $1`, id)
 	return e, notFound(err)
 }
 
@@ -102,7 +101,7 @@ func (s *Store) ExportByID(ctx context.Context, id uuid.UUID) (*Export, error) {
 // the order given.
 func (s *Store) ForeignAssets(ctx context.Context, project uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
 	var out []uuid.UUID
-	err := s.DB.SelectContext(ctx, &out, `
+	err := s.db.SelectContext(ctx, &out, `
 		SELECT u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
 		WHERE NOT EXISTS (SELECT 1 FROM assets a WHERE a.id = u.id AND a.project_id = $1)
 		ORDER BY u.n`, project, pq.Array(ids))
@@ -124,7 +123,7 @@ func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, start
 // and otherwise returns the export as it stands, with moved false.
 func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string) (e *Export, moved bool, err error) {
 	e = &Export{}
-	err = s.DB.GetContext(ctx, e, update, id)
+	err = s.db.GetContext(ctx, e, update, id)
 	if err == nil {
 		return e, true, nil
 	}
@@ -139,9 +138,9 @@ func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string) (e 
 // export and its job. running is false once the export or its job was
 // canceled; the export is then marked canceled too.
 func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float64) (running bool, err error) {
-	err = s.InTx(ctx, func(tx *sqlx.Tx) error {
+	err = s.WithTx(ctx, func(tx *Store) error {
 		var status string
-		err := tx.GetContext(ctx, &status, `
+		err := tx.db.GetContext(ctx, &status, `
 			UPDATE exports e SET progress = $2, updated_at = now(),
 				status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE e.status END
 			FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
@@ -150,7 +149,7 @@ func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float
 			return notFound(err)
 		}
 		running = true
-		_, err = tx.ExecContext(ctx, `UPDATE jobs j SET progress = $2, updated_at = now()
+		_, err = tx.db.ExecContext(ctx, `UPDATE jobs j SET progress = $2, updated_at = now()
 			FROM exports e WHERE e.id = $1 AND j.id = e.job_id AND j.status = 'running'`, id, progress)
 		return err
 	})
@@ -165,7 +164,7 @@ func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float
 // ErrNotFound means the export or its job was canceled meanwhile.
 func (s *Store) FinishExport(ctx context.Context, id uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, `
+	err := s.db.GetContext(ctx, e, `
 		UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
 			expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
 		WHERE id = $1 AND status = 'running'
@@ -179,7 +178,7 @@ func (s *Store) FinishExport(ctx context.Context, id uuid.UUID, key string, size
 // it was asked when the job was canceled meanwhile.
 func (s *Store) FailExport(ctx context.Context, id uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
-	err := s.DB.GetContext(ctx, e, `
+	err := s.db.GetContext(ctx, e, `
 		UPDATE exports e SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE $2 END,
 			error_code = $3, error_message = $4, skipped = $5, updated_at = now()
 		FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
@@ -206,14 +205,14 @@ func (s *Store) CancelExport(ctx context.Context, id uuid.UUID) (e *Export, canc
 // ExpiredExports lists finished exports whose expiry passed before now.
 func (s *Store) ExpiredExports(ctx context.Context, now time.Time, limit int) ([]Export, error) {
 	var out []Export
-	err := s.DB.SelectContext(ctx, &out, exportRead+`
+	err := s.db.SelectContext(ctx, &out, exportRead+`
 		WHERE e.status = 'done' AND e.expires_at < $1 ORDER BY e.expires_at LIMIT $2`, now, limit)
 	return out, err
 }
 
 // ExpireExport records that a finished export's file was deleted.
 func (s *Store) ExpireExport(ctx context.Context, id uuid.UUID) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE exports e SET status = 'expired', blob_key = NULL, updated_at = now()
+	_, err := s.db.ExecContext(ctx, `UPDATE exports e SET status = 'expired', blob_key = NULL, updated_at = now()
 		WHERE id = $1 AND status = 'done'`, id)
 	return err
 }
@@ -242,7 +241,7 @@ func (s *Store) ExportItems(ctx context.Context, e *Export) ([]ExportItem, error
 		ids = e.AssetIDs
 	}
 	var out []ExportItem
-	err := s.DB.SelectContext(ctx, &out, `
+	err := s.db.SelectContext(ctx, &out, `
 		SELECT a.id, a.filename, a.content_type, a.status, a.blob_key, a.checksum_sha256, a.duplicate_of,
 		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key
 		FROM assets a LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'

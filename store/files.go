@@ -24,7 +24,7 @@ type AssetFile struct {
 // whatever the pipeline has made.
 func (s *Store) AssetFiles(ctx context.Context, asset uuid.UUID) ([]AssetFile, error) {
 	var files []AssetFile
-	err := s.DB.SelectContext(ctx, &files, `
+	err := s.db.SelectContext(ctx, &files, `
 		SELECT a.id AS asset_id, 'original' AS kind, a.blob_key, a.content_type, a.upload_size AS byte_size,
 		       a.checksum_sha256, a.width_px, a.height_px, a.created_at
 		FROM assets a WHERE a.id = $1 AND a.status NOT IN ('pending_upload', 'duplicate') AND a.checksum_sha256 IS NOT NULL

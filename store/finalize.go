@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -65,13 +64,15 @@ func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, i
 	var err error
 	// Two concurrent calls with the same new bytes collide on the unique
 	// checksum index; the loser runs again and sees the winner's asset.
+	// Inside a caller's transaction the collision has aborted it, so the
+	// error goes back to the caller instead.
 	for range 3 {
-		err = s.InTx(ctx, func(tx *sqlx.Tx) error {
-			res, err = finalize(ctx, tx, owner, project, items, o)
+		err = s.WithTx(ctx, func(tx *Store) error {
+			res, err = tx.finalize(ctx, owner, project, items, o)
 			return err
 		})
 		var pqErr *pq.Error
-		if !(errors.As(err, &pqErr) && pqErr.Code == "23505") {
+		if s.tx || !(errors.As(err, &pqErr) && pqErr.Code == "23505") {
 			break
 		}
 	}
@@ -91,9 +92,9 @@ type lockedAsset struct {
 	UploadSize  *int64     `db:"upload_size"`
 }
 
-func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
+func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
 	var ok bool
-	if err := tx.GetContext(ctx, &ok, `SELECT true FROM projects WHERE id = $1 AND owner_user_id = $2`, project, owner); err != nil {
+	if err := s.db.GetContext(ctx, &ok, `SELECT true FROM projects WHERE id = $1 AND owner_user_id = $2`, project, owner); err != nil {
 		return nil, notFound(err)
 	}
 	ids := make([]string, len(items))
@@ -102,7 +103,7 @@ func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items 
 	}
 	var rows []lockedAsset
 	// Locked in id order so concurrent finalizes cannot deadlock.
-	if err := tx.SelectContext(ctx, &rows, `
+	if err := s.db.SelectContext(ctx, &rows, `
 		SELECT id, status, checksum_sha256, duplicate_of, error_code, error_message, blob_key, filename, content_type, upload_size
 		FROM assets WHERE project_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, project, pq.Array(ids)); err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items 
 		case a.Status == AssetPendingUpload && *a.Checksum != it.Checksum:
 			out.Status, out.ErrorCode = AssetFailed, "checksum_mismatch"
 			out.ErrorMessage = "The SHA-256 of the bytes received is " + *a.Checksum + ", not the one given."
-			if _, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'failed', error_code = $2, error_message = $3,
+			if _, err := s.db.ExecContext(ctx, `UPDATE assets SET status = 'failed', error_code = $2, error_message = $3,
 				finalized_at = now(), updated_at = now() WHERE id = $1`, a.ID, out.ErrorCode, out.ErrorMessage); err != nil {
 				return nil, err
 			}
@@ -144,17 +145,17 @@ func finalize(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items 
 		}
 	}
 
-	if err := acceptNew(ctx, tx, owner, project, items, candidates, byID, res, o); err != nil {
+	if err := s.acceptNew(ctx, owner, project, items, candidates, byID, res, o); err != nil {
 		return nil, err
 	}
-	if err := findEarlierJobs(ctx, tx, earlier, res); err != nil {
+	if err := s.findEarlierJobs(ctx, earlier, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
 // acceptNew turns checked uploads into duplicates or new work.
-func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items []FinalizeItem, candidates []int,
+func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, candidates []int,
 	byID map[uuid.UUID]*lockedAsset, res *FinalizeResult, o FinalizeOptions) error {
 	if len(candidates) == 0 {
 		return nil
@@ -167,7 +168,7 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 		ID  uuid.UUID `db:"id"`
 		Sum string    `db:"checksum_sha256"`
 	}
-	if err := tx.SelectContext(ctx, &live, `
+	if err := s.db.SelectContext(ctx, &live, `
 		SELECT DISTINCT ON (checksum_sha256) id, checksum_sha256 FROM assets
 		WHERE project_id = $1 AND checksum_sha256 = ANY($2) AND status NOT IN ('pending_upload', 'failed', 'duplicate')
 		ORDER BY checksum_sha256, created_at`, project, pq.Array(sums)); err != nil {
@@ -202,7 +203,7 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 	}
 
 	if len(dupes) > 0 {
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := s.db.ExecContext(ctx, `
 			UPDATE assets a SET status = 'duplicate', duplicate_of = d.of, finalized_at = now(), updated_at = now()
 			FROM unnest($1::uuid[], $2::uuid[]) AS d(id, of) WHERE a.id = d.id`, pq.Array(dupes), pq.Array(dupOf)); err != nil {
 			return err
@@ -211,25 +212,25 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 	if len(accepted) == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', finalized_at = now(), updated_at = now()
+	if _, err := s.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', finalized_at = now(), updated_at = now()
 		WHERE id = ANY($1)`, pq.Array(accepted)); err != nil {
 		return err
 	}
 	if o.Batch == nil {
 		batch.Total = len(accepted)
-		if err := insertBatch(ctx, tx, &batch); err != nil {
+		if err := s.insertBatch(ctx, &batch); err != nil {
 			return err
 		}
-	} else if _, err := tx.ExecContext(ctx, `UPDATE batches SET total = total + $2, status = 'running', completed_at = NULL
+	} else if _, err := s.db.ExecContext(ctx, `UPDATE batches SET total = total + $2, status = 'running', completed_at = NULL
 		WHERE id = $1`, batch.ID, len(accepted)); err != nil {
 		return err
 	}
 	res.BatchID = &batch.ID
-	if err := insertJobs(ctx, tx, res.NewJobs); err != nil {
+	if err := s.insertJobs(ctx, res.NewJobs); err != nil {
 		return err
 	}
 	// Every new original waits in line for the attestation chain.
-	_, err := tx.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO attestation_queue (asset_id, project_id, cid, op, visibility)
 		SELECT a.id, a.project_id, a.checksum_sha256, 'ingest', 'private' FROM assets a
 		WHERE a.id = ANY($1) ORDER BY a.created_at, a.id
@@ -239,7 +240,7 @@ func acceptNew(ctx context.Context, tx *sqlx.Tx, owner, project uuid.UUID, items
 
 // findEarlierJobs answers assets an earlier call accepted with that call's
 // ingest job and batch, so a repeated finalize says the same thing.
-func findEarlierJobs(ctx context.Context, tx *sqlx.Tx, earlier []string, res *FinalizeResult) error {
+func (s *Store) findEarlierJobs(ctx context.Context, earlier []string, res *FinalizeResult) error {
 	if len(earlier) == 0 {
 		return nil
 	}
@@ -248,7 +249,7 @@ func findEarlierJobs(ctx context.Context, tx *sqlx.Tx, earlier []string, res *Fi
 		JobID   uuid.UUID  `db:"id"`
 		BatchID *uuid.UUID `db:"batch_id"`
 	}
-	if err := tx.SelectContext(ctx, &found, `
+	if err := s.db.SelectContext(ctx, &found, `
 		SELECT DISTINCT ON (asset_id) asset_id, id, batch_id FROM jobs
 		WHERE asset_id = ANY($1) AND type = 'asset:ingest' ORDER BY asset_id, created_at`, pq.Array(earlier)); err != nil {
 		return err

@@ -29,11 +29,11 @@ type SavedResponse struct {
 // returns the saved answer when the same request already finished, or nil
 // when the caller should go ahead. Keys older than the window are forgotten.
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, user uuid.UUID, key, method, path string, reqHash []byte) (*SavedResponse, error) {
-	if _, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < now() - $3::interval`,
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < now() - $3::interval`,
 		user, key, IdempotencyWindow.String()); err != nil {
 		return nil, err
 	}
-	res, err := s.DB.ExecContext(ctx, `
+	res, err := s.db.ExecContext(ctx, `
 		INSERT INTO idempotency_keys (user_id, key, method, path, request_hash)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, key) DO NOTHING`,
 		user, key, method, path, reqHash)
@@ -51,7 +51,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, user uuid.UUID, key, me
 		ContentType *string `db:"content_type"`
 		Body        []byte  `db:"body"`
 	}
-	err = s.DB.GetContext(ctx, &row, `
+	err = s.db.GetContext(ctx, &row, `
 		SELECT method, path, request_hash, status_code, content_type, body
 		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, user, key)
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, user uuid.UUID, key, me
 
 // SaveIdempotentResponse stores the first answer to replay.
 func (s *Store) SaveIdempotentResponse(ctx context.Context, user uuid.UUID, key string, r SavedResponse) error {
-	_, err := s.DB.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		UPDATE idempotency_keys SET status_code = $3, content_type = $4, body = $5
 		WHERE user_id = $1 AND key = $2`, user, key, r.StatusCode, r.ContentType, r.Body)
 	return err
@@ -78,6 +78,6 @@ func (s *Store) SaveIdempotentResponse(ctx context.Context, user uuid.UUID, key 
 // ReleaseIdempotencyKey forgets a claim whose request failed before it had
 // an answer worth replaying, so the client may try again.
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, user uuid.UUID, key string) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status_code IS NULL`, user, key)
+	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND status_code IS NULL`, user, key)
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 // NewImport is one URL to fetch into a new asset.
@@ -21,8 +20,8 @@ type NewImport struct {
 func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, items []NewImport, spec func(NewImport, uuid.UUID, uuid.UUID) Job) (*Batch, []Job, error) {
 	b := &Batch{ID: uuid.New(), ProjectID: project, UserID: owner, Kind: "import", Total: len(items)}
 	jobs := make([]Job, len(items))
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		if err := insertBatch(ctx, tx, b); err != nil {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.insertBatch(ctx, b); err != nil {
 			return err
 		}
 		assets := make([]NewAsset, len(items))
@@ -31,10 +30,10 @@ func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, item
 			jobs[i] = spec(it, b.ID, uuid.New())
 		}
 		// No upload URL expires for these: the worker brings the bytes.
-		if err := addPendingAssets(ctx, tx, project, assets, time.Time{}); err != nil {
+		if err := tx.AddPendingAssets(ctx, project, assets, time.Time{}); err != nil {
 			return err
 		}
-		return insertJobs(ctx, tx, jobs)
+		return tx.insertJobs(ctx, jobs)
 	})
 	return b, jobs, err
 }
@@ -42,7 +41,7 @@ func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, item
 // RecordDownload stores what a download brought: its size, checksum and
 // sniffed content type, while the asset still waits for bytes.
 func (s *Store) RecordDownload(ctx context.Context, asset uuid.UUID, sha string, size int64, contentType string) error {
-	_, err := s.DB.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()
 		WHERE id = $1 AND status = 'pending_upload'`, asset, sha, size, contentType)
 	return err

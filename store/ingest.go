@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 // IngestOutput is what ingest learned from an original.
@@ -38,9 +37,9 @@ type IngestOutput struct {
 // write is an upsert, so running ingest twice leaves the same rows; the
 // asset moves to 'cull' unless it is already further along.
 func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+	return s.WithTx(ctx, func(tx *Store) error {
 		for _, f := range out.Files {
-			if _, err := tx.ExecContext(ctx, `
+			if _, err := tx.db.ExecContext(ctx, `
 				INSERT INTO asset_files (asset_id, kind, blob_key, content_type, byte_size, checksum_sha256, width_px, height_px)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 				ON CONFLICT (asset_id, kind) DO UPDATE SET blob_key = EXCLUDED.blob_key, content_type = EXCLUDED.content_type,
@@ -50,14 +49,14 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := tx.db.ExecContext(ctx, `
 			INSERT INTO perceptual_hashes (asset_id, algorithm, hash) VALUES ($1, $2, $3)
 			ON CONFLICT (asset_id) DO UPDATE SET algorithm = EXCLUDED.algorithm, hash = EXCLUDED.hash, created_at = now()`,
 			out.AssetID, out.HashAlgorithm, int64(out.PHash)); err != nil {
 			return err
 		}
 		// A client's capturedAt from prepareUpload stays when the file has none.
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := tx.db.ExecContext(ctx, `
 			UPDATE assets SET width_px = $2, height_px = $3, captured_at = coalesce($4, captured_at),
 				captured_offset = nullif($5, ''), camera_make = nullif($6, ''), camera_model = nullif($7, ''),
 				lens_model = nullif($8, ''), focal_length_mm = nullif($9::float8, 0), shutter_speed = nullif($10, ''),
@@ -75,7 +74,7 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 		}
 		// The follow-on job's id is derived from the asset, so a second
 		// run finds it instead of adding another.
-		_, err := tx.ExecContext(ctx, `
+		_, err := tx.db.ExecContext(ctx, `
 			INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (id) DO UPDATE SET status = CASE WHEN jobs.status IN ('done', 'failed', 'canceled') THEN 'queued' ELSE jobs.status END,

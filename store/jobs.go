@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 )
 
@@ -49,15 +48,15 @@ const jobColumns = `j.id, j.project_id, j.asset_id, j.batch_id, j.type, j.queue,
 	j.progress, j.attempt, j.error_code, j.error_message, j.next_run_at, j.enqueued_at, j.created_at, j.updated_at`
 
 // insertBatch records a batch of total jobs.
-func insertBatch(ctx context.Context, tx *sqlx.Tx, b *Batch) error {
-	return tx.GetContext(ctx, b, `
+func (s *Store) insertBatch(ctx context.Context, b *Batch) error {
+	return s.db.GetContext(ctx, b, `
 		INSERT INTO batches (id, project_id, user_id, kind, total) VALUES ($1, $2, $3, $4, $5)
 		RETURNING id, project_id, user_id, kind, status, total, completed, failed, created_at, completed_at`,
 		b.ID, b.ProjectID, b.UserID, b.Kind, b.Total)
 }
 
 // insertJobs records jobs in one statement.
-func insertJobs(ctx context.Context, tx *sqlx.Tx, jobs []Job) error {
+func (s *Store) insertJobs(ctx context.Context, jobs []Job) error {
 	n := len(jobs)
 	ids, assets, batches := make([]string, n), make([]*string, n), make([]*string, n)
 	types, queues, taskIDs, payloads := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -72,7 +71,7 @@ func insertJobs(ctx context.Context, tx *sqlx.Tx, jobs []Job) error {
 			batches[i] = &s
 		}
 	}
-	_, err := tx.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
 		SELECT u.id, $1, u.asset, u.batch, u.type, u.queue, u.task, u.payload
 		FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
@@ -87,7 +86,7 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET enqueued_at = now() WHERE id = ANY($1) AND enqueued_at IS NULL`, pq.Array(ids))
+	_, err := s.db.ExecContext(ctx, `UPDATE jobs SET enqueued_at = now() WHERE id = ANY($1) AND enqueued_at IS NULL`, pq.Array(ids))
 	return err
 }
 
@@ -99,7 +98,7 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 // queue ahead of a small one started after it.
 func (s *Store) ReleasableJobs(ctx context.Context, batch *uuid.UUID, cutoff time.Time, window, limit int) ([]Job, error) {
 	var jobs []Job
-	err := s.DB.SelectContext(ctx, &jobs, `
+	err := s.db.SelectContext(ctx, &jobs, `
 		WITH live AS (
 			SELECT batch_id, count(*) AS n FROM jobs
 			WHERE batch_id IS NOT NULL AND enqueued_at IS NOT NULL AND status IN ('queued', 'running')
@@ -121,7 +120,7 @@ func (s *Store) ReleasableJobs(ctx context.Context, batch *uuid.UUID, cutoff tim
 // data; enqueueing again is safe because the TaskID refuses a duplicate.
 func (s *Store) StalledIngests(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
 	var jobs []Job
-	err := s.DB.SelectContext(ctx, &jobs, `
+	err := s.db.SelectContext(ctx, &jobs, `
 		SELECT DISTINCT ON (j.asset_id) `+jobColumns+`
 		FROM assets a JOIN jobs j ON j.asset_id = a.id AND j.type = 'asset:ingest'
 		WHERE a.status = 'uploaded' AND a.updated_at < $1 AND j.status IN ('queued', 'running')
@@ -143,7 +142,7 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, `SELECT `+jobColumns+` FROM jobs j
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+jobColumns+` FROM jobs j
 		WHERE j.project_id = $1 AND ($2 = '' OR j.status = $2) AND ($3 = '' OR j.type = $3)
 		  AND (j.created_at, j.id) < ($4, $5)
 		ORDER BY j.created_at DESC, j.id DESC LIMIT $6`, project, f.Status, f.Type, afterTime, afterID, limit+1)
@@ -157,43 +156,44 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 // puts the asset back to 'uploaded'. spec builds the job row.
 func (s *Store) Reprocess(ctx context.Context, owner uuid.UUID, a *Asset, spec JobSpec) (*Job, error) {
 	var job Job
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+	err := s.WithTx(ctx, func(tx *Store) error {
 		b := Batch{ID: uuid.New(), ProjectID: a.ProjectID, UserID: owner, Kind: "reprocess", Total: 1}
-		if err := insertBatch(ctx, tx, &b); err != nil {
+		if err := tx.insertBatch(ctx, &b); err != nil {
 			return err
 		}
 		job = spec(a.ID, b.ID, uuid.New())
-		if err := insertJobs(ctx, tx, []Job{job}); err != nil {
+		if err := tx.insertJobs(ctx, []Job{job}); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
+		_, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
 			updated_at = now() WHERE id = $1`, a.ID)
 		return err
 	})
 	return &job, err
 }
 
-// RequeueJob puts a job that runs again (from the archive) back to queued,
-// its asset back to 'uploaded', and recounts its batch.
-func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error {
+// RequeueJob puts a job that runs again (from the archive) back to queued
+// and recounts its batch. With resetAsset (a job whose failure failed its
+// asset) a failed asset goes back to 'uploaded' too.
+func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID, resetAsset bool) error {
+	return s.WithTx(ctx, func(tx *Store) error {
 		var j Job
-		err := tx.GetContext(ctx, &j, `UPDATE jobs j SET status = 'queued', error_code = NULL, error_message = NULL,
+		err := tx.db.GetContext(ctx, &j, `UPDATE jobs j SET status = 'queued', error_code = NULL, error_message = NULL,
 			next_run_at = now(), enqueued_at = NULL, updated_at = now() WHERE j.id = $1 RETURNING `+jobColumns, id)
 		if err != nil {
 			return notFound(err)
 		}
-		if j.AssetID != nil && (j.Type == "asset:ingest" || j.Type == "asset:download") {
-			if _, err := tx.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
+		if resetAsset && j.AssetID != nil {
+			if _, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
 				updated_at = now() WHERE id = $1 AND status = 'failed'`, *j.AssetID); err != nil {
 				return err
 			}
 		}
 		if j.BatchID != nil {
-			if _, err := tx.ExecContext(ctx, `UPDATE batches SET status = 'running', completed_at = NULL WHERE id = $1 AND status <> 'cancelled'`, *j.BatchID); err != nil {
+			if _, err := tx.db.ExecContext(ctx, `UPDATE batches SET status = 'running', completed_at = NULL WHERE id = $1 AND status <> 'cancelled'`, *j.BatchID); err != nil {
 				return err
 			}
-			_, err = RecountBatch(ctx, tx, *j.BatchID)
+			_, err = tx.RecountBatch(ctx, *j.BatchID)
 		}
 		return err
 	})
@@ -202,11 +202,11 @@ func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID) error {
 // JobByID returns a job whatever its owner; for the worker.
 func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id)
+	err := s.db.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id)
 	return j, notFound(err)
 }
 
 // RecordJobs records jobs outside any batch, in one statement.
 func (s *Store) RecordJobs(ctx context.Context, jobs []Job) error {
-	return s.InTx(ctx, func(tx *sqlx.Tx) error { return insertJobs(ctx, tx, jobs) })
+	return s.insertJobs(ctx, jobs)
 }

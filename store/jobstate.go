@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 )
 
 // Job states.
@@ -21,7 +20,7 @@ const (
 // canceled stays so and the caller should stop.
 func (s *Store) JobStarted(ctx context.Context, id uuid.UUID, attempt int) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `
+	err := s.db.GetContext(ctx, j, `
 		UPDATE jobs j SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE 'running' END,
 			attempt = $2, next_run_at = NULL, error_code = NULL, error_message = NULL,
 			enqueued_at = coalesce(j.enqueued_at, now()), updated_at = now()
@@ -33,7 +32,7 @@ func (s *Store) JobStarted(ctx context.Context, id uuid.UUID, attempt int) (*Job
 // JobRetrying records a failed attempt that will run again at next.
 func (s *Store) JobRetrying(ctx context.Context, id uuid.UUID, next time.Time, code, message string) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `
+	err := s.db.GetContext(ctx, j, `
 		UPDATE jobs j SET status = 'queued', next_run_at = $2, error_code = $3, error_message = $4, updated_at = now()
 		WHERE j.id = $1 AND j.status <> 'canceled'
 		RETURNING `+jobColumns, id, next, code, message)
@@ -47,8 +46,8 @@ func (s *Store) JobRetrying(ctx context.Context, id uuid.UUID, next time.Time, c
 func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status, code, message string) (*Job, *Batch, error) {
 	j := &Job{}
 	var b *Batch
-	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, j, `
+	err := s.WithTx(ctx, func(tx *Store) error {
+		err := tx.db.GetContext(ctx, j, `
 			UPDATE jobs j SET status = $2, progress = CASE WHEN $2 = 'done' THEN 1 ELSE j.progress END,
 				error_code = nullif($3, ''), error_message = nullif($4, ''), next_run_at = NULL, updated_at = now()
 			WHERE j.id = $1 AND j.status <> 'canceled'
@@ -57,7 +56,7 @@ func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status, code, mes
 			return notFound(err)
 		}
 		if j.BatchID != nil {
-			b, err = RecountBatch(ctx, tx, *j.BatchID)
+			b, err = tx.RecountBatch(ctx, *j.BatchID)
 		}
 		return err
 	})
@@ -65,9 +64,9 @@ func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status, code, mes
 }
 
 // RecountBatch recomputes a batch's counters and status from its jobs.
-func RecountBatch(ctx context.Context, q sqlx.QueryerContext, id uuid.UUID) (*Batch, error) {
+func (s *Store) RecountBatch(ctx context.Context, id uuid.UUID) (*Batch, error) {
 	b := &Batch{}
-	err := sqlx.GetContext(ctx, q, b, `
+	err := s.db.GetContext(ctx, b, `
 		WITH c AS (
 			SELECT count(*) AS total,
 			       count(*) FILTER (WHERE status = 'done') AS done,

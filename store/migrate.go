@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/jmoiron/sqlx"
 )
 
 //go:embed migrations/*.sql
@@ -59,12 +57,12 @@ const migrationLockClass = 0x4c42 // "LB"
 // Migrate applies every migration not yet applied, each in its own
 // transaction, under an advisory lock so concurrent starts cannot race.
 // It returns the versions it applied.
-func Migrate(ctx context.Context, db *sqlx.DB, log *slog.Logger) ([]int, error) {
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) ([]int, error) {
 	all, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := db.Connx(ctx)
+	conn, err := s.pool.Connx(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestMigrateTwiceAppliesNothingNew(t *testing.T) {
 	env := testenv.New(t)
-	done, err := store.Migrate(context.Background(), env.Store.DB, nil)
+	done, err := env.Store.Migrate(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestMigrateConcurrentStartsApplyEachVersionOnce(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	// Start from an empty schema so the concurrent runs have real work to race on.
-	if _, err := env.Store.DB.ExecContext(ctx, "DROP SCHEMA "+env.Schema+" CASCADE; CREATE SCHEMA "+env.Schema); err != nil {
+	if _, err := env.DB.ExecContext(ctx, "DROP SCHEMA "+env.Schema+" CASCADE; CREATE SCHEMA "+env.Schema); err != nil {
 		t.Fatal(err)
 	}
 	all, err := store.Migrations()
@@ -46,7 +46,7 @@ func TestMigrateConcurrentStartsApplyEachVersionOnce(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			applied[i], errs[i] = store.Migrate(ctx, s.DB, nil)
+			applied[i], errs[i] = s.Migrate(ctx, nil)
 		}()
 	}
 	wg.Wait()
@@ -62,14 +62,14 @@ func TestMigrateConcurrentStartsApplyEachVersionOnce(t *testing.T) {
 		t.Fatalf("%d migrations applied across %d starts, want each of %d exactly once", total, starts, len(all))
 	}
 	var n int
-	if err := env.Store.DB.GetContext(ctx, &n, "SELECT count(*) FROM schema_migrations"); err != nil {
+	if err := env.DB.GetContext(ctx, &n, "SELECT count(*) FROM schema_migrations"); err != nil {
 		t.Fatal(err)
 	}
 	if n != len(all) {
 		t.Fatalf("schema_migrations has %d rows, want %d", n, len(all))
 	}
 	var head int
-	if err := env.Store.DB.GetContext(ctx, &head, "SELECT count(*) FROM chain_head"); err != nil {
+	if err := env.DB.GetContext(ctx, &head, "SELECT count(*) FROM chain_head"); err != nil {
 		t.Fatal(err)
 	}
 	if head != 1 {

@@ -59,7 +59,7 @@ type ProjectInput struct {
 // CreateProject adds a project owned by owner.
 func (s *Store) CreateProject(ctx context.Context, owner uuid.UUID, title, description string, shootDate *time.Time, tz *string) (*Project, error) {
 	id := uuid.New()
-	_, err := s.DB.ExecContext(ctx, `
+	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO projects (id, owner_user_id, title, description, shoot_date, timezone)
 		VALUES ($1, $2, $3, $4, $5, $6)`, id, owner, title, description, shootDate, tz)
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) CreateProject(ctx context.Context, owner uuid.UUID, title, descr
 // Project returns owner's project id. Another user's project is ErrNotFound.
 func (s *Store) Project(ctx context.Context, owner, id uuid.UUID) (*Project, error) {
 	p := &Project{}
-	err := s.DB.GetContext(ctx, p, projectSelect+` WHERE p.id = $1 AND p.owner_user_id = $2`, id, owner)
+	err := s.db.GetContext(ctx, p, projectSelect+` WHERE p.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return p, notFound(err)
 }
 
@@ -83,7 +83,7 @@ func (s *Store) Projects(ctx context.Context, owner uuid.UUID, after *Cursor, li
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.DB.SelectContext(ctx, &rows, projectSelect+`
+	err := s.db.SelectContext(ctx, &rows, projectSelect+`
 		WHERE p.owner_user_id = $1 AND p.status <> 'deleted' AND (p.created_at, p.id) < ($2, $3)
 		ORDER BY p.created_at DESC, p.id DESC LIMIT $4`, owner, afterTime, afterID, limit+1)
 	if err != nil {
@@ -104,7 +104,7 @@ func (s *Store) UpdateProject(ctx context.Context, owner, id uuid.UUID, in Proje
 	if in.Timezone != nil {
 		tz = *in.Timezone
 	}
-	res, err := s.DB.ExecContext(ctx, `
+	res, err := s.db.ExecContext(ctx, `
 		UPDATE projects SET
 			title = CASE WHEN $3 THEN $4 ELSE title END,
 			description = CASE WHEN $5 THEN $6 ELSE description END,
@@ -139,6 +139,6 @@ func deref[T any](p *T) T {
 // ProjectOwner returns who owns a project; for the worker.
 func (s *Store) ProjectOwner(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 	var owner uuid.UUID
-	err := s.DB.GetContext(ctx, &owner, `SELECT owner_user_id FROM projects WHERE id = $1`, id)
+	err := s.db.GetContext(ctx, &owner, `SELECT owner_user_id FROM projects WHERE id = $1`, id)
 	return owner, notFound(err)
 }

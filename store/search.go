@@ -4,14 +4,13 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 )
 
 // SearchHit is one asset that matched a search.
 type SearchHit struct {
-	AssetID    uuid.UUID      `db:"asset_id"`
-	Score      float64        `db:"score"`
-	Highlights pq.StringArray `db:"highlights"`
+	AssetID    uuid.UUID `db:"asset_id"`
+	Score      float64   `db:"score"`
+	Highlights Strings   `db:"highlights"`
 }
 
 // searchDoc is what a search matches: file name (split on separators),
@@ -27,7 +26,7 @@ const searchDoc = `
 // project_id index bounds that to one project.
 func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, limit int) ([]SearchHit, error) {
 	var hits []SearchHit
-	err := s.DB.SelectContext(ctx, &hits, `
+	err := s.db.SelectContext(ctx, &hits, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $2) AS query),
 		docs AS (SELECT a.id, a.filename, a.camera_make, a.camera_model, a.lens_model, a.captured_at, `+searchDoc+` AS doc
 		         FROM assets a WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai'))
@@ -46,6 +45,6 @@ func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, limit i
 // Stats counts a project's assets by stage in one aggregate query.
 func (s *Store) Stats(ctx context.Context, project uuid.UUID) (ProjectStats, error) {
 	var st ProjectStats
-	err := s.DB.GetContext(ctx, &st, `SELECT `+statsColumns+` FROM assets a WHERE a.project_id = $1`, project)
+	err := s.db.GetContext(ctx, &st, `SELECT `+statsColumns+` FROM assets a WHERE a.project_id = $1`, project)
 	return st, err
 }

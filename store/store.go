@@ -1,6 +1,7 @@
 // Package store provides Lightbox's Postgres access: one file per table
 // group, plain SQL through sqlx, and the embedded migrations that shape the
-// schema.
+// schema. Every method runs on the pool, or in one transaction on the Store
+// that WithTx hands out; callers never see sqlx.
 package store
 
 import (
@@ -17,9 +18,20 @@ import (
 // ErrNotFound is returned when a row does not exist or belongs to another user.
 var ErrNotFound = errors.New("not found")
 
-// Store is the Postgres-backed data layer.
+// Store is the Postgres-backed data layer. A Store made by WithTx runs
+// every method inside that transaction; the one Open returns uses the pool.
 type Store struct {
-	DB *sqlx.DB
+	db   querier
+	pool *sqlx.DB
+	tx   bool // db is a transaction
+}
+
+// querier is what the pool and a transaction both offer, so every method
+// runs on either.
+type querier interface {
+	sqlx.ExtContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
 }
 
 // Open connects to dsn and checks that the server answers.
@@ -37,22 +49,27 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	return &Store{DB: db}, nil
+	return &Store{db: db, pool: db}, nil
 }
 
 // Close closes the connection pool.
-func (s *Store) Close() error { return s.DB.Close() }
+func (s *Store) Close() error { return s.pool.Close() }
 
 // Ping reports whether Postgres answers.
-func (s *Store) Ping(ctx context.Context) error { return s.DB.PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return s.pool.PingContext(ctx) }
 
-// InTx runs fn in a transaction, committing when it returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.DB.BeginTxx(ctx, nil)
+// WithTx runs fn with a Store whose methods all run in one transaction,
+// committed when fn returns nil and rolled back otherwise. Inside a
+// transaction already, fn joins it: the outermost WithTx decides.
+func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.tx {
+		return fn(s)
+	}
+	tx, err := s.pool.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(&Store{db: tx, pool: s.pool, tx: true}); err != nil {
 		tx.Rollback()
 		return err
 	}

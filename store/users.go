@@ -64,7 +64,7 @@ func HashSecret(secret string) []byte {
 // CreateUser adds a user.
 func (s *Store) CreateUser(ctx context.Context, email string, admin bool) (*User, error) {
 	u := &User{}
-	err := s.DB.GetContext(ctx, u, `
+	err := s.db.GetContext(ctx, u, `
 		INSERT INTO users (id, email, is_admin) VALUES ($1, $2, $3)
 		RETURNING id, email, is_admin, created_at`, uuid.New(), email, admin)
 	var pqErr *pq.Error
@@ -77,7 +77,7 @@ func (s *Store) CreateUser(ctx context.Context, email string, admin bool) (*User
 // UserByEmail finds a user by email, ignoring case.
 func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
 	u := &User{}
-	err := s.DB.GetContext(ctx, u, `SELECT id, email, is_admin, created_at FROM users WHERE lower(email) = lower($1)`, email)
+	err := s.db.GetContext(ctx, u, `SELECT id, email, is_admin, created_at FROM users WHERE lower(email) = lower($1)`, email)
 	return u, notFound(err)
 }
 
@@ -86,7 +86,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
 func (s *Store) CreateAPIKey(ctx context.Context, userID uuid.UUID, name string) (string, *APIKey, error) {
 	secret := NewSecret(keyPrefix)
 	k := &APIKey{}
-	err := s.DB.GetContext(ctx, k, `
+	err := s.db.GetContext(ctx, k, `
 		INSERT INTO api_keys (id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, $4, $5)
 		RETURNING id, user_id, name, prefix, created_at, last_used_at, revoked_at`,
 		uuid.New(), userID, name, secret[:len(keyPrefix)+6], HashSecret(secret))
@@ -98,7 +98,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, userID uuid.UUID, name string)
 
 // RevokeAPIKey revokes a key; its sessions end with it.
 func (s *Store) RevokeAPIKey(ctx context.Context, keyID uuid.UUID) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, keyID)
+	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, keyID)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, keyID uuid.UUID) error {
 // ListAPIKeys lists a user's keys, newest first.
 func (s *Store) ListAPIKeys(ctx context.Context, userID uuid.UUID) ([]APIKey, error) {
 	var keys []APIKey
-	err := s.DB.SelectContext(ctx, &keys, `
+	err := s.db.SelectContext(ctx, &keys, `
 		SELECT id, user_id, name, prefix, created_at, last_used_at, revoked_at
 		FROM api_keys WHERE user_id = $1 ORDER BY created_at DESC`, userID)
 	return keys, err
@@ -120,7 +120,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID uuid.UUID) ([]APIKey, er
 // PrincipalByAPIKey resolves a live key to its user.
 func (s *Store) PrincipalByAPIKey(ctx context.Context, secret string) (*Principal, error) {
 	p := &Principal{}
-	err := s.DB.GetContext(ctx, p, `
+	err := s.db.GetContext(ctx, p, `
 		UPDATE api_keys k SET last_used_at = now()
 		FROM users u
 		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND u.id = k.user_id
@@ -133,7 +133,7 @@ func (s *Store) PrincipalByAPIKey(ctx context.Context, secret string) (*Principa
 func (s *Store) CreateSession(ctx context.Context, keyID uuid.UUID, ttl time.Duration) (string, time.Time, error) {
 	token := NewSecret("")
 	expires := time.Now().Add(ttl).UTC()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO sessions (token_hash, api_key_id, expires_at) VALUES ($1, $2, $3)`,
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (token_hash, api_key_id, expires_at) VALUES ($1, $2, $3)`,
 		HashSecret(token), keyID, expires)
 	return token, expires, err
 }
@@ -141,7 +141,7 @@ func (s *Store) CreateSession(ctx context.Context, keyID uuid.UUID, ttl time.Dur
 // PrincipalBySession resolves a live session whose key is not revoked.
 func (s *Store) PrincipalBySession(ctx context.Context, token string) (*Principal, error) {
 	p := &Principal{}
-	err := s.DB.GetContext(ctx, p, `
+	err := s.db.GetContext(ctx, p, `
 		SELECT u.id, u.email, u.is_admin, u.created_at, k.id AS key_id
 		FROM sessions s JOIN api_keys k ON k.id = s.api_key_id JOIN users u ON u.id = k.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL`, HashSecret(token))
@@ -150,7 +150,7 @@ func (s *Store) PrincipalBySession(ctx context.Context, token string) (*Principa
 
 // DeleteSession ends a session.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, HashSecret(token))
+	_, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = $1`, HashSecret(token))
 	return err
 }
 
@@ -158,7 +158,7 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 // stand for it.
 func (s *Store) PrincipalByKeyID(ctx context.Context, keyID uuid.UUID) (*Principal, error) {
 	p := &Principal{}
-	err := s.DB.GetContext(ctx, p, `
+	err := s.db.GetContext(ctx, p, `
 		SELECT u.id, u.email, u.is_admin, u.created_at, k.id AS key_id
 		FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.id = $1 AND k.revoked_at IS NULL`, keyID)

@@ -102,7 +102,7 @@ func BenchmarkPipeline(b *testing.B) {
 		cmd.Wait()
 
 		var lat []float64
-		h.env.Store.DB.Select(&lat, `SELECT extract(epoch FROM ingested_at - $1::timestamptz) FROM assets`, start)
+		h.env.DB.Select(&lat, `SELECT extract(epoch FROM ingested_at - $1::timestamptz) FROM assets`, start)
 		slices.Sort(lat)
 		if failed := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); failed > 0 {
 			b.Fatalf("%d photos failed", failed)

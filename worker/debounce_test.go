@@ -105,12 +105,12 @@ func TestRateLimitedEmbeddingDoesNotSpendRetries(t *testing.T) {
 		Status  string `db:"status"`
 		Attempt int    `db:"attempt"`
 	}
-	h.env.Store.DB.Get(&job, `SELECT status, attempt FROM jobs WHERE asset_id = $1 AND type = 'asset:embed'`, asset)
+	h.env.DB.Get(&job, `SELECT status, attempt FROM jobs WHERE asset_id = $1 AND type = 'asset:embed'`, asset)
 	if calls.Load() != 2 || job.Status != "done" || job.Attempt != 1 {
 		t.Fatalf("provider called %d times, embed job %+v: want 2 calls and done on attempt 1", calls.Load(), job)
 	}
 	var dim int
-	h.env.Store.DB.Get(&dim, `SELECT array_length(vector, 1) FROM embeddings WHERE asset_id = $1 AND model = 'test-model'`, asset)
+	h.env.DB.Get(&dim, `SELECT array_length(vector, 1) FROM embeddings WHERE asset_id = $1 AND model = 'test-model'`, asset)
 	if dim != 4 {
 		t.Fatalf("stored vector of %d numbers", dim)
 	}

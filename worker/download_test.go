@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -22,16 +23,14 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 		id := uuid.New()
 		items[i] = store.NewImport{AssetID: id, URL: u, Filename: "x.jpg", BlobKey: blob.OriginalKey(project, id)}
 	}
-	_, jobs, err := h.env.Store.CreateImport(context.Background(), h.owner, project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		t := tasks.NewDownload(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL})
-		return store.Job{ID: job, ProjectID: project, AssetID: &it.AssetID, BatchID: &batch, Type: t.Type(), Queue: "default",
-			TaskID: tasks.DownloadID(job), Payload: t.Payload()}
+	_, recorded, err := h.env.Store.CreateImport(context.Background(), h.owner, project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ids := make([]uuid.UUID, len(jobs))
-	for i, j := range jobs {
+	ids := make([]uuid.UUID, len(recorded))
+	for i, j := range recorded {
 		if err := tasks.Enqueue(context.Background(), h.queue, tasks.New(j.Type, j.Payload, j.TaskID)); err != nil {
 			h.t.Fatal(err)
 		}
@@ -45,7 +44,7 @@ func (h *harness) importStatus(asset uuid.UUID) (status, code string) {
 		Status string  `db:"status"`
 		Code   *string `db:"error_code"`
 	}
-	h.env.Store.DB.Get(&r, `SELECT status, error_code FROM assets WHERE id = $1`, asset)
+	h.env.DB.Get(&r, `SELECT status, error_code FROM assets WHERE id = $1`, asset)
 	return r.Status, deref(r.Code)
 }
 
@@ -89,7 +88,7 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 		Status string `db:"status"`
 		Total  int    `db:"total"`
 	}
-	h.env.Store.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
+	h.env.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
 	if b.Status != "partial" || b.Total < 5 {
 		t.Fatalf("import batch %+v, want partial with downloads and ingests", b)
 	}

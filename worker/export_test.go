@@ -19,6 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/events"
+	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -44,7 +45,7 @@ func (h *harness) readyCopy(project uuid.UUID, name, as string) uuid.UUID {
 func (h *harness) ingested(project, asset uuid.UUID) uuid.UUID {
 	h.t.Helper()
 	var job uuid.UUID
-	h.env.Store.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
+	h.env.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 	h.w.Handler().ProcessTask(context.Background(), t) // bad files fail here, as they would in the queue
 	return asset
@@ -63,15 +64,15 @@ func (h *harness) notReady(project uuid.UUID, name string) uuid.UUID {
 func (h *harness) newExport(project uuid.UUID, preset string, s render.Settings, assets ...uuid.UUID) (uuid.UUID, *asynq.Task) {
 	h.t.Helper()
 	id, job := uuid.New(), uuid.New()
-	t := tasks.NewExport(tasks.ExportPayload{Job: tasks.Job{JobID: job, ProjectID: project}, ExportID: id})
+	p := tasks.ExportPayload{Job: tasks.Job{JobID: job, ProjectID: project}, ExportID: id}
+	t := tasks.NewTask(p)
 	raw, _ := json.Marshal(s)
 	expires := time.Now().Add(7 * 24 * time.Hour)
 	e := &store.Export{ID: id, ProjectID: project, UserID: h.owner, Preset: preset, Settings: raw, ExpiresAt: &expires}
 	for _, a := range assets {
-		e.AssetIDs = append(e.AssetIDs, a.String())
+		e.AssetIDs = append(e.AssetIDs, a)
 	}
-	err := h.env.Store.CreateExport(context.Background(), e, store.Job{ID: job, ProjectID: project, Type: t.Type(),
-		Queue: tasks.QueueOf(t.Type()), TaskID: tasks.ExportID(id), Payload: t.Payload()})
+	err := h.env.Store.CreateExport(context.Background(), e, jobs.Row(p, nil, nil))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	for _, p := range exportPhotos {
 		id := h.ready(project, p.name)
 		var w, ht int
-		h.env.Store.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
+		h.env.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
 		if p.w != 0 && (w != p.w || ht != p.h) {
 			t.Fatalf("%s ingested as %dx%d", p.name, w, ht)
 		}

@@ -3,19 +3,16 @@ package worker_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/jmoiron/sqlx"
 
 	"lightbox/blob"
+	"lightbox/internal/testenv"
 	"lightbox/jobs"
-	"lightbox/store"
 	"lightbox/tasks"
 )
 
@@ -25,25 +22,17 @@ import (
 func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID {
 	h.t.Helper()
 	ctx := context.Background()
-	items := make([]store.FinalizeItem, n)
+	uploads := make([]testenv.Upload, n)
 	for i := range n {
 		body := append(bytes.Clone(data), []byte(fmt.Sprintf("%s %d", uuid.NewString(), i))...)
 		id := uuid.New()
 		key := blob.OriginalKey(project, id)
-		h.env.Store.AddPendingAssets(ctx, project, []store.NewAsset{{ID: id, Filename: fmt.Sprintf("%d.jpg", i), ContentType: "image/jpeg",
-			ByteSize: int64(len(body)), BlobKey: key}}, time.Now().Add(time.Minute))
-		info, err := h.blobs.Put(ctx, key, bytes.NewReader(body), int64(len(body)))
-		if err != nil {
+		if _, err := h.blobs.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
 			h.t.Fatal(err)
 		}
-		h.env.Store.InTx(ctx, func(tx *sqlx.Tx) error { return store.RecordUpload(ctx, tx, id, info.SHA256, info.Size) })
-		sum := sha256.Sum256(body)
-		items[i] = store.FinalizeItem{AssetID: id, Checksum: hex.EncodeToString(sum[:])}
+		uploads[i] = testenv.Upload{ID: id, Filename: fmt.Sprintf("%d.jpg", i), Data: body, BlobKey: key}
 	}
-	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, items, store.FinalizeOptions{Spec: jobs.IngestSpec(project)})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	res := h.env.Finalize(h.t, h.owner, project, jobs.IngestSpec(project), uploads...)
 	first, err := h.env.Store.ReleasableJobs(ctx, res.BatchID, time.Now().Add(time.Minute), h.cfg.BatchWindow, n)
 	if err != nil {
 		h.t.Fatal(err)

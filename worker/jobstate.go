@@ -78,7 +78,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		default:
 			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
 			if err == nil && job.AssetID != nil && tasks.FailsAsset(t.Type()) {
-				err = w.st.FailAsset(ctx, w.st.DB, *job.AssetID, code, msg)
+				err = w.st.FailAsset(ctx, *job.AssetID, code, msg)
 			}
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -90,7 +90,7 @@ func (h *harness) project() uuid.UUID {
 
 func (h *harness) exec(sql string, args ...any) {
 	h.t.Helper()
-	if _, err := h.env.Store.DB.Exec(sql, args...); err != nil {
+	if _, err := h.env.DB.Exec(sql, args...); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -98,7 +98,7 @@ func (h *harness) exec(sql string, args ...any) {
 func (h *harness) count(sql string, args ...any) int {
 	h.t.Helper()
 	var n int
-	if err := h.env.Store.DB.Get(&n, sql, args...); err != nil {
+	if err := h.env.DB.Get(&n, sql, args...); err != nil {
 		h.t.Fatal(err)
 	}
 	return n

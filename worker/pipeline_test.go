@@ -19,8 +19,7 @@ import (
 // as the API's finalize does.
 func (h *harness) finalize(project uuid.UUID, name string, data []byte) uuid.UUID {
 	h.t.Helper()
-	asset, job := h.finalizeWithoutEnqueue(project, data)
-	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, name)
+	asset, job := h.finalizeNamed(project, name, data)
 	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 	if err := tasks.Enqueue(context.Background(), h.queue, t); err != nil {
 		h.t.Fatal(err)
@@ -68,7 +67,7 @@ type assetRow struct {
 func (h *harness) asset(id uuid.UUID) assetRow {
 	h.t.Helper()
 	var r assetRow
-	if err := h.env.Store.DB.Get(&r, `SELECT a.status, a.error_code, a.width_px, a.height_px, a.metadata_warning, a.camera_make,
+	if err := h.env.DB.Get(&r, `SELECT a.status, a.error_code, a.width_px, a.height_px, a.metadata_warning, a.camera_make,
 		j.status AS job_status, j.attempt FROM assets a JOIN jobs j ON j.asset_id = a.id AND j.type = 'asset:ingest'
 		WHERE a.id = $1`, id); err != nil {
 		h.t.Fatal(err)
@@ -139,7 +138,7 @@ func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
 			t.Errorf("%s: %d derived files, want thumbnail and preview", name, n)
 		}
 		var long int
-		h.env.Store.DB.Get(&long, `SELECT greatest(width_px, height_px) FROM asset_files WHERE asset_id = $1 AND kind = 'thumbnail'`, id)
+		h.env.DB.Get(&long, `SELECT greatest(width_px, height_px) FROM asset_files WHERE asset_id = $1 AND kind = 'thumbnail'`, id)
 		if long != min(320, max(*r.Width, *r.Height)) {
 			t.Errorf("%s: thumbnail long edge %d", name, long)
 		}
@@ -174,7 +173,7 @@ func TestIngestTwiceLeavesTheSameRows(t *testing.T) {
 
 	snapshot := func() string {
 		var s string
-		h.env.Store.DB.Get(&s, `SELECT concat_ws('|', a.status, a.width_px, a.height_px, a.camera_model, a.captured_at, a.quality::text,
+		h.env.DB.Get(&s, `SELECT concat_ws('|', a.status, a.width_px, a.height_px, a.camera_model, a.captured_at, a.quality::text,
 			(SELECT string_agg(kind || ':' || checksum_sha256, ',' ORDER BY kind) FROM asset_files WHERE asset_id = a.id),
 			(SELECT hash FROM perceptual_hashes WHERE asset_id = a.id),
 			(SELECT count(*) FROM jobs WHERE asset_id = a.id)) FROM assets a WHERE a.id = $1`, asset)

@@ -46,7 +46,7 @@ func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
 	}
 	for name, ids := range groups {
 		var members int
-		h.env.Store.DB.Get(&members, `SELECT count(DISTINCT ca.asset_id) FROM cluster_assets ca
+		h.env.DB.Get(&members, `SELECT count(DISTINCT ca.asset_id) FROM cluster_assets ca
 			JOIN clusters c ON c.id = ca.cluster_id AND c.kind = 'duplicate_group'
 			WHERE ca.cluster_id = (SELECT cluster_id FROM cluster_assets x JOIN clusters y ON y.id = x.cluster_id
 			                        WHERE x.asset_id = $1 AND y.kind = 'duplicate_group')`, ids[0])
@@ -54,7 +54,7 @@ func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
 			t.Errorf("%s: its duplicate group has %d members, want the photo and its 2 copies", name, members)
 		}
 		var winner uuid.UUID
-		h.env.Store.DB.Get(&winner, `SELECT c.winner_asset_id FROM clusters c JOIN cluster_assets ca ON ca.cluster_id = c.id
+		h.env.DB.Get(&winner, `SELECT c.winner_asset_id FROM clusters c JOIN cluster_assets ca ON ca.cluster_id = c.id
 			WHERE c.kind = 'duplicate_group' AND ca.asset_id = $1`, ids[0])
 		if winner == ids[1] {
 			t.Errorf("%s: the half-size copy won over the full-size original", name)

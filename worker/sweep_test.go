@@ -3,8 +3,6 @@ package worker_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"github.com/jmoiron/sqlx"
 
+	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -23,25 +21,21 @@ import (
 // way finalize does, then stops: as if Redis refused the enqueue.
 func (h *harness) finalizeWithoutEnqueue(project uuid.UUID, data []byte) (asset, job uuid.UUID) {
 	h.t.Helper()
-	ctx := context.Background()
+	return h.finalizeNamed(project, "a.jpg", data)
+}
+
+// finalizeNamed is finalizeWithoutEnqueue for a file called name.
+func (h *harness) finalizeNamed(project uuid.UUID, name string, data []byte) (asset, job uuid.UUID) {
+	h.t.Helper()
 	asset = uuid.New()
 	key := "originals/" + project.String() + "/" + asset.String()
-	if err := h.env.Store.AddPendingAssets(ctx, project, []store.NewAsset{{ID: asset, Filename: "a.jpg", ContentType: "image/jpeg",
-		ByteSize: int64(len(data)), BlobKey: key}}, time.Now().Add(time.Minute)); err != nil {
+	if _, err := h.blobs.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
 		h.t.Fatal(err)
 	}
-	info, err := h.blobs.Put(ctx, key, bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := h.env.Store.InTx(ctx, func(tx *sqlx.Tx) error { return store.RecordUpload(ctx, tx, asset, info.SHA256, info.Size) }); err != nil {
-		h.t.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
-	res, err := h.env.Store.FinalizeUploads(ctx, h.owner, project, []store.FinalizeItem{{AssetID: asset, Checksum: hex.EncodeToString(sum[:])}},
-		store.FinalizeOptions{Spec: jobs.IngestSpec(project)})
-	if err != nil {
-		h.t.Fatal(err)
+	res := h.env.Finalize(h.t, h.owner, project, jobs.IngestSpec(project),
+		testenv.Upload{ID: asset, Filename: name, Data: data, BlobKey: key})
+	if len(res.NewJobs) != 1 {
+		h.t.Fatalf("finalize of %s recorded %d jobs, want 1: %+v", name, len(res.NewJobs), res.Assets)
 	}
 	return asset, res.NewJobs[0].ID
 }
@@ -113,11 +107,10 @@ func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
 	ctx := context.Background()
 	stale, fresh := uuid.New(), uuid.New()
 	key := func(id uuid.UUID) string { return "originals/" + project.String() + "/" + id.String() }
-	for _, id := range []uuid.UUID{stale, fresh} {
-		h.env.Store.AddPendingAssets(ctx, project, []store.NewAsset{{ID: id, Filename: "a.jpg", ContentType: "image/jpeg", ByteSize: 5, BlobKey: key(id)}}, time.Now().Add(5*time.Minute))
+	for id, expires := range map[uuid.UUID]time.Time{stale: time.Now().Add(-2 * time.Hour), fresh: time.Now().Add(5 * time.Minute)} {
+		h.env.Store.AddPendingAssets(ctx, project, []store.NewAsset{{ID: id, Filename: "a.jpg", ContentType: "image/jpeg", ByteSize: 5, BlobKey: key(id)}}, expires)
 		h.blobs.Put(ctx, key(id), bytes.NewReader([]byte("part")), 5)
 	}
-	h.exec("UPDATE assets SET upload_expires_at = now() - interval '2 hours' WHERE id = $1", stale)
 	h.sweep()
 
 	a, _ := h.env.Store.AssetByID(ctx, stale)

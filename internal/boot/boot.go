@@ -91,7 +91,7 @@ func Store(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.St
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.Migrate(ctx, st.DB, log); err != nil {
+	if _, err := st.Migrate(ctx, log); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/store"
@@ -25,7 +26,8 @@ import (
 // Env is one test's slice of the shared services.
 type Env struct {
 	Store    *store.Store
-	DSN      string // connects straight into the test's schema
+	DB       *sqlx.DB // the same schema, for the odd check or change no store method makes
+	DSN      string   // connects straight into the test's schema
 	Schema   string
 	Redis    *redis.Client
 	RedisURL string // names the test's own database index
@@ -36,7 +38,7 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	e := &Env{}
-	e.Store, e.DSN, e.Schema = newSchema(t)
+	e.Store, e.DB, e.DSN, e.Schema = newSchema(t)
 	e.Redis, e.RedisURL, e.RedisDB = newRedis(t)
 	return e
 }
@@ -56,20 +58,20 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-func newSchema(t testing.TB) (*store.Store, string, string) {
+func newSchema(t testing.TB) (*store.Store, *sqlx.DB, string, string) {
 	t.Helper()
 	base := need(t, "DATABASE_URL")
 	ctx := context.Background()
-	admin, err := store.Open(ctx, base)
+	admin, err := sqlx.Open("postgres", base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	schema := randomName("test_")
-	if _, err := admin.DB.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.DB.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 		admin.Close()
@@ -84,10 +86,16 @@ func newSchema(t testing.TB) (*store.Store, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := store.Migrate(ctx, s.DB, nil); err != nil {
+	if _, err := s.Migrate(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	return s, dsn, schema
+	db, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(4)
+	t.Cleanup(func() { db.Close() })
+	return s, db, dsn, schema
 }
 
 // WithSearchPath returns dsn with every connection's search_path set to schema.

@@ -1,0 +1,162 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// An upload takes bytes while it is pending, under a row lock that orders it
+// against finalize.
+func TestLockPendingUpload(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	data := []byte("bytes")
+	id := env.Upload(t, project, testenv.Upload{Data: data})[0]
+
+	lock := func() bool {
+		var pending bool
+		err := env.Store.WithTx(ctx, func(tx *store.Store) error {
+			var err error
+			pending, err = tx.LockPendingUpload(ctx, id)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pending
+	}
+	if !lock() {
+		t.Fatal("a pending upload does not take bytes")
+	}
+	finalize(t, env, owner, project, store.FinalizeItem{AssetID: id, Checksum: testenv.Checksum(data)})
+	if lock() {
+		t.Fatal("a finalized asset still takes bytes")
+	}
+	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
+		_, err := tx.LockPendingUpload(ctx, uuid.New())
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("locking an unknown asset: %v", err)
+	}
+}
+
+func TestExpiredUploadsFailOnce(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	_, project := env.Project(t)
+	stale, fresh := uuid.New(), uuid.New()
+	for id, expires := range map[uuid.UUID]time.Time{stale: time.Now().Add(-time.Hour), fresh: time.Now().Add(time.Hour)} {
+		if err := env.Store.AddPendingAssets(ctx, project, []store.NewAsset{{ID: id, Filename: "a.jpg", BlobKey: "k/" + id.String()}}, expires); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := env.Store.ExpiredUploads(ctx, time.Now(), 10)
+	if err != nil || !reflect.DeepEqual(keys, []string{"k/" + stale.String()}) {
+		t.Fatalf("expired %v, %v", keys, err)
+	}
+	if keys, _ := env.Store.ExpiredUploads(ctx, time.Now(), 10); len(keys) != 0 {
+		t.Fatalf("expired again %v", keys)
+	}
+	if env.AssetStatus(t, stale) != store.AssetFailed || env.AssetStatus(t, fresh) != store.AssetPendingUpload {
+		t.Fatal("the wrong upload expired")
+	}
+}
+
+// An import's downloads finalize into the import's own batch.
+func TestImportFinalizesIntoItsBatch(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	items := []store.NewImport{
+		{AssetID: uuid.New(), URL: "https://example.com/a.jpg", Filename: "a.jpg", BlobKey: "k/a"},
+		{AssetID: uuid.New(), URL: "https://example.com/b.jpg", Filename: "b.jpg", BlobKey: "k/b"},
+	}
+	download := func(it store.NewImport, batch, job uuid.UUID) store.Job {
+		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
+	}
+	b, downloads, err := env.Store.CreateImport(ctx, owner, project, items, download)
+	if err != nil || b.Kind != "import" || b.Total != 2 || len(downloads) != 2 {
+		t.Fatalf("import %+v %+v %v", b, downloads, err)
+	}
+	data := []byte("downloaded")
+	if err := env.Store.RecordDownload(ctx, items[0].AssetID, testenv.Checksum(data), int64(len(data)), "image/jpeg"); err != nil {
+		t.Fatal(err)
+	}
+	env.FinishJob(t, downloads[0].ID)
+
+	res, err := env.Store.FinalizeUploads(ctx, owner, project,
+		[]store.FinalizeItem{{AssetID: items[0].AssetID, Checksum: testenv.Checksum(data)}},
+		store.FinalizeOptions{Spec: jobs.IngestSpec(project), Batch: &b.ID})
+	if err != nil || res.BatchID == nil || *res.BatchID != b.ID || len(res.NewJobs) != 1 {
+		t.Fatalf("finalize into the import batch: %+v %v", res, err)
+	}
+	got, _ := env.Store.Batch(ctx, owner, b.ID)
+	if got.Total != 3 || got.Completed != 1 || got.Status != "running" {
+		t.Fatalf("import batch after a finalize %+v", got)
+	}
+	if a, _ := env.Store.AssetByID(ctx, items[0].AssetID); a.ContentType != "image/jpeg" || *a.UploadSize != int64(len(data)) {
+		t.Fatalf("downloaded asset %+v", a)
+	}
+}
+
+func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	res := env.Finalize(t, owner, project, nil, testenv.Files(3)...)
+	a, b, c := res.Assets[0].AssetID, res.Assets[1].AssetID, res.Assets[2].AssetID
+
+	create := func(ids store.UUIDs) *store.Export {
+		t.Helper()
+		e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`), AssetIDs: ids}
+		job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
+		if err := env.Store.CreateExport(ctx, e, job); err != nil {
+			t.Fatal(err)
+		}
+		if e.BatchID == nil || e.JobID == nil || *e.JobID != job.ID {
+			t.Fatalf("created export %+v", e)
+		}
+		got, err := env.Store.ExportByID(ctx, e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	named := create(store.UUIDs{c, a})
+	if !reflect.DeepEqual(named.AssetIDs, store.UUIDs{c, a}) {
+		t.Fatalf("asset ids read back as %v", named.AssetIDs)
+	}
+	items, err := env.Store.ExportItems(ctx, named)
+	if err != nil || len(items) != 2 || items[0].AssetID != c || items[1].AssetID != a {
+		t.Fatalf("items of a named export %+v %v", items, err)
+	}
+
+	all := create(nil)
+	if all.AssetIDs != nil {
+		t.Fatalf("an export of everything has asset ids %v", all.AssetIDs)
+	}
+	if items, _ := env.Store.ExportItems(ctx, all); len(items) != 3 {
+		t.Fatalf("an export of everything covers %d assets", len(items))
+	}
+
+	_, elsewhere := env.Project(t)
+	stranger := env.Upload(t, elsewhere, testenv.Upload{Data: []byte("x")})[0]
+	foreign, err := env.Store.ForeignAssets(ctx, project, []uuid.UUID{b, stranger, uuid.Nil})
+	if err != nil || !reflect.DeepEqual(foreign, []uuid.UUID{stranger, uuid.Nil}) {
+		t.Fatalf("foreign %v %v", foreign, err)
+	}
+}

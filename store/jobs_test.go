@@ -1,0 +1,209 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+)
+
+// batchOf finalizes n distinct files as one batch and returns it with its jobs.
+func batchOf(t *testing.T, env *testenv.Env, owner, project uuid.UUID, n int) (uuid.UUID, []uuid.UUID) {
+	t.Helper()
+	res := env.Finalize(t, owner, project, nil, testenv.Files(n)...)
+	return *res.BatchID, res.Jobs
+}
+
+func TestJobStateTransitions(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	_, ids := batchOf(t, env, owner, project, 1)
+	id := ids[0]
+
+	j, err := env.Store.JobStarted(ctx, id, 1)
+	if err != nil || j.Status != store.JobRunning || j.Attempt != 1 || j.EnqueuedAt == nil {
+		t.Fatalf("started: %+v %v", j, err)
+	}
+	next := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
+	j, err = env.Store.JobRetrying(ctx, id, next, "timeout", "took too long")
+	if err != nil || j.Status != store.JobQueued || j.NextRunAt == nil || !j.NextRunAt.Equal(next) || *j.ErrorCode != "timeout" {
+		t.Fatalf("retrying: %+v %v", j, err)
+	}
+	j, err = env.Store.JobStarted(ctx, id, 2)
+	if err != nil || j.Status != store.JobRunning || j.Attempt != 2 || j.NextRunAt != nil || j.ErrorCode != nil {
+		t.Fatalf("started again: %+v %v", j, err)
+	}
+	j, b, err := env.Store.JobFinished(ctx, id, store.JobDone, "", "")
+	if err != nil || j.Status != store.JobDone || j.Progress != 1 {
+		t.Fatalf("finished: %+v %v", j, err)
+	}
+	if b == nil || b.Status != "completed" || b.Completed != 1 || b.CompletedAt == nil {
+		t.Fatalf("batch after the only job finished: %+v", b)
+	}
+	if _, err := env.Store.JobStarted(ctx, uuid.New(), 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("starting an unknown job: %v", err)
+	}
+}
+
+func TestBatchRecountFollowsItsJobs(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 3)
+
+	b := env.FinishJob(t, ids[0])
+	if b.Status != "running" || b.Completed != 1 || b.Failed != 0 || b.CompletedAt != nil {
+		t.Fatalf("one of three done: %+v", b)
+	}
+	env.FailJob(t, ids[1], 3, "decode_failed")
+	b = env.FailJob(t, ids[2], 3, "decode_failed")
+	if b.Status != "partial" || b.Completed != 1 || b.Failed != 2 || b.CompletedAt == nil {
+		t.Fatalf("one done, two failed: %+v", b)
+	}
+	// A task that runs twice cannot make the counters drift.
+	if _, b, err := env.Store.JobFinished(ctx, ids[0], store.JobDone, "", ""); err != nil || b.Completed != 1 {
+		t.Fatalf("finishing a job twice: %+v %v", b, err)
+	}
+	failed, err := env.Store.FailedJobs(ctx, batch, nil)
+	if err != nil || len(failed) != 2 {
+		t.Fatalf("failed ids %+v %v", failed, err)
+	}
+	if one, _ := env.Store.FailedJobs(ctx, batch, &ids[2]); len(one) != 1 || one[0].ID != ids[2] {
+		t.Fatalf("one failed job: %+v", one)
+	}
+	if env.AssetStatus(t, *failed[0].AssetID) != store.AssetFailed {
+		t.Fatal("a failed ingest left its asset alive")
+	}
+
+	// All failed is a failed batch.
+	_, solo := batchOf(t, env, owner, project, 1)
+	if b := env.FailJob(t, solo[0], 1, "x"); b.Status != "failed" {
+		t.Fatalf("batch whose only job failed: %+v", b)
+	}
+}
+
+func TestCancelBatch(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 3)
+	env.FinishJob(t, ids[0])
+	if _, err := env.Store.JobStarted(ctx, ids[1], 1); err != nil {
+		t.Fatal(err)
+	}
+
+	canceled, b, err := env.Store.CancelBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(canceled) != 2 || b.Status != "cancelled" || b.Completed != 1 || b.CompletedAt == nil {
+		t.Fatalf("cancel: %d ids, batch %+v", len(canceled), b)
+	}
+	for _, j := range canceled {
+		if j.Status != store.JobCanceled || j.ID == ids[0] {
+			t.Fatalf("canceled %+v", j)
+		}
+	}
+	// The running attempt ends, but its job stays canceled and so does the batch.
+	if _, _, err := env.Store.JobFinished(ctx, ids[1], store.JobDone, "", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("finishing a canceled job: %v", err)
+	}
+	if j, err := env.Store.JobStarted(ctx, ids[2], 1); err != nil || j.Status != store.JobCanceled {
+		t.Fatalf("starting a canceled job: %+v %v", j, err)
+	}
+	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "cancelled" {
+		t.Fatalf("batch %+v", b)
+	}
+	// A second cancel finds nothing left to cancel.
+	if again, _, err := env.Store.CancelBatch(ctx, batch); err != nil || len(again) != 0 {
+		t.Fatalf("second cancel: %d ids, %v", len(again), err)
+	}
+}
+
+func TestReprocessAndRequeue(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 2)
+	env.FinishJob(t, ids[0])
+	env.FailJob(t, ids[1], 4, "task_failed")
+	failed, _ := env.Store.JobByID(ctx, ids[1])
+	asset := *failed.AssetID
+
+	// Running a failed job again puts it, its asset and its batch back in play.
+	if err := env.Store.RequeueJob(ctx, ids[1], true); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := env.Store.JobByID(ctx, ids[1])
+	if j.Status != store.JobQueued || j.ErrorCode != nil || j.EnqueuedAt != nil {
+		t.Fatalf("requeued job %+v", j)
+	}
+	if s := env.AssetStatus(t, asset); s != store.AssetUploaded {
+		t.Fatalf("asset of a requeued job is %s", s)
+	}
+	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "running" || b.Failed != 0 || b.Completed != 1 || b.CompletedAt != nil {
+		t.Fatalf("batch of a requeued job %+v", b)
+	}
+	if err := env.Store.RequeueJob(ctx, uuid.New(), true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("requeue of an unknown job: %v", err)
+	}
+
+	// Reprocess makes a new batch of one.
+	env.FailJob(t, ids[1], 1, "task_failed")
+	a, err := env.Store.AssetByID(ctx, asset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := env.Store.Reprocess(ctx, owner, a, jobs.IngestSpec(project))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.BatchID == nil || *job.BatchID == batch || *job.AssetID != asset {
+		t.Fatalf("reprocess job %+v", job)
+	}
+	b, err := env.Store.Batch(ctx, owner, *job.BatchID)
+	if err != nil || b.Kind != "reprocess" || b.Total != 1 || b.Status != "running" {
+		t.Fatalf("reprocess batch %+v %v", b, err)
+	}
+	if a, _ := env.Store.AssetByID(ctx, asset); a.Status != store.AssetUploaded || a.ErrorCode != nil {
+		t.Fatalf("reprocessed asset %+v", a)
+	}
+}
+
+func TestReleasableJobsKeepsABatchWithinItsWindow(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 5)
+	later := time.Now().Add(time.Minute)
+
+	first, err := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first release: %d ids, %v", len(first), err)
+	}
+	if err := env.Store.MarkEnqueued(ctx, []uuid.UUID{first[0].ID, first[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	// The window is full until one of them ends.
+	if more, _ := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100); len(more) != 0 {
+		t.Fatalf("released %d more into a full window", len(more))
+	}
+	env.FinishJob(t, first[0].ID)
+	if more, _ := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100); len(more) != 1 {
+		t.Fatalf("released %d after one ended, want 1", len(more))
+	}
+	// Without a window, every waiting job; recorded after cutoff, none.
+	if all, _ := env.Store.ReleasableJobs(ctx, nil, later, 0, 100); len(all) != len(ids)-2 {
+		t.Fatalf("released %d without a window, want %d", len(all), len(ids)-2)
+	}
+	if none, _ := env.Store.ReleasableJobs(ctx, nil, time.Now().Add(-time.Minute), 0, 100); len(none) != 0 {
+		t.Fatalf("released %d ids recorded after the cutoff", len(none))
+	}
+}
