@@ -52,6 +52,7 @@ func (h *harness) sweep() {
 }
 
 func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, []byte("jpeg bytes"))
@@ -84,6 +85,7 @@ func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
 }
 
 func TestSweepReenqueuesAStalledUploadWhoseTaskVanished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, _ := h.finalizeWithoutEnqueue(project, []byte("other bytes"))
@@ -106,6 +108,7 @@ func TestSweepReenqueuesAStalledUploadWhoseTaskVanished(t *testing.T) {
 }
 
 func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	ctx := context.Background()
