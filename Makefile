@@ -11,6 +11,9 @@ export PATH := $(PATH)$(if $(wildcard /usr/local/go/bin/go),:/usr/local/go/bin)
 
 PKG     ?= ./...
 RACE    ?= -race
+# Pixel arithmetic that -race slows tenfold: `make test` runs these again
+# without it, in full (see scripts/test.sh).
+PLAIN_PKG ?= ./imaging/
 TIMEOUT ?= 20m
 BENCH   ?= .
 BENCH_TIMEOUT ?= 60m
@@ -30,8 +33,8 @@ run:
 ## test: services (with fsync off), Chromium for e2e/, then the whole test suite; RACE= to skip -race
 test:
 	@scripts/e2e-deps.sh
-	@LIGHTBOX_PG_FSYNC=off scripts/with-services.sh \
-		go test $(RACE) -count=1 -timeout $(TIMEOUT) $(PKG)
+	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' TIMEOUT='$(TIMEOUT)' \
+		scripts/with-services.sh scripts/test.sh
 
 ## bench: services, then the benchmarks (BENCH=regex, PKG=./x/...), also in artifacts/bench.txt
 bench:

@@ -37,6 +37,15 @@ import (
 // repository root.
 const artifacts = "../artifacts/e2e"
 
+// patience bounds every wait on a state (a page's text, a row, an API
+// answer) and every browser action. It only catches a hang: `make test`
+// runs these tests beside the rest of the suite on two busy cores, where
+// the pipeline can take minutes to get through 50 photos.
+const patience = 5 * time.Minute
+
+// pipelinePatience bounds the wait for a whole upload to become searchable.
+const pipelinePatience = 10 * time.Minute
+
 // stack is a server and a worker on loopback, wired as cmd/server and
 // cmd/worker wire them, on the test's own schema and Redis database.
 type stack struct {
@@ -136,15 +145,40 @@ func (s *stack) user(email string, admin bool) string {
 }
 
 // waitFor polls the database (or anything) until cond holds.
-func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
+func (s *stack) waitFor(what string, cond func() bool) {
+	s.t.Helper()
+	s.waitUntil(what, patience, 200*time.Millisecond, cond)
+}
+
+func (s *stack) waitUntil(what string, timeout, every time.Duration, cond func() bool) {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(every)
 	}
+}
+
+// waitReady waits until the API counts n of the project's assets
+// searchable. The browser tests wait for this before they wait for the
+// page to say so: the pipeline's pace depends on how busy the machine is,
+// the page's only on the server's answer. It asks once a second, well
+// inside the API budget that the page shares.
+func (s *stack) waitReady(key, project string, n int) {
+	s.t.Helper()
+	var st struct {
+		Ready  int `json:"ready"`
+		Failed int `json:"failed"`
+	}
+	s.waitUntil(fmt.Sprintf("the API to count %d assets searchable", n), pipelinePatience, time.Second, func() bool {
+		s.apiGet(key, "/v1/projects/"+project+"/stats", &st)
+		if st.Failed > 0 {
+			s.t.Fatalf("%d assets failed on the way to searchable: %+v", st.Failed, st)
+		}
+		return st.Ready == n
+	})
 }
 
 func (s *stack) count(query string, args ...any) int {
@@ -247,21 +281,25 @@ func newBrowser(t *testing.T, path string) *browser {
 	return &browser{t: t, ctx: ctx}
 }
 
-// run does actions, failing the test (with a screenshot) after timeout.
-func (b *browser) run(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+// run does actions, failing the test (with a screenshot) when they have
+// not succeeded within patience. The deadline is on a context derived from
+// the browser's, so it ends the actions, not the browser.
+func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	ctx, cancel := context.WithTimeout(b.ctx, patience)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.fail(what, err)
 	}
 }
 
-// waitJS polls a JavaScript expression until it is true.
-func (b *browser) waitJS(what string, timeout time.Duration, expr string) {
+// waitJS polls a JavaScript expression until it is true. Poll stops by
+// itself after 30 s unless told otherwise, far sooner than patience; its own
+// timeout is off, so run's deadline is the only one.
+func (b *browser) waitJS(what string, expr string) {
 	b.t.Helper()
-	b.run(what, timeout, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(250*time.Millisecond))(ctx, t)
+	b.run(what, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(0))(ctx, t)
 		return err
 	}))
 }
@@ -269,7 +307,7 @@ func (b *browser) waitJS(what string, timeout time.Duration, expr string) {
 // eval evaluates a JavaScript expression, waiting for it when it is a promise.
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, patience)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -282,7 +320,7 @@ func (b *browser) fail(what string, err error) {
 	b.t.Helper()
 	name := "failed-" + strings.NewReplacer(" ", "-", "/", "-").Replace(what)
 	b.shot(name)
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 	b.t.Fatalf("%s: %v\n(screenshot %s/%s.png) the page says:\n%s", what, err, artifacts, name, text)
@@ -291,7 +329,7 @@ func (b *browser) fail(what string, err error) {
 // shot saves a full-page screenshot under artifacts/e2e.
 func (b *browser) shot(name string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -308,7 +346,7 @@ func (b *browser) shot(name string) {
 // viewShot saves what the window shows, for pages too long to see whole.
 func (b *browser) viewShot(name string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err == nil {
@@ -317,6 +355,17 @@ func (b *browser) viewShot(name string) {
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 	}
+}
+
+// project is the id of the project the page shows.
+func (b *browser) project() string {
+	b.t.Helper()
+	hash := eval[string](b, `location.hash`)
+	project := strings.Split(strings.TrimPrefix(hash, "#/projects/"), "/")[0]
+	if _, err := uuid.Parse(project); err != nil {
+		b.t.Fatalf("the page went to %q, not a project", hash)
+	}
+	return project
 }
 
 func (b *browser) text(sel string) string {
@@ -371,27 +420,24 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	corrupt := filepath.Join(testenv.Corpus(t), "bad", "truncated-progressive.jpg")
 	b := newBrowser(t, chrome)
 
-	b.run("open the app", 20*time.Second, chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")))
+	b.run("open the app", chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")))
 	b.shot("01-sign-in")
 	// By keyboard: Enter submits both forms.
-	b.run("sign in", 10*time.Second,
+	b.run("sign in",
 		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS("#new-title")))
-	b.run("create a project", 10*time.Second,
+	b.run("create a project",
 		chromedp.SendKeys(chromedp.CSS("#new-title"), "Harbour wedding"+kb.Enter),
 		chromedp.WaitReady(chromedp.CSS("#file-input")))
-	hash := eval[string](b, `location.hash`)
-	project := strings.Split(strings.TrimPrefix(hash, "#/projects/"), "/")[0]
-	if _, err := uuid.Parse(project); err != nil {
-		t.Fatalf("the page went to %q, not a project", hash)
-	}
+	project := b.project()
 
 	// 50 photos, straight to storage, then through the pipeline.
 	start := time.Now()
-	b.run("choose 50 photos", 10*time.Second, chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos[:50]))
-	b.waitJS("uploads under way", 30*time.Second, `/^Uploading [1-9]/.test(document.querySelector('#phase-uploading').textContent)`)
+	b.run("choose 50 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos[:50]))
+	b.waitJS("uploads under way", `/^Uploading [1-9]/.test(document.querySelector('#phase-uploading').textContent)`)
 	b.shot("02-uploading")
-	b.waitJS("the page to say Searchable 50/50", 3*time.Minute,
+	s.waitReady(key, project, 50)
+	b.waitJS("the page to say Searchable 50/50",
 		`document.querySelector('#phase-searchable').textContent === 'Searchable 50/50'`)
 	t.Logf("50 photos searchable %.1f s after they were chosen", time.Since(start).Seconds())
 	for _, phase := range []string{"uploading", "processing"} {
@@ -409,15 +455,15 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 		t.Errorf("the file list holds %d row elements for 50 files; it should hold only those in view", n)
 	}
 	eval[bool](b, `(document.querySelector('#file-list').scrollTop = 1e6, true)`)
-	b.waitJS("the last files after scrolling the list", 5*time.Second,
+	b.waitJS("the last files after scrolling the list",
 		`[...document.querySelectorAll('#file-list .frow:not([hidden])')].some(r => r.textContent.startsWith('50-'))`)
 
-	b.run("open the photos", 10*time.Second, chromedp.Click(chromedp.CSS("#tab-photos")))
-	b.waitJS("thumbnails to load", 30*time.Second,
+	b.run("open the photos", chromedp.Click(chromedp.CSS("#tab-photos")))
+	b.waitJS("thumbnails to load",
 		`[...document.querySelectorAll('#grid img[data-loaded]')].filter(i => i.complete && i.naturalWidth > 0).length >= 12`)
 	b.shot("04-photos")
-	b.run("open a photo", 10*time.Second, chromedp.Click(chromedp.CSS(`#grid li:first-child button.tile`)))
-	b.waitJS("the photo's details", 20*time.Second,
+	b.run("open a photo", chromedp.Click(chromedp.CSS(`#grid li:first-child button.tile`)))
+	b.waitJS("the photo's details",
 		`!!document.querySelector('#details[open] #exif') && !!document.querySelector('#details img.preview')?.naturalWidth`)
 	details := b.text("#details")
 	for _, want := range []string{"SHA-256", "Files", "thumbnail", "preview", "asset:ingest", "Attestation"} {
@@ -428,10 +474,10 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	b.viewShot("05-details")
 	eval[bool](b, `(document.querySelector('#details').scrollTop = 1e6) > 0`)
 	b.viewShot("05-details-jobs")
-	b.run("close the details", 5*time.Second, chromedp.Click(chromedp.CSS("#details .close")))
+	b.run("close the details", chromedp.Click(chromedp.CSS("#details .close")))
 
-	b.run("open the groups", 10*time.Second, chromedp.Click(chromedp.CSS("#tab-groups")))
-	b.waitJS("duplicate groups with a best shot", 60*time.Second,
+	b.run("open the groups", chromedp.Click(chromedp.CSS("#tab-groups")))
+	b.waitJS("duplicate groups with a best shot",
 		`!!document.querySelector('.cluster[data-kind="duplicate_group"] li.winner') && !!document.querySelector('.cluster .why')`)
 	b.viewShot("06-groups")
 	eval[bool](b, `(document.querySelector('#kind-duplicate_group').scrollIntoView(), true)`)
@@ -439,16 +485,16 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 
 	// Failures: pause the default queue so two originals can go missing
 	// before their ingest runs, beside a corrupt file.
-	b.run("open the admin page", 20*time.Second, chromedp.Navigate(s.url+"/admin"),
+	b.run("open the admin page", chromedp.Navigate(s.url+"/admin"),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-queue="default"]`)))
-	b.run("pause the default queue", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
-	b.waitJS("the queue to show paused", 10*time.Second,
+	b.run("pause the default queue", chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
+	b.waitJS("the queue to show paused",
 		`document.querySelector('button[data-queue="default"]').textContent === 'Resume'`)
-	b.run("go back to the project", 20*time.Second, chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
+	b.run("go back to the project", chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
 		chromedp.WaitReady(chromedp.CSS("#file-input")))
-	b.run("choose a corrupt file and two photos", 10*time.Second,
+	b.run("choose a corrupt file and two photos",
 		chromedp.SetUploadFiles(chromedp.CSS("#file-input"), []string{corrupt, photos[50], photos[51]}))
-	s.waitFor("three finalized assets waiting in the paused queue", 60*time.Second, func() bool {
+	s.waitFor("three finalized assets waiting in the paused queue", func() bool {
 		return s.count(`SELECT count(*) FROM assets WHERE status = 'uploaded'`) == 3
 	})
 	hidden := map[string]uuid.UUID{}
@@ -460,17 +506,17 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.run("open the admin page", 20*time.Second, chromedp.Navigate(s.url+"/admin"),
+	b.run("open the admin page", chromedp.Navigate(s.url+"/admin"),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-queue="default"]`)))
-	b.run("resume the default queue", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
-	b.waitJS("three failed jobs on the admin page", 60*time.Second,
+	b.run("resume the default queue", chromedp.Click(chromedp.CSS(`button[data-queue="default"]`)))
+	b.waitJS("three failed jobs on the admin page",
 		`document.querySelectorAll('#failed-jobs button[data-action="retry"]').length === 3`)
 	if got := b.text("#failed-jobs"); !strings.Contains(got, "corrupt_image") || strings.Count(got, "original_missing") != 2 {
 		t.Errorf("the failed jobs do not show corrupt_image once and original_missing twice:\n%s", got)
 	}
 	b.shot("07-admin-failed-jobs")
-	b.run("verify the chain", 30*time.Second, chromedp.Click(chromedp.CSS("#verify")))
-	b.waitJS("the verify's outcome", 30*time.Second, `document.querySelector('#chain').textContent.includes('✓ intact')`)
+	b.run("verify the chain", chromedp.Click(chromedp.CSS("#verify")))
+	b.waitJS("the verify's outcome", `document.querySelector('#chain').textContent.includes('✓ intact')`)
 
 	// The originals come back; one job is retried from the admin page.
 	for name, id := range hidden {
@@ -483,30 +529,30 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	}
 	first, second := hidden[filepath.Base(photos[50])], hidden[filepath.Base(photos[51])]
 	firstJob := s.ingestJob(first)
-	b.run("retry a job from the admin page", 10*time.Second,
+	b.run("retry a job from the admin page",
 		chromedp.Click(chromedp.CSS(`button[data-job="`+firstJob+`"][data-action="retry"]`)))
-	s.waitFor("the retried photo to become searchable", 60*time.Second, func() bool {
+	s.waitFor("the retried photo to become searchable", func() bool {
 		return s.count(`SELECT count(*) FROM assets WHERE id = $1 AND status IN ('search', 'ai')`, first) == 1
 	})
-	b.waitJS("the retried job to leave the failed list", 20*time.Second,
+	b.waitJS("the retried job to leave the failed list",
 		`!document.querySelector('button[data-job="`+firstJob+`"]')`)
 
 	// Asynqmon: the queues, then Run on the other archived task.
-	b.run("open Asynqmon", 30*time.Second, chromedp.Navigate(s.url+"/admin/queues/"),
+	b.run("open Asynqmon", chromedp.Navigate(s.url+"/admin/queues/"),
 		chromedp.WaitVisible(chromedp.Search(`//td[normalize-space()="default"] | //a[normalize-space()="default"]`)))
 	b.shot("08-asynqmon-queues")
-	b.run("open the archived tasks", 30*time.Second, chromedp.Navigate(s.url+"/admin/queues/queues/default?status=archived"))
-	b.waitJS("the archived task in Asynqmon", 30*time.Second, `(() => {
+	b.run("open the archived tasks", chromedp.Navigate(s.url+"/admin/queues/queues/default?status=archived"))
+	b.waitJS("the archived task in Asynqmon", `(() => {
 		const row = [...document.querySelectorAll('tbody tr')].find(r => r.textContent.includes('`+second.String()+`'));
 		if (row) row.id = 'e2e-task';
 		return !!row;
 	})()`)
 	b.shot("09-asynqmon-archived")
-	b.run("show the task's actions", 10*time.Second, chromedp.Click(chromedp.CSS(`#e2e-task td:last-child button`)))
-	b.run("press Run", 10*time.Second,
+	b.run("show the task's actions", chromedp.Click(chromedp.CSS(`#e2e-task td:last-child button`)))
+	b.run("press Run",
 		chromedp.WaitVisible(chromedp.CSS(`#e2e-task td:last-child button:nth-of-type(2)`)),
 		chromedp.Click(chromedp.CSS(`#e2e-task td:last-child button:nth-of-type(2)`)))
-	s.waitFor("the job run from Asynqmon to be done in the API", 60*time.Second, func() bool {
+	s.waitFor("the job run from Asynqmon to be done in the API", func() bool {
 		var j struct {
 			Status  string `json:"status"`
 			Attempt int    `json:"attempt"`
@@ -525,12 +571,12 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 
 	// The project shows the outcome: 52 searchable, the corrupt file failed
 	// with its reason and a retry button.
-	b.run("go back to the project", 20*time.Second, chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
+	b.run("go back to the project", chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"),
 		chromedp.WaitReady(chromedp.CSS("#file-list")))
-	b.waitJS("the page to say Searchable 52/53", 60*time.Second,
+	b.waitJS("the page to say Searchable 52/53",
 		`document.querySelector('#phase-searchable').textContent === 'Searchable 52/53'`)
-	b.run("show the failed files", 10*time.Second, chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
-	b.waitJS("the corrupt file's reason", 10*time.Second, `(() => {
+	b.run("show the failed files", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
+	b.waitJS("the corrupt file's reason", `(() => {
 		const rows = [...document.querySelectorAll('#file-list .frow:not([hidden])')];
 		return rows.length === 1 && rows[0].textContent.includes('corrupt_image') && !rows[0].querySelector('.fretry').hidden;
 	})()`)
@@ -541,20 +587,20 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	corruptID, _ := s.asset("truncated-progressive.jpg")
 	var before time.Time
 	s.env.DB.Get(&before, `SELECT updated_at FROM jobs WHERE asset_id = $1`, corruptID)
-	b.run("retry all failed", 10*time.Second, chromedp.Click(chromedp.CSS("#retry-all")))
-	s.waitFor("the corrupt file's job to run again", 30*time.Second, func() bool {
+	b.run("retry all failed", chromedp.Click(chromedp.CSS("#retry-all")))
+	s.waitFor("the corrupt file's job to run again", func() bool {
 		return s.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND status = 'failed' AND updated_at > $2`, corruptID, before) == 1
 	})
-	b.waitJS("the file to show failed again", 20*time.Second, `(() => {
+	b.waitJS("the file to show failed again", `(() => {
 		const rows = [...document.querySelectorAll('#file-list .frow:not([hidden])')];
 		return rows.length === 1 && rows[0].textContent.includes('corrupt_image');
 	})()`)
 
 	// The same page at phone width.
-	b.run("narrow the window", 10*time.Second, chromedp.EmulateViewport(390, 844))
+	b.run("narrow the window", chromedp.EmulateViewport(390, 844))
 	b.shot("11-phone")
 
-	b.run("sign out", 10*time.Second, chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#api-key")))
+	b.run("sign out", chromedp.Click(chromedp.CSS("#sign-out")), chromedp.WaitVisible(chromedp.CSS("#api-key")))
 	if ok := eval[bool](b, `fetch('/v1/session').then(r => r.status === 401)`); !ok {
 		t.Error("the session still works after signing out")
 	}
@@ -687,7 +733,7 @@ func TestAdminAPI(t *testing.T) {
 	s.call("POST", "/v1/projects", ana, map[string]any{"title": "Broken"}, &p)
 	asset, batch := s.upload(ana, p.ID, filepath.Join(testenv.Corpus(t), "bad", "truncated-progressive.jpg"))
 	var jobs []apiJob
-	s.waitFor("the corrupt file's job to fail", 60*time.Second, func() bool {
+	s.waitFor("the corrupt file's job to fail", func() bool {
 		jobs = s.failedJobs(admin)
 		return len(jobs) == 1
 	})
@@ -704,7 +750,7 @@ func TestAdminAPI(t *testing.T) {
 		len(retried.RetriedJobs) != 1 || retried.RetriedJobs[0] != j.ID {
 		t.Fatalf("retry the batch: %d %+v", code, retried)
 	}
-	s.waitFor("the retried job to run and fail again", 60*time.Second, func() bool {
+	s.waitFor("the retried job to run and fail again", func() bool {
 		jobs = s.failedJobs(admin)
 		return len(jobs) == 1 && jobs[0].UpdatedAt.After(j.UpdatedAt)
 	})
@@ -755,12 +801,14 @@ func TestUploadWithinTheRateLimit(t *testing.T) {
 	key := s.user("ana@example.org", false)
 	photos := distinctPhotos(t, 30)
 	b := newBrowser(t, chrome)
-	b.run("sign in and create a project", 20*time.Second, chromedp.Navigate(s.url),
+	b.run("sign in and create a project", chromedp.Navigate(s.url),
 		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
 		chromedp.SendKeys(chromedp.CSS("#new-title"), "Budget"+kb.Enter),
 		chromedp.WaitReady(chromedp.CSS("#file-input")))
-	b.run("choose 30 photos", 10*time.Second, chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos))
-	b.waitJS("the page to say Searchable 30/30", 2*time.Minute,
+	project := b.project()
+	b.run("choose 30 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos))
+	s.waitReady(key, project, 30)
+	b.waitJS("the page to say Searchable 30/30",
 		`document.querySelector('#phase-searchable').textContent === 'Searchable 30/30'`)
 	if got := b.text(`button[data-filter="failed"]`); got != "Failed (0)" {
 		t.Errorf("the failed filter reads %q", got)

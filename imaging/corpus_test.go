@@ -44,16 +44,32 @@ func engineNames() []string {
 	return []string{EngineGo}
 }
 
-// forEachEngine runs the same test body once per engine.
+// forEachEngine runs the same test body once per engine, the engines in
+// parallel.
 func forEachEngine(t *testing.T, fn func(t *testing.T, e Engine)) {
 	for _, name := range engineNames() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e, err := New(name, Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			fn(t, e)
 		})
+	}
+}
+
+// skipPixelsUnderRace skips the pure Go engine's work on large photos
+// under the race detector. That work is pixel arithmetic on data no other
+// goroutine sees: the detector has nothing to find in it, and it makes it
+// about ten times slower (ten minutes for this package on two cores).
+// `make test` runs this package a second time without -race, where nothing
+// is skipped; under -race the Go engine still runs on the small corpus
+// files and on one photo, and libvips on everything.
+func skipPixelsUnderRace(t *testing.T, e Engine) {
+	t.Helper()
+	if raceDetector && e.Name() == EngineGo {
+		t.Skip("the Go engine on large photos runs in the pass without -race")
 	}
 }
 

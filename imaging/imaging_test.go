@@ -91,6 +91,10 @@ func TestProcessCorpus(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e Engine) {
 		for _, c := range corpusCases {
 			t.Run(c.file, func(t *testing.T) {
+				t.Parallel()
+				if strings.HasPrefix(c.file, "photos/") && c.file != "photos/dune.jpg" {
+					skipPixelsUnderRace(t, e)
+				}
 				r, err := e.Process(context.Background(), readCorpus(t, c.file), Options{})
 				if c.code != "" {
 					var ie *Error
@@ -291,6 +295,10 @@ func TestRender(t *testing.T) {
 			{"crop oriented", rotated, RenderOptions{Width: 40, Height: 40, Crop: true}, 40, 40},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				if len(tc.data) == len(kleiber) {
+					skipPixelsUnderRace(t, e)
+				}
 				out, err := e.Render(context.Background(), tc.data, tc.opt)
 				if err != nil {
 					t.Fatal(err)
@@ -359,16 +367,15 @@ func TestQualitySignals(t *testing.T) {
 
 	// A blurred copy of a photo must score lower on sharpness. The blur is
 	// made by shrinking to an eighth and enlarging back.
+	data := readCorpus(t, "photos/bythewater-2560x1600.jpg")
+	blurred, err := encodeJPEG(resizeTo(resizeTo(decodeJPEG(t, data), 320, 200), 2560, 1600), 90)
+	if err != nil {
+		t.Fatal(err)
+	}
 	forEachEngine(t, func(t *testing.T, e Engine) {
-		data := readCorpus(t, "photos/bythewater-2560x1600.jpg")
+		skipPixelsUnderRace(t, e)
 		sharp := mustProcess(t, e, data)
-		img := decodeJPEG(t, data)
-		blurred := resizeTo(resizeTo(img, 320, 200), 2560, 1600)
-		buf, err := encodeJPEG(blurred, 90)
-		if err != nil {
-			t.Fatal(err)
-		}
-		soft := mustProcess(t, e, buf)
+		soft := mustProcess(t, e, blurred)
 		if soft.Quality.Sharpness >= sharp.Quality.Sharpness/2 {
 			t.Errorf("blurred sharpness %.1f, original %.1f", soft.Quality.Sharpness, sharp.Quality.Sharpness)
 		}
@@ -382,6 +389,10 @@ func TestQualitySignals(t *testing.T) {
 func TestPHashGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes every photo several times")
+	}
+	if raceDetector {
+		// Arithmetic on pixels and hashes, with no goroutines of its own.
+		t.Skip("decodes every photo several times, ten times slower under -race; runs in the pass without -race")
 	}
 	dir := corpusDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "photos", "*.jpg"))

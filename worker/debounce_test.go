@@ -12,6 +12,7 @@ import (
 )
 
 func TestClusterDebounceSchedulesOneRunAndAnotherDuringIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	ctx := context.Background()
@@ -56,6 +57,7 @@ func TestClusterDebounceSchedulesOneRunAndAnotherDuringIt(t *testing.T) {
 }
 
 func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1h", "WORKER_CONCURRENCY": "4"})
 	project := h.project()
 	small := readCorpus(t, "odd/orientation-1.jpg")
@@ -63,7 +65,7 @@ func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
 		h.finalize(project, fmt.Sprintf("%02d.jpg", i), append(append([]byte{}, small...), byte(i), byte(i>>8)))
 	}
 	h.run()
-	h.waitFor("50 assets to be search-ready", 2*time.Minute, func() bool {
+	h.waitFor("50 assets to be search-ready", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'search'`) == 50
 	})
 	q, err := h.in.GetQueueInfo("low")
@@ -74,7 +76,7 @@ func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
 	if err := h.in.RunTask("low", tasks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("the run to make them ai-ready", time.Minute, func() bool {
+	h.waitFor("the run to make them ai-ready", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai'`) == 50
 	})
 	// The identical copies form one duplicate group with one winner.
@@ -84,6 +86,7 @@ func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
 }
 
 func TestRateLimitedEmbeddingDoesNotSpendRetries(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
@@ -98,7 +101,7 @@ func TestRateLimitedEmbeddingDoesNotSpendRetries(t *testing.T) {
 	project := h.project()
 	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
 	h.run()
-	h.waitFor("the asset to be search-ready", time.Minute, func() bool {
+	h.waitFor("the asset to be search-ready", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE id = $1 AND status = 'search'`, asset) == 1
 	})
 	var job struct {

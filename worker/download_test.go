@@ -61,12 +61,13 @@ func photoServer(t *testing.T) *httptest.Server {
 }
 
 func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
+	t.Parallel()
 	srv := photoServer(t)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg", srv.URL+"/moved", srv.URL+"/page.html", srv.URL+"/gone")
 	h.run()
-	h.waitFor("imports to settle", time.Minute, func() bool {
+	h.waitFor("imports to settle", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0
 	})
 	// The redirect leads to the same bytes: whichever finished second is
@@ -95,12 +96,13 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 }
 
 func TestImportRefusesLoopbackWithoutTheAllowlist(t *testing.T) {
+	t.Parallel()
 	srv := photoServer(t)
 	h := newHarness(t, nil)
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg")
 	h.run()
-	h.waitFor("the import to fail", 30*time.Second, func() bool {
+	h.waitFor("the import to fail", 5*time.Minute, func() bool {
 		st, _ := h.importStatus(ids[0])
 		return st == "failed"
 	})

@@ -61,20 +61,23 @@ func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Durati
 	big := h.finalizeBatch(project, photo, 200)
 	start := time.Now()
 	h.run()
-	time.Sleep(300 * time.Millisecond) // the big batch is under way
+	h.waitFor("the big batch to be under way", 5*time.Minute, func() bool {
+		return h.count(`SELECT completed FROM batches WHERE id = $1`, big) > 0
+	})
 	late := h.finalizeBatch(project, photo, 5)
-	h.waitFor("the small batch to complete", 3*time.Minute, func() bool {
+	h.waitFor("the small batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
 	small = time.Since(start)
 	bigDone = h.count(`SELECT completed FROM batches WHERE id = $1`, big)
-	h.waitFor("the big batch to complete", 3*time.Minute, func() bool {
+	h.waitFor("the big batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, big) == 1
 	})
 	return bigDone, small
 }
 
 func TestASmallBatchIsNotStarvedByAHugeOne(t *testing.T) {
+	t.Parallel()
 	bigDone, took := smallBehindBig(t, "16")
 	t.Logf("with a window of 16: the 5-photo batch completed after %v, when %d of the 200-photo batch were done", took.Round(time.Millisecond), bigDone)
 	if bigDone > 100 {

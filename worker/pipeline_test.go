@@ -85,6 +85,7 @@ func readCorpus(t testing.TB, name string) []byte {
 }
 
 func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "4"})
 	project := h.project()
 	dir := testenv.Corpus(t)
@@ -108,7 +109,7 @@ func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
 		}
 	}
 	h.run()
-	h.waitFor("every file to finish", 3*time.Minute, func() bool {
+	h.waitFor("every file to finish", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0
 	})
 
@@ -166,6 +167,7 @@ func deref(s *string) string {
 }
 
 func TestIngestTwiceLeavesTheSameRows(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))

@@ -14,11 +14,12 @@ import (
 )
 
 func TestJobStatesArePublished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1s"})
 	project := h.project()
 	hub := events.NewHub(h.env.Redis, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer hub.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{Buffer: 1024})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // copies made from them (half size, and re-encoded at low quality) through
 // a running worker: each photo groups with its copies and with nothing else.
 func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1s"})
 	project := h.project()
 	engine, err := imaging.New("", imaging.Config{})
@@ -38,7 +39,7 @@ func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
 		}
 	}
 	h.run()
-	h.waitFor("all assets to be clustered", 2*time.Minute, func() bool {
+	h.waitFor("all assets to be clustered", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai'`) == 9
 	})
 	if n := h.count(`SELECT count(*) FROM clusters WHERE kind = 'duplicate_group'`); n != 3 {

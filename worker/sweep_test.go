@@ -48,6 +48,7 @@ func (h *harness) sweep() {
 }
 
 func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, []byte("jpeg bytes"))
@@ -80,6 +81,7 @@ func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
 }
 
 func TestSweepReenqueuesAStalledUploadWhoseTaskVanished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, _ := h.finalizeWithoutEnqueue(project, []byte("other bytes"))
@@ -102,6 +104,7 @@ func TestSweepReenqueuesAStalledUploadWhoseTaskVanished(t *testing.T) {
 }
 
 func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	ctx := context.Background()

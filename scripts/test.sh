@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the test suite: every package of PKG with RACE (-race, or empty to
+# go without), then, when RACE is set, the packages of PLAIN_PKG among them
+# once more without it. Their tests are pixel arithmetic on data no other
+# goroutine sees, which -race makes ten times slower and has nothing to
+# find in: under -race they leave out their largest inputs (see
+# imaging/race_test.go) and the second pass runs them in full. Both passes
+# run even when the first fails; the status is the first failure's.
+#
+#   PKG=./... RACE=-race PLAIN_PKG=./imaging/ TIMEOUT=20m scripts/test.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+PKG=${PKG:-./...}
+RACE=${RACE-}
+PLAIN_PKG=${PLAIN_PKG-}
+TIMEOUT=${TIMEOUT:-20m}
+
+rc=0
+# shellcheck disable=SC2086 # PKG and RACE are lists of words
+go test $RACE -count=1 -timeout "$TIMEOUT" $PKG || rc=$?
+if [ -n "$RACE" ] && [ -n "$PLAIN_PKG" ]; then
+	# shellcheck disable=SC2086
+	plain=$(comm -12 <(go list $PKG | sort) <(go list $PLAIN_PKG | sort))
+	if [ -n "$plain" ]; then
+		say "without $RACE: $(echo $plain)"
+		# shellcheck disable=SC2086
+		go test -count=1 -timeout "$TIMEOUT" $plain || { s=$?; [ "$rc" -ne 0 ] || rc=$s; }
+	fi
+fi
+exit $rc
