@@ -101,8 +101,11 @@ func TestRateLimitedEmbeddingDoesNotSpendRetries(t *testing.T) {
 	project := h.project()
 	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
 	h.run()
-	h.waitFor("the asset to be search-ready", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE id = $1 AND status = 'search'`, asset) == 1
+	// The handler makes the asset search-ready; the middleware records the
+	// job's end after it returns, so wait for both.
+	h.waitFor("the asset to be search-ready and its embed job ended", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE id = $1 AND status = 'search'`, asset) == 1 &&
+			h.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND type = 'asset:embed' AND status IN ('done', 'failed')`, asset) == 1
 	})
 	var job struct {
 		Status  string `db:"status"`
