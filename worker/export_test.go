@@ -173,6 +173,7 @@ var exportPhotos = []struct {
 }
 
 func TestExportPresetsOnRealPhotos(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	size := map[string]image.Point{}
@@ -310,6 +311,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 func abs(n int) int { return max(n, -n) }
 
 func TestExportNamesAreUniqueAndOrderFollowsTheRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	a := h.ready(project, "photos/wood.jpg")
@@ -332,6 +334,7 @@ func TestExportNamesAreUniqueAndOrderFollowsTheRequest(t *testing.T) {
 }
 
 func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	for i := range 12 {
@@ -391,6 +394,7 @@ func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
 }
 
 func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	// The cancel reaches only Postgres (the queue's cancel signal is lost):
 	// the build notices at its next progress report. A cancel of the
 	// export's batch reaches only its job.
@@ -440,6 +444,7 @@ func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
 }
 
 func TestExportWithNothingToExportFails(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	h.ready(project, "bad/empty.jpg")
@@ -455,6 +460,7 @@ func TestExportWithNothingToExportFails(t *testing.T) {
 }
 
 func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"WORKER_CONCURRENCY": "2"})
 	project := h.project()
 	if w := h.cfg.QueueWeights; w["critical"] != 6 || w["default"] != 3 || w["low"] != 1 {
@@ -476,7 +482,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run()
-	h.waitFor("the export", 2*time.Minute, func() bool {
+	h.waitFor("the export", 10*time.Minute, func() bool {
 		s := h.export(id).Status
 		return s == "done" || s == "failed"
 	})
@@ -491,6 +497,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 }
 
 func TestSweepDeletesExpiredExports(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	h.ready(project, "photos/wood.jpg")
