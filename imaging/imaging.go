@@ -28,9 +28,10 @@
 // enlarged; transparency is flattened onto white; EXIF orientation is applied;
 // metadata is stripped from the outputs.
 //
-// EXIF is read with github.com/rwcarlsen/goexif from the format's EXIF
-// block only (at most 64 KiB in a JPEG), in a goroutine bounded by a
-// timeout and guarded against panics. PHash is a DCT hash; two photos are
+// EXIF is read by the package's own TIFF reader from the format's EXIF
+// block (at most 64 KiB in a JPEG): it works on bytes in memory, reads each
+// directory at most once and follows no offset outside the block, so a
+// hostile block costs microseconds and leaves nothing running. PHash is a DCT hash; two photos are
 // copies of each other when Hamming(a, b) <= SimilarThreshold. Render makes
 // the images of exports.
 //

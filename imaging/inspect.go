@@ -15,8 +15,10 @@ import (
 // header is what inspect learns without decoding pixels.
 type header struct {
 	format        Format
-	width, height int    // as stored, before orientation
-	exif          []byte // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
+	width, height int       // as stored, before orientation
+	exif          []byte    // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
+	exifIFD       []byte    // a separate TIFF block holding the Exif directory (CR3), or nil
+	meta          *Metadata // what the container itself says, before EXIF (CRW), or nil
 }
 
 // sniff names the format from the file's first bytes, ignoring any file

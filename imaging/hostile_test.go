@@ -1,0 +1,58 @@
+package imaging
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"lightbox/internal/testenv"
+)
+
+// TestHostileExifCycle processes a JPEG whose EXIF directories point at
+// each other: the photo comes out, the problem is noted, and nothing keeps
+// running or holding memory afterwards.
+func TestHostileExifCycle(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testenv.Hostile(t), "exif-ifd-cycle.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forEachEngine(t, func(t *testing.T, e Engine) {
+		mustProcess(t, e, data) // warm up the engine's own goroutines and pools
+		goroutines, heap := settle()
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			r, err := e.Process(ctx, data, Options{})
+			cancel()
+			if err != nil {
+				t.Fatalf("Process: %v", err)
+			}
+			if !strings.Contains(r.MetadataWarning, "EXIF") {
+				t.Errorf("metadata warning %q, want the EXIF problem noted", r.MetadataWarning)
+			}
+			if r.Width <= 0 || len(r.Thumbnail.Data) == 0 || len(r.Preview.Data) == 0 {
+				t.Errorf("no picture: %d×%d", r.Width, r.Height)
+			}
+		}
+		g, h := settle()
+		if g > goroutines {
+			t.Errorf("%d goroutines after, %d before: something is still running", g, goroutines)
+		}
+		if h > heap+16<<20 {
+			t.Errorf("heap %d MiB after, %d MiB before", h>>20, heap>>20)
+		}
+	})
+}
+
+// settle collects garbage and returns the goroutine count and live heap.
+func settle() (int, uint64) {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), ms.HeapAlloc
+}
