@@ -211,17 +211,16 @@ func toRGBA(ref *vips.ImageRef) (*image.RGBA, error) {
 }
 
 func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {
-	h, err := inspect(data, e.cfg)
+	h, err := inspectFor(data, e.cfg, e)
 	if err != nil {
 		return nil, err
 	}
 	var ref *vips.ImageRef
 	switch {
 	case opt.Width <= 0 && opt.Height <= 0:
-		ref, err = vips.LoadImageFromBuffer(data, importParams())
-		if err == nil {
-			err = ref.AutoRotate()
-		}
+		// The thumbnail loader with no limit: it knows every format libvips
+		// reads (govips' own sniffing misses some HEIF brands) and orients.
+		ref, err = vips.LoadThumbnailFromBuffer(data, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
 	case opt.Crop && opt.Width > 0 && opt.Height > 0:
 		ref, err = vips.LoadThumbnailFromBuffer(data, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
 	default:

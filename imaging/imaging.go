@@ -15,6 +15,11 @@
 //     x/image/draw's good kernels are single-threaded and several times
 //     slower).
 //
+// The "vips" engine also reads HEIC/HEIF, AVIF and JPEG XL (libheif and
+// libjxl, which apply the file's own rotation while decoding, so it is not
+// applied again) and camera raws. The "go" engine refuses those with
+// CodeUnsupportedFormat, naming the engine that reads them.
+//
 // New("", cfg) picks "vips" when the binary is built with cgo and "go" when
 // it is not. Both engines share the checks that run before any pixel is
 // decoded (format sniffing, the byte and pixel limits read from the header,
@@ -45,13 +50,15 @@ import (
 	"errors"
 	"fmt"
 	"image"
+
+	"lightbox/imaging/formats"
 )
 
 // Error codes. They are stable: callers store them and show them to users.
 const (
 	CodeEmptyFile         = "empty_file"         // zero bytes
 	CodeTooLarge          = "too_large"          // more bytes than Config.MaxBytes
-	CodeUnsupportedFormat = "unsupported_format" // not JPEG, PNG, GIF, WebP or TIFF
+	CodeUnsupportedFormat = "unsupported_format" // not an accepted format, or one this engine cannot decode
 	CodeTooManyPixels     = "too_many_pixels"    // header says more than Config.MaxPixels
 	CodeCorruptImage      = "corrupt_image"      // the format is known but the file does not decode
 )
@@ -87,20 +94,22 @@ func newError(code string, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
 }
 
-// Format is an input image format.
-type Format string
+// Format is an input image format; package formats lists them.
+type Format = formats.Format
 
-// Supported formats.
+// Formats the engines know. The "go" engine decodes JPEG to TIFF; the others
+// need the "vips" engine (HEIF, AVIF, JPEG XL through libvips, raws through
+// their embedded previews and LibRaw).
 const (
-	JPEG Format = "jpeg"
-	PNG  Format = "png"
-	GIF  Format = "gif"
-	WebP Format = "webp"
-	TIFF Format = "tiff"
+	JPEG = formats.JPEG
+	PNG  = formats.PNG
+	GIF  = formats.GIF
+	WebP = formats.WebP
+	TIFF = formats.TIFF
+	HEIF = formats.HEIF
+	AVIF = formats.AVIF
+	JXL  = formats.JXL
 )
-
-// ContentType is the MIME type of the format.
-func (f Format) ContentType() string { return "image/" + string(f) }
 
 // Defaults for Config and Options.
 const (
@@ -255,7 +264,7 @@ func New(name string, cfg Config) (Engine, error) {
 // checks before decoding, EXIF, the hash and the quality signals.
 func process(ctx context.Context, cfg Config, data []byte, opt Options, d deriver) (*Result, error) {
 	opt = opt.withDefaults()
-	h, err := inspect(data, cfg)
+	h, err := inspectFor(data, cfg, d)
 	if err != nil {
 		return nil, err
 	}
