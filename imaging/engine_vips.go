@@ -163,8 +163,21 @@ func loadOpaque(data []byte, size int) (*vips.ImageRef, error) {
 }
 
 // toOpaqueSRGB converts to 8-bit sRGB (from CMYK, grey, 16-bit) and
-// flattens transparency onto white, as the Go engine does.
+// flattens transparency onto white, as the Go engine does. An embedded
+// profile (Display P3, Adobe RGB, CMYK, grey) is converted to sRGB first:
+// outputs carry no profile, and browsers show untagged images as sRGB, so
+// leaving wide-gamut numbers as they are would wash the colours out.
 func toOpaqueSRGB(ref *vips.ImageRef) error {
+	if ref.HasICCProfile() {
+		if err := ref.TransformICCProfile(vips.SRGBIEC6196621ICCProfilePath); err != nil {
+			// A profile that does not fit the pixels (a broken or mislabelled
+			// one) is dropped: the numbers are then taken as they are.
+			slog.Debug("imaging: embedded colour profile not usable", "err", firstLine(err))
+			if err := ref.RemoveICCProfile(); err != nil {
+				return err
+			}
+		}
+	}
 	if ref.Interpretation() != vips.InterpretationSRGB || ref.BandFormat() != vips.BandFormatUchar {
 		if err := ref.ToColorSpace(vips.InterpretationSRGB); err != nil {
 			return err
@@ -256,6 +269,11 @@ const vipsUnbounded = 10_000_000
 // vipsDecodeError reports a libvips failure on input that passed inspect as
 // a corrupt image, with libvips' first line (its errors carry a Go stack).
 func vipsDecodeError(f Format, err error) error {
+	return newError(CodeCorruptImage, nil, "the %s image cannot be decoded: %s", formatName(f), firstLine(err))
+}
+
+// firstLine is the first line of a libvips error (they carry a Go stack).
+func firstLine(err error) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return newError(CodeCorruptImage, nil, "the %s image cannot be decoded: %s", f, strings.TrimSpace(msg))
+	return strings.TrimSpace(msg)
 }
