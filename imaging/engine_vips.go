@@ -94,12 +94,22 @@ func importParams() *vips.ImportParams {
 // is decoded, then makes the thumbnail and the analysis image from the
 // encoded preview, which is small and cheap to decode again.
 func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, opt Options) (*derived, error) {
-	ref, err := vips.LoadThumbnailFromBuffer(data, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
+	src, turn := data, 1
+	if h.format.IsRaw() {
+		var err error
+		if src, turn, err = rawSource(data, h, opt); err != nil {
+			return nil, err
+		}
+	}
+	ref, err := vips.LoadThumbnailFromBuffer(src, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	defer ref.Close()
 	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if err := turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	d := &derived{width: h.width, height: h.height}

@@ -17,8 +17,11 @@
 //
 // The "vips" engine also reads HEIC/HEIF, AVIF and JPEG XL (libheif and
 // libjxl, which apply the file's own rotation while decoding, so it is not
-// applied again) and camera raws. The "go" engine refuses those with
-// CodeUnsupportedFormat, naming the engine that reads them.
+// applied again) and camera raws through LibRaw: a raw's largest embedded
+// JPEG when its long edge reaches the preview size (fast, and what the
+// camera itself shows), else its sensor data developed to sRGB (at half
+// size when that still covers the preview). The "go" engine refuses those
+// with CodeUnsupportedFormat, naming the engine that reads them.
 //
 // New("", cfg) picks "vips" when the binary is built with cgo and "go" when
 // it is not. Both engines share the checks that run before any pixel is
@@ -109,6 +112,9 @@ const (
 	HEIF = formats.HEIF
 	AVIF = formats.AVIF
 	JXL  = formats.JXL
+	CR3  = formats.CR3
+	CRW  = formats.CRW
+	RAF  = formats.RAF
 )
 
 // Defaults for Config and Options.

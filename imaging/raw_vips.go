@@ -2,6 +2,110 @@
 
 package imaging
 
+import (
+	"bytes"
+	"image/jpeg"
+
+	"github.com/davidbyttow/govips/v2/vips"
+)
+
+// readRawHeader reads a raw's size with LibRaw, and picks what to decode:
+// the embedded JPEG when its long edge reaches the preview size (cameras
+// write one at full size, and it decodes in a fraction of the time), else
+// the sensor data.
 func (e *vipsEngine) readRawHeader(data []byte, h *header) error {
-	return newError(CodeUnsupportedFormat, nil, "camera raws are not read yet")
+	ri, err := librawInfo(data)
+	if err != nil {
+		return newError(CodeCorruptImage, nil, "the %s file cannot be read: %v", formatName(h.format), err)
+	}
+	if h.exif == nil && h.meta == nil {
+		h.meta = &Metadata{CameraMake: ri.make, CameraModel: ri.model, Orientation: 1}
+	}
+	h.width, h.height = ri.width, ri.height
+	h.rawTurn = flipOrientation(ri.flip)
+	jpg, err := librawThumb(data)
+	if err != nil {
+		return nil
+	}
+	c, err := jpeg.DecodeConfig(bytes.NewReader(jpg))
+	if err != nil || max(c.Width, c.Height) < DefaultPreviewSize {
+		return nil
+	}
+	h.rawJPEG, h.width, h.height = jpg, c.Width, c.Height
+	var own Metadata
+	if j := walkJPEG(jpg); j.exif != nil {
+		parseExif(&own, j.exif, nil)
+	}
+	if own.Orientation > 1 {
+		h.rawTurn = 1 // libvips applies the JPEG's own orientation
+	}
+	if h.rawTurn >= 5 {
+		h.width, h.height = h.height, h.width
+	}
+	return nil
+}
+
+// flipOrientation turns LibRaw's flip into an EXIF orientation.
+func flipOrientation(flip int) int {
+	switch flip {
+	case 3:
+		return 3
+	case 5:
+		return 8
+	case 6:
+		return 6
+	}
+	return 1
+}
+
+// rawSource returns the bytes libvips decodes for a raw, and the
+// orientation still to apply to them: the embedded JPEG readRawHeader
+// chose, or the sensor data developed by LibRaw (turned already), at half
+// size when that still covers the preview.
+func rawSource(data []byte, h header, opt Options) ([]byte, int, error) {
+	if h.rawJPEG != nil {
+		return h.rawJPEG, h.rawTurn, nil
+	}
+	ppm, err := librawDevelop(data, max(h.width, h.height)/2 >= opt.PreviewSize)
+	if err != nil {
+		return nil, 1, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
+	}
+	if uniform(ppm) {
+		return nil, 1, newError(CodeCorruptImage, nil, "the %s file holds no picture: its sensor data is empty", formatName(h.format))
+	}
+	return ppm, 1, nil
+}
+
+// uniform reports whether a PPM's samples, after its three header lines,
+// are all the same byte: a raw whose sensor data was removed develops to
+// one flat colour.
+func uniform(ppm []byte) bool {
+	b := ppm
+	for range 3 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return true
+		}
+		b = b[i+1:]
+	}
+	for _, c := range b {
+		if c != b[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// turnVips applies an orientation a decoder did not: the ones a raw's
+// camera flip gives (180°, 90° either way).
+func turnVips(ref *vips.ImageRef, o int) error {
+	switch o {
+	case 3:
+		return ref.Rotate(vips.Angle180)
+	case 6:
+		return ref.Rotate(vips.Angle90)
+	case 8:
+		return ref.Rotate(vips.Angle270)
+	}
+	return nil
 }
