@@ -97,7 +97,7 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, o
 	src, turn := data, 1
 	if h.format.IsRaw() {
 		var err error
-		if src, turn, err = rawSource(data, h, opt); err != nil {
+		if src, turn, h.width, h.height, err = rawSource(data, h, opt); err != nil {
 			return nil, err
 		}
 	}

@@ -22,8 +22,9 @@ type header struct {
 	exif          []byte    // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
 	exifIFD       []byte    // a separate TIFF block holding the Exif directory (CR3), or nil
 	meta          *Metadata // what the container itself says, before EXIF (CRW), or nil
-	rawJPEG       []byte    // a raw's embedded JPEG, when it is large enough to use instead of the sensor data
-	rawTurn       int       // the orientation (1-8) to apply to what a raw decodes to
+	rawJPEG       []byte    // a raw's largest embedded JPEG, or nil
+	rawJPEGSize   [2]int    // its width and height, oriented
+	rawTurn       int       // the orientation (1-8) the raw's camera recorded
 }
 
 // inspect runs every check that needs no pixel decoding: size, format,

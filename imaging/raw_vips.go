@@ -9,10 +9,8 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 )
 
-// readRawHeader reads a raw's size with LibRaw, and picks what to decode:
-// the embedded JPEG when its long edge reaches the preview size (cameras
-// write one at full size, and it decodes in a fraction of the time), else
-// the sensor data.
+// readRawHeader reads a raw's size with LibRaw (the developed size, turned
+// as the camera was held) and keeps its embedded JPEG for rawSource.
 func (e *vipsEngine) readRawHeader(data []byte, h *header) error {
 	ri, err := librawInfo(data)
 	if err != nil {
@@ -25,22 +23,15 @@ func (e *vipsEngine) readRawHeader(data []byte, h *header) error {
 	h.rawTurn = flipOrientation(ri.flip)
 	jpg, err := librawThumb(data)
 	if err != nil {
-		return nil
+		return nil // no embedded JPEG: the sensor data it is
 	}
 	c, err := jpeg.DecodeConfig(bytes.NewReader(jpg))
-	if err != nil || max(c.Width, c.Height) < DefaultPreviewSize {
+	if err != nil {
 		return nil
 	}
-	h.rawJPEG, h.width, h.height = jpg, c.Width, c.Height
-	var own Metadata
-	if j := walkJPEG(jpg); j.exif != nil {
-		parseExif(&own, j.exif, nil)
-	}
-	if own.Orientation > 1 {
-		h.rawTurn = 1 // libvips applies the JPEG's own orientation
-	}
+	h.rawJPEG, h.rawJPEGSize = jpg, [2]int{c.Width, c.Height}
 	if h.rawTurn >= 5 {
-		h.width, h.height = h.height, h.width
+		h.rawJPEGSize = [2]int{c.Height, c.Width}
 	}
 	return nil
 }
@@ -58,22 +49,31 @@ func flipOrientation(flip int) int {
 	return 1
 }
 
-// rawSource returns the bytes libvips decodes for a raw, and the
-// orientation still to apply to them: the embedded JPEG readRawHeader
-// chose, or the sensor data developed by LibRaw (turned already), at half
-// size when that still covers the preview.
-func rawSource(data []byte, h header, opt Options) ([]byte, int, error) {
-	if h.rawJPEG != nil {
-		return h.rawJPEG, h.rawTurn, nil
+// rawSource returns the bytes libvips decodes for a raw, the orientation
+// still to apply to them and their full size: the embedded JPEG when its
+// long edge reaches the preview size (cameras write one at full size, and
+// it decodes in a fraction of the time), else the sensor data developed by
+// LibRaw (turned already), at half size when that still covers the preview.
+func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, height int, err error) {
+	if jw, jh := h.rawJPEGSize[0], h.rawJPEGSize[1]; h.rawJPEG != nil && max(jw, jh) >= opt.PreviewSize {
+		turn = h.rawTurn
+		var own Metadata
+		if j := walkJPEG(h.rawJPEG); j.exif != nil {
+			parseExif(&own, j.exif, nil)
+		}
+		if own.Orientation > 1 {
+			turn = 1 // libvips applies the JPEG's own orientation
+		}
+		return h.rawJPEG, turn, jw, jh, nil
 	}
 	ppm, err := librawDevelop(data, max(h.width, h.height)/2 >= opt.PreviewSize)
 	if err != nil {
-		return nil, 1, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
 	}
 	if uniform(ppm) {
-		return nil, 1, newError(CodeCorruptImage, nil, "the %s file holds no picture: its sensor data is empty", formatName(h.format))
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: its sensor data is empty", formatName(h.format))
 	}
-	return ppm, 1, nil
+	return ppm, 1, h.width, h.height, nil
 }
 
 // uniform reports whether a PPM's samples, after its three header lines,
