@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ func TestHostileExifCycle(t *testing.T) {
 	}
 	forEachEngine(t, func(t *testing.T, e Engine) {
 		mustProcess(t, e, data) // warm up the engine's own goroutines and pools
-		goroutines, heap := settle()
+		goroutines, heap := testenv.Settle()
 		for range 5 {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			r, err := e.Process(ctx, data, Options{})
@@ -37,7 +36,7 @@ func TestHostileExifCycle(t *testing.T) {
 				t.Errorf("no picture: %d×%d", r.Width, r.Height)
 			}
 		}
-		g, h := settle()
+		g, h := testenv.Settle()
 		if g > goroutines {
 			t.Errorf("%d goroutines after, %d before: something is still running", g, goroutines)
 		}
@@ -45,14 +44,4 @@ func TestHostileExifCycle(t *testing.T) {
 			t.Errorf("heap %d MiB after, %d MiB before", h>>20, heap>>20)
 		}
 	})
-}
-
-// settle collects garbage and returns the goroutine count and live heap.
-func settle() (int, uint64) {
-	var ms runtime.MemStats
-	for range 3 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&ms)
-	return runtime.NumGoroutine(), ms.HeapAlloc
 }

@@ -187,3 +187,14 @@ func sharedDir(t testing.TB, env, name string) string {
 	}
 	return dir
 }
+
+// Settle collects garbage and returns the goroutine count and the live
+// heap, for tests that check a piece of work leaves nothing behind.
+func Settle() (goroutines int, heap uint64) {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), ms.HeapAlloc
+}
