@@ -238,14 +238,28 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 	if err != nil {
 		return nil, err
 	}
+	src, turn := data, 1
+	if h.format.IsRaw() {
+		// The embedded JPEG when it covers the box, else the sensor data.
+		long := max(opt.Width, opt.Height)
+		if long <= 0 || opt.Crop {
+			long = vipsUnbounded
+		}
+		if src, turn, _, _, err = rawSource(data, h, Options{PreviewSize: long}); err != nil {
+			return nil, err
+		}
+		if turn >= 5 { // the box applies once turned: load into the stored shape
+			opt.Width, opt.Height = opt.Height, opt.Width
+		}
+	}
 	var ref *vips.ImageRef
 	switch {
 	case opt.Width <= 0 && opt.Height <= 0:
 		// The thumbnail loader with no limit: it knows every format libvips
 		// reads (govips' own sniffing misses some HEIF brands) and orients.
-		ref, err = vips.LoadThumbnailFromBuffer(data, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
+		ref, err = vips.LoadThumbnailFromBuffer(src, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
 	case opt.Crop && opt.Width > 0 && opt.Height > 0:
-		ref, err = vips.LoadThumbnailFromBuffer(data, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
+		ref, err = vips.LoadThumbnailFromBuffer(src, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
 	default:
 		w, ht := opt.Width, opt.Height
 		if w <= 0 {
@@ -254,7 +268,10 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		if ht <= 0 {
 			ht = vipsUnbounded
 		}
-		ref, err = vips.LoadThumbnailFromBuffer(data, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+		ref, err = vips.LoadThumbnailFromBuffer(src, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+	}
+	if err == nil {
+		err = turnVips(ref, turn)
 	}
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)

@@ -131,3 +131,40 @@ func formatOf(data []byte) Format {
 	h, _ := inspect(data, Config{}.withDefaults())
 	return h.format
 }
+
+// TestRenderFormats makes export images of the new formats: a raw is
+// developed (or its embedded JPEG used), not read as its first small TIFF
+// image, and every box is respected.
+func TestRenderFormats(t *testing.T) {
+	if DefaultEngine != EngineVips {
+		t.Skip("these formats need the libvips engine")
+	}
+	e, err := New(EngineVips, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file          string
+		width, height int // displayed size
+	}{
+		{"raw/canon550d-magiclantern-14bit-uncompressed.dng", 1734, 1156},
+		{"raw/canon-eos-d30.crw", 2176, 1448},
+		{"heic/iphone8plus-grid-orientation6-p3.heic", 3024, 4032},
+	} {
+		data := readFormat(t, c.file)
+		for _, opt := range []RenderOptions{{Width: 800, Height: 800}, {Width: 300, Height: 200, Crop: true}} {
+			out, err := e.Render(context.Background(), data, opt)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.file, opt, err)
+			}
+			img := decodeJPEG(t, out)
+			w, h := fitSize(c.width, c.height, 800)
+			if opt.Crop {
+				w, h = 300, 200
+			}
+			if got := img.Bounds().Size(); abs(got.X-w) > 1 || abs(got.Y-h) > 1 {
+				t.Errorf("%s %+v: %v, want %d×%d", c.file, opt, got, w, h)
+			}
+		}
+	}
+}
