@@ -105,8 +105,11 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, o
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	defer ref.Close()
+	defer func() { ref.Close() }()
 	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = toneMapVips(ref, h); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if err := turnVips(ref, turn); err != nil {
@@ -204,6 +207,30 @@ func toOpaqueSRGB(ref *vips.ImageRef) error {
 	return nil
 }
 
+// toneMapVips renders an opaque 8-bit image of a PQ or HLG source for SDR
+// (see toneMapSDR); others come back as they are. The old ref is closed.
+func toneMapVips(ref *vips.ImageRef, h header) (*vips.ImageRef, error) {
+	if h.hdrTransfer == 0 {
+		return ref, nil
+	}
+	pix, err := ref.ToBytes()
+	if err != nil {
+		return ref, err
+	}
+	w, ht := ref.Width(), ref.Height()
+	if ref.Bands() != 3 || len(pix) < 3*w*ht {
+		return ref, fmt.Errorf("imaging: %d bands, %d bytes for %d×%d to tone-map", ref.Bands(), len(pix), w, ht)
+	}
+	toneMapSDR(pix, h.hdrPrimaries, h.hdrTransfer)
+	ppm := append([]byte(fmt.Sprintf("P6\n%d %d\n255\n", w, ht)), pix[:3*w*ht]...)
+	sdr, err := vips.LoadThumbnailFromBuffer(ppm, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+	if err != nil {
+		return ref, err
+	}
+	ref.Close()
+	return sdr, nil
+}
+
 func exportJPEG(ref *vips.ImageRef, quality int) (Output, error) {
 	p := vips.NewJpegExportParams()
 	p.Quality = quality
@@ -276,8 +303,11 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	defer ref.Close()
+	defer func() { ref.Close() }()
 	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = toneMapVips(ref, h); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -168,3 +168,39 @@ func TestRenderFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestHEICTurnedOnce checks pixels, not just the size: the iPhone 8 Plus
+// photo of an arrow is stored turned (orientation 6, applied by libheif),
+// and turned twice it would still be portrait but point down. Upright, the
+// arrow's head (long diagonal strokes) fills the top half.
+func TestHEICTurnedOnce(t *testing.T) {
+	if DefaultEngine != EngineVips {
+		t.Skip("HEIF needs the libvips engine")
+	}
+	e, err := New(EngineVips, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.Process(context.Background(), readFormat(t, "heic/iphone8plus-grid-orientation6-p3.heic"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decodeJPEG(t, r.Preview.Data)
+	b := img.Bounds()
+	var top, bottom int
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); (r+g+bl)/3 < 80<<8 {
+				if y < b.Min.Y+b.Dy()/2 {
+					top++
+				} else {
+					bottom++
+				}
+			}
+		}
+	}
+	t.Logf("dark pixels: %d in the top half, %d in the bottom", top, bottom)
+	if top < bottom*5/4 {
+		t.Errorf("dark pixels: %d in the top half, %d in the bottom: the arrow does not point up", top, bottom)
+	}
+}

@@ -25,6 +25,8 @@ type header struct {
 	rawJPEG       []byte    // a raw's largest embedded JPEG, or nil
 	rawJPEGSize   [2]int    // its width and height, oriented
 	rawTurn       int       // the orientation (1-8) the raw's camera recorded
+	hdrPrimaries  int       // colour primaries of a PQ or HLG image (H.273)
+	hdrTransfer   int       // transferPQ or transferHLG, or 0 for SDR
 }
 
 // inspect runs every check that needs no pixel decoding: size, format,
@@ -47,6 +49,7 @@ func inspect(data []byte, cfg Config) (header, error) {
 	switch f {
 	case HEIF, AVIF:
 		h.exif = heifExif(data)
+		h.hdrPrimaries, h.hdrTransfer = heifHDR(data)
 		return h, nil
 	case JXL:
 		h.exif = jxlExif(data)

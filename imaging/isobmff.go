@@ -207,3 +207,32 @@ func (r *reader) uint(n int) uint64 {
 	}
 	return v
 }
+
+// Colour signalling (ITU-T H.273) that needs tone-mapping to SDR.
+const (
+	transferPQ      = 16 // SMPTE ST 2084
+	transferHLG     = 18 // ARIB STD-B67
+	primariesBT2020 = 9
+	primariesP3     = 12 // SMPTE EG 432 (Display P3)
+)
+
+// heifHDR returns the colour primaries and transfer of a HEIF or AVIF
+// whose nclx colour box says PQ or HLG, or 0, 0 for SDR.
+func heifHDR(data []byte) (primaries, transfer int) {
+	meta := findBox(data, "meta")
+	if len(meta) < 4 {
+		return 0, 0
+	}
+	eachBox(findBox(findBox(meta[4:], "iprp"), "ipco"), func(t string, p []byte) bool {
+		if t != "colr" || len(p) < 10 || string(p[:4]) != "nclx" {
+			return true
+		}
+		prim, tr := int(binary.BigEndian.Uint16(p[4:])), int(binary.BigEndian.Uint16(p[6:]))
+		if tr == transferPQ || tr == transferHLG {
+			primaries, transfer = prim, tr
+			return false
+		}
+		return true
+	})
+	return primaries, transfer
+}
