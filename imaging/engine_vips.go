@@ -112,7 +112,7 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, o
 	if ref, err = toneMapVips(ref, h); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	if err := turnVips(ref, turn); err != nil {
+	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	d := &derived{width: h.width, height: h.height}
@@ -208,27 +208,39 @@ func toOpaqueSRGB(ref *vips.ImageRef) error {
 }
 
 // toneMapVips renders an opaque 8-bit image of a PQ or HLG source for SDR
-// (see toneMapSDR); others come back as they are. The old ref is closed.
+// (see toneMapSDR); others come back as they are.
 func toneMapVips(ref *vips.ImageRef, h header) (*vips.ImageRef, error) {
 	if h.hdrTransfer == 0 {
 		return ref, nil
 	}
-	pix, err := ref.ToBytes()
+	return rewritePixels(ref, func(img *image.RGBA) *image.RGBA {
+		toneMapSDR(img.Pix, 4, h.hdrPrimaries, h.hdrTransfer)
+		return img
+	})
+}
+
+// rewritePixels hands an opaque 3-band 8-bit image's pixels to fn and
+// returns what fn makes of them as a new image, closing ref. libvips'
+// thumbnail images can only be read once, top to bottom, so work that
+// needs the whole picture (turning it) is done on a copy in Go.
+func rewritePixels(ref *vips.ImageRef, fn func(*image.RGBA) *image.RGBA) (*vips.ImageRef, error) {
+	img, err := toRGBA(ref)
 	if err != nil {
 		return ref, err
 	}
-	w, ht := ref.Width(), ref.Height()
-	if ref.Bands() != 3 || len(pix) < 3*w*ht {
-		return ref, fmt.Errorf("imaging: %d bands, %d bytes for %d×%d to tone-map", ref.Bands(), len(pix), w, ht)
+	img = fn(img)
+	w, ht := img.Rect.Dx(), img.Rect.Dy()
+	ppm := make([]byte, 0, 32+3*w*ht)
+	ppm = fmt.Appendf(ppm, "P6\n%d %d\n255\n", w, ht)
+	for i := 0; i < len(img.Pix); i += 4 {
+		ppm = append(ppm, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
 	}
-	toneMapSDR(pix, h.hdrPrimaries, h.hdrTransfer)
-	ppm := append([]byte(fmt.Sprintf("P6\n%d %d\n255\n", w, ht)), pix[:3*w*ht]...)
-	sdr, err := vips.LoadThumbnailFromBuffer(ppm, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+	out, err := vips.LoadThumbnailFromBuffer(ppm, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
 	if err != nil {
 		return ref, err
 	}
 	ref.Close()
-	return sdr, nil
+	return out, nil
 }
 
 func exportJPEG(ref *vips.ImageRef, quality int) (Output, error) {
@@ -297,9 +309,6 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		}
 		ref, err = vips.LoadThumbnailFromBuffer(src, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
 	}
-	if err == nil {
-		err = turnVips(ref, turn)
-	}
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
@@ -308,6 +317,9 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if ref, err = toneMapVips(ref, h); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if err := ctx.Err(); err != nil {

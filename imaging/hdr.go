@@ -56,8 +56,9 @@ func toSRGBPrimaries(primaries int) [3][3]float64 {
 	return [3][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
 }
 
-// toneMapSDR rewrites 3-band 8-bit pixels in place.
-func toneMapSDR(pix []byte, primaries, transfer int) {
+// toneMapSDR rewrites 8-bit RGB pixels in place, stride bytes apart (the
+// first three of each are R, G, B).
+func toneMapSDR(pix []byte, stride, primaries, transfer int) {
 	lin := toLinearSDR(transfer)
 	m := toSRGBPrimaries(primaries)
 	const knee = 0.75
@@ -71,7 +72,7 @@ func toneMapSDR(pix []byte, primaries, transfer int) {
 		}
 		enc[i] = byte(math.Round(v * 255))
 	}
-	for i := 0; i+2 < len(pix); i += 3 {
+	for i := 0; i+2 < len(pix); i += stride {
 		r, g, b := lin[pix[i]], lin[pix[i+1]], lin[pix[i+2]]
 		for c := 0; c < 3; c++ {
 			x := max(m[c][0]*r+m[c][1]*g+m[c][2]*b, 0)

@@ -4,6 +4,7 @@ package imaging
 
 import (
 	"bytes"
+	"image"
 	"image/jpeg"
 
 	"github.com/davidbyttow/govips/v2/vips"
@@ -66,6 +67,13 @@ func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, hei
 		}
 		return h.rawJPEG, turn, jw, jh, nil
 	}
+	// Even lossy-compressed sensor data takes more than a bit per pixel; a
+	// smaller file (a header whose data was cut off or removed) would make
+	// LibRaw develop whatever memory it holds.
+	if px := int64(h.width) * int64(h.height); int64(len(data))*8 < px {
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: %d bytes cannot hold the sensor data of %d×%d pixels",
+			formatName(h.format), len(data), h.width, h.height)
+	}
 	ppm, err := librawDevelop(data, max(h.width, h.height)/2 >= opt.PreviewSize)
 	if err != nil {
 		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
@@ -96,16 +104,11 @@ func uniform(ppm []byte) bool {
 	return true
 }
 
-// turnVips applies an orientation a decoder did not: the ones a raw's
-// camera flip gives (180°, 90° either way).
-func turnVips(ref *vips.ImageRef, o int) error {
-	switch o {
-	case 3:
-		return ref.Rotate(vips.Angle180)
-	case 6:
-		return ref.Rotate(vips.Angle90)
-	case 8:
-		return ref.Rotate(vips.Angle270)
+// turnVips applies an orientation a decoder did not (a raw's camera
+// orientation on its embedded JPEG), closing ref when it makes a new image.
+func turnVips(ref *vips.ImageRef, o int) (*vips.ImageRef, error) {
+	if o <= 1 || o > 8 {
+		return ref, nil
 	}
-	return nil
+	return rewritePixels(ref, func(img *image.RGBA) *image.RGBA { return orient(img, o) })
 }
