@@ -54,7 +54,9 @@ func (m Metadata) CaptureTime(loc *time.Location) (time.Time, bool) {
 	return t, err == nil
 }
 
-// readMetadata parses the EXIF blocks inspect found. Any problem becomes
+// readMetadata parses the EXIF blocks inspect found, or the XMP packet of
+// a file that has no EXIF (where both exist, EXIF is what cameras wrote;
+// XMP is often an editor's copy). Any problem becomes
 // the warning; it is never an error, because the pixels are what matter.
 //
 // The parser works on the bytes in memory and is bounded by construction:
@@ -68,7 +70,7 @@ func readMetadata(ctx context.Context, h header) (Metadata, string) {
 	if h.meta != nil {
 		m = *h.meta
 	}
-	if len(h.exif) == 0 || ctx.Err() != nil {
+	if (len(h.exif) == 0 && len(h.xmp) == 0) || ctx.Err() != nil {
 		return m, ""
 	}
 	var warn []string
@@ -76,10 +78,15 @@ func readMetadata(ctx context.Context, h header) (Metadata, string) {
 		defer func() {
 			// An index bug on hostile input must not take the worker down.
 			if r := recover(); r != nil {
-				warn = append(warn, fmt.Sprintf("EXIF parser failed: %v", r))
+				warn = append(warn, fmt.Sprintf("metadata parser failed: %v", r))
 			}
 		}()
-		warn = parseExif(&m, h.exif, h.exifIFD)
+		if len(h.exif) > 0 {
+			warn = parseExif(&m, h.exif, h.exifIFD)
+		}
+		if len(h.exif) == 0 && len(h.xmp) > 0 {
+			readXMP(&m, h.xmp)
+		}
 	}()
 	return m, strings.Join(warn, "; ")
 }

@@ -21,6 +21,7 @@ type header struct {
 	width, height int       // as stored, before orientation
 	exif          []byte    // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
 	exifIFD       []byte    // a separate TIFF block holding the Exif directory (CR3), or nil
+	xmp           []byte    // an XMP packet, or nil
 	meta          *Metadata // what the container itself says, before EXIF (CRW), or nil
 	rawJPEG       []byte    // a raw's largest embedded JPEG, or nil
 	rawJPEGSize   [2]int    // its width and height, oriented
@@ -72,7 +73,7 @@ func inspect(data []byte, cfg Config) (header, error) {
 		if j.progressive && !j.complete {
 			return h, newError(CodeCorruptImage, nil, "the progressive JPEG is cut short: some of its scans are missing")
 		}
-		h.exif = j.exif
+		h.exif, h.xmp = j.exif, j.xmp
 	case PNG:
 		h.exif = pngExif(data)
 	case WebP:
@@ -161,6 +162,7 @@ func decodeConfig(f Format, data []byte) (image.Config, error) {
 
 type jpegInfo struct {
 	exif        []byte
+	xmp         []byte // the XMP packet, without its namespace prefix
 	progressive bool
 	complete    bool // a progressive JPEG's scans cover every coefficient at full precision
 }
@@ -202,6 +204,8 @@ func walkJPEG(data []byte) jpegInfo {
 		switch {
 		case m == 0xE1 && info.exif == nil && bytes.HasPrefix(seg, []byte("Exif\x00\x00")):
 			info.exif = seg
+		case m == 0xE1 && info.xmp == nil && bytes.HasPrefix(seg, xmpPrefix):
+			info.xmp = seg[len(xmpPrefix):]
 		case m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE: // progressive SOF
 			info.progressive = true
 			if len(seg) >= 6 {
