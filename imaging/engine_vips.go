@@ -181,7 +181,7 @@ func loadOpaque(data []byte, size int) (*vips.ImageRef, error) {
 // outputs carry no profile, and browsers show untagged images as sRGB, so
 // leaving wide-gamut numbers as they are would wash the colours out.
 func toOpaqueSRGB(ref *vips.ImageRef) error {
-	if ref.HasICCProfile() {
+	if ref.HasICCProfile() && !isSRGBProfile(ref.GetICCProfile()) {
 		if err := ref.TransformICCProfile(vips.SRGBIEC6196621ICCProfilePath); err != nil {
 			// A profile that does not fit the pixels (a broken or mislabelled
 			// one) is dropped: the numbers are then taken as they are.

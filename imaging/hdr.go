@@ -1,6 +1,10 @@
 package imaging
 
-import "math"
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+)
 
 // HDR to SDR. libvips (8.14) decodes a PQ or HLG HEIF/AVIF to its coded
 // values and ignores the transfer, which would show a flat, grey picture.
@@ -82,4 +86,27 @@ func toneMapSDR(pix []byte, stride, primaries, transfer int) {
 			pix[i+c] = enc[int(min(x, 1)*float64(len(enc)-1))]
 		}
 	}
+}
+
+// isSRGBProfile reports whether an ICC profile describes itself as sRGB
+// (its 'desc' tag names it), so converting through it would change
+// nothing but cost time.
+func isSRGBProfile(icc []byte) bool {
+	if len(icc) < 132 {
+		return false
+	}
+	n := uint64(binary.BigEndian.Uint32(icc[128:]))
+	for i := uint64(0); i < n && 132+12*i+12 <= uint64(len(icc)); i++ {
+		e := icc[132+12*i:]
+		if string(e[:4]) != "desc" {
+			continue
+		}
+		off, size := uint64(binary.BigEndian.Uint32(e[4:])), uint64(binary.BigEndian.Uint32(e[8:]))
+		if off > uint64(len(icc)) || size > uint64(len(icc))-off {
+			return false
+		}
+		desc := icc[off : off+size]
+		return bytes.Contains(desc, []byte("sRGB")) || bytes.Contains(desc, []byte("\x00s\x00R\x00G\x00B"))
+	}
+	return false
 }

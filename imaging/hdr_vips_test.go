@@ -7,6 +7,8 @@ import (
 	"image"
 	"math"
 	"testing"
+
+	"github.com/davidbyttow/govips/v2/vips"
 )
 
 // TestHDRToneMapped checks that a PQ HDR AVIF is rendered for SDR: read as
@@ -50,4 +52,27 @@ func lumaSpread(img image.Image) float64 {
 		}
 	}
 	return math.Sqrt(sq/n - (sum/n)*(sum/n))
+}
+
+// TestSRGBProfileRecognised checks the shortcut that skips converting an
+// sRGB-tagged photo: a camera's sRGB profile is recognised, Display P3 and
+// a CMYK profile are not.
+func TestSRGBProfileRecognised(t *testing.T) {
+	for _, c := range []struct {
+		data []byte
+		srgb bool
+	}{
+		{readCorpus(t, "photos/colorfulcups-2560x1600.jpg"), true},
+		{readFormat(t, "icc/iphone13mini-displayp3-gainmap.jpg"), false},
+		{readFormat(t, "icc/cmyk-swop-icc.jpg"), false},
+	} {
+		ref, err := vips.LoadThumbnailFromBuffer(c.data, 64, 64, vips.InterestingNone, vips.SizeDown, importParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isSRGBProfile(ref.GetICCProfile()); got != c.srgb {
+			t.Errorf("isSRGBProfile = %v, want %v", got, c.srgb)
+		}
+		ref.Close()
+	}
 }
