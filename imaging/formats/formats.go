@@ -177,7 +177,8 @@ var rawMakers = []struct {
 
 // sniffTIFF tells a camera raw from a plain TIFF by the first directory: a
 // DNGVersion tag, Canon's CR2 marker, or a camera maker together with the
-// sub-directories or reduced-size first image that raws have.
+// sub-directories, reduced-size first image or sensor (CFA) data that raws
+// have.
 func sniffTIFF(head []byte) Format {
 	if len(head) >= 12 && string(head[8:10]) == "CR" && head[10] == 2 {
 		return CR2
@@ -203,6 +204,9 @@ func sniffTIFF(head []byte) Format {
 			rawish = rawish || bo.Uint32(e[8:]) == 1
 		case 0x014A: // SubIFDs
 			rawish = true
+		case 0x0106: // PhotometricInterpretation: CFA or LinearRaw is sensor data
+			v := bo.Uint16(e[8:])
+			rawish = rawish || v == 32803 || v == 34892
 		case 0x010F: // Make
 			v := e[8:12]
 			if count > 4 {
