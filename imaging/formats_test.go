@@ -96,6 +96,9 @@ func TestProcessFormats(t *testing.T) {
 					if m := inspectMetadata(t, data); m.CameraMake != c.make || m.CameraModel != c.model {
 						t.Errorf("camera %q %q, want %q %q", m.CameraMake, m.CameraModel, c.make, c.model)
 					}
+					if formatOf(data).IsRaw() && !strings.Contains(err.Error(), c.model) {
+						t.Errorf("the refusal %q does not name the camera", err)
+					}
 					return
 				}
 				if err != nil {

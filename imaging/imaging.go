@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"strings"
 
 	"lightbox/imaging/formats"
 )
@@ -272,7 +273,7 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	opt = opt.withDefaults()
 	h, err := inspectFor(data, cfg, d)
 	if err != nil {
-		return nil, err
+		return nil, nameCamera(ctx, err, data, cfg)
 	}
 	meta, warning := readMetadata(ctx, h)
 	if err := ctx.Err(); err != nil {
@@ -280,7 +281,7 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	}
 	out, err := d.derive(ctx, data, h, meta.Orientation, opt)
 	if err != nil {
-		return nil, err
+		return nil, nameCamera(ctx, err, data, cfg)
 	}
 	return &Result{
 		Format:          h.format,
@@ -294,6 +295,25 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 		Quality:         measureQuality(out.mid),
 		Image:           out.small,
 	}, nil
+}
+
+// nameCamera adds the camera to the message of a raw that cannot be
+// decoded: a refused file keeps no metadata, and which camera wrote it is
+// what a photographer needs to know about it.
+func nameCamera(ctx context.Context, err error, data []byte, cfg Config) error {
+	var ie *Error
+	if !errors.As(err, &ie) || ie.Code != CodeCorruptImage {
+		return err
+	}
+	h, herr := inspect(data, cfg)
+	if herr != nil || !h.format.IsRaw() {
+		return err
+	}
+	m, _ := readMetadata(ctx, h)
+	if camera := strings.TrimSpace(m.CameraMake + " " + m.CameraModel); camera != "" {
+		ie.Message += " (camera: " + camera + ")"
+	}
+	return err
 }
 
 // deriver is the engine-specific part of Process.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 var formatsWant = map[string]struct {
 	width, height int
 	make, code    string
+	camera        string // named in the error of a raw that fails
 }{
 	"heic/iphone8plus-grid-orientation6-p3.heic":            {width: 3024, height: 4032, make: "Apple"},
 	"heic/iphone13pro-portrait-depthmap-p3.heic":            {width: 4032, height: 3024, make: "Apple"},
@@ -38,11 +40,11 @@ var formatsWant = map[string]struct {
 	"icc/cmyk-swop-icc.jpg":                                 {width: 1080, height: 1080},
 	"raw/canon550d-magiclantern-14bit-uncompressed.dng":     {width: 1734, height: 1156, make: "Canon"},
 	"raw/canon-eos-d30.crw":                                 {width: 2176, height: 1448, make: "Canon"},
-	"raw/stubs/canon-350d-stub.cr2":                         {code: "corrupt_image"},
-	"raw/stubs/canon-m50-stub.cr3":                          {code: "corrupt_image"},
-	"raw/stubs/fuji-s5pro-stub.raf":                         {code: "corrupt_image"},
-	"raw/stubs/nikon-d70-stub.nef":                          {code: "corrupt_image"},
-	"raw/stubs/panasonic-lx3-stub.rw2":                      {code: "corrupt_image"},
+	"raw/stubs/canon-350d-stub.cr2":                         {code: "corrupt_image", camera: "Canon EOS 350D"},
+	"raw/stubs/canon-m50-stub.cr3":                          {code: "corrupt_image", camera: "Canon EOS M50"},
+	"raw/stubs/fuji-s5pro-stub.raf":                         {code: "corrupt_image", camera: "FUJIFILM"},
+	"raw/stubs/nikon-d70-stub.nef":                          {code: "corrupt_image", camera: "NIKON D70"},
+	"raw/stubs/panasonic-lx3-stub.rw2":                      {code: "corrupt_image", camera: "DMC-LX3"},
 }
 
 func TestEveryFormatThroughARunningWorker(t *testing.T) {
@@ -66,6 +68,11 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 		if want.code != "" {
 			if r.Status != "failed" || deref(r.Code) != want.code || r.Attempt != 1 {
 				t.Errorf("%s: status %s code %s attempt %d, want failed %s on the first attempt", name, r.Status, deref(r.Code), r.Attempt, want.code)
+			}
+			var msg string
+			h.env.Store.DB.Get(&msg, `SELECT coalesce(error_message, '') FROM assets WHERE id = $1`, ids[name])
+			if want.camera != "" && !strings.Contains(msg, want.camera) {
+				t.Errorf("%s: error %q does not name the camera (%s)", name, msg, want.camera)
 			}
 			continue
 		}
