@@ -3,9 +3,9 @@
 #   docker run lightbox server | worker | lightbox migrate
 
 FROM golang:1.26-bookworm AS build
-# libvips through cgo for the imaging code.
+# libvips and LibRaw (camera raws) through cgo for the imaging code.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvips-dev pkg-config \
+    && apt-get install -y --no-install-recommends libvips-dev libraw-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 # The image pins its own Go; let go.mod's toolchain line win if it is newer.
 ENV GOTOOLCHAIN=auto CGO_ENABLED=1
@@ -19,7 +19,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvips42 ca-certificates \
+    && apt-get install -y --no-install-recommends libvips42 libraw20 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 # /data is owned by the service user so that a new volume mounted there is too.
 RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin lightbox \

@@ -53,7 +53,7 @@ func (e *goEngine) derive(ctx context.Context, data []byte, h header, orientatio
 }
 
 func (e *goEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {
-	h, err := inspect(data, e.cfg)
+	h, err := inspectFor(data, e.cfg, e)
 	if err != nil {
 		return nil, err
 	}

@@ -94,12 +94,25 @@ func importParams() *vips.ImportParams {
 // is decoded, then makes the thumbnail and the analysis image from the
 // encoded preview, which is small and cheap to decode again.
 func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, opt Options) (*derived, error) {
-	ref, err := vips.LoadThumbnailFromBuffer(data, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
+	src, turn := data, 1
+	if h.format.IsRaw() {
+		var err error
+		if src, turn, h.width, h.height, err = rawSource(data, h, opt); err != nil {
+			return nil, err
+		}
+	}
+	ref, err := vips.LoadThumbnailFromBuffer(src, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	defer ref.Close()
+	defer func() { ref.Close() }()
 	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = toneMapVips(ref, h); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	d := &derived{width: h.width, height: h.height}
@@ -163,8 +176,21 @@ func loadOpaque(data []byte, size int) (*vips.ImageRef, error) {
 }
 
 // toOpaqueSRGB converts to 8-bit sRGB (from CMYK, grey, 16-bit) and
-// flattens transparency onto white, as the Go engine does.
+// flattens transparency onto white, as the Go engine does. An embedded
+// profile (Display P3, Adobe RGB, CMYK, grey) is converted to sRGB first:
+// outputs carry no profile, and browsers show untagged images as sRGB, so
+// leaving wide-gamut numbers as they are would wash the colours out.
 func toOpaqueSRGB(ref *vips.ImageRef) error {
+	if ref.HasICCProfile() && !isSRGBProfile(ref.GetICCProfile()) {
+		if err := ref.TransformICCProfile(vips.SRGBIEC6196621ICCProfilePath); err != nil {
+			// A profile that does not fit the pixels (a broken or mislabelled
+			// one) is dropped: the numbers are then taken as they are.
+			slog.Debug("imaging: embedded colour profile not usable", "err", firstLine(err))
+			if err := ref.RemoveICCProfile(); err != nil {
+				return err
+			}
+		}
+	}
 	if ref.Interpretation() != vips.InterpretationSRGB || ref.BandFormat() != vips.BandFormatUchar {
 		if err := ref.ToColorSpace(vips.InterpretationSRGB); err != nil {
 			return err
@@ -179,6 +205,42 @@ func toOpaqueSRGB(ref *vips.ImageRef) error {
 		return ref.Cast(vips.BandFormatUchar)
 	}
 	return nil
+}
+
+// toneMapVips renders an opaque 8-bit image of a PQ or HLG source for SDR
+// (see toneMapSDR); others come back as they are.
+func toneMapVips(ref *vips.ImageRef, h header) (*vips.ImageRef, error) {
+	if h.hdrTransfer == 0 {
+		return ref, nil
+	}
+	return rewritePixels(ref, func(img *image.RGBA) *image.RGBA {
+		toneMapSDR(img.Pix, 4, h.hdrPrimaries, h.hdrTransfer)
+		return img
+	})
+}
+
+// rewritePixels hands an opaque 3-band 8-bit image's pixels to fn and
+// returns what fn makes of them as a new image, closing ref. libvips'
+// thumbnail images can only be read once, top to bottom, so work that
+// needs the whole picture (turning it) is done on a copy in Go.
+func rewritePixels(ref *vips.ImageRef, fn func(*image.RGBA) *image.RGBA) (*vips.ImageRef, error) {
+	img, err := toRGBA(ref)
+	if err != nil {
+		return ref, err
+	}
+	img = fn(img)
+	w, ht := img.Rect.Dx(), img.Rect.Dy()
+	ppm := make([]byte, 0, 32+3*w*ht)
+	ppm = fmt.Appendf(ppm, "P6\n%d %d\n255\n", w, ht)
+	for i := 0; i < len(img.Pix); i += 4 {
+		ppm = append(ppm, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
+	}
+	out, err := vips.LoadThumbnailFromBuffer(ppm, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+	if err != nil {
+		return ref, err
+	}
+	ref.Close()
+	return out, nil
 }
 
 func exportJPEG(ref *vips.ImageRef, quality int) (Output, error) {
@@ -211,19 +273,32 @@ func toRGBA(ref *vips.ImageRef) (*image.RGBA, error) {
 }
 
 func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {
-	h, err := inspect(data, e.cfg)
+	h, err := inspectFor(data, e.cfg, e)
 	if err != nil {
 		return nil, err
+	}
+	src, turn := data, 1
+	if h.format.IsRaw() {
+		// The embedded JPEG when it covers the box, else the sensor data.
+		long := max(opt.Width, opt.Height)
+		if long <= 0 || opt.Crop {
+			long = vipsUnbounded
+		}
+		if src, turn, _, _, err = rawSource(data, h, Options{PreviewSize: long}); err != nil {
+			return nil, err
+		}
+		if turn >= 5 { // the box applies once turned: load into the stored shape
+			opt.Width, opt.Height = opt.Height, opt.Width
+		}
 	}
 	var ref *vips.ImageRef
 	switch {
 	case opt.Width <= 0 && opt.Height <= 0:
-		ref, err = vips.LoadImageFromBuffer(data, importParams())
-		if err == nil {
-			err = ref.AutoRotate()
-		}
+		// The thumbnail loader with no limit: it knows every format libvips
+		// reads (govips' own sniffing misses some HEIF brands) and orients.
+		ref, err = vips.LoadThumbnailFromBuffer(src, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
 	case opt.Crop && opt.Width > 0 && opt.Height > 0:
-		ref, err = vips.LoadThumbnailFromBuffer(data, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
+		ref, err = vips.LoadThumbnailFromBuffer(src, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
 	default:
 		w, ht := opt.Width, opt.Height
 		if w <= 0 {
@@ -232,13 +307,19 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		if ht <= 0 {
 			ht = vipsUnbounded
 		}
-		ref, err = vips.LoadThumbnailFromBuffer(data, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
+		ref, err = vips.LoadThumbnailFromBuffer(src, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
 	}
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	defer ref.Close()
+	defer func() { ref.Close() }()
 	if err := toOpaqueSRGB(ref); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = toneMapVips(ref, h); err != nil {
+		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -257,6 +338,11 @@ const vipsUnbounded = 10_000_000
 // vipsDecodeError reports a libvips failure on input that passed inspect as
 // a corrupt image, with libvips' first line (its errors carry a Go stack).
 func vipsDecodeError(f Format, err error) error {
+	return newError(CodeCorruptImage, nil, "the %s image cannot be decoded: %s", formatName(f), firstLine(err))
+}
+
+// firstLine is the first line of a libvips error (they carry a Go stack).
+func firstLine(err error) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return newError(CodeCorruptImage, nil, "the %s image cannot be decoded: %s", f, strings.TrimSpace(msg))
+	return strings.TrimSpace(msg)
 }

@@ -1,16 +1,12 @@
 package imaging
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/rwcarlsen/goexif/exif"
-	"github.com/rwcarlsen/goexif/tiff"
 )
 
 // Metadata is what the EXIF block says about the shot. Absent fields are
@@ -58,188 +54,129 @@ func (m Metadata) CaptureTime(loc *time.Location) (time.Time, bool) {
 	return t, err == nil
 }
 
-// exifTimeout bounds EXIF parsing. The block is at most 64 KiB in a JPEG,
-// so this only matters for a parser bug that loops.
-const exifTimeout = 2 * time.Second
-
-// readMetadata parses h.exif. Any problem becomes the warning; it is never
-// an error, because the pixels are what matter.
+// readMetadata parses the EXIF blocks inspect found, or the XMP packet of
+// a file that has no EXIF (where both exist, EXIF is what cameras wrote;
+// XMP is often an editor's copy). Any problem becomes
+// the warning; it is never an error, because the pixels are what matter.
+//
+// The parser works on the bytes in memory and is bounded by construction:
+// it visits each directory at most once, reads at most maxIFDs of them and
+// never follows an offset outside the block, so a block whose directories
+// point at each other ends at once with a warning instead of looping. It
+// runs in the caller's goroutine, so nothing is left running when it
+// returns.
 func readMetadata(ctx context.Context, h header) (Metadata, string) {
 	m := Metadata{Orientation: 1}
-	if len(h.exif) == 0 {
+	if h.meta != nil {
+		m = *h.meta
+	}
+	if (len(h.exif) == 0 && len(h.xmp) == 0) || ctx.Err() != nil {
 		return m, ""
 	}
-	type parsed struct {
-		m    Metadata
-		warn []string
-	}
-	done := make(chan parsed, 1)
-	go func() {
-		var p parsed
+	var warn []string
+	func() {
 		defer func() {
-			// goexif has panicked on hostile input before; a panic here
-			// must not take the worker down.
+			// An index bug on hostile input must not take the worker down.
 			if r := recover(); r != nil {
-				p.warn = append(p.warn, fmt.Sprintf("EXIF parser failed: %v", r))
+				warn = append(warn, fmt.Sprintf("metadata parser failed: %v", r))
 			}
-			done <- p
 		}()
-		p.m, p.warn = parseExif(h.exif)
+		if len(h.exif) > 0 {
+			warn = parseExif(&m, h.exif, h.exifIFD)
+		}
+		if len(h.exif) == 0 && len(h.xmp) > 0 {
+			readXMP(&m, h.xmp)
+		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, exifTimeout)
-	defer cancel()
-	select {
-	case p := <-done:
-		return p.m, strings.Join(p.warn, "; ")
-	case <-ctx.Done():
-		// The goroutine is left to finish on its own; it holds only the block.
-		return m, "EXIF block not read: parsing took too long"
-	}
+	return m, strings.Join(warn, "; ")
 }
 
-func parseExif(block []byte) (Metadata, []string) {
-	m := Metadata{Orientation: 1}
-	var warn []string
-	x, err := exif.Decode(bytes.NewReader(block))
-	if x == nil {
-		return m, []string{"EXIF block is unreadable: " + strings.TrimSpace(err.Error())}
-	}
+// parseExif fills m from a TIFF-structured block (optionally after
+// "Exif\0\0"). exifIFD, when not nil, is a separate TIFF block whose first
+// directory is the Exif directory (CR3 keeps it apart from IFD0).
+func parseExif(m *Metadata, block, exifIFD []byte) []string {
+	t, first, err := newTIFFBlock(block)
 	if err != nil {
-		// Some sub-directories failed; what was read is still good.
-		warn = append(warn, "EXIF block is partly unreadable: "+strings.TrimSpace(err.Error()))
+		return []string{"EXIF block is unreadable: " + err.Error()}
 	}
-
-	m.CameraMake = exifString(x, exif.Make)
-	m.CameraModel = exifString(x, exif.Model)
-	m.LensModel = exifString(x, exif.LensModel)
-	if m.LensModel == "" {
-		m.LensModel = canonLens(x, m.CameraMake)
-	}
-	m.FocalLengthMm = round(exifRat(x, exif.FocalLength), 2)
-	m.Aperture = round(exifRat(x, exif.FNumber), 2)
-	if t, err := x.Get(exif.ISOSpeedRatings); err == nil {
-		if v, err := t.Int(0); err == nil && v > 0 {
-			m.ISO = v
+	ifd0 := t.ifd(first, "IFD0")
+	// The directories after IFD0 (the EXIF thumbnail) are read only to
+	// notice a broken chain, such as one that leads back to IFD0.
+	for off, i := t.next(first), 1; off != 0; off, i = t.next(off), i+1 {
+		if t.ifd(off, fmt.Sprintf("IFD%d", i)) == nil {
+			break
 		}
 	}
-	if t, err := x.Get(exif.ExposureTime); err == nil {
-		if num, den, err := t.Rat2(0); err == nil && num > 0 && den > 0 {
-			m.ExposureSeconds = float64(num) / float64(den)
-			m.ShutterSpeed = shutterSpeed(m.ExposureSeconds)
+	m.CameraMake = ifd0.str(t, 0x010F)
+	m.CameraModel = ifd0.str(t, 0x0110)
+	if v, ok := ifd0.uint(t, 0x0112); ok && v >= 1 && v <= 8 {
+		m.Orientation = int(v)
+	}
+	ex, et := t.ifd(ifd0.offset(t, 0x8769), "Exif IFD"), t
+	if exifIFD != nil {
+		if t2, first2, err := newTIFFBlock(exifIFD); err == nil {
+			ex, et = t2.ifd(first2, "Exif IFD"), t2
+			defer func() { t.problems = append(t.problems, t2.problems...) }()
 		}
 	}
-	if t, err := x.Get(exif.Orientation); err == nil {
-		if v, err := t.Int(0); err == nil && v >= 1 && v <= 8 {
-			m.Orientation = v
-		}
+	m.LensModel = ex.str(et, 0xA434)
+	if m.LensModel == "" && m.CameraMake == "Canon" {
+		// Canon bodies older than the EXIF LensModel tag name the lens in
+		// their maker note (tag 0x0095), an IFD with offsets into the block.
+		m.LensModel = et.ifd(ex.offset(et, 0x927C), "Canon maker note").str(et, 0x0095)
 	}
-	for _, name := range []exif.FieldName{exif.DateTimeOriginal, exif.DateTimeDigitized, exif.DateTime} {
-		s := exifString(x, name)
+	m.FocalLengthMm = round(ex.rat(et, 0x920A, 0), 2)
+	m.Aperture = round(ex.rat(et, 0x829D, 0), 2)
+	if v, ok := ex.uint(et, 0x8827); ok && v > 0 {
+		m.ISO = int(v)
+	}
+	if s := ex.rat(et, 0x829A, 0); s > 0 {
+		m.ExposureSeconds = s
+		m.ShutterSpeed = shutterSpeed(s)
+	}
+	dates := []struct {
+		d    tiffDir
+		t    *tiffBlock
+		tag  uint16
+		name string
+	}{{ex, et, 0x9003, "DateTimeOriginal"}, {ex, et, 0x9004, "DateTimeDigitized"}, {ifd0, t, 0x0132, "DateTime"}}
+	for _, d := range dates {
+		s := d.d.str(d.t, d.tag)
 		if s == "" {
 			continue
 		}
-		t, err := time.Parse("2006:01:02 15:04:05", s)
+		at, err := time.Parse("2006:01:02 15:04:05", s)
 		if err != nil {
-			warn = append(warn, fmt.Sprintf("EXIF %s %q is not a date", name, s))
+			t.problem(fmt.Sprintf("EXIF %s %q is not a date", d.name, s))
 			continue
 		}
-		m.CapturedAt = t.Format("2006-01-02T15:04:05")
-		if name == exif.DateTimeOriginal {
-			m.CapturedAtOffset = offsetTimeOriginal(x)
+		m.CapturedAt = at.Format("2006-01-02T15:04:05")
+		if d.tag == 0x9003 {
+			if off := ex.str(et, 0x9011); validOffset(off) {
+				m.CapturedAtOffset = off
+			}
 		}
 		break
 	}
-	if _, err := x.Get(exif.GPSLatitude); err == nil {
-		lat, lon, err := x.LatLong()
+	if gps := t.ifd(ifd0.offset(t, 0x8825), "GPS IFD"); gps != nil {
+		lat, okLat := gps.coord(t, 1, 2)
+		lon, okLon := gps.coord(t, 3, 4)
 		switch {
-		case err != nil:
-			warn = append(warn, "EXIF GPS position is unreadable: "+err.Error())
+		case !okLat || !okLon:
+			if _, has := gps[2]; has {
+				t.problem("EXIF GPS position is unreadable")
+			}
 		case math.Abs(lat) <= 90 && math.Abs(lon) <= 180 && !(lat == 0 && lon == 0):
 			lat, lon = round(lat, 7), round(lon, 7)
 			m.GPSLatitude, m.GPSLongitude = &lat, &lon
 		}
 	}
-	return m, warn
+	return t.problems
 }
 
-func exifString(x *exif.Exif, name exif.FieldName) string {
-	t, err := x.Get(name)
-	if err != nil || t.Format() != tiff.StringVal {
-		return ""
-	}
-	s, err := t.StringVal()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(strings.TrimRight(s, "\x00"))
-}
-
-func exifRat(x *exif.Exif, name exif.FieldName) float64 {
-	t, err := x.Get(name)
-	if err != nil {
-		return 0
-	}
-	num, den, err := t.Rat2(0)
-	if err != nil || den == 0 || num <= 0 {
-		return 0
-	}
-	return float64(num) / float64(den)
-}
-
-// offsetTimeOriginal reads tag 0x9011 from the Exif sub-IFD: goexif only
-// keeps the tags it names, and this one came with EXIF 2.31.
-func offsetTimeOriginal(x *exif.Exif) string {
-	t, err := x.Get(exif.ExifIFDPointer)
-	if err != nil {
-		return ""
-	}
-	off, err := t.Int64(0)
-	if err != nil {
-		return ""
-	}
-	s := dirString(x, off, 0x9011)
-	if _, err := time.Parse("-07:00", s); err != nil {
-		return ""
-	}
-	return s
-}
-
-// canonLens reads the lens name from a Canon maker note (tag 0x0095), where
-// Canon bodies older than the EXIF LensModel tag record it. goexif's own
-// maker note parser is not used because its field names collide with the
-// standard ones (FocalLength).
-func canonLens(x *exif.Exif, make string) string {
-	if make != "Canon" {
-		return ""
-	}
-	t, err := x.Get(exif.MakerNote)
-	if err != nil {
-		return ""
-	}
-	return dirString(x, int64(t.ValOffset), 0x0095)
-}
-
-// dirString returns the string tag id of the IFD at offset off of the EXIF
-// block, or "".
-func dirString(x *exif.Exif, off int64, id uint16) string {
-	if off <= 0 || off >= int64(len(x.Raw)) {
-		return ""
-	}
-	r := bytes.NewReader(x.Raw)
-	if _, err := r.Seek(off, 0); err != nil {
-		return ""
-	}
-	dir, _, err := tiff.DecodeDir(r, x.Tiff.Order)
-	if err != nil {
-		return ""
-	}
-	for _, tag := range dir.Tags {
-		if tag.Id == id && tag.Format() == tiff.StringVal {
-			s, _ := tag.StringVal()
-			return strings.TrimSpace(strings.TrimRight(s, "\x00"))
-		}
-	}
-	return ""
+func validOffset(s string) bool {
+	_, err := time.Parse("-07:00", s)
+	return err == nil
 }
 
 // shutterSpeed writes an exposure time the way cameras show it: fractions

@@ -15,6 +15,14 @@
 //     x/image/draw's good kernels are single-threaded and several times
 //     slower).
 //
+// The "vips" engine also reads HEIC/HEIF, AVIF and JPEG XL (libheif and
+// libjxl, which apply the file's own rotation while decoding, so it is not
+// applied again) and camera raws through LibRaw: a raw's largest embedded
+// JPEG when its long edge reaches the preview size (fast, and what the
+// camera itself shows), else its sensor data developed to sRGB (at half
+// size when that still covers the preview). The "go" engine refuses those
+// with CodeUnsupportedFormat, naming the engine that reads them.
+//
 // New("", cfg) picks "vips" when the binary is built with cgo and "go" when
 // it is not. Both engines share the checks that run before any pixel is
 // decoded (format sniffing, the byte and pixel limits read from the header,
@@ -28,9 +36,10 @@
 // enlarged; transparency is flattened onto white; EXIF orientation is applied;
 // metadata is stripped from the outputs.
 //
-// EXIF is read with github.com/rwcarlsen/goexif from the format's EXIF
-// block only (at most 64 KiB in a JPEG), in a goroutine bounded by a
-// timeout and guarded against panics. PHash is a DCT hash; two photos are
+// EXIF is read by the package's own TIFF reader from the format's EXIF
+// block (at most 64 KiB in a JPEG): it works on bytes in memory, reads each
+// directory at most once and follows no offset outside the block, so a
+// hostile block costs microseconds and leaves nothing running. PHash is a DCT hash; two photos are
 // copies of each other when Hamming(a, b) <= SimilarThreshold. Render makes
 // the images of exports.
 //
@@ -44,13 +53,16 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"strings"
+
+	"lightbox/imaging/formats"
 )
 
 // Error codes. They are stable: callers store them and show them to users.
 const (
 	CodeEmptyFile         = "empty_file"         // zero bytes
 	CodeTooLarge          = "too_large"          // more bytes than Config.MaxBytes
-	CodeUnsupportedFormat = "unsupported_format" // not JPEG, PNG, GIF, WebP or TIFF
+	CodeUnsupportedFormat = "unsupported_format" // not an accepted format, or one this engine cannot decode
 	CodeTooManyPixels     = "too_many_pixels"    // header says more than Config.MaxPixels
 	CodeCorruptImage      = "corrupt_image"      // the format is known but the file does not decode
 )
@@ -86,20 +98,25 @@ func newError(code string, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
 }
 
-// Format is an input image format.
-type Format string
+// Format is an input image format; package formats lists them.
+type Format = formats.Format
 
-// Supported formats.
+// Formats the engines know. The "go" engine decodes JPEG to TIFF; the others
+// need the "vips" engine (HEIF, AVIF, JPEG XL through libvips, raws through
+// their embedded previews and LibRaw).
 const (
-	JPEG Format = "jpeg"
-	PNG  Format = "png"
-	GIF  Format = "gif"
-	WebP Format = "webp"
-	TIFF Format = "tiff"
+	JPEG = formats.JPEG
+	PNG  = formats.PNG
+	GIF  = formats.GIF
+	WebP = formats.WebP
+	TIFF = formats.TIFF
+	HEIF = formats.HEIF
+	AVIF = formats.AVIF
+	JXL  = formats.JXL
+	CR3  = formats.CR3
+	CRW  = formats.CRW
+	RAF  = formats.RAF
 )
-
-// ContentType is the MIME type of the format.
-func (f Format) ContentType() string { return "image/" + string(f) }
 
 // Defaults for Config and Options.
 const (
@@ -254,9 +271,9 @@ func New(name string, cfg Config) (Engine, error) {
 // checks before decoding, EXIF, the hash and the quality signals.
 func process(ctx context.Context, cfg Config, data []byte, opt Options, d deriver) (*Result, error) {
 	opt = opt.withDefaults()
-	h, err := inspect(data, cfg)
+	h, err := inspectFor(data, cfg, d)
 	if err != nil {
-		return nil, err
+		return nil, nameCamera(ctx, err, data, cfg)
 	}
 	meta, warning := readMetadata(ctx, h)
 	if err := ctx.Err(); err != nil {
@@ -264,7 +281,7 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	}
 	out, err := d.derive(ctx, data, h, meta.Orientation, opt)
 	if err != nil {
-		return nil, err
+		return nil, nameCamera(ctx, err, data, cfg)
 	}
 	return &Result{
 		Format:          h.format,
@@ -278,6 +295,25 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 		Quality:         measureQuality(out.mid),
 		Image:           out.small,
 	}, nil
+}
+
+// nameCamera adds the camera to the message of a raw that cannot be
+// decoded: a refused file keeps no metadata, and which camera wrote it is
+// what a photographer needs to know about it.
+func nameCamera(ctx context.Context, err error, data []byte, cfg Config) error {
+	var ie *Error
+	if !errors.As(err, &ie) || ie.Code != CodeCorruptImage {
+		return err
+	}
+	h, herr := inspect(data, cfg)
+	if herr != nil || !h.format.IsRaw() {
+		return err
+	}
+	m, _ := readMetadata(ctx, h)
+	if camera := strings.TrimSpace(m.CameraMake + " " + m.CameraModel); camera != "" {
+		ie.Message += " (camera: " + camera + ")"
+	}
+	return err
 }
 
 // deriver is the engine-specific part of Process.

@@ -7,39 +7,33 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"strings"
 
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/webp"
+
+	"lightbox/imaging/formats"
 )
 
 // header is what inspect learns without decoding pixels.
 type header struct {
 	format        Format
-	width, height int    // as stored, before orientation
-	exif          []byte // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
-}
-
-// sniff names the format from the file's first bytes, ignoring any file
-// name or declared content type.
-func sniff(data []byte) (Format, bool) {
-	switch {
-	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
-		return JPEG, true
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-		return PNG, true
-	case bytes.HasPrefix(data, []byte("GIF87a")), bytes.HasPrefix(data, []byte("GIF89a")):
-		return GIF, true
-	case len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP":
-		return WebP, true
-	case bytes.HasPrefix(data, []byte("II*\x00")), bytes.HasPrefix(data, []byte("MM\x00*")):
-		return TIFF, true
-	}
-	return "", false
+	width, height int       // as stored, before orientation
+	exif          []byte    // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
+	exifIFD       []byte    // a separate TIFF block holding the Exif directory (CR3), or nil
+	xmp           []byte    // an XMP packet, or nil
+	meta          *Metadata // what the container itself says, before EXIF (CRW), or nil
+	rawJPEG       []byte    // a raw's largest embedded JPEG, or nil
+	rawJPEGSize   [2]int    // its width and height, oriented
+	rawTurn       int       // the orientation (1-8) the raw's camera recorded
+	hdrPrimaries  int       // colour primaries of a PQ or HLG image (H.273)
+	hdrTransfer   int       // transferPQ or transferHLG, or 0 for SDR
 }
 
 // inspect runs every check that needs no pixel decoding: size, format,
 // the pixel count declared in the header and, for progressive JPEGs,
-// whether all scans are there.
+// whether all scans are there. Formats Go cannot decode (HEIF, AVIF, JPEG
+// XL, raws) get their size from the engine's header reader in inspectFor.
 func inspect(data []byte, cfg Config) (header, error) {
 	var h header
 	if len(data) == 0 {
@@ -48,22 +42,30 @@ func inspect(data []byte, cfg Config) (header, error) {
 	if int64(len(data)) > cfg.MaxBytes {
 		return h, newError(CodeTooLarge, nil, "the file has %d bytes, more than the limit of %d", len(data), cfg.MaxBytes)
 	}
-	f, ok := sniff(data)
-	if !ok {
-		return h, newError(CodeUnsupportedFormat, nil, "the file is not a JPEG, PNG, GIF, WebP or TIFF image")
+	f := formats.Sniff(data)
+	if f == "" {
+		return h, newError(CodeUnsupportedFormat, nil, "the file is not an image in a format Lightbox reads: %s", formats.Names)
 	}
 	h.format = f
+	switch f {
+	case HEIF, AVIF:
+		h.exif = heifExif(data)
+		h.hdrPrimaries, h.hdrTransfer = heifHDR(data)
+		return h, nil
+	case JXL:
+		h.exif = jxlExif(data)
+		return h, nil
+	case JPEG, PNG, GIF, WebP, TIFF:
+	default:
+		return h, inspectRaw(data, &h)
+	}
 	c, err := decodeConfig(f, data)
 	if err != nil {
 		return h, newError(CodeCorruptImage, err, "the %s header cannot be read", f)
 	}
-	if c.Width <= 0 || c.Height <= 0 {
-		return h, newError(CodeCorruptImage, nil, "the %s header declares an empty image (%d×%d)", f, c.Width, c.Height)
-	}
 	h.width, h.height = c.Width, c.Height
-	if px := int64(c.Width) * int64(c.Height); px > cfg.MaxPixels {
-		return h, newError(CodeTooManyPixels, nil, "the image is %d×%d, %.1f megapixels, more than the limit of %.1f",
-			c.Width, c.Height, float64(px)/1e6, float64(cfg.MaxPixels)/1e6)
+	if err := checkPixels(h, cfg); err != nil {
+		return h, err
 	}
 	switch f {
 	case JPEG:
@@ -71,7 +73,7 @@ func inspect(data []byte, cfg Config) (header, error) {
 		if j.progressive && !j.complete {
 			return h, newError(CodeCorruptImage, nil, "the progressive JPEG is cut short: some of its scans are missing")
 		}
-		h.exif = j.exif
+		h.exif, h.xmp = j.exif, j.xmp
 	case PNG:
 		h.exif = pngExif(data)
 	case WebP:
@@ -80,6 +82,66 @@ func inspect(data []byte, cfg Config) (header, error) {
 		h.exif = data
 	}
 	return h, nil
+}
+
+// checkPixels refuses an empty image or one of more than cfg.MaxPixels.
+func checkPixels(h header, cfg Config) error {
+	if h.width <= 0 || h.height <= 0 {
+		return newError(CodeCorruptImage, nil, "the %s header declares an empty image (%d×%d)", h.format, h.width, h.height)
+	}
+	if px := int64(h.width) * int64(h.height); px > cfg.MaxPixels {
+		return newError(CodeTooManyPixels, nil, "the image is %d×%d, %.1f megapixels, more than the limit of %.1f",
+			h.width, h.height, float64(px)/1e6, float64(cfg.MaxPixels)/1e6)
+	}
+	return nil
+}
+
+// goDecodes reports whether Go's own decoders read f.
+func goDecodes(f Format) bool {
+	switch f {
+	case JPEG, PNG, GIF, WebP, TIFF:
+		return true
+	}
+	return false
+}
+
+// headerReader is an engine that reads the size of the formats Go cannot
+// decode from their headers, without decoding pixels.
+type headerReader interface {
+	readHeader(data []byte, h *header) error
+}
+
+// inspectFor is inspect for engine e: a format e cannot decode is refused
+// with CodeUnsupportedFormat, and one whose size only e can read gets it,
+// and the pixel limit, before any decoding.
+func inspectFor(data []byte, cfg Config, e any) (header, error) {
+	h, err := inspect(data, cfg)
+	if err != nil || goDecodes(h.format) {
+		return h, err
+	}
+	r, ok := e.(headerReader)
+	if !ok {
+		return h, newError(CodeUnsupportedFormat, nil,
+			"this server decodes images with its pure Go engine, which cannot read %s; the libvips engine (a build with cgo) reads it", formatName(h.format))
+	}
+	if err := r.readHeader(data, &h); err != nil {
+		return h, err
+	}
+	return h, checkPixels(h, cfg)
+}
+
+// formatName is a format's name for people.
+func formatName(f Format) string {
+	switch f {
+	case HEIF:
+		return "HEIC/HEIF"
+	case JXL:
+		return "JPEG XL"
+	}
+	if f.IsRaw() {
+		return "camera raw (" + strings.ToUpper(string(f)) + ")"
+	}
+	return strings.ToUpper(string(f))
 }
 
 func decodeConfig(f Format, data []byte) (image.Config, error) {
@@ -100,6 +162,7 @@ func decodeConfig(f Format, data []byte) (image.Config, error) {
 
 type jpegInfo struct {
 	exif        []byte
+	xmp         []byte // the XMP packet, without its namespace prefix
 	progressive bool
 	complete    bool // a progressive JPEG's scans cover every coefficient at full precision
 }
@@ -141,6 +204,8 @@ func walkJPEG(data []byte) jpegInfo {
 		switch {
 		case m == 0xE1 && info.exif == nil && bytes.HasPrefix(seg, []byte("Exif\x00\x00")):
 			info.exif = seg
+		case m == 0xE1 && info.xmp == nil && bytes.HasPrefix(seg, xmpPrefix):
+			info.xmp = seg[len(xmpPrefix):]
 		case m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE: // progressive SOF
 			info.progressive = true
 			if len(seg) >= 6 {

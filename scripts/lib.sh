@@ -75,8 +75,10 @@ ensure_build_deps() {
 	command -v pkg-config >/dev/null || missing+=(pkg-config)
 	pkg-config --exists vips 2>/dev/null || missing+=(libvips-dev)
 	command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
+	pkg-config --exists libraw 2>/dev/null || missing+=(libraw-dev)
+	command -v dcraw_emu >/dev/null || missing+=(libraw-bin)
 	if [ ${#missing[@]} -gt 0 ]; then
-		apt_install "building needs ${missing[*]} (libvips through cgo)" "${missing[@]}"
+		apt_install "building needs ${missing[*]} (libvips and LibRaw through cgo)" "${missing[@]}"
 	fi
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -16,28 +15,25 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/imaging/formats"
 	"lightbox/store"
 )
 
 const maxFilesPerCall = 1000
 
-// uploadTypes are the originals we accept, with the extensions that imply
-// them when a client sends no content type.
-var uploadTypes = map[string][]string{
-	"image/jpeg": {".jpg", ".jpeg", ".jpe"},
-	"image/png":  {".png"},
-	"image/gif":  {".gif"},
-	"image/webp": {".webp"},
-	"image/tiff": {".tif", ".tiff"},
-}
-
-func typeFromExt(name string) string {
-	ext := strings.ToLower(path.Ext(name))
-	for t, exts := range uploadTypes {
-		for _, e := range exts {
-			if e == ext {
-				return t
-			}
+// uploadType names the content type recorded for an original: the
+// declared type when it names an accepted format, else the one the file
+// name's extension implies when the declared type says nothing specific
+// (browsers send application/octet-stream or an empty type for raws and
+// often for HEIC). It returns "" for anything else.
+func uploadType(declared, filename string) string {
+	if f := formats.FromContentType(declared); f != "" {
+		return f.ContentType()
+	}
+	switch declared {
+	case "", "application/octet-stream", "binary/octet-stream", "application/x-unknown", "image/x-dcraw", "image/x-raw":
+		if f := formats.FromExt(filename); f != "" {
+			return f.ContentType()
 		}
 	}
 	return ""
@@ -106,13 +102,12 @@ func (s *Server) prepareUpload(c *gin.Context) {
 		if f.ClientFileID != nil && len(*f.ClientFileID) > 200 {
 			errs.add(at+"clientFileId", "must be at most 200 characters")
 		}
-		if f.ContentType == "" {
-			f.ContentType = typeFromExt(f.Filename)
-		} else if mt, _, err := mime.ParseMediaType(f.ContentType); err == nil {
-			f.ContentType = mt
+		declared := f.ContentType
+		if mt, _, err := mime.ParseMediaType(declared); err == nil {
+			declared = mt
 		}
-		if _, ok := uploadTypes[f.ContentType]; !ok {
-			unsupported.add(at+"contentType", fmt.Sprintf("%q is not supported; send JPEG, PNG, GIF, WebP or TIFF", f.ContentType))
+		if f.ContentType = uploadType(declared, f.Filename); f.ContentType == "" {
+			unsupported.add(at+"contentType", fmt.Sprintf("%q is not supported; send %s", declared, formats.Names))
 		}
 	}
 	if len(errs) > 0 {
@@ -124,7 +119,7 @@ func (s *Server) prepareUpload(c *gin.Context) {
 	}
 	if len(unsupported) > 0 {
 		fail(c, apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
-			"Some files are of a type this service does not take: JPEG, PNG, GIF, WebP and TIFF are.").with("fields", map[string]string(unsupported)))
+			"Some files are of a type this service does not take; it takes "+formats.Names+".").with("fields", map[string]string(unsupported)))
 		return
 	}
 	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(in.Files)) {

@@ -345,7 +345,7 @@ func TestPrepareValidation(t *testing.T) {
 
 	r := a.do("POST", path, key, map[string]any{"files": []map[string]any{
 		{"filename": "a.jpg", "byteSize": 10},
-		{"filename": "b.heic", "byteSize": 10, "contentType": "image/heic"},
+		{"filename": "b.psd", "byteSize": 10, "contentType": "image/vnd.adobe.photoshop"},
 	}})
 	expect(t, r, 415, "unsupported_media_type")
 	if !strings.Contains(string(r.body), "files[1].contentType") {

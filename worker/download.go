@@ -17,6 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/imaging/formats"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -154,27 +155,18 @@ func (w *Worker) fetch(ctx context.Context, rawURL, key string) (blob.Info, stri
 	if resp.ContentLength > w.cfg.MaxUploadBytes {
 		return blob.Info{}, "", badInput("too_large", "The file is %d bytes; the limit is %d.", resp.ContentLength, w.cfg.MaxUploadBytes)
 	}
-	body := bufio.NewReaderSize(resp.Body, 512)
-	head, _ := body.Peek(512)
-	contentType := sniffImage(head)
-	if contentType == "" {
-		return blob.Info{}, "", badInput("unsupported_format", "The URL does not serve a JPEG, PNG, GIF, WebP or TIFF image.")
+	// A few KiB reach a TIFF-shaped raw's first directory, which tells it
+	// from a plain TIFF.
+	body := bufio.NewReaderSize(resp.Body, 8<<10)
+	head, _ := body.Peek(8 << 10)
+	f := formats.Sniff(head)
+	if f == "" {
+		return blob.Info{}, "", badInput("unsupported_format", "The URL does not serve an image in a format Lightbox reads: %s.", formats.Names)
 	}
+	contentType := f.ContentType()
 	info, err := w.blobs.Put(ctx, key, body, w.cfg.MaxUploadBytes)
 	if errors.Is(err, blob.ErrTooLarge) {
 		return blob.Info{}, "", badInput("too_large", "The file is larger than %d bytes.", w.cfg.MaxUploadBytes)
 	}
 	return info, contentType, err
-}
-
-// sniffImage names the image type of a file's first bytes, or "".
-func sniffImage(head []byte) string {
-	if len(head) >= 4 && (string(head[:4]) == "II*\x00" || string(head[:4]) == "MM\x00*") {
-		return "image/tiff"
-	}
-	switch ct := http.DetectContentType(head); ct {
-	case "image/jpeg", "image/png", "image/gif", "image/webp":
-		return ct
-	}
-	return ""
 }

@@ -169,3 +169,40 @@ func Corpus(t testing.TB) string {
 	}
 	return dir
 }
+
+// Formats returns the path of the shared HEIC, AVIF, JPEG XL, raw and
+// wide-gamut test files (from LIGHTBOX_FORMATS or beside the corpus).
+func Formats(t testing.TB) string {
+	t.Helper()
+	return sharedDir(t, "LIGHTBOX_FORMATS", "formats")
+}
+
+// Hostile returns the path of the shared inputs crafted to hang or exhaust
+// a parser (from LIGHTBOX_HOSTILE or beside the corpus).
+func Hostile(t testing.TB) string {
+	t.Helper()
+	return sharedDir(t, "LIGHTBOX_HOSTILE", "hostile")
+}
+
+func sharedDir(t testing.TB, env, name string) string {
+	t.Helper()
+	if dir := os.Getenv(env); dir != "" {
+		return dir
+	}
+	dir := filepath.Join(filepath.Dir(Corpus(t)), name)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("test files not found at %s (set %s)", dir, env)
+	}
+	return dir
+}
+
+// Settle collects garbage and returns the goroutine count and the live
+// heap, for tests that check a piece of work leaves nothing behind.
+func Settle() (goroutines int, heap uint64) {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return runtime.NumGoroutine(), ms.HeapAlloc
+}

@@ -7,7 +7,7 @@
 import { api, pages, ApiError } from './api.js';
 import { h, clear, announce, bytes, duration, when, plural, table } from './ui.js';
 import { ProjectModel, STAGES, stageOf } from './model.js';
-import { Uploader } from './uploader.js';
+import { Uploader, ACCEPT, FORMAT_NAMES } from './uploader.js';
 import { VirtualList } from './vlist.js';
 
 const open = new Map(); // project id → {model, uploader}
@@ -99,7 +99,7 @@ function uploadTab(root, state, project) {
   const { model } = state;
   const fileInput = h('input', {
     type: 'file', id: 'file-input', multiple: true, class: 'visually-hidden',
-    accept: 'image/jpeg,image/png,image/gif,image/webp,image/tiff,.jpg,.jpeg,.png,.gif,.webp,.tif,.tiff',
+    accept: ACCEPT,
   });
   const folderInput = h('input', { type: 'file', id: 'folder-input', multiple: true, webkitdirectory: true, class: 'visually-hidden' });
   const skippedNote = h('p', { class: 'muted', id: 'skipped' });
@@ -129,7 +129,7 @@ function uploadTab(root, state, project) {
     h('div', { class: 'buttons' },
       h('button', { type: 'button', class: 'primary', id: 'choose-files', onclick: () => fileInput.click() }, 'Choose photos'),
       h('button', { type: 'button', id: 'choose-folder', onclick: () => folderInput.click() }, 'Choose a folder')),
-    h('p', { class: 'muted small' }, 'JPEG, PNG, GIF, WebP and TIFF. Thousands at once are fine: keep this tab open until the upload phase ends.'),
+    h('p', { class: 'muted small' }, `${FORMAT_NAMES}. Thousands at once are fine: keep this tab open until the upload phase ends.`),
     fileInput, folderInput);
   drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
   drop.addEventListener('dragleave', () => drop.classList.remove('over'));

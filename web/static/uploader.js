@@ -15,18 +15,46 @@
 
 import { api, newKey, sleep, waitFor, ApiError } from './api.js';
 
+// TYPES are the originals the service takes (imaging/formats on the server
+// says the same), by the content type recorded for each, with the other
+// types browsers send for them and their extensions. Browsers send an empty
+// type or application/octet-stream for raws and often for HEIC, so the
+// extension decides then.
 const TYPES = {
-  'image/jpeg': ['.jpg', '.jpeg', '.jpe'],
-  'image/png': ['.png'],
-  'image/gif': ['.gif'],
-  'image/webp': ['.webp'],
-  'image/tiff': ['.tif', '.tiff'],
+  'image/jpeg': { exts: ['.jpg', '.jpeg', '.jpe'] },
+  'image/png': { exts: ['.png'] },
+  'image/gif': { exts: ['.gif'] },
+  'image/webp': { exts: ['.webp'] },
+  'image/tiff': { exts: ['.tif', '.tiff'] },
+  'image/heic': { exts: ['.heic', '.heif', '.hif'], alias: ['image/heif', 'image/heic-sequence', 'image/heif-sequence'] },
+  'image/avif': { exts: ['.avif'] },
+  'image/jxl': { exts: ['.jxl'] },
+  'image/x-adobe-dng': { exts: ['.dng'], alias: ['image/dng'] },
+  'image/x-canon-cr2': { exts: ['.cr2'] },
+  'image/x-canon-cr3': { exts: ['.cr3'] },
+  'image/x-canon-crw': { exts: ['.crw'] },
+  'image/x-nikon-nef': { exts: ['.nef'] },
+  'image/x-nikon-nrw': { exts: ['.nrw'] },
+  'image/x-sony-arw': { exts: ['.arw'] },
+  'image/x-fuji-raf': { exts: ['.raf'] },
+  'image/x-olympus-orf': { exts: ['.orf'] },
+  'image/x-panasonic-rw2': { exts: ['.rw2'], alias: ['image/x-panasonic-raw'] },
+  'image/x-pentax-pef': { exts: ['.pef'] },
+  'image/x-samsung-srw': { exts: ['.srw'] },
 };
 
+// FORMAT_NAMES says which files are taken, for people.
+export const FORMAT_NAMES = 'JPEG, PNG, GIF, WebP, TIFF, HEIC/HEIF, AVIF, JPEG XL, DNG and camera raws (CR2, CR3, CRW, NEF, NRW, ARW, RAF, ORF, RW2, PEF, SRW)';
+
+// ACCEPT is the file picker's accept list: every type and extension.
+export const ACCEPT = Object.entries(TYPES)
+  .flatMap(([t, { exts, alias = [] }]) => [t, ...alias, ...exts])
+  .join(',');
+
 export function typeOf(file) {
-  if (TYPES[file.type]) return file.type;
+  for (const [t, { alias = [] }] of Object.entries(TYPES)) if (file.type === t || alias.includes(file.type)) return t;
   const name = file.name.toLowerCase();
-  for (const [t, exts] of Object.entries(TYPES)) if (exts.some((e) => name.endsWith(e))) return t;
+  for (const [t, { exts }] of Object.entries(TYPES)) if (exts.some((e) => name.endsWith(e))) return t;
   return '';
 }
 
@@ -144,7 +172,7 @@ export class Uploader extends EventTarget {
       if (file.name.startsWith('.')) continue; // .DS_Store and the like
       if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); continue; }
       const type = typeOf(file);
-      if (!type) { skipped.push({ name: file.name, why: 'not JPEG, PNG, GIF, WebP or TIFF' }); continue; }
+      if (!type) { skipped.push({ name: file.name, why: `not one of ${FORMAT_NAMES}` }); continue; }
       if (file.size === 0) { skipped.push({ name: file.name, why: 'empty' }); continue; }
       this.seen.add(id);
       const row = this.model.addLocal(file, file.name);

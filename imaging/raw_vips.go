@@ -1,0 +1,114 @@
+//go:build cgo
+
+package imaging
+
+import (
+	"bytes"
+	"image"
+	"image/jpeg"
+
+	"github.com/davidbyttow/govips/v2/vips"
+)
+
+// readRawHeader reads a raw's size with LibRaw (the developed size, turned
+// as the camera was held) and keeps its embedded JPEG for rawSource.
+func (e *vipsEngine) readRawHeader(data []byte, h *header) error {
+	ri, err := librawInfo(data)
+	if err != nil {
+		return newError(CodeCorruptImage, nil, "the %s file cannot be read: %v", formatName(h.format), err)
+	}
+	if h.exif == nil && h.meta == nil {
+		h.meta = &Metadata{CameraMake: ri.make, CameraModel: ri.model, Orientation: 1}
+	}
+	h.width, h.height = ri.width, ri.height
+	h.rawTurn = flipOrientation(ri.flip)
+	jpg, err := librawThumb(data)
+	if err != nil {
+		return nil // no embedded JPEG: the sensor data it is
+	}
+	c, err := jpeg.DecodeConfig(bytes.NewReader(jpg))
+	if err != nil {
+		return nil
+	}
+	h.rawJPEG, h.rawJPEGSize = jpg, [2]int{c.Width, c.Height}
+	if h.rawTurn >= 5 {
+		h.rawJPEGSize = [2]int{c.Height, c.Width}
+	}
+	return nil
+}
+
+// flipOrientation turns LibRaw's flip into an EXIF orientation.
+func flipOrientation(flip int) int {
+	switch flip {
+	case 3:
+		return 3
+	case 5:
+		return 8
+	case 6:
+		return 6
+	}
+	return 1
+}
+
+// rawSource returns the bytes libvips decodes for a raw, the orientation
+// still to apply to them and their full size: the embedded JPEG when its
+// long edge reaches the preview size (cameras write one at full size, and
+// it decodes in a fraction of the time), else the sensor data developed by
+// LibRaw (turned already), at half size when that still covers the preview.
+func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, height int, err error) {
+	if jw, jh := h.rawJPEGSize[0], h.rawJPEGSize[1]; h.rawJPEG != nil && max(jw, jh) >= opt.PreviewSize {
+		turn = h.rawTurn
+		var own Metadata
+		if j := walkJPEG(h.rawJPEG); j.exif != nil {
+			parseExif(&own, j.exif, nil)
+		}
+		if own.Orientation > 1 {
+			turn = 1 // libvips applies the JPEG's own orientation
+		}
+		return h.rawJPEG, turn, jw, jh, nil
+	}
+	// Even lossy-compressed sensor data takes more than a bit per pixel; a
+	// smaller file (a header whose data was cut off or removed) would make
+	// LibRaw develop whatever memory it holds.
+	if px := int64(h.width) * int64(h.height); int64(len(data))*8 < px {
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: %d bytes cannot hold the sensor data of %d×%d pixels",
+			formatName(h.format), len(data), h.width, h.height)
+	}
+	ppm, err := librawDevelop(data, max(h.width, h.height)/2 >= opt.PreviewSize)
+	if err != nil {
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
+	}
+	if uniform(ppm) {
+		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: its sensor data is empty", formatName(h.format))
+	}
+	return ppm, 1, h.width, h.height, nil
+}
+
+// uniform reports whether a PPM's samples, after its three header lines,
+// are all the same byte: a raw whose sensor data was removed develops to
+// one flat colour.
+func uniform(ppm []byte) bool {
+	b := ppm
+	for range 3 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return true
+		}
+		b = b[i+1:]
+	}
+	for _, c := range b {
+		if c != b[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// turnVips applies an orientation a decoder did not (a raw's camera
+// orientation on its embedded JPEG), closing ref when it makes a new image.
+func turnVips(ref *vips.ImageRef, o int) (*vips.ImageRef, error) {
+	if o <= 1 || o > 8 {
+		return ref, nil
+	}
+	return rewritePixels(ref, func(img *image.RGBA) *image.RGBA { return orient(img, o) })
+}
