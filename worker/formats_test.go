@@ -70,7 +70,7 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 				t.Errorf("%s: status %s code %s attempt %d, want failed %s on the first attempt", name, r.Status, deref(r.Code), r.Attempt, want.code)
 			}
 			var msg string
-			h.env.Store.DB.Get(&msg, `SELECT coalesce(error_message, '') FROM assets WHERE id = $1`, ids[name])
+			h.env.DB.Get(&msg, `SELECT coalesce(error_message, '') FROM assets WHERE id = $1`, ids[name])
 			if want.camera != "" && !strings.Contains(msg, want.camera) {
 				t.Errorf("%s: error %q does not name the camera (%s)", name, msg, want.camera)
 			}
@@ -101,7 +101,7 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 func (h *harness) derived(asset uuid.UUID, kind string) image.Image {
 	h.t.Helper()
 	var key string
-	if err := h.env.Store.DB.Get(&key, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND kind = $2`, asset, kind); err != nil {
+	if err := h.env.DB.Get(&key, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND kind = $2`, asset, kind); err != nil {
 		h.t.Fatalf("%s of %s: %v", kind, asset, err)
 	}
 	f, _, err := h.blobs.Open(context.Background(), key)
