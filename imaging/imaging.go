@@ -73,6 +73,9 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // the underlying decoder error, if any
+	// Metadata is what could still be read of a file that does not decode
+	// (a raw's camera), or nil.
+	Metadata *Metadata
 }
 
 func (e *Error) Error() string {
@@ -297,9 +300,9 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	}, nil
 }
 
-// nameCamera adds the camera to the message of a raw that cannot be
-// decoded: a refused file keeps no metadata, and which camera wrote it is
-// what a photographer needs to know about it.
+// nameCamera adds the camera to the message and the error of a raw that
+// cannot be decoded: which camera wrote it is what a photographer needs to
+// know about it.
 func nameCamera(ctx context.Context, err error, data []byte, cfg Config) error {
 	var ie *Error
 	if !errors.As(err, &ie) || ie.Code != CodeCorruptImage {
@@ -312,6 +315,7 @@ func nameCamera(ctx context.Context, err error, data []byte, cfg Config) error {
 	m, _ := readMetadata(ctx, h)
 	if camera := strings.TrimSpace(m.CameraMake + " " + m.CameraModel); camera != "" {
 		ie.Message += " (camera: " + camera + ")"
+		ie.Metadata = &m
 	}
 	return err
 }

@@ -163,6 +163,15 @@ func (s *Store) FailAsset(ctx context.Context, id uuid.UUID, code, message strin
 	return err
 }
 
+// SaveCamera records the camera of an asset whose pixels could not be
+// read, so a failed raw still says what wrote it.
+func (s *Store) SaveCamera(ctx context.Context, id uuid.UUID, cameraMake, model, lens string) error {
+	_, err := s.db.ExecContext(ctx, `
+		UPDATE assets SET camera_make = nullif($2, ''), camera_model = nullif($3, ''), lens_model = nullif($4, ''),
+			updated_at = now() WHERE id = $1`, id, cameraMake, model, lens)
+	return err
+}
+
 // ExpiredUploads fails pending uploads whose URLs expired before cutoff and
 // returns their blob keys, for the sweeper to delete partial files.
 func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {

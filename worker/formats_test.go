@@ -69,10 +69,17 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 			if r.Status != "failed" || deref(r.Code) != want.code || r.Attempt != 1 {
 				t.Errorf("%s: status %s code %s attempt %d, want failed %s on the first attempt", name, r.Status, deref(r.Code), r.Attempt, want.code)
 			}
-			var msg string
-			h.env.DB.Get(&msg, `SELECT coalesce(error_message, '') FROM assets WHERE id = $1`, ids[name])
-			if want.camera != "" && !strings.Contains(msg, want.camera) {
-				t.Errorf("%s: error %q does not name the camera (%s)", name, msg, want.camera)
+			var failed struct {
+				Message string `db:"message"`
+				Camera  string `db:"camera"`
+			}
+			h.env.DB.Get(&failed, `SELECT coalesce(error_message, '') AS message,
+				concat_ws(' ', camera_make, camera_model) AS camera FROM assets WHERE id = $1`, ids[name])
+			if want.camera != "" && !strings.Contains(failed.Message, want.camera) {
+				t.Errorf("%s: error %q does not name the camera (%s)", name, failed.Message, want.camera)
+			}
+			if want.camera != "" && !strings.Contains(failed.Camera, want.camera) {
+				t.Errorf("%s: camera recorded as %q, want %s", name, failed.Camera, want.camera)
 			}
 			continue
 		}

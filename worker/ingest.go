@@ -61,6 +61,11 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	if code := imaging.ErrorCode(err); code != "" {
 		var ie *imaging.Error
 		errors.As(err, &ie)
+		if m := ie.Metadata; m != nil {
+			if err := w.st.SaveCamera(ctx, a.ID, m.CameraMake, m.CameraModel, m.LensModel); err != nil {
+				return err
+			}
+		}
 		return badInput(code, "%s", ie.Message)
 	}
 	if err != nil {
