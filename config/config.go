@@ -65,6 +65,11 @@ type Config struct {
 	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
 	DownloadAllow   []netip.Prefix // DOWNLOAD_ALLOW_NETS, private networks URL imports may reach, e.g. 127.0.0.1/32
 	DownloadPerHost int            // DOWNLOAD_RATE_PER_HOST, fetches per minute per host, shared by all workers
+
+	MetricsToken   string   // METRICS_TOKEN, a Bearer token that may read /metrics besides admins
+	MetricsAddr    string   // METRICS_ADDR, where the worker serves its /metrics; empty for nowhere
+	CORSOrigins    []string // CORS_ORIGINS, origins whose pages may call the API and the signed URLs
+	TrustedProxies []string // TRUSTED_PROXIES, addresses or networks whose X-Forwarded-For is believed
 }
 
 // Load reads the configuration from the process environment.
@@ -151,10 +156,49 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	if c.UploadURLTTL < 10*time.Second || c.UploadURLTTL > 24*time.Hour {
 		r.fail("UPLOAD_URL_TTL", "must be between 10s and 24h")
 	}
+	readOperations(&r, c)
 	if err := errors.Join(r.errs...); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// readOperations reads the settings of metrics and of the HTTP edge: CORS
+// and the proxies in front of the server.
+func readOperations(r *reader, c *Config) {
+	c.MetricsToken = r.str("METRICS_TOKEN", "")
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		r.fail("METRICS_TOKEN", "must be at least 16 characters")
+	}
+	c.MetricsAddr = r.str("METRICS_ADDR", "")
+	if c.MetricsAddr != "" {
+		host, _, err := net.SplitHostPort(c.MetricsAddr)
+		ip, _ := netip.ParseAddr(host)
+		switch {
+		case err != nil:
+			r.fail("METRICS_ADDR", "%q is not host:port", c.MetricsAddr)
+		case c.MetricsToken == "" && host != "localhost" && !ip.IsLoopback():
+			// Anyone who reaches the port could read it.
+			r.fail("METRICS_ADDR", "%q is beyond loopback; set METRICS_TOKEN too", c.MetricsAddr)
+		}
+	}
+	for _, o := range r.list("CORS_ORIGINS") {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			r.fail("CORS_ORIGINS", "%q is not an origin such as https://app.example.com", o)
+			continue
+		}
+		c.CORSOrigins = append(c.CORSOrigins, u.Scheme+"://"+u.Host)
+	}
+	for _, p := range r.list("TRUSTED_PROXIES") {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				r.fail("TRUSTED_PROXIES", "%q is not an address or a network such as 10.0.0.0/8", p)
+				continue
+			}
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
+	}
 }
 
 // SecureCookies reports whether cookies must be marked Secure: whenever
@@ -186,6 +230,17 @@ func (r *reader) str(name, def string) string {
 		return strings.TrimSpace(v)
 	}
 	return def
+}
+
+// list reads a comma-separated list, without empty items.
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, v := range strings.Split(r.str(name, ""), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func (r *reader) check(name, v string, f func(string) error) {

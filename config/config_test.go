@@ -71,3 +71,44 @@ func TestSizesAndWeights(t *testing.T) {
 		t.Errorf("public URL %q, secure %v", c.PublicURL, c.SecureCookies())
 	}
 }
+
+func TestOperationsSettings(t *testing.T) {
+	c, err := config.FromLookup(lookup(map[string]string{
+		"METRICS_TOKEN":   "0123456789abcdef",
+		"METRICS_ADDR":    "0.0.0.0:9090",
+		"CORS_ORIGINS":    "https://app.example.com/, http://localhost:5173",
+		"TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.CORSOrigins, " ") != "https://app.example.com http://localhost:5173" {
+		t.Fatalf("origins %q", c.CORSOrigins)
+	}
+	if strings.Join(c.TrustedProxies, " ") != "10.0.0.0/8 127.0.0.1" || c.MetricsAddr != "0.0.0.0:9090" {
+		t.Fatalf("proxies %q, metrics addr %q", c.TrustedProxies, c.MetricsAddr)
+	}
+
+	_, err = config.FromLookup(lookup(map[string]string{
+		"METRICS_TOKEN":   "short",
+		"METRICS_ADDR":    "9090",
+		"CORS_ORIGINS":    "https://app.example.com/path,*",
+		"TRUSTED_PROXIES": "proxy.internal",
+	}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"METRICS_TOKEN:", "METRICS_ADDR:", `CORS_ORIGINS: "https://app.example.com/path"`, `CORS_ORIGINS: "*"`, "TRUSTED_PROXIES:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s:\n%v", want, err)
+		}
+	}
+	// Beyond loopback, the worker's metrics need the token.
+	_, err = config.FromLookup(lookup(map[string]string{"METRICS_ADDR": "0.0.0.0:9090"}))
+	if err == nil || !strings.Contains(err.Error(), "METRICS_TOKEN") {
+		t.Fatalf("metrics beyond loopback without a token: %v", err)
+	}
+	if _, err := config.FromLookup(lookup(map[string]string{"METRICS_ADDR": "127.0.0.1:9090"})); err != nil {
+		t.Fatal(err)
+	}
+}
