@@ -43,6 +43,7 @@ func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int
 		// More than the bucket ever holds: no wait makes it pass, so say
 		// how much fits at once instead of a Retry-After.
 		c.Writer.Header().Set("X-RateLimit-Limit", strconv.Itoa(limit.Burst))
+		s.metrics.refusedBy(key)
 		fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; at most %d fit at once.", n, limit.Burst).
 			with("retryAfter", nil).with("maxAtOnce", limit.Burst))
 		return false
@@ -62,6 +63,7 @@ func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int
 	if res.Allowed >= n {
 		return true
 	}
+	s.metrics.refusedBy(key)
 	retry := ceilSeconds(res.RetryAfter)
 	h.Set("Retry-After", strconv.Itoa(retry))
 	fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry))

@@ -10,7 +10,7 @@ import (
 func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(s.withRequestID, s.accessLog, s.recoverPanics)
+	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics)
 	r.NoRoute(func(c *gin.Context) { fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route.")) })
 	r.NoMethod(func(c *gin.Context) {
 		fail(c, apiError(http.StatusMethodNotAllowed, "method_not_allowed", "This route does not take %s.", c.Request.Method))
@@ -18,6 +18,7 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", s.metricsAccess, s.serveMetrics)
 	if s.verifier != nil { // the blob backend's URLs lead here
 		r.PUT("/blobs/*key", s.putBlob) // authorized by the URL's signature
 		r.GET("/blobs/*key", s.getBlob)

@@ -62,6 +62,7 @@ type Server struct {
 	events     *events.Publisher
 	log        *slog.Logger
 	router     *gin.Engine
+	metrics    *serverMetrics
 }
 
 // New builds the server and its routes.
@@ -83,6 +84,7 @@ func New(d Deps) *Server {
 	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
+	s.metrics = newServerMetrics(s)
 	gin.SetMode(gin.ReleaseMode)
 	s.router = s.routes()
 	return s

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	asynqmetrics "github.com/hibiken/asynq/x/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"lightbox/chain"
+	"lightbox/internal/metrics"
+	"lightbox/store"
+)
+
+// serverMetrics are what /metrics reports of this server: its requests, its
+// refusals, its streams, and the queue and chain it shares with the others.
+// No label names a user.
+type serverMetrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.HistogramVec
+	refused  *prometheus.CounterVec
+}
+
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{
+		reg: metrics.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lightbox_http_request_duration_seconds",
+			Help:    "HTTP requests by method, route template and status, and how long they took.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route", "status"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lightbox_rate_limit_refusals_total",
+			Help: "Requests refused with 429, by the budget they exceeded.",
+		}, []string{"limit"}),
+	}
+	m.reg.MustRegister(m.requests, m.refused,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lightbox_sse_connections",
+			Help: "Live progress streams open on this server.",
+		}, func() float64 { return float64(s.hub.Subscribers()) }),
+		chainLag{s.store},
+	)
+	if s.inspector != nil {
+		// asynq_queue_size, asynq_queue_latency_seconds, asynq_tasks_processed_total, ...
+		m.reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(s.inspector))
+	}
+	return m
+}
+
+// serveMetrics answers a scrape.
+func (s *Server) serveMetrics(c *gin.Context) {
+	metrics.Handler(s.metrics.reg).ServeHTTP(c.Writer, c.Request)
+}
+
+// metricsAccess lets in a scraper with METRICS_TOKEN, and otherwise only an
+// administrator, as the admin routes do.
+func (s *Server) metricsAccess(c *gin.Context) {
+	if metrics.TokenMatches(c.GetHeader("Authorization"), s.cfg.MetricsToken) {
+		c.Next()
+		return
+	}
+	p, err := s.principalFrom(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(ctxPrincipal, p)
+	requireAdmin(c)
+}
+
+// measure records each request under its route template, never its path:
+// ids in paths would make a series per asset.
+func (s *Server) measure(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route, method := c.FullPath(), c.Request.Method
+	if route == "" {
+		route = "unmatched"
+		if !knownMethods[method] {
+			method = "other"
+		}
+	}
+	s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(c.Writer.Status())).Observe(time.Since(start).Seconds())
+}
+
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// refusedBy counts a 429; key is "<budget>:<user>", and only the budget
+// becomes a label.
+func (m *serverMetrics) refusedBy(key string) {
+	limit, _, _ := strings.Cut(key, ":")
+	m.refused.WithLabelValues(limit).Inc()
+}
+
+// chainLag reports the attestations waiting to enter the chain, counted in
+// Postgres at scrape time.
+type chainLag struct{ st *store.Store }
+
+var chainLagDesc = prometheus.NewDesc("lightbox_chain_pending_attestations",
+	"Attestations queued but not yet in the chain, by state (pending, signing, failed).", []string{"state"}, nil)
+
+func (l chainLag) Describe(ch chan<- *prometheus.Desc) { ch <- chainLagDesc }
+
+func (l chainLag) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	q, err := chain.CountQueue(ctx, l.st)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(chainLagDesc, err)
+		return
+	}
+	for state, n := range map[string]int64{"pending": q.Pending, "signing": q.Signing, "failed": q.Failed} {
+		ch <- prometheus.MustNewConstMetric(chainLagDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}

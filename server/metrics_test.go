@@ -1,0 +1,109 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"lightbox/internal/testenv"
+)
+
+const testMetricsToken = "metrics-token-0123456789"
+
+func TestMetricsNeedAnAdminOrTheToken(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"METRICS_TOKEN": testMetricsToken}})
+	admin := a.user("root@example.org", true)
+	ana := a.user("ana@example.org", false)
+
+	expect(t, a.do("GET", "/metrics", "", nil), 401, "unauthenticated")
+	expect(t, a.do("GET", "/metrics", "not-the-token", nil), 401, "invalid_credentials")
+	expect(t, a.do("GET", "/metrics", ana, nil), 403, "forbidden")
+	testenv.Scrape(t, a.url+"/metrics", "Bearer "+testMetricsToken)
+	testenv.Scrape(t, a.url+"/metrics", "Bearer "+admin)
+}
+
+func TestMetricsMoveWithRealWork(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{
+		"METRICS_TOKEN": testMetricsToken, "RATE_UPLOADS_BURST": "10", "RATE_UPLOADS_PER_MINUTE": "600",
+	}})
+	scrape := func() testenv.Metrics { return testenv.Scrape(t, a.url+"/metrics", "Bearer "+testMetricsToken) }
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+
+	fin, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	expect(t, fin, 200, "")
+	// Eleven files at once is more than the burst of ten.
+	files := make([]map[string]any, 11)
+	for i := range files {
+		files[i] = map[string]any{"filename": "a.jpg", "byteSize": 100}
+	}
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}), 429, "rate_limited")
+	stream := a.openStream("/v1/realtime?projectId="+project, "Authorization", "Bearer "+key)
+	if stream.res.StatusCode != 200 {
+		t.Fatalf("stream status %d", stream.res.StatusCode)
+	}
+
+	m := scrape()
+	if n := m.Value("asynq_queue_size", map[string]string{"queue": "default"}); n < 2 {
+		t.Fatalf("asynq_queue_size{queue=default} = %v before any worker, want the 2 ingests", n)
+	}
+	if m["asynq_queue_latency_seconds"] == nil {
+		t.Fatal("no asynq_queue_latency_seconds")
+	}
+	requests := "lightbox_http_request_duration_seconds"
+	if n := m.Value(requests, map[string]string{"method": "POST", "route": "/v1/projects", "status": "201"}); n != 1 {
+		t.Fatalf("POST /v1/projects 201 counted %v times, want 1", n)
+	}
+	if n := m.Value(requests, map[string]string{"method": "PUT", "route": "/blobs/*key", "status": "201"}); n != 2 {
+		t.Fatalf("PUT /blobs/*key 201 counted %v times, want 2", n)
+	}
+	for _, route := range m.LabelValues(requests, "route") {
+		if strings.Contains(route, project) {
+			t.Fatalf("route label %q holds an id, not the route template", route)
+		}
+	}
+	if n := m.Value("lightbox_rate_limit_refusals_total", map[string]string{"limit": "uploads"}); n != 1 {
+		t.Fatalf("upload refusals %v, want 1", n)
+	}
+	if n := m.Value("lightbox_sse_connections", nil); n != 1 {
+		t.Fatalf("lightbox_sse_connections %v, want 1", n)
+	}
+	if m["lightbox_chain_pending_attestations"] == nil || m["go_goroutines"] == nil {
+		t.Fatal("no chain lag or runtime metrics")
+	}
+	for name := range m {
+		for _, l := range m[name].GetMetric() {
+			for _, p := range l.GetLabel() {
+				if strings.Contains(p.GetValue(), "@example.org") || p.GetName() == "user" || p.GetName() == "userId" {
+					t.Fatalf("%s has a per-user label %s=%q", name, p.GetName(), p.GetValue())
+				}
+			}
+		}
+	}
+
+	// A worker drains the queue; Asynq's counters move.
+	a.startWorker()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		m = scrape()
+		if m.Value("asynq_queue_size", map[string]string{"queue": "default"}) == 0 &&
+			m.Value("asynq_tasks_processed_total", map[string]string{"queue": "default"}) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue not drained: size %v, processed %v", m.Value("asynq_queue_size", map[string]string{"queue": "default"}),
+				m.Value("asynq_tasks_processed_total", map[string]string{"queue": "default"}))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stream.cancel()
+	deadline = time.Now().Add(time.Minute)
+	for scrape().Value("lightbox_sse_connections", nil) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed stream is still counted")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
