@@ -62,6 +62,7 @@ type Worker struct {
 	jobs       *jobs.Dispatcher
 	events     *events.Publisher
 	fetcher    *http.Client
+	metrics    *taskMetrics
 }
 
 // New builds the worker and its handler table.
@@ -96,8 +97,9 @@ func New(d Deps) (*Worker, error) {
 			w.log.Warn("task failed", "type", t.Type(), "err", err)
 		}),
 	})
+	w.metrics = newTaskMetrics()
 	w.mux = asynq.NewServeMux()
-	w.mux.Use(w.logTasks, recoverPanics, w.trackJobs)
+	w.mux.Use(w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs)
 	w.routes()
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period
@@ -132,6 +134,11 @@ func (w *Worker) Handler() asynq.Handler { return w.mux }
 // Run processes tasks until ctx ends, then stops fetching, waits for running
 // tasks up to the shutdown timeout and hands unfinished ones back to Redis.
 func (w *Worker) Run(ctx context.Context) error {
+	stopMetrics, err := w.serveMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if err := w.srv.Start(w.mux); err != nil {
 		return err
 	}

@@ -57,24 +57,24 @@ func Protect(token string, h http.Handler) http.Handler {
 	})
 }
 
-// Serve answers /metrics with h on addr until ctx ends.
-func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
+// Serve answers GET /metrics with h on ln until ctx ends, then closes ln.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(stop)
 	}()
 	log.Info("metrics listening", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return nil
 	}
-	return nil
+	return err
 }

@@ -1,0 +1,56 @@
+package worker_test
+
+import (
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"lightbox/internal/testenv"
+)
+
+func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
+	t.Parallel()
+	// A free loopback port for METRICS_ADDR.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const token = "worker-metrics-token-0123"
+	h := newHarness(t, map[string]string{"METRICS_ADDR": addr, "METRICS_TOKEN": token, "CLUSTER_DELAY": "1h"})
+	project := h.project()
+	good := []string{"photos/wood.jpg", "photos/dune.jpg"}
+	for _, name := range good {
+		h.finalize(project, name, readCorpus(t, name))
+	}
+	h.finalize(project, "html-named.jpg", readCorpus(t, "bad/html-named.jpg"))
+	h.run()
+	url := "http://" + addr + "/metrics"
+	status := 0
+	h.waitFor("the metrics listener", time.Minute, func() bool {
+		res, err := http.Get(url) // Run opens it in the background
+		if err == nil {
+			res.Body.Close()
+			status = res.StatusCode
+		}
+		return err == nil
+	})
+	if status != http.StatusUnauthorized {
+		t.Fatalf("scrape without the token: %d, want 401", status)
+	}
+	// The job row is written inside the run the metric times, so wait for
+	// the metric itself.
+	const runs = "lightbox_task_duration_seconds"
+	done := map[string]string{"type": "asset:ingest", "outcome": "done"}
+	failed := map[string]string{"type": "asset:ingest", "outcome": "failed"}
+	var m testenv.Metrics
+	h.waitFor("two ingests done and one failed", 3*time.Minute, func() bool {
+		m = testenv.Scrape(t, url, "Bearer "+token)
+		return m.Value(runs, done) == 2 && m.Value(runs, failed) == 1
+	})
+	if m["go_goroutines"] == nil {
+		t.Error("no runtime metrics")
+	}
+}
