@@ -188,14 +188,13 @@ func readOperations(r *reader, c *Config) {
 			r.fail("CORS_ORIGINS", "%q is not an origin such as https://app.example.com", o)
 			continue
 		}
-		c.CORSOrigins = append(c.CORSOrigins, u.Scheme+"://"+u.Host)
+		c.CORSOrigins = append(c.CORSOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
 	}
 	for _, p := range r.list("TRUSTED_PROXIES") {
-		if _, err := netip.ParsePrefix(p); err != nil {
-			if _, err := netip.ParseAddr(p); err != nil {
-				r.fail("TRUSTED_PROXIES", "%q is not an address or a network such as 10.0.0.0/8", p)
-				continue
-			}
+		// Parsed as Gin parses them.
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			r.fail("TRUSTED_PROXIES", "%q is not an address or a network such as 10.0.0.0/8", p)
+			continue
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}

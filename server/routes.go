@@ -10,7 +10,12 @@ import (
 func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics)
+	// Only TRUSTED_PROXIES may name the client in X-Forwarded-For; by
+	// default the client is the peer. The configuration checked each entry.
+	if err := r.SetTrustedProxies(s.cfg.TrustedProxies); err != nil {
+		panic(err)
+	}
+	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics, s.cors)
 	r.NoRoute(func(c *gin.Context) { fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route.")) })
 	r.NoMethod(func(c *gin.Context) {
 		fail(c, apiError(http.StatusMethodNotAllowed, "method_not_allowed", "This route does not take %s.", c.Request.Method))
