@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -62,6 +63,11 @@ type Worker struct {
 	jobs       *jobs.Dispatcher
 	events     *events.Publisher
 	fetcher    *http.Client
+
+	// reconcileAt is where the next sweep's comparison of jobs with
+	// their tasks starts.
+	reconcileMu sync.Mutex
+	reconcileAt *store.Cursor
 }
 
 // New builds the worker and its handler table.
@@ -80,7 +86,8 @@ func New(d Deps) (*Worker, error) {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Blobs: d.Blobs, Window: d.Config.BatchWindow}
+	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
+		Redis: redisOpt, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          d.Config.QueueWeights,
@@ -143,6 +150,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	w.sched.Shutdown()
 	w.srv.Shutdown()
+	w.jobs.Inspector.Close()
 	return w.queue.Close()
 }
 
