@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -68,6 +69,8 @@ type Worker struct {
 	// their tasks starts.
 	reconcileMu sync.Mutex
 	reconcileAt *store.Cursor
+	// ledgerOutages counts the flushes in a row that found the ledger down.
+	ledgerOutages atomic.Int64
 }
 
 // New builds the worker and its handler table.
