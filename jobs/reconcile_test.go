@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // live is what the sweeper hands Reconcile: every job recorded as in the
@@ -148,3 +150,46 @@ func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
 		t.Fatalf("released %d, want the other 2", n)
 	}
 }
+
+func TestReconcileRecordsATaskThatCompletedUnrecorded(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	// The task ran to success, kept for a while by its retention, but
+	// Postgres was down when the worker went to record it.
+	opt, _ := asynq.ParseRedisURI(h.env.RedisURL)
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	if _, err := client.Enqueue(tasks.New(j.Type, j.Payload, j.TaskID), asynq.Retention(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.env.Store.MarkEnqueued(ctx, []uuid.UUID{j.ID})
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 1, Queues: map[string]int{j.Queue: 1},
+		Logger: quietAsynq{}, TaskCheckInterval: 100 * time.Millisecond})
+	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for deadline := time.Now().Add(2 * time.Minute); h.state(j) != asynq.TaskStateCompleted; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task never completed: %s", h.state(j))
+		}
+	}
+
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil || len(r.Finished) != 1 || r.Enqueued+r.Rerun != 0 {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	if got, _ := h.env.Store.JobByID(ctx, j.ID); got.Status != store.JobDone {
+		t.Fatalf("job is %s, want done", got.Status)
+	}
+}
+
+// quietAsynq drops Asynq's own logs.
+type quietAsynq struct{}
+
+func (quietAsynq) Debug(...any) {}
+func (quietAsynq) Info(...any)  {}
+func (quietAsynq) Warn(...any)  {}
+func (quietAsynq) Error(...any) {}
+func (quietAsynq) Fatal(...any) {}
