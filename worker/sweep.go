@@ -24,9 +24,9 @@ const (
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs committed but never enqueued, jobs whose task Redis lost or an
-// outage archived,
-// cluster runs scheduled but never enqueued, attestations stuck in signing
-// or never flushed, uploads never finalized, and expired export files.
+// outage archived, cluster runs scheduled but never enqueued, attestations
+// stuck in signing or never flushed, uploads never finalized, and expired
+// export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -90,12 +90,15 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	w.reconcileAt = nil
-	if len(live) == sweepBatch {
-		last := live[len(live)-1]
-		w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
-	}
 	r, err := w.jobs.Reconcile(ctx, w.log, live)
+	if err == nil {
+		// A page cut short by Redis is read again next time.
+		w.reconcileAt = nil
+		if len(live) == sweepBatch {
+			last := live[len(live)-1]
+			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
+		}
+	}
 	for _, e := range r.Finished {
 		w.jobChanged(ctx, e.Job, e.Batch)
 		if e.Batch != nil {
