@@ -11,8 +11,11 @@
 // in parallel, and then, in the transaction that still holds the head lock,
 // keeps the longest prefix that published: its attestation rows and the new
 // head commit together. The item that failed first counts an attempt
-// (abandoned at MaxAttempts); the items after it go back to pending and are
-// signed again, against the new head, by the next flush.
+// (abandoned at MaxAttempts) unless the ledger was down as a whole
+// (ErrLedgerDown): an outage charges nobody and the flusher backs off. The
+// items after it go back to pending and are signed again, against the new
+// head, by the next flush. An admin can queue abandoned items again
+// (RequeueAbandoned).
 //
 // Payloads are canonical JSON (see Canonicalize and Payload); tx_id is the
 // hex SHA-256 of the signature; the first attestation has seq 1 and

@@ -62,6 +62,9 @@ type FlushResult struct {
 	// (after a backoff when Failed > 0).
 	More     bool
 	Duration time.Duration
+	// Outage says the ledger was down as a whole: the item that met it
+	// went back uncharged, and the caller should back off.
+	Outage bool
 }
 
 func (r *FlushResult) add(o FlushResult) {
@@ -70,7 +73,7 @@ func (r *FlushResult) add(o FlushResult) {
 	r.Failed += o.Failed
 	r.Abandoned += o.Abandoned
 	r.Requeued += o.Requeued
-	r.Head, r.More = o.Head, o.More
+	r.Head, r.More, r.Outage = o.Head, o.More, o.Outage
 	r.Duration += o.Duration
 }
 
@@ -167,8 +170,9 @@ func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 			})
 		}
 		if k < len(items) {
-			// A shutdown or deadline is not the item's fault.
-			if interrupted {
+			// A shutdown, a deadline or an outage is not the item's fault.
+			res.Outage = !interrupted && ledgerWasDown(errs, k)
+			if interrupted || res.Outage {
 				c.Requeued = append(c.Requeued, store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()})
 			} else {
 				c.Failed = &store.Requeue{QueueID: items[k].ID, Err: errs[k].Error()}
@@ -224,11 +228,27 @@ func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 	}
 	attrs := []any{"signed", res.Signed, "attested", res.Attested, "head", res.Head.Seq, "ms", c.BatchMs}
 	if k < len(items) {
-		log.Warn("chain: batch cut short", append(attrs, "failed_seq", h.Seq+int64(k)+1, "err", errs[k], "abandoned", abandoned)...)
+		log.Warn("chain: batch cut short", append(attrs, "failed_seq", h.Seq+int64(k)+1, "err", errs[k],
+			"outage", res.Outage, "abandoned", abandoned)...)
 	} else {
 		log.Info("chain: batch attested", attrs...)
 	}
 	return res, nil
+}
+
+// ledgerWasDown tells an outage from an item the ledger refused: the
+// first failure, errs[k], says the ledger was unavailable, and no item
+// after it published, so the ledger did not come back meanwhile.
+func ledgerWasDown(errs []error, k int) bool {
+	if !errors.Is(errs[k], ErrLedgerDown) && !errors.Is(errs[k], context.DeadlineExceeded) {
+		return false
+	}
+	for _, err := range errs[k+1:] {
+		if err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // signAndPublish signs items in order, from prev, and publishes each as soon

@@ -17,9 +17,20 @@ import (
 // Ledger is where signed transactions are published, outside Postgres. A
 // Publish that returns nil means the ledger holds tx durably. The Flusher
 // calls Publish from many goroutines at once.
+//
+// A Publish that fails because the ledger itself is unavailable (not
+// reached, out of space, answering 5xx) wraps ErrLedgerDown, so an outage
+// is not charged to the item that met it; any other error is the ledger
+// refusing that transaction.
 type Ledger interface {
 	Publish(ctx context.Context, tx *Transaction) error
 }
+
+// ErrLedgerDown marks a publish that failed because the ledger as a whole
+// is unavailable.
+var ErrLedgerDown = errors.New("ledger unavailable")
+
+func ledgerDown(err error) error { return fmt.Errorf("%w: %w", ErrLedgerDown, err) }
 
 // FileLedger is the default ledger: an append-only file, one Transaction as
 // JSON per line, each fsynced before Publish returns.
@@ -87,7 +98,7 @@ func (l *FileLedger) Publish(ctx context.Context, tx *Transaction) error {
 	l.mu.Lock()
 	if l.f == nil {
 		l.mu.Unlock()
-		return errors.New("file ledger is closed")
+		return ledgerDown(errors.New("file ledger is closed"))
 	}
 	if n, err := l.f.Write(line); err != nil {
 		// Cut a partial line off so it cannot glue onto the next one.
@@ -95,7 +106,7 @@ func (l *FileLedger) Publish(ctx context.Context, tx *Transaction) error {
 			l.f.Truncate(l.size)
 		}
 		l.mu.Unlock()
-		return fmt.Errorf("file ledger: %w", err)
+		return ledgerDown(fmt.Errorf("file ledger: %w", err))
 	}
 	l.size += int64(len(line))
 	l.written++
@@ -114,13 +125,13 @@ func (l *FileLedger) Publish(ctx context.Context, tx *Transaction) error {
 	upTo, f := l.written, l.f
 	l.mu.Unlock()
 	if f == nil {
-		return errors.New("file ledger is closed")
+		return ledgerDown(errors.New("file ledger is closed"))
 	}
 	if err := f.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the pages and a
 		// later fsync can report success anyway, so nothing is trusted again
 		// until the ledger is reopened.
-		l.broken = fmt.Errorf("file ledger: %w", err)
+		l.broken = ledgerDown(fmt.Errorf("file ledger: %w", err))
 		return l.broken
 	}
 	l.synced = upTo
@@ -183,7 +194,7 @@ func (l *HTTPLedger) Publish(ctx context.Context, tx *Transaction) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("http ledger: %w", err)
+		return ledgerDown(fmt.Errorf("http ledger: %w", err))
 	}
 	defer resp.Body.Close()
 	// Read a little of the answer for the error, and drain the rest so the
@@ -191,7 +202,11 @@ func (l *HTTPLedger) Publish(ctx context.Context, tx *Transaction) error {
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("http ledger: %s: %s", resp.Status, bytes.TrimSpace(head))
+		err := fmt.Errorf("http ledger: %s: %s", resp.Status, bytes.TrimSpace(head))
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			err = ledgerDown(err)
+		}
+		return err
 	}
 	return nil
 }

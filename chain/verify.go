@@ -217,3 +217,9 @@ func AttestationOf(ctx context.Context, st *store.Store, pub ed25519.PublicKey, 
 	}
 	return out, nil
 }
+
+// RequeueAbandoned queues abandoned items again (only assets' when given)
+// for the next flush, which the caller starts. It reports how many.
+func RequeueAbandoned(ctx context.Context, st *store.Store, assets []uuid.UUID) (int64, error) {
+	return st.RequeueAbandonedAttestations(ctx, assets)
+}

@@ -49,9 +49,14 @@ type Blobs interface {
 type Dispatcher struct {
 	Store *store.Store
 	Queue *asynq.Client
-	// Inspector is needed only to cancel and rerun; the worker has none.
+	// Inspector answers what Asynq holds of a task: to cancel, rerun and
+	// reconcile.
 	Inspector *asynq.Inspector
-	Blobs     Blobs
+	// Redis, when set, lets Reconcile register queues again after Redis
+	// lost everything: a client announces a queue to the Inspector only
+	// on its first enqueue to it, so the long-lived Queue never does again.
+	Redis asynq.RedisConnOpt
+	Blobs Blobs
 	// Window is the most jobs of one batch handed over at once (0: all);
 	// the worker releases the rest as the batch's jobs end.
 	Window int

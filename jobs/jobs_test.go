@@ -40,7 +40,7 @@ func newHarness(t *testing.T, window int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Window: window}
+	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Window: window}
 	return &harness{t: t, env: env, d: d, inspector: inspector, project: p.ID}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"lightbox/chain"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // The operators' API behind the admin page: queues, failed work across
@@ -319,4 +320,31 @@ func (s *Server) adminVerifyChain(c *gin.Context) {
 		logger(c).Warn("keep last verify", "err", err)
 	}
 	c.JSON(http.StatusOK, run)
+}
+
+// adminRequeueChain queues abandoned attestations again, those of the
+// assets named or all of them, and starts a flush.
+func (s *Server) adminRequeueChain(c *gin.Context) {
+	var body struct {
+		AssetIDs []uuid.UUID `json:"assetIds"`
+	}
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &body); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	n, err := chain.RequeueAbandoned(c.Request.Context(), s.store, body.AssetIDs)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if n > 0 {
+		if err := tasks.Enqueue(context.WithoutCancel(c.Request.Context()), s.queue, tasks.NewChainFlush()); err != nil {
+			// The sweeper starts a flush for any pending item.
+			logger(c).Warn("enqueue chain flush", "err", err)
+		}
+	}
+	logger(c).Info("abandoned attestations queued again", "count", n, "by", principal(c).Email)
+	c.JSON(http.StatusOK, gin.H{"requeued": n})
 }

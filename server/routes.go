@@ -97,6 +97,7 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/batches/:id/retry", s.adminRetryBatch)
 	admin.GET("/chain", s.adminChain)
 	admin.POST("/chain/verify", s.adminVerifyChain)
+	admin.POST("/chain/requeue", s.adminRequeueChain)
 
 	return r
 }

@@ -329,3 +329,17 @@ func (s *Store) AssetAttestation(ctx context.Context, asset uuid.UUID, op string
 	}
 	return &q, nil
 }
+
+// RequeueAbandonedAttestations puts abandoned items back to pending with
+// their attempts reset, the last error kept for the record: an admin's
+// decision that what failed them is fixed. With assets it takes only
+// those assets' items, else every abandoned one. It returns how many.
+func (s *Store) RequeueAbandonedAttestations(ctx context.Context, assets []uuid.UUID) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE attestation_queue SET status = 'pending', attempts = 0, claimed_at = NULL
+		WHERE status = 'abandoned' AND (coalesce(cardinality($1::uuid[]), 0) = 0 OR asset_id = ANY($1))`, pq.Array(assets))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -115,18 +115,33 @@ func (s *Store) ReleasableJobs(ctx context.Context, batch *uuid.UUID, cutoff tim
 	return jobs, err
 }
 
-// StalledIngests are the latest ingest jobs of assets still waiting in
-// 'uploaded' since before cutoff. Their task may have been lost with Redis
-// data; enqueueing again is safe because the TaskID refuses a duplicate.
-func (s *Store) StalledIngests(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+// LiveJobs lists jobs recorded as handed to the queue and not yet ended
+// (queued or running, enqueued) that have not changed since cutoff, in
+// (created_at, id) order after the cursor: the jobs whose task should be in
+// Redis, for the sweeper to compare with Asynq's own state.
+func (s *Store) LiveJobs(ctx context.Context, cutoff time.Time, after *Cursor, limit int) ([]Job, error) {
+	afterTime, afterID := time.Time{}, uuid.Nil
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
+	}
 	var jobs []Job
-	err := s.db.SelectContext(ctx, &jobs, `
-		SELECT DISTINCT ON (j.asset_id) `+jobColumns+`
-		FROM assets a JOIN jobs j ON j.asset_id = a.id AND j.type = 'asset:ingest'
-		WHERE a.status = 'uploaded' AND a.updated_at < $1 AND j.status IN ('queued', 'running')
-		ORDER BY j.asset_id, j.created_at DESC
-		LIMIT $2`, cutoff, limit)
+	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.status IN ('queued', 'running') AND j.enqueued_at IS NOT NULL AND j.updated_at < $1
+		  AND (j.created_at, j.id) > ($2, $3)
+		ORDER BY j.created_at, j.id LIMIT $4`, cutoff, afterTime, afterID, limit)
 	return jobs, err
+}
+
+// MarkNotEnqueued notes that jobs' tasks are no longer in the queue (Redis
+// lost them), so batch windows stop counting them and ReleasableJobs hands
+// them over again. A job that ended meanwhile is left as it is.
+func (s *Store) MarkNotEnqueued(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE jobs SET enqueued_at = NULL, status = 'queued', updated_at = now()
+		WHERE id = ANY($1) AND status IN ('queued', 'running')`, pq.Array(ids))
+	return err
 }
 
 // JobFilter narrows a job listing.

@@ -86,24 +86,9 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		} else if err == nil {
 			w.jobChanged(ctx, job, batch)
 			if batch != nil {
-				w.releaseNext(ctx, batch.ID)
+				w.jobs.Release(ctx, w.log, batch.ID)
 			}
 		}
 		return runErr
 	})
-}
-
-// releaseNext tops a batch's jobs in the queue back up to BATCH_WINDOW as
-// one of them ends. Two workers ending jobs together may both release the
-// same job; its TaskID makes the second enqueue a no-op.
-func (w *Worker) releaseNext(ctx context.Context, batch uuid.UUID) {
-	if w.cfg.BatchWindow <= 0 {
-		return
-	}
-	jobs, err := w.st.ReleasableJobs(ctx, &batch, time.Now().Add(time.Minute), w.cfg.BatchWindow, w.cfg.BatchWindow)
-	if err != nil {
-		w.log.Warn("release batch jobs; the sweeper will", "batch", batch, "err", err)
-		return
-	}
-	w.jobs.Enqueue(ctx, w.log, jobs)
 }

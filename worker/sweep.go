@@ -9,6 +9,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/chain"
+	"lightbox/store"
 	"lightbox/tasks"
 )
 
@@ -17,23 +18,25 @@ import (
 const (
 	sweepBatch      = 500
 	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
-	stalledAfter    = 2 * time.Minute  // an uploaded asset normally starts within seconds
+	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
 	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
 )
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
-// jobs committed but never enqueued, uploaded assets whose task was lost,
-// cluster runs scheduled but never enqueued, attestations stuck in signing
-// or never flushed, uploads never finalized, and expired export files.
+// jobs committed but never enqueued, jobs whose task Redis lost or an
+// outage archived, cluster runs scheduled but never enqueued, attestations
+// stuck in signing or never flushed, uploads never finalized, and expired
+// export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
 
+	// Reconciling first puts jobs whose task Redis lost back among the
+	// never-enqueued ones, which the window then releases in order.
+	errs = append(errs, w.reconcile(ctx, now))
 	lost, err := w.st.ReleasableJobs(ctx, nil, now.Add(-unenqueuedAfter), w.cfg.BatchWindow, sweepBatch)
 	errs = append(errs, err)
-	stalled, err := w.st.StalledIngests(ctx, now.Add(-stalledAfter), sweepBatch)
-	errs = append(errs, err)
-	if n := w.jobs.Enqueue(ctx, w.log, append(lost, stalled...)); n > 0 {
+	if n := w.jobs.Enqueue(ctx, w.log, lost); n > 0 {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
 	}
 
@@ -75,4 +78,36 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 		errs = append(errs, w.expireExport(ctx, e))
 	}
 	return errors.Join(errs...)
+}
+
+// reconcile compares one page of live jobs with their tasks in Asynq (see
+// jobs.Dispatcher.Reconcile). Each run takes the page after the last one's,
+// so a backlog larger than a page is covered over several runs.
+func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
+	w.reconcileMu.Lock()
+	defer w.reconcileMu.Unlock()
+	live, err := w.st.LiveJobs(ctx, now.Add(-reconcileAfter), w.reconcileAt, sweepBatch)
+	if err != nil {
+		return err
+	}
+	r, err := w.jobs.Reconcile(ctx, w.log, live)
+	if err == nil {
+		// A page cut short by Redis is read again next time.
+		w.reconcileAt = nil
+		if len(live) == sweepBatch {
+			last := live[len(live)-1]
+			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
+		}
+	}
+	for _, e := range r.Finished {
+		w.jobChanged(ctx, e.Job, e.Batch)
+		if e.Batch != nil {
+			w.jobs.Release(ctx, w.log, e.Batch.ID)
+		}
+	}
+	if r.Enqueued+r.Rerun+len(r.Finished) > 0 {
+		w.log.Info("sweep put lost jobs back", "checked", r.Checked, "enqueued", r.Enqueued,
+			"rerun", r.Rerun, "finished", len(r.Finished))
+	}
+	return err
 }

@@ -80,26 +80,34 @@ func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
 	}
 }
 
-func TestSweepReenqueuesAStalledUploadWhoseTaskVanished(t *testing.T) {
+func TestSweepPutsBackTasksRedisLostOrAnOutageArchived(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
-	asset, _ := h.finalizeWithoutEnqueue(project, []byte("other bytes"))
+	lost, _ := h.finalizeNamed(project, "a.jpg", []byte("other bytes"))
+	archived, _ := h.finalizeNamed(project, "b.jpg", []byte("more bytes"))
 	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
 	h.sweep()
 
-	// Redis loses the task (say, a restart without persistence).
-	if err := h.in.DeleteTask("default", tasks.IngestID(asset)); err != nil {
+	// Redis loses one task (a restart without persistence); Postgres is
+	// down for longer than the other's retries, so Asynq archives it.
+	if err := h.in.DeleteTask("default", tasks.IngestID(lost)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.ArchiveTask("default", tasks.IngestID(archived)); err != nil {
 		t.Fatal(err)
 	}
 	h.sweep()
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err == nil {
-		t.Fatal("a recently updated asset was re-enqueued")
+	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(lost)); err == nil {
+		t.Fatal("a recently updated job was re-enqueued")
 	}
-	h.exec("UPDATE assets SET updated_at = now() - interval '3 minutes'")
+	h.exec("UPDATE jobs SET updated_at = now() - interval '3 minutes'")
 	h.sweep()
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err != nil {
-		t.Fatalf("stalled asset not re-enqueued: %v", err)
+	for _, asset := range []uuid.UUID{lost, archived} {
+		info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
+		if err != nil || info.State != asynq.TaskStatePending {
+			t.Fatalf("ingest of %s not put back: %v %v", asset, info, err)
+		}
 	}
 }
 
@@ -152,5 +160,28 @@ func TestSweepRemovesDayOldTemporaryBlobFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(writing); err != nil {
 		t.Fatalf("an upload in progress lost its file: %v", err)
+	}
+}
+
+func TestSweepPutsBackEveryJobAfterRedisLosesEverything(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	a, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
+	b, _ := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
+	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.sweep()
+	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.exec("UPDATE jobs SET updated_at = now() - interval '3 minutes'")
+	h.sweep()
+	for _, asset := range []uuid.UUID{a, b} {
+		if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err != nil {
+			t.Fatalf("ingest of %s not put back: %v", asset, err)
+		}
+	}
+	if n := h.count("SELECT count(*) FROM jobs WHERE enqueued_at IS NULL"); n != 0 {
+		t.Fatalf("%d jobs left as never enqueued", n)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -63,6 +65,13 @@ type Worker struct {
 	events     *events.Publisher
 	fetcher    *http.Client
 	metrics    *taskMetrics
+
+	// reconcileAt is where the next sweep's comparison of jobs with
+	// their tasks starts.
+	reconcileMu sync.Mutex
+	reconcileAt *store.Cursor
+	// ledgerOutages counts the flushes in a row that found the ledger down.
+	ledgerOutages atomic.Int64
 }
 
 // New builds the worker and its handler table.
@@ -81,7 +90,8 @@ func New(d Deps) (*Worker, error) {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Blobs: d.Blobs, Window: d.Config.BatchWindow}
+	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
+		Redis: redisOpt, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          d.Config.QueueWeights,
@@ -150,6 +160,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	w.sched.Shutdown()
 	w.srv.Shutdown()
+	w.jobs.Inspector.Close()
 	return w.queue.Close()
 }
 

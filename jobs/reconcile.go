@@ -1,0 +1,138 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Reconciled says what Reconcile found and did.
+type Reconciled struct {
+	Checked  int // jobs compared with their task
+	Enqueued int // jobs whose task was missing, handed over again
+	Rerun    int // archived tasks of jobs still queued or running, run again
+	// Finished are jobs whose task completed but whose row never heard of
+	// it, now recorded done, each with its batch (nil outside one).
+	Finished []Ended
+}
+
+// Ended is a job Reconcile recorded as ended, with its recounted batch.
+type Ended struct {
+	Job   *store.Job
+	Batch *store.Batch
+}
+
+// Reconcile compares jobs, recorded as in the queue and not ended (see
+// store.LiveJobs), with Asynq's own state of their tasks and repairs what
+// an outage left behind:
+//
+//   - a task missing from Redis (lost data, a flushed database) is handed
+//     over again; the job stops counting in its batch's window first, so a
+//     batch's lost jobs cannot hold the window the rest wait for;
+//   - an archived task whose job is still queued or running was archived
+//     by an outage, not by its own failure (that would have been recorded
+//     as failed), so it runs again;
+//   - a completed task (kept when enqueued with a retention) whose row was
+//     never finished is recorded done: the handler succeeded and only the
+//     write of its outcome was lost.
+//
+// Waiting, scheduled, retrying and running tasks are left alone. It stops
+// at the first question Redis does not answer.
+func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []store.Job) (Reconciled, error) {
+	var r Reconciled
+	var missing []store.Job
+	lostQueues := false
+	for _, j := range jobs {
+		if !tasks.HasJob(j.Type) || j.TaskID == "" {
+			continue
+		}
+		r.Checked++
+		info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
+		switch {
+		case errors.Is(err, asynq.ErrQueueNotFound):
+			lostQueues = true
+			missing = append(missing, j)
+			continue
+		case errors.Is(err, asynq.ErrTaskNotFound):
+			missing = append(missing, j)
+			continue
+		case err != nil:
+			return r, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+		}
+		switch info.State {
+		case asynq.TaskStateArchived:
+			err := d.Inspector.RunTask(j.Queue, j.TaskID)
+			if errors.Is(err, asynq.ErrTaskNotFound) {
+				missing = append(missing, j)
+			} else if err != nil {
+				return r, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+			} else {
+				log.Info("sweep runs again a task archived while its job was live", "job", j.ID, "task", j.TaskID)
+				r.Rerun++
+			}
+		case asynq.TaskStateCompleted:
+			job, batch, err := d.Store.JobFinished(ctx, j.ID, store.JobDone, "", "")
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return r, err
+			}
+			if err == nil {
+				r.Finished = append(r.Finished, Ended{Job: job, Batch: batch})
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return r, nil
+	}
+	ids := make([]uuid.UUID, len(missing))
+	for i, j := range missing {
+		ids[i] = j.ID
+	}
+	if err := d.Store.MarkNotEnqueued(ctx, ids); err != nil {
+		return r, err
+	}
+	if lostQueues && d.Redis != nil {
+		// A new client announces each queue again as it enqueues.
+		fresh := *d
+		fresh.Queue = asynq.NewClient(d.Redis)
+		defer fresh.Queue.Close()
+		d = &fresh
+	}
+	var lone []store.Job
+	batches := map[uuid.UUID]bool{}
+	for _, j := range missing {
+		if j.BatchID == nil || d.Window <= 0 {
+			lone = append(lone, j)
+		} else {
+			batches[*j.BatchID] = true
+		}
+	}
+	r.Enqueued = d.Enqueue(ctx, log, lone)
+	for b := range batches {
+		r.Enqueued += d.Release(ctx, log, b)
+	}
+	return r, nil
+}
+
+// Release tops a batch's jobs in the queue back up to Window, oldest
+// first, and returns how many it handed over. Two callers releasing the
+// same job at once are harmless: its TaskID makes the second enqueue a
+// no-op.
+func (d *Dispatcher) Release(ctx context.Context, log *slog.Logger, batch uuid.UUID) int {
+	if d.Window <= 0 {
+		return 0
+	}
+	jobs, err := d.Store.ReleasableJobs(ctx, &batch, time.Now().Add(time.Minute), d.Window, d.Window)
+	if err != nil {
+		log.Warn("release batch jobs; the sweeper will", "batch", batch, "err", err)
+		return 0
+	}
+	return d.Enqueue(ctx, log, jobs)
+}

@@ -1,0 +1,195 @@
+package jobs_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// live is what the sweeper hands Reconcile: every job recorded as in the
+// queue and not ended, whatever its age.
+func (h *harness) live() []store.Job {
+	h.t.Helper()
+	jobs, err := h.env.Store.LiveJobs(context.Background(), time.Now().Add(time.Hour), nil, 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return jobs
+}
+
+func (h *harness) inQueue(j store.Job) bool {
+	h.t.Helper()
+	_, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID)
+	return err == nil
+}
+
+func TestReconcileRunsAgainATaskArchivedWhileItsJobIsLive(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{j})
+	// Postgres was down for longer than the retries: Asynq archived the
+	// task, the job row never heard of it.
+	if err := h.inspector.ArchiveTask(j.Queue, j.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rerun != 1 || r.Enqueued != 0 {
+		t.Fatalf("reconcile: %+v", r)
+	}
+	if s := h.state(j); s != asynq.TaskStatePending {
+		t.Fatalf("task is %s, want pending", s)
+	}
+}
+
+func TestReconcileLeavesLiveTasksAndEndedJobsAlone(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	waiting, failed := h.exportJob(), h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{waiting, failed})
+	h.inspector.ArchiveTask(failed.Queue, failed.TaskID)
+	h.env.FailJob(t, failed.ID, 4, "task_failed")
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Checked != 1 || r.Rerun != 0 || r.Enqueued != 0 {
+		t.Fatalf("reconcile: %+v", r)
+	}
+	if s := h.state(failed); s != asynq.TaskStateArchived {
+		t.Fatalf("a job that failed for good ran again: task %s", s)
+	}
+}
+
+func TestReconcileEnqueuesATaskRedisLost(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{j})
+	if err := h.inspector.DeleteTask(j.Queue, j.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil || r.Enqueued != 1 {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	if s := h.state(j); s != asynq.TaskStatePending {
+		t.Fatalf("task is %s, want pending", s)
+	}
+	if got, _ := h.env.Store.JobByID(ctx, j.ID); got.EnqueuedAt == nil || got.Status != store.JobQueued {
+		t.Fatalf("job after reconcile: %s, enqueued %v", got.Status, got.EnqueuedAt)
+	}
+}
+
+func TestReconcileRefillsBatchWindowsAfterRedisLosesEverything(t *testing.T) {
+	h := newHarness(t, 2)
+	ctx := context.Background()
+	batch := h.importJobs(4)
+	lone := h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), append(batch, lone))
+	if err := h.env.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil || r.Checked != 3 || r.Enqueued != 3 {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	if n := len(h.queued(batch)); n != 2 || !h.inQueue(lone) {
+		t.Fatalf("%d of the batch in the queue, want its window of 2; the lone job in it: %v", n, h.inQueue(lone))
+	}
+}
+
+// queued are those of jobs whose task is in the queue.
+func (h *harness) queued(jobs []store.Job) []store.Job {
+	h.t.Helper()
+	var out []store.Job
+	for _, j := range jobs {
+		if h.inQueue(j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
+	h := newHarness(t, 2)
+	ctx := context.Background()
+	batch := h.importJobs(4)
+	h.d.Enqueue(ctx, slog.Default(), batch)
+	// One of the window's tasks is archived by an outage, the other lost
+	// with Redis data: neither may hold the window for ever.
+	h.inspector.ArchiveTask(batch[0].Queue, batch[0].TaskID)
+	h.inspector.DeleteTask(batch[1].Queue, batch[1].TaskID)
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil || r.Rerun != 1 || r.Enqueued != 1 {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	if s := h.state(batch[0]); s != asynq.TaskStatePending {
+		t.Fatalf("archived task is %s, want pending", s)
+	}
+	window := h.queued(batch)
+	if len(window) != 2 {
+		t.Fatalf("%d of the batch in the queue, want its window of 2", len(window))
+	}
+	// As they end, the rest of the batch starts.
+	for _, j := range window {
+		h.inspector.DeleteTask(j.Queue, j.TaskID)
+		h.env.FinishJob(t, j.ID)
+	}
+	if n := h.d.Release(ctx, slog.Default(), *batch[0].BatchID); n != 2 || len(h.queued(batch)) != 2 {
+		t.Fatalf("released %d, want the other 2", n)
+	}
+}
+
+func TestReconcileRecordsATaskThatCompletedUnrecorded(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	// The task ran to success, kept for a while by its retention, but
+	// Postgres was down when the worker went to record it.
+	opt, _ := asynq.ParseRedisURI(h.env.RedisURL)
+	client := asynq.NewClient(opt)
+	defer client.Close()
+	if _, err := client.Enqueue(tasks.New(j.Type, j.Payload, j.TaskID), asynq.Retention(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.env.Store.MarkEnqueued(ctx, []uuid.UUID{j.ID})
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 1, Queues: map[string]int{j.Queue: 1},
+		Logger: quietAsynq{}, TaskCheckInterval: 100 * time.Millisecond})
+	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for deadline := time.Now().Add(2 * time.Minute); h.state(j) != asynq.TaskStateCompleted; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task never completed: %s", h.state(j))
+		}
+	}
+
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil || len(r.Finished) != 1 || r.Enqueued+r.Rerun != 0 {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	if got, _ := h.env.Store.JobByID(ctx, j.ID); got.Status != store.JobDone {
+		t.Fatalf("job is %s, want done", got.Status)
+	}
+}
+
+// quietAsynq drops Asynq's own logs.
+type quietAsynq struct{}
+
+func (quietAsynq) Debug(...any) {}
+func (quietAsynq) Info(...any)  {}
+func (quietAsynq) Warn(...any)  {}
+func (quietAsynq) Error(...any) {}
+func (quietAsynq) Fatal(...any) {}
