@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,7 +18,25 @@ func (s *Server) chainHead(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if !s.cidVisible(c.Request.Context(), principal(c), h.Seq) {
+		h.CID = ""
+	}
 	c.JSON(http.StatusOK, h)
+}
+
+// cidVisible reports whether p may see the cid of the chain entry at seq:
+// a cid is the SHA-256 of a private original, so only admins and the
+// asset's owner see it (seq 0 is the genesis, which is no one's).
+func (s *Server) cidVisible(ctx context.Context, p *store.Principal, seq int64) bool {
+	if p.IsAdmin || seq < 1 {
+		return true
+	}
+	r, err := s.store.AttestationBySeq(ctx, seq)
+	if err != nil || r.AssetID == nil {
+		return false
+	}
+	_, err = s.store.Asset(ctx, p.ID, *r.AssetID)
+	return err == nil
 }
 
 func (s *Server) chainPublicKey(c *gin.Context) {
@@ -67,6 +86,11 @@ func (s *Server) assetAttestation(c *gin.Context) {
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	if r := att.Record; r != nil && !s.cidVisible(c.Request.Context(), principal(c), r.Seq-1) {
+		// The previous entry is someone else's: its cid is in the link and
+		// in the signed bytes, so both stay out.
+		r.PrevCID, r.Statement.Attestation.PrevCID, r.Payload = "", "", nil
 	}
 	c.JSON(http.StatusOK, att)
 }
