@@ -43,8 +43,14 @@ func (s *Server) chainPublicKey(c *gin.Context) {
 	c.JSON(http.StatusOK, chain.DescribePublicKey(s.chainKey))
 }
 
-// chainVerify checks every signature, tx id and link in a seq range (the
-// whole chain by default) and names the first broken record.
+// maxVerifyRange is the most chain entries one verify call reads unless an
+// admin names the range: checking costs a read and a signature check per
+// entry, and the chain only grows.
+const maxVerifyRange = 10_000
+
+// chainVerify checks every signature, tx id and link in a seq range and
+// names the first broken record. Without a range it checks the newest
+// maxVerifyRange entries; a longer range is an admin's to ask for.
 func (s *Server) chainVerify(c *gin.Context) {
 	var from, to int64
 	errs := fieldErrors{}
@@ -60,6 +66,26 @@ func (s *Server) chainVerify(c *gin.Context) {
 	if err := errs.err(); err != nil {
 		fail(c, err)
 		return
+	}
+	switch {
+	case from > 0 && to > 0:
+		if to-from >= maxVerifyRange && !principal(c).IsAdmin {
+			fail(c, apiError(http.StatusBadRequest, "range_too_large", "At most %d entries are verified per call; ask for fromSeq..toSeq in parts.", maxVerifyRange).
+				with("fields", map[string]string{"toSeq": "must be less than fromSeq + " + strconv.Itoa(maxVerifyRange)}))
+			return
+		}
+	case from > 0:
+		to = from + maxVerifyRange - 1
+	default:
+		if to == 0 {
+			h, err := chain.ReadHead(c.Request.Context(), s.store)
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			to = h.Seq
+		}
+		from = max(1, to-maxVerifyRange+1)
 	}
 	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKey, from, to)
 	var ce *chain.Error

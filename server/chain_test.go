@@ -24,15 +24,7 @@ func TestChainEndpoints(t *testing.T) {
 		t.Fatalf("attestation before a flush: %v", st)
 	}
 
-	ledger, err := chain.OpenFileLedger(filepath.Join(t.TempDir(), "ledger.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ledger.Close()
-	f := &chain.Flusher{Store: a.env.Store, Key: a.chainKey, Ledger: ledger}
-	if res, err := f.Drain(context.Background()); err != nil || res.Attested != 3 {
-		t.Fatalf("flush: %+v %v", res, err)
-	}
+	a.attestAll(3)
 
 	r = a.do("GET", "/v1/chain/head", key, nil)
 	expect(t, r, 200, "")
@@ -91,15 +83,7 @@ func TestChainHidesOtherUsersCids(t *testing.T) {
 	expect(t, r, 200, "")
 	r, bobs := a.uploadAll(bob, a.newProject(bob), corpus(t, "photos/dune.jpg"))
 	expect(t, r, 200, "")
-	ledger, err := chain.OpenFileLedger(filepath.Join(t.TempDir(), "ledger.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ledger.Close()
-	f := &chain.Flusher{Store: a.env.Store, Key: a.chainKey, Ledger: ledger}
-	if res, err := f.Drain(context.Background()); err != nil || res.Attested != 2 {
-		t.Fatalf("flush: %+v %v", res, err)
-	}
+	a.attestAll(2)
 	anaSum, bobSum := corpus(t, "photos/wood.jpg")[0].sum(), corpus(t, "photos/dune.jpg")[0].sum()
 	// Ana's asset was queued first, so it is seq 1 and bob's links to it.
 	for _, tc := range []struct {
@@ -127,5 +111,29 @@ func TestChainHidesOtherUsersCids(t *testing.T) {
 	expect(t, r, 200, "")
 	if strings.Contains(string(r.body), bobSum) || strings.Contains(string(r.body), anaSum) {
 		t.Fatalf("readyz shows a cid: %s", r.body)
+	}
+}
+
+func TestChainVerifyRangeIsCapped(t *testing.T) {
+	a := newApp(t)
+	key, admin := a.user("ana@example.org", false), a.user("root@example.org", true)
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10001", key, nil), 400, "range_too_large")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10000", key, nil), 200, "")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=5", key, nil), 200, "")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=1000000", admin, nil), 200, "")
+}
+
+// attestAll flushes the attestation queue to a file ledger and checks that
+// n entries were attested.
+func (a *app) attestAll(n int) {
+	a.t.Helper()
+	ledger, err := chain.OpenFileLedger(filepath.Join(a.t.TempDir(), "ledger.jsonl"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer ledger.Close()
+	f := &chain.Flusher{Store: a.env.Store, Key: a.chainKey, Ledger: ledger}
+	if res, err := f.Drain(context.Background()); err != nil || res.Attested != n {
+		a.t.Fatalf("flush: %+v %v", res, err)
 	}
 }
