@@ -83,3 +83,16 @@ func (a *app) revoke(key string) {
 		a.t.Fatal(err)
 	}
 }
+
+// A page of any site may POST text/plain or a form without asking; a JSON
+// endpoint must not read such a body as JSON.
+func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		expect(t, a.do("POST", "/v1/projects", key, `{"title":"Smuggled"}`, "Content-Type", ct), 415, "unsupported_media_type")
+		expect(t, a.do("POST", "/v1/session", "", `{"apiKey":"`+key+`"}`, "Content-Type", ct), 415, "unsupported_media_type")
+	}
+	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/json; charset=utf-8"), 201, "")
+	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/merge-patch+json"), 201, "")
+}
