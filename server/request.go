@@ -62,7 +62,7 @@ func decodeJSON(c *gin.Context, dst any) error {
 		if errors.As(err, &fe) {
 			return fe
 		}
-		return apiError(http.StatusBadRequest, "invalid_json", "%s.", err.Error())
+		return apiError(http.StatusBadRequest, "invalid_json", "The body cannot be read as JSON.")
 	}
 }
 
