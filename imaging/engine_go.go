@@ -111,6 +111,17 @@ func renderSize(w, h int, opt RenderOptions) (tw, th int, crop bool) {
 // w×h box.
 func centreCrop(img image.Image, w, h int) image.Image {
 	b := img.Bounds()
+	r := centredBox(b, w, h)
+	if s, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok {
+		return s.SubImage(r)
+	}
+	return copyRGBA(flatten(img).SubImage(r.Sub(b.Min)))
+}
+
+// centredBox is the largest rectangle centred in b with the aspect of w×h.
+func centredBox(b image.Rectangle, w, h int) image.Rectangle {
 	sw, sh := b.Dx(), b.Dy()
 	if int64(sw)*int64(h) > int64(sh)*int64(w) { // wider than the box
 		sw = max(1, int((int64(sh)*int64(w)+int64(h)/2)/int64(h)))
@@ -118,13 +129,7 @@ func centreCrop(img image.Image, w, h int) image.Image {
 		sh = max(1, int((int64(sw)*int64(h)+int64(w)/2)/int64(w)))
 	}
 	x0, y0 := b.Min.X+(b.Dx()-sw)/2, b.Min.Y+(b.Dy()-sh)/2
-	r := image.Rect(x0, y0, x0+sw, y0+sh)
-	if s, ok := img.(interface {
-		SubImage(image.Rectangle) image.Image
-	}); ok {
-		return s.SubImage(r)
-	}
-	return copyRGBA(flatten(img).SubImage(r.Sub(b.Min)))
+	return image.Rect(x0, y0, x0+sw, y0+sh)
 }
 
 func renderQuality(opt RenderOptions) int {
