@@ -122,7 +122,7 @@ func Verify(ctx context.Context, st *store.Store, pub ed25519.PublicKey, from, t
 type Head struct {
 	Seq           int64     `json:"seq"`
 	TxID          string    `json:"txId"`
-	CID           string    `json:"cid"`
+	CID           string    `json:"cid,omitempty"` // only to the asset's owner and admins
 	UpdatedAt     time.Time `json:"updatedAt"`
 	LastBatchSize int       `json:"lastBatchSize"`
 	LastBatchMs   float64   `json:"lastBatchMs"`
@@ -180,10 +180,11 @@ type Attestation struct {
 	TxID      string    `json:"txId"`
 	CID       string    `json:"cid"`
 	PrevTx    string    `json:"prevTx"`
-	PrevCID   string    `json:"prevCid"`
+	PrevCID   string    `json:"prevCid,omitempty"` // only when the previous entry is the caller's
 	CreatedAt time.Time `json:"createdAt"`
-	// Payload is the exact signed bytes, standard padded base64.
-	Payload []byte `json:"payload"`
+	// Payload is the exact signed bytes, standard padded base64; it names
+	// PrevCID, so it is left out with it.
+	Payload []byte `json:"payload,omitempty"`
 	// Statement is the same payload decoded, for reading.
 	Statement Payload `json:"statement"`
 	// Signature is Ed25519 over Payload, standard padded base64.

@@ -68,33 +68,34 @@ func (e *goEngine) Render(ctx context.Context, data []byte, opt RenderOptions) (
 	if o >= 5 {
 		ow, oh = oh, ow
 	}
-	tw, th, cw, ch := renderSize(ow, oh, opt)
-	if o >= 5 { // resize in the stored orientation
+	tw, th, crop := renderSize(ow, oh, opt)
+	if int64(tw)*int64(th) > e.cfg.MaxPixels {
+		return nil, newError(CodeTooManyPixels, nil, "a %d×%d render is more than %d pixels", tw, th, e.cfg.MaxPixels)
+	}
+	if o >= 5 { // crop and resize in the stored orientation
 		tw, th = th, tw
 	}
-	out := orient(flatten(resizeTo(img, tw, th)), o)
-	if cw != out.Rect.Dx() || ch != out.Rect.Dy() {
-		x0, y0 := (out.Rect.Dx()-cw)/2, (out.Rect.Dy()-ch)/2
-		out = copyRGBA(out.SubImage(image.Rect(x0, y0, x0+cw, y0+ch)))
+	if crop {
+		// Crop the source to the box's shape first, so an extreme aspect
+		// never scales the whole image up to cover the box.
+		img = centreCrop(img, tw, th)
 	}
+	out := orient(flatten(resizeTo(img, tw, th)), o)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return encodeJPEG(out, renderQuality(opt))
 }
 
-// renderSize returns, for an oriented w×h image, the size to scale it to
-// and the size to crop that to.
-func renderSize(w, h int, opt RenderOptions) (tw, th, cw, ch int) {
+// renderSize returns, for an oriented w×h image, the size to render and
+// whether the source is first cropped to that size's shape.
+func renderSize(w, h int, opt RenderOptions) (tw, th int, crop bool) {
 	W, H := opt.Width, opt.Height
 	switch {
 	case W <= 0 && H <= 0:
-		return w, h, w, h
+		return w, h, false
 	case opt.Crop && W > 0 && H > 0:
-		// Cover W×H, then crop the middle.
-		s := max(float64(W)/float64(w), float64(H)/float64(h))
-		tw, th = max(W, int(float64(w)*s+0.5)), max(H, int(float64(h)*s+0.5))
-		return tw, th, W, H
+		return W, H, true
 	}
 	if W <= 0 {
 		W = w
@@ -103,8 +104,32 @@ func renderSize(w, h int, opt RenderOptions) (tw, th, cw, ch int) {
 		H = h
 	}
 	s := min(1, float64(W)/float64(w), float64(H)/float64(h))
-	tw, th = max(1, int(float64(w)*s+0.5)), max(1, int(float64(h)*s+0.5))
-	return tw, th, tw, th
+	return max(1, int(float64(w)*s+0.5)), max(1, int(float64(h)*s+0.5)), false
+}
+
+// centreCrop returns the largest centred part of img with the aspect of a
+// w×h box.
+func centreCrop(img image.Image, w, h int) image.Image {
+	b := img.Bounds()
+	r := centredBox(b, w, h)
+	if s, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok {
+		return s.SubImage(r)
+	}
+	return copyRGBA(flatten(img).SubImage(r.Sub(b.Min)))
+}
+
+// centredBox is the largest rectangle centred in b with the aspect of w×h.
+func centredBox(b image.Rectangle, w, h int) image.Rectangle {
+	sw, sh := b.Dx(), b.Dy()
+	if int64(sw)*int64(h) > int64(sh)*int64(w) { // wider than the box
+		sw = max(1, int((int64(sh)*int64(w)+int64(h)/2)/int64(h)))
+	} else {
+		sh = max(1, int((int64(sw)*int64(h)+int64(w)/2)/int64(w)))
+	}
+	x0, y0 := b.Min.X+(b.Dx()-sw)/2, b.Min.Y+(b.Dy()-sh)/2
+	return image.Rect(x0, y0, x0+sw, y0+sh)
 }
 
 func renderQuality(opt RenderOptions) int {

@@ -297,6 +297,11 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		// The thumbnail loader with no limit: it knows every format libvips
 		// reads (govips' own sniffing misses some HEIF brands) and orients.
 		ref, err = vips.LoadThumbnailFromBuffer(src, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
+	case opt.Crop && opt.Width > 0 && opt.Height > 0 && !h.format.IsRaw() && (h.width < max(opt.Width, opt.Height) || h.height < max(opt.Width, opt.Height)):
+		// A side shorter than the box would be enlarged to cover it whole
+		// (a 1×20000 strip to billions of pixels): crop to the box's shape
+		// first, so only what is kept is scaled.
+		ref, err = vipsCropThenFill(src, opt.Width, opt.Height)
 	case opt.Crop && opt.Width > 0 && opt.Height > 0:
 		ref, err = vips.LoadThumbnailFromBuffer(src, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
 	default:
@@ -345,4 +350,27 @@ func vipsDecodeError(f Format, err error) error {
 func firstLine(err error) string {
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return strings.TrimSpace(msg)
+}
+
+// vipsCropThenFill loads an image upright, cuts the largest centred part
+// with the aspect of a w×h box, and scales that part to fill the box.
+func vipsCropThenFill(src []byte, w, h int) (*vips.ImageRef, error) {
+	ref, err := vips.LoadImageFromBuffer(src, importParams())
+	if err != nil {
+		return nil, err
+	}
+	if err := ref.AutoRotate(); err != nil {
+		ref.Close()
+		return nil, err
+	}
+	r := centredBox(image.Rect(0, 0, ref.Width(), ref.Height()), w, h)
+	if err := ref.ExtractArea(r.Min.X, r.Min.Y, r.Dx(), r.Dy()); err != nil {
+		ref.Close()
+		return nil, err
+	}
+	if err := ref.Thumbnail(w, h, vips.InterestingCentre); err != nil {
+		ref.Close()
+		return nil, err
+	}
+	return ref, nil
 }

@@ -1,7 +1,10 @@
 package imaging
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +49,35 @@ func TestHostileExifCycle(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("goroutines %d → %d, heap %d → %d MiB: something is still running", goroutines, g, heap>>20, h>>20)
+			}
+		}
+	})
+}
+
+// TestCropOfExtremeAspect renders the cropped presets of a 1×20000 and a
+// 20000×1 PNG. Scaling such an image to cover the box before cropping would
+// make it billions of pixels; cropping first keeps the work to the box.
+func TestCropOfExtremeAspect(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e Engine) {
+		for _, size := range []image.Point{{1, 20000}, {20000, 1}, {3, 20000}} {
+			img := image.NewNRGBA(image.Rect(0, 0, size.X, size.Y))
+			for i := range img.Pix {
+				img.Pix[i] = byte(i)
+			}
+			var buf bytes.Buffer
+			if err := png.Encode(&buf, img); err != nil {
+				t.Fatal(err)
+			}
+			for _, box := range []image.Point{{1080, 1350}, {1080, 1920}} {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				out, err := e.Render(ctx, buf.Bytes(), RenderOptions{Width: box.X, Height: box.Y, Crop: true})
+				cancel()
+				if err != nil {
+					t.Fatalf("%v into %v: %v", size, box, err)
+				}
+				if b := decodeJPEG(t, out).Bounds(); b.Dx() != box.X || b.Dy() != box.Y {
+					t.Errorf("%v into %v: got %d×%d", size, box, b.Dx(), b.Dy())
+				}
 			}
 		}
 	})

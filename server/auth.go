@@ -16,6 +16,9 @@ const sessionCookie = "lightbox_session"
 // authenticate resolves the caller from a Bearer key or the session cookie.
 func (s *Server) authenticate(c *gin.Context) {
 	p, err := s.principalFrom(c)
+	if err == nil && c.GetHeader("Authorization") == "" && s.crossOrigin(c.Request) {
+		err = errCrossOrigin() // a cookie another site's page made the browser send
+	}
 	if err != nil {
 		fail(c, err)
 		return

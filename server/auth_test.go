@@ -83,3 +83,46 @@ func (a *app) revoke(key string) {
 		a.t.Fatal(err)
 	}
 }
+
+// Another app on the same site makes the browser send the session cookie
+// with its own writes: they are refused, while the pages' own calls and
+// Bearer clients go through.
+func TestCrossOriginCookieWritesAreRefused(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	r := a.do("POST", "/v1/session", "", map[string]string{"apiKey": key})
+	expect(t, r, 201, "")
+	cookie := strings.SplitN(r.header.Get("Set-Cookie"), ";", 2)[0]
+	body := map[string]string{"title": "Forged"}
+
+	for _, h := range [][]string{
+		{"Origin", "https://other.example.org"},
+		{"Origin", "null"},
+		{"Sec-Fetch-Site", "cross-site", "Origin", "https://other.example.org"},
+		{"Sec-Fetch-Site", "same-site", "Origin", "https://app.example.org"},
+		{"Sec-Fetch-Site", "same-site"},
+	} {
+		expect(t, a.do("POST", "/v1/projects", "", body, append([]string{"Cookie", cookie}, h...)...), 403, "cross_origin")
+	}
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie, "Sec-Fetch-Site", "cross-site"), 200, "")
+	if n := len(a.do("GET", "/v1/projects", key, nil).json(t)["items"].([]any)); n != 0 {
+		t.Fatalf("%d projects created by refused requests", n)
+	}
+
+	expect(t, a.do("POST", "/v1/projects", "", body, "Cookie", cookie, "Origin", a.url, "Sec-Fetch-Site", "same-origin"), 201, "")
+	expect(t, a.do("POST", "/v1/projects", "", body, "Cookie", cookie, "Origin", a.url), 201, "")
+	expect(t, a.do("POST", "/v1/projects", key, body, "Origin", "https://other.example.org", "Sec-Fetch-Site", "cross-site"), 201, "")
+}
+
+// A page of any site may POST text/plain or a form without asking; a JSON
+// endpoint must not read such a body as JSON.
+func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		expect(t, a.do("POST", "/v1/projects", key, `{"title":"Smuggled"}`, "Content-Type", ct), 415, "unsupported_media_type")
+		expect(t, a.do("POST", "/v1/session", "", `{"apiKey":"`+key+`"}`, "Content-Type", ct), 415, "unsupported_media_type")
+	}
+	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/json; charset=utf-8"), 201, "")
+	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/merge-patch+json"), 201, "")
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,15 +18,39 @@ func (s *Server) chainHead(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if !s.cidVisible(c.Request.Context(), principal(c), h.Seq) {
+		h.CID = ""
+	}
 	c.JSON(http.StatusOK, h)
+}
+
+// cidVisible reports whether p may see the cid of the chain entry at seq:
+// a cid is the SHA-256 of a private original, so only admins and the
+// asset's owner see it (seq 0 is the genesis, which is no one's).
+func (s *Server) cidVisible(ctx context.Context, p *store.Principal, seq int64) bool {
+	if p.IsAdmin || seq < 1 {
+		return true
+	}
+	r, err := s.store.AttestationBySeq(ctx, seq)
+	if err != nil || r.AssetID == nil {
+		return false
+	}
+	_, err = s.store.Asset(ctx, p.ID, *r.AssetID)
+	return err == nil
 }
 
 func (s *Server) chainPublicKey(c *gin.Context) {
 	c.JSON(http.StatusOK, chain.DescribePublicKey(s.chainKey))
 }
 
-// chainVerify checks every signature, tx id and link in a seq range (the
-// whole chain by default) and names the first broken record.
+// maxVerifyRange is the most chain entries one verify call reads unless an
+// admin names the range: checking costs a read and a signature check per
+// entry, and the chain only grows.
+const maxVerifyRange = 10_000
+
+// chainVerify checks every signature, tx id and link in a seq range and
+// names the first broken record. Without a range it checks the newest
+// maxVerifyRange entries; a longer range is an admin's to ask for.
 func (s *Server) chainVerify(c *gin.Context) {
 	var from, to int64
 	errs := fieldErrors{}
@@ -41,6 +66,26 @@ func (s *Server) chainVerify(c *gin.Context) {
 	if err := errs.err(); err != nil {
 		fail(c, err)
 		return
+	}
+	switch {
+	case from > 0 && to > 0:
+		if to-from >= maxVerifyRange && !principal(c).IsAdmin {
+			fail(c, apiError(http.StatusBadRequest, "range_too_large", "At most %d entries are verified per call; ask for fromSeq..toSeq in parts.", maxVerifyRange).
+				with("fields", map[string]string{"toSeq": "must be less than fromSeq + " + strconv.Itoa(maxVerifyRange)}))
+			return
+		}
+	case from > 0:
+		to = from + maxVerifyRange - 1
+	default:
+		if to == 0 {
+			h, err := chain.ReadHead(c.Request.Context(), s.store)
+			if err != nil {
+				fail(c, err)
+				return
+			}
+			to = h.Seq
+		}
+		from = max(1, to-maxVerifyRange+1)
 	}
 	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKey, from, to)
 	var ce *chain.Error
@@ -67,6 +112,11 @@ func (s *Server) assetAttestation(c *gin.Context) {
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	if r := att.Record; r != nil && !s.cidVisible(c.Request.Context(), principal(c), r.Seq-1) {
+		// The previous entry is someone else's: its cid is in the link and
+		// in the signed bytes, so both stay out.
+		r.PrevCID, r.Statement.Attestation.PrevCID, r.Payload = "", "", nil
 	}
 	c.JSON(http.StatusOK, att)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lightbox/chain"
@@ -23,15 +24,7 @@ func TestChainEndpoints(t *testing.T) {
 		t.Fatalf("attestation before a flush: %v", st)
 	}
 
-	ledger, err := chain.OpenFileLedger(filepath.Join(t.TempDir(), "ledger.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ledger.Close()
-	f := &chain.Flusher{Store: a.env.Store, Key: a.chainKey, Ledger: ledger}
-	if res, err := f.Drain(context.Background()); err != nil || res.Attested != 3 {
-		t.Fatalf("flush: %+v %v", res, err)
-	}
+	a.attestAll(3)
 
 	r = a.do("GET", "/v1/chain/head", key, nil)
 	expect(t, r, 200, "")
@@ -78,4 +71,69 @@ func TestChainEndpoints(t *testing.T) {
 
 	bob := a.user("bob@example.org", false)
 	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID+"/attestation", bob, nil), 404, "not_found")
+}
+
+// A cid is the SHA-256 of a private original: another user must not learn
+// it from the head, from the link in their own attestation, or from /readyz,
+// or they could test whether a known file was uploaded.
+func TestChainHidesOtherUsersCids(t *testing.T) {
+	a := newApp(t)
+	ana, bob, admin := a.user("ana@example.org", false), a.user("bob@example.org", false), a.user("root@example.org", true)
+	r, anas := a.uploadAll(ana, a.newProject(ana), corpus(t, "photos/wood.jpg"))
+	expect(t, r, 200, "")
+	r, bobs := a.uploadAll(bob, a.newProject(bob), corpus(t, "photos/dune.jpg"))
+	expect(t, r, 200, "")
+	a.attestAll(2)
+	anaSum, bobSum := corpus(t, "photos/wood.jpg")[0].sum(), corpus(t, "photos/dune.jpg")[0].sum()
+	// Ana's asset was queued first, so it is seq 1 and bob's links to it.
+	for _, tc := range []struct {
+		who, key, want string
+	}{{"bob, the head's owner", bob, bobSum}, {"an admin", admin, bobSum}, {"ana", ana, ""}} {
+		r = a.do("GET", "/v1/chain/head", tc.key, nil)
+		expect(t, r, 200, "")
+		if cid, _ := r.json(t)["cid"].(string); cid != tc.want {
+			t.Errorf("head cid for %s: %q, want %q", tc.who, cid, tc.want)
+		}
+	}
+	r = a.do("GET", "/v1/assets/"+bobs[0].AssetID+"/attestation", bob, nil)
+	expect(t, r, 200, "")
+	if strings.Contains(string(r.body), anaSum) {
+		t.Fatalf("bob's attestation shows ana's cid: %s", r.body)
+	}
+	if rec := r.json(t)["record"].(map[string]any); rec["cid"] != bobSum || rec["seq"] != 2.0 {
+		t.Fatalf("bob's own attestation: %s", r.body)
+	}
+	r = a.do("GET", "/v1/assets/"+anas[0].AssetID+"/attestation", ana, nil)
+	if rec := r.json(t)["record"].(map[string]any); rec["payload"] == nil {
+		t.Fatalf("the first entry's link to the genesis is no one's secret: %s", r.body)
+	}
+	r = a.do("GET", "/readyz", "", nil)
+	expect(t, r, 200, "")
+	if strings.Contains(string(r.body), bobSum) || strings.Contains(string(r.body), anaSum) {
+		t.Fatalf("readyz shows a cid: %s", r.body)
+	}
+}
+
+func TestChainVerifyRangeIsCapped(t *testing.T) {
+	a := newApp(t)
+	key, admin := a.user("ana@example.org", false), a.user("root@example.org", true)
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10001", key, nil), 400, "range_too_large")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10000", key, nil), 200, "")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=5", key, nil), 200, "")
+	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=1000000", admin, nil), 200, "")
+}
+
+// attestAll flushes the attestation queue to a file ledger and checks that
+// n entries were attested.
+func (a *app) attestAll(n int) {
+	a.t.Helper()
+	ledger, err := chain.OpenFileLedger(filepath.Join(a.t.TempDir(), "ledger.jsonl"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer ledger.Close()
+	f := &chain.Flusher{Store: a.env.Store, Key: a.chainKey, Ledger: ledger}
+	if res, err := f.Drain(context.Background()); err != nil || res.Attested != n {
+		a.t.Fatalf("flush: %+v %v", res, err)
+	}
 }

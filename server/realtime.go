@@ -117,7 +117,14 @@ func (s *Server) stream(c *gin.Context, project, batch uuid.UUID) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
+	user := principal(c)
+	if !s.streams.acquire(user.ID) {
+		fail(c, apiError(http.StatusTooManyRequests, "too_many_streams", "At most %d event streams may be open at once; close one first.", maxStreamsPerUser))
+		return
+	}
+	defer s.streams.release(user.ID)
+	ctx, stop := s.untilKeyRevoked(c.Request.Context(), user.KeyID)
+	defer stop()
 	sub, err := s.hub.Subscribe(ctx, project, events.SubscribeOptions{BatchID: batch})
 	if err != nil {
 		fail(c, apiError(http.StatusServiceUnavailable, "stream_unavailable", "Live progress is unavailable right now; poll instead."))

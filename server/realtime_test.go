@@ -244,3 +244,55 @@ func TestStreamTokensAndRefusals(t *testing.T) {
 		t.Fatal("the stream token reached the log")
 	}
 }
+
+// A user's open streams are capped, and a stream ends once the key it was
+// opened with is revoked.
+func TestStreamsAreCappedAndEndWithTheirKey(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SSE_HEARTBEAT": "200ms"}})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	path := "/v1/realtime?projectId=" + project
+
+	var open []*sseClient
+	for range 16 {
+		s := a.openStream(path, "Authorization", "Bearer "+key)
+		if s.res.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", len(open)+1, s.res.StatusCode)
+		}
+		open = append(open, s)
+	}
+	over := a.openStream(path, "Authorization", "Bearer "+key)
+	if b, _ := io.ReadAll(over.res.Body); over.res.StatusCode != 429 || !strings.Contains(string(b), "too_many_streams") {
+		t.Fatalf("stream over the cap: %d %s", over.res.StatusCode, b)
+	}
+	bob := a.user("bob@example.org", false)
+	if s := a.openStream("/v1/realtime?projectId="+a.newProject(bob), "Authorization", "Bearer "+bob); s.res.StatusCode != 200 {
+		t.Fatalf("another user's stream: %d", s.res.StatusCode)
+	}
+	// A closed stream frees its place (once the server has seen it end).
+	open[0].cancel()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		s := a.openStream(path, "Authorization", "Bearer "+key)
+		if s.res.StatusCode == 200 {
+			open[0] = s
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no place freed: %d", s.res.StatusCode)
+		}
+	}
+
+	a.revoke(key)
+	deadline := time.After(2 * time.Minute) // only bounds a hang
+	for _, s := range open {
+		for ended := false; !ended; {
+			select {
+			case _, ok := <-s.events:
+				ended = !ok
+			case <-deadline:
+				t.Fatal("a stream outlived its revoked key")
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,10 +15,15 @@ import (
 	"lightbox/store"
 )
 
-// decodeJSON reads the body into dst strictly: unknown fields, trailing data
-// and malformed JSON are invalid_json; a value of the wrong type is
+// decodeJSON reads the body into dst strictly: a body that is not labelled
+// JSON is unsupported_media_type; unknown fields, trailing data and
+// malformed JSON are invalid_json; a value of the wrong type is
 // validation_failed naming the field.
 func decodeJSON(c *gin.Context, dst any) error {
+	ct := c.GetHeader("Content-Type")
+	if !isJSON(ct) && (ct != "" || c.Request.ContentLength != 0) {
+		return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as JSON, with Content-Type: application/json.")
+	}
 	dec := json.NewDecoder(c.Request.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
@@ -56,8 +62,16 @@ func decodeJSON(c *gin.Context, dst any) error {
 		if errors.As(err, &fe) {
 			return fe
 		}
-		return apiError(http.StatusBadRequest, "invalid_json", "%s.", err.Error())
+		return apiError(http.StatusBadRequest, "invalid_json", "The body cannot be read as JSON.")
 	}
+}
+
+// isJSON reports whether a Content-Type names JSON (application/json or a
+// +json type). Browsers let any page send text/plain, form and multipart
+// bodies to another site without asking; JSON they do not.
+func isJSON(contentType string) bool {
+	t, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (t == "application/json" || strings.HasSuffix(t, "+json"))
 }
 
 // jsonKind names a Go type the way a JSON client thinks of it.

@@ -60,6 +60,7 @@ type Server struct {
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
 	events     *events.Publisher
+	streams    streamCounts
 	log        *slog.Logger
 	router     *gin.Engine
 	metrics    *serverMetrics

@@ -117,14 +117,24 @@ func (s *Store) ListAPIKeys(ctx context.Context, userID uuid.UUID) ([]APIKey, er
 	return keys, err
 }
 
-// PrincipalByAPIKey resolves a live key to its user.
+// keyTouchEvery is how stale api_keys.last_used_at may be: writing it on
+// every request made each authenticated call a row update.
+const keyTouchEvery = time.Minute
+
+// PrincipalByAPIKey resolves a live key to its user, and records its use
+// at most once per keyTouchEvery.
 func (s *Store) PrincipalByAPIKey(ctx context.Context, secret string) (*Principal, error) {
 	p := &Principal{}
 	err := s.db.GetContext(ctx, p, `
-		UPDATE api_keys k SET last_used_at = now()
-		FROM users u
-		WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND u.id = k.user_id
-		RETURNING u.id, u.email, u.is_admin, u.created_at, k.id AS key_id`, HashSecret(secret))
+		WITH live AS (
+			SELECT u.id, u.email, u.is_admin, u.created_at, k.id AS key_id
+			FROM api_keys k JOIN users u ON u.id = k.user_id
+			WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+		), touched AS (
+			UPDATE api_keys SET last_used_at = now()
+			WHERE id = (SELECT key_id FROM live) AND (last_used_at IS NULL OR last_used_at < now() - $2::interval)
+		)
+		SELECT id, email, is_admin, created_at, key_id FROM live`, HashSecret(secret), keyTouchEvery.String())
 	return p, notFound(err)
 }
 

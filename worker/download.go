@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -18,6 +17,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/imaging/formats"
+	"lightbox/internal/netguard"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -28,10 +28,7 @@ const (
 	maxRedirects    = 5
 )
 
-var (
-	errForbiddenAddress = errors.New("address not allowed")
-	errRedirectRefused  = errors.New("redirect refused")
-)
+var errRedirectRefused = errors.New("redirect refused")
 
 // safeClient fetches only public addresses, plus the networks in allow. The
 // check runs on the address actually dialled, after DNS, for every
@@ -40,23 +37,7 @@ var (
 func safeClient(allow []netip.Prefix) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return errForbiddenAddress
-			}
-			ip := ap.Addr().Unmap()
-			for _, p := range allow {
-				if p.Contains(ip) {
-					return nil
-				}
-			}
-			if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-				ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || !ip.IsGlobalUnicast() {
-				return fmt.Errorf("%w: %s is not a public address", errForbiddenAddress, ip)
-			}
-			return nil
-		},
+		Control: netguard.Guard{Allow: allow}.Control,
 	}
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would dial for us and skip the check
@@ -133,7 +114,7 @@ func (w *Worker) fetch(ctx context.Context, rawURL, key string) (blob.Info, stri
 	}
 	req.Header.Set("Accept", "image/*")
 	resp, err := w.fetcher.Do(req)
-	if errors.Is(err, errForbiddenAddress) {
+	if errors.Is(err, netguard.ErrForbidden) {
 		return blob.Info{}, "", badInput("forbidden_address", "The URL leads to a private or local address, which imports may not reach.")
 	}
 	if errors.Is(err, errRedirectRefused) {

@@ -20,6 +20,9 @@ type codedError interface {
 }
 
 // errorCode gives err's stable code and a message for the job and asset.
+// Users see that message, so an error without a code of its own (a path, a
+// database error, an import URL with its credentials) is described only in
+// general: logTasks has logged it in full.
 func errorCode(err error) (string, string) {
 	var c codedError
 	var rl *tasks.RateLimitedError
@@ -31,9 +34,9 @@ func errorCode(err error) (string, string) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout", "The task took longer than its time limit."
 	case tasks.IsPermanent(err):
-		return "invalid_input", err.Error()
+		return "invalid_input", "The task cannot be done as asked, so it is not retried."
 	}
-	return "task_failed", err.Error()
+	return "task_failed", "The task failed on our side; it is retried while attempts remain."
 }
 
 // trackJobs records each run in the job's row: running with its attempt,

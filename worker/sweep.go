@@ -77,6 +77,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	for _, e := range exports {
 		errs = append(errs, w.expireExport(ctx, e))
 	}
+	errs = append(errs, w.purgeExpired(ctx))
 	return errors.Join(errs...)
 }
 

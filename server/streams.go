@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+// maxStreamsPerUser bounds one user's open event streams on one server:
+// each holds a connection, a goroutine and a Redis subscription. The web
+// page opens one per project tab.
+const maxStreamsPerUser = 16
+
+// streamCounts counts each user's open streams.
+type streamCounts struct {
+	mu sync.Mutex
+	n  map[uuid.UUID]int
+}
+
+// acquire takes one of user's stream places, or reports that none is free.
+func (sc *streamCounts) acquire(user uuid.UUID) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.n == nil {
+		sc.n = map[uuid.UUID]int{}
+	}
+	if sc.n[user] >= maxStreamsPerUser {
+		return false
+	}
+	sc.n[user]++
+	return true
+}
+
+func (sc *streamCounts) release(user uuid.UUID) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.n[user]--; sc.n[user] <= 0 {
+		delete(sc.n, user)
+	}
+}
+
+// untilKeyRevoked returns a context that ends with ctx or, at the latest
+// one check after the key a stream was opened with is revoked: a stream
+// lasts for hours, and must not outlive its credentials.
+func (s *Server) untilKeyRevoked(ctx context.Context, keyID uuid.UUID) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	every := max(4*s.cfg.SSEHeartbeat, time.Second)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.store.PrincipalByKeyID(ctx, keyID); errors.Is(err, store.ErrNotFound) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,13 @@
+package worker
+
+import "context"
+
+// purgeExpired deletes idempotency keys and sessions past their lifetime,
+// which nothing else removes.
+func (w *Worker) purgeExpired(ctx context.Context) error {
+	p, err := w.st.PurgeExpired(ctx)
+	if p.IdempotencyKeys+p.Sessions > 0 {
+		w.log.Info("sweep purged expired rows", "idempotencyKeys", p.IdempotencyKeys, "sessions", p.Sessions)
+	}
+	return err
+}
