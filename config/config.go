@@ -40,7 +40,7 @@ type Config struct {
 	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SessionTTL   time.Duration // SESSION_TTL
 
-	UploadSecret   string        // UPLOAD_SECRET, HMAC key of signed URLs; generated under DATA_DIR when empty
+	UploadSecret   string        // UPLOAD_SECRET or the file UPLOAD_SECRET_FILE, HMAC key of signed URLs; generated under DATA_DIR when empty
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
 	MaxUploadBytes int64         // MAX_UPLOAD_BYTES, the largest original accepted
 	SweepInterval  time.Duration // SWEEP_INTERVAL
@@ -65,6 +65,8 @@ type Config struct {
 	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
 	DownloadAllow   []netip.Prefix // DOWNLOAD_ALLOW_NETS, private networks URL imports may reach, e.g. 127.0.0.1/32
 	DownloadPerHost int            // DOWNLOAD_RATE_PER_HOST, fetches per minute per host, shared by all workers
+
+	Storage // BLOB_BACKEND, S3_*, CHAIN_KEY, UPLOAD_SECRET_FILE: see storage.go
 }
 
 // Load reads the configuration from the process environment.
@@ -131,6 +133,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
+	r.storage(c)
 	c.ChainLedgerURL = r.str("CHAIN_LEDGER_URL", "")
 	c.ChainBatchSize = r.integer("CHAIN_BATCH_SIZE", 512, 1, 100_000)
 	c.ChainParallel = r.integer("CHAIN_CONCURRENCY", 256, 1, 10_000)
