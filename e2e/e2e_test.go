@@ -632,6 +632,25 @@ func (s *stack) call(method, path, key string, body any, into any) int {
 	return res.StatusCode
 }
 
+// preparedUpload is where prepareUpload says to PUT one file.
+type preparedUpload struct {
+	AssetID   string            `json:"assetId"`
+	UploadURL string            `json:"uploadUrl"`
+	Headers   map[string]string `json:"headers"`
+}
+
+// prepare asks where to PUT files.
+func (s *stack) prepare(key, project string, files []map[string]any) []preparedUpload {
+	s.t.Helper()
+	var prep struct {
+		Uploads []preparedUpload `json:"uploads"`
+	}
+	if code := s.call("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}, &prep); code != 200 {
+		s.t.Fatalf("prepare: %d", code)
+	}
+	return prep.Uploads
+}
+
 // upload sends one file through prepare, PUT and finalize, as a client does.
 func (s *stack) upload(key, project, path string) (asset, batch string) {
 	s.t.Helper()
@@ -639,18 +658,7 @@ func (s *stack) upload(key, project, path string) (asset, batch string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var prep struct {
-		Uploads []struct {
-			AssetID   string            `json:"assetId"`
-			UploadURL string            `json:"uploadUrl"`
-			Headers   map[string]string `json:"headers"`
-		} `json:"uploads"`
-	}
-	files := []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}}
-	if code := s.call("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}, &prep); code != 200 {
-		s.t.Fatalf("prepare: %d", code)
-	}
-	u := prep.Uploads[0]
+	u := s.prepare(key, project, []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}})[0]
 	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
 	for k, v := range u.Headers {
 		req.Header.Set(k, v)
