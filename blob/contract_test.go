@@ -222,3 +222,30 @@ func TestS3PresignedURLs(t *testing.T) {
 		t.Fatalf("an expired URL: %v %v", resp.Status, err)
 	}
 }
+
+// TestS3PublicEndpoint: URLs lead where browsers reach the service, and
+// the service takes them there.
+func TestS3PublicEndpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testenv.S3(t)
+	cfg.PublicEndpoint = strings.Replace(cfg.Endpoint, "127.0.0.1", "localhost", 1)
+	s, err := blob.NewS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := s.SignPut(ctx, blob.Grant{Key: "originals/p/a", Expires: time.Now().Add(time.Minute), MaxSize: 3, ContentType: "image/png"})
+	if err != nil || !strings.HasPrefix(put.URL, cfg.PublicEndpoint+"/") {
+		t.Fatalf("%+v %v", put, err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, put.URL, strings.NewReader("png"))
+	req.Header.Set("Content-Type", "image/png")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %v %v", resp.Status, err)
+	}
+	resp.Body.Close()
+	if info, err := s.Stat(ctx, "originals/p/a"); err != nil || info.Size != 3 {
+		t.Fatalf("stat %+v %v", info, err)
+	}
+}

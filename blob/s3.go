@@ -2,6 +2,7 @@ package blob
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -32,6 +33,10 @@ type S3Config struct {
 	// PathStyle puts the bucket in the path instead of the host name, as
 	// most self-hosted servers need.
 	PathStyle bool
+	// PublicEndpoint is where browsers reach the service, when that is
+	// not Endpoint (a server on a private network); presigned URLs lead
+	// there.
+	PublicEndpoint string
 }
 
 // s3PartSize bounds the memory one write holds: objects up to it go up in
@@ -44,29 +49,42 @@ const s3PartSize = 16 << 20
 type S3 struct {
 	c      *minio.Client
 	core   minio.Core
+	signer *minio.Client // c, or one for PublicEndpoint
 	bucket string
 }
 
 // NewS3 returns a store on cfg's bucket. It does not contact the service.
 func NewS3(cfg S3Config) (*S3, error) {
-	u, err := url.Parse(cfg.Endpoint)
+	c, err := s3Client(cfg, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	s := &S3{c: c, core: minio.Core{Client: c}, signer: c, bucket: cfg.Bucket}
+	if cfg.PublicEndpoint != "" && cfg.PublicEndpoint != cfg.Endpoint {
+		if s.signer, err = s3Client(cfg, cfg.PublicEndpoint); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// s3Client returns a client for endpoint. Given the region, presigning
+// makes no request.
+func s3Client(cfg S3Config, endpoint string) (*minio.Client, error) {
+	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("S3 endpoint %q is not an http(s) URL", cfg.Endpoint)
+		return nil, fmt.Errorf("S3 endpoint %q is not an http(s) URL", endpoint)
 	}
 	lookup := minio.BucketLookupDNS
 	if cfg.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	c, err := minio.New(u.Host, &minio.Options{
+	return minio.New(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
 		Secure:       u.Scheme == "https",
-		Region:       cfg.Region,
+		Region:       cmp.Or(cfg.Region, "us-east-1"),
 		BucketLookup: lookup,
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &S3{c: c, core: minio.Core{Client: c}, bucket: cfg.Bucket}, nil
 }
 
 // EnsureBucket makes the bucket when it does not exist yet.
@@ -307,7 +325,7 @@ func (s *S3) SignPut(ctx context.Context, g Grant) (SignedURL, error) {
 		h.Set("Content-Type", g.ContentType)
 	}
 	life := presignLife(g.Expires)
-	u, err := s.c.PresignHeader(ctx, http.MethodPut, s.bucket, g.Key, life, nil, h)
+	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, g.Key, life, nil, h)
 	if err != nil {
 		return SignedURL{}, err
 	}
@@ -328,7 +346,7 @@ func (s *S3) SignGet(ctx context.Context, g Grant) (SignedURL, error) {
 		q.Set("response-content-type", g.ContentType)
 	}
 	life := presignLife(g.Expires)
-	u, err := s.c.PresignedGetObject(ctx, s.bucket, g.Key, life, q)
+	u, err := s.signer.PresignedGetObject(ctx, s.bucket, g.Key, life, q)
 	if err != nil {
 		return SignedURL{}, err
 	}

@@ -15,6 +15,7 @@ type Storage struct {
 	S3AccessKeyID     string // S3_ACCESS_KEY_ID
 	S3SecretAccessKey string // S3_SECRET_ACCESS_KEY
 	S3ForcePathStyle  bool   // S3_FORCE_PATH_STYLE, the bucket in the path, as most self-hosted servers need
+	S3PublicEndpoint  string // S3_PUBLIC_ENDPOINT, where browsers reach the service when not at S3_ENDPOINT
 
 	// ChainKey is CHAIN_KEY, the chain's signing key itself; when empty it
 	// is read from CHAIN_KEY_FILE.
@@ -45,6 +46,10 @@ func (r *reader) storage(c *Config) {
 	c.S3AccessKeyID = r.str("S3_ACCESS_KEY_ID", "")
 	c.S3SecretAccessKey = r.str("S3_SECRET_ACCESS_KEY", "")
 	c.S3ForcePathStyle = r.boolean("S3_FORCE_PATH_STYLE", false)
+	c.S3PublicEndpoint = r.str("S3_PUBLIC_ENDPOINT", "")
+	if c.S3PublicEndpoint != "" {
+		r.check("S3_PUBLIC_ENDPOINT", c.S3PublicEndpoint, func(v string) error { return checkURL(v, "http", "https") })
+	}
 	if c.S3Endpoint == "" {
 		r.fail("S3_ENDPOINT", "is required with BLOB_BACKEND=s3")
 	} else {

@@ -132,7 +132,8 @@ func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 func Blobs(cfg *config.Config) (blob.Store, blob.URLSigner, error) {
 	if cfg.BlobBackend == "s3" {
 		return blob.Open(blob.Config{Backend: "s3", S3: blob.S3Config{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
-			Bucket: cfg.S3Bucket, AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, PathStyle: cfg.S3ForcePathStyle}})
+			Bucket: cfg.S3Bucket, AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, PathStyle: cfg.S3ForcePathStyle,
+			PublicEndpoint: cfg.S3PublicEndpoint}})
 	}
 	secret, err := UploadSecret(cfg)
 	if err != nil {
