@@ -606,6 +606,16 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	}
 }
 
+// newProject signs in at url with key and creates a project titled title,
+// whose id it returns.
+func (b *browser) newProject(url, key, title string) string {
+	b.run("sign in and create a project", chromedp.Navigate(url),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
+		chromedp.SendKeys(chromedp.CSS("#new-title"), title+kb.Enter),
+		chromedp.WaitReady(chromedp.CSS("#file-input")))
+	return b.project()
+}
+
 // call sends one API request with a key and decodes a JSON answer.
 func (s *stack) call(method, path, key string, body any, into any) int {
 	s.t.Helper()
@@ -809,11 +819,7 @@ func TestUploadWithinTheRateLimit(t *testing.T) {
 	key := s.user("ana@example.org", false)
 	photos := distinctPhotos(t, 30)
 	b := newBrowser(t, chrome)
-	b.run("sign in and create a project", chromedp.Navigate(s.url),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
-		chromedp.SendKeys(chromedp.CSS("#new-title"), "Budget"+kb.Enter),
-		chromedp.WaitReady(chromedp.CSS("#file-input")))
-	project := b.project()
+	project := b.newProject(s.url, key, "Budget")
 	b.run("choose 30 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos))
 	s.waitReady(key, project, 30)
 	b.waitJS("the page to say Searchable 30/30",

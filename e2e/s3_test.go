@@ -19,6 +19,8 @@ import (
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
+
+	"github.com/chromedp/chromedp"
 )
 
 // s3Stack is a stack whose blobs live in the test's own bucket on the
@@ -165,4 +167,16 @@ func TestUploadThroughS3(t *testing.T) {
 	if _, err := st.Stat(context.Background(), "originals/"+p.ID+"/"+uploads[1].AssetID); err == nil {
 		t.Error("the original of a checksum mismatch was kept")
 	}
+}
+
+// TestUploadToS3InABrowser: the web uploader PUTs straight to the bucket,
+// across origins, with the headers prepare lists.
+func TestUploadToS3InABrowser(t *testing.T) {
+	chrome := chromium(t)
+	s, _ := s3Stack(t)
+	key := s.user("kim@example.org", false)
+	b := newBrowser(t, chrome)
+	project := b.newProject(s.url, key, "Bucket")
+	b.run("choose 5 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), distinctPhotos(t, 5)))
+	s.waitReady(key, project, 5)
 }
