@@ -1,12 +1,8 @@
 package blob_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,93 +12,6 @@ import (
 
 	"lightbox/blob"
 )
-
-func TestDiskPutOpenDelete(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	d, err := blob.NewDisk(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := bytes.Repeat([]byte("lightbox"), 10000)
-	sum := sha256.Sum256(data)
-
-	info, err := d.Put(ctx, "originals/p/a", bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Size != int64(len(data)) || info.SHA256 != hex.EncodeToString(sum[:]) {
-		t.Fatalf("info %+v", info)
-	}
-	st, err := d.Stat(ctx, "originals/p/a")
-	if err != nil || st.SHA256 != info.SHA256 {
-		t.Fatalf("stat %+v %v", st, err)
-	}
-	f, _, err := d.Open(ctx, "originals/p/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(f)
-	f.Close()
-	if !bytes.Equal(got, data) {
-		t.Fatal("read back differs")
-	}
-	if err := d.Delete(ctx, "originals/p/a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Delete(ctx, "originals/p/a"); err != nil {
-		t.Fatalf("second delete: %v", err)
-	}
-	if _, err := d.Stat(ctx, "originals/p/a"); !errors.Is(err, blob.ErrNotFound) {
-		t.Fatalf("stat after delete: %v", err)
-	}
-	assertNoTempFiles(t, root)
-}
-
-func TestDiskPutOverLimitLeavesNothing(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	d, _ := blob.NewDisk(root)
-	if _, err := d.Put(ctx, "k/exact", strings.NewReader("12345"), 5); err != nil {
-		t.Fatalf("exactly the limit: %v", err)
-	}
-	if _, err := d.Put(ctx, "k/over", strings.NewReader("123456"), 5); !errors.Is(err, blob.ErrTooLarge) {
-		t.Fatalf("over the limit: %v", err)
-	}
-	if _, err := d.Stat(ctx, "k/over"); !errors.Is(err, blob.ErrNotFound) {
-		t.Fatalf("an over-limit put left an object: %v", err)
-	}
-	assertNoTempFiles(t, root)
-}
-
-func TestDiskWriterAbortAndCommit(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	d, _ := blob.NewDisk(root)
-	w, err := d.Create(ctx, "exports/e.zip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(w, "half")
-	if _, err := d.Stat(ctx, "exports/e.zip"); !errors.Is(err, blob.ErrNotFound) {
-		t.Fatal("object visible before Commit")
-	}
-	w.Abort()
-	assertNoTempFiles(t, root)
-
-	w, _ = d.Create(ctx, "exports/e.zip")
-	io.WriteString(w, "whole")
-	info, err := w.Commit()
-	if err != nil || info.Size != 5 {
-		t.Fatalf("commit %+v %v", info, err)
-	}
-	if err := w.Abort(); err != nil {
-		t.Fatalf("abort after commit: %v", err)
-	}
-	if _, err := d.Stat(ctx, "exports/e.zip"); err != nil {
-		t.Fatalf("committed object missing: %v", err)
-	}
-}
 
 func TestBadKeys(t *testing.T) {
 	d, _ := blob.NewDisk(t.TempDir())

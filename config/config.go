@@ -40,7 +40,7 @@ type Config struct {
 	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SessionTTL   time.Duration // SESSION_TTL
 
-	UploadSecret   string        // UPLOAD_SECRET, HMAC key of signed URLs; generated under DATA_DIR when empty
+	UploadSecret   string        // UPLOAD_SECRET or the file UPLOAD_SECRET_FILE, HMAC key of signed URLs; generated under DATA_DIR when empty
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
 	MaxUploadBytes int64         // MAX_UPLOAD_BYTES, the largest original accepted
 	SweepInterval  time.Duration // SWEEP_INTERVAL
@@ -70,6 +70,7 @@ type Config struct {
 	MetricsAddr    string   // METRICS_ADDR, where the worker serves its /metrics; empty for nowhere
 	CORSOrigins    []string // CORS_ORIGINS, origins whose pages may call the API and the signed URLs
 	TrustedProxies []string // TRUSTED_PROXIES, addresses or networks whose X-Forwarded-For is believed
+	Storage // BLOB_BACKEND, S3_*, CHAIN_KEY, UPLOAD_SECRET_FILE: see storage.go
 }
 
 // Load reads the configuration from the process environment.
@@ -136,6 +137,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
+	r.storage(c)
 	c.ChainLedgerURL = r.str("CHAIN_LEDGER_URL", "")
 	c.ChainBatchSize = r.integer("CHAIN_BATCH_SIZE", 512, 1, 100_000)
 	c.ChainParallel = r.integer("CHAIN_CONCURRENCY", 256, 1, 10_000)

@@ -606,6 +606,16 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	}
 }
 
+// newProject signs in at url with key and creates a project titled title,
+// whose id it returns.
+func (b *browser) newProject(url, key, title string) string {
+	b.run("sign in and create a project", chromedp.Navigate(url),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
+		chromedp.SendKeys(chromedp.CSS("#new-title"), title+kb.Enter),
+		chromedp.WaitReady(chromedp.CSS("#file-input")))
+	return b.project()
+}
+
 // call sends one API request with a key and decodes a JSON answer.
 func (s *stack) call(method, path, key string, body any, into any) int {
 	s.t.Helper()
@@ -632,6 +642,25 @@ func (s *stack) call(method, path, key string, body any, into any) int {
 	return res.StatusCode
 }
 
+// preparedUpload is where prepareUpload says to PUT one file.
+type preparedUpload struct {
+	AssetID   string            `json:"assetId"`
+	UploadURL string            `json:"uploadUrl"`
+	Headers   map[string]string `json:"headers"`
+}
+
+// prepare asks where to PUT files.
+func (s *stack) prepare(key, project string, files []map[string]any) []preparedUpload {
+	s.t.Helper()
+	var prep struct {
+		Uploads []preparedUpload `json:"uploads"`
+	}
+	if code := s.call("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}, &prep); code != 200 {
+		s.t.Fatalf("prepare: %d", code)
+	}
+	return prep.Uploads
+}
+
 // upload sends one file through prepare, PUT and finalize, as a client does.
 func (s *stack) upload(key, project, path string) (asset, batch string) {
 	s.t.Helper()
@@ -639,18 +668,7 @@ func (s *stack) upload(key, project, path string) (asset, batch string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var prep struct {
-		Uploads []struct {
-			AssetID   string            `json:"assetId"`
-			UploadURL string            `json:"uploadUrl"`
-			Headers   map[string]string `json:"headers"`
-		} `json:"uploads"`
-	}
-	files := []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}}
-	if code := s.call("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files}, &prep); code != 200 {
-		s.t.Fatalf("prepare: %d", code)
-	}
-	u := prep.Uploads[0]
+	u := s.prepare(key, project, []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}})[0]
 	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
 	for k, v := range u.Headers {
 		req.Header.Set(k, v)
@@ -801,11 +819,7 @@ func TestUploadWithinTheRateLimit(t *testing.T) {
 	key := s.user("ana@example.org", false)
 	photos := distinctPhotos(t, 30)
 	b := newBrowser(t, chrome)
-	b.run("sign in and create a project", chromedp.Navigate(s.url),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter),
-		chromedp.SendKeys(chromedp.CSS("#new-title"), "Budget"+kb.Enter),
-		chromedp.WaitReady(chromedp.CSS("#file-input")))
-	project := b.project()
+	project := b.newProject(s.url, key, "Budget")
 	b.run("choose 30 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), photos))
 	s.waitReady(key, project, 30)
 	b.waitJS("the page to say Searchable 30/30",

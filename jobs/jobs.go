@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -38,9 +39,10 @@ func IngestSpec(project uuid.UUID) store.JobSpec {
 	}
 }
 
-// Blobs is what finalizing needs of the blob store: discarded copies are
-// deleted.
+// Blobs is what finalizing needs of the blob store: uploads are checked,
+// discarded copies deleted.
 type Blobs interface {
+	Stat(ctx context.Context, key string) (blob.Info, error)
 	Delete(ctx context.Context, key string) error
 }
 
@@ -117,6 +119,9 @@ func firstOfEachBatch(jobs []store.Job, window int) []store.Job {
 // sweeper repeats what is lost.
 func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, project uuid.UUID,
 	items []store.FinalizeItem, batch *uuid.UUID) (*store.FinalizeResult, error) {
+	if err := d.recordArrivals(ctx, project, items); err != nil {
+		return nil, err
+	}
 	res, err := d.Store.FinalizeUploads(ctx, owner, project, items, store.FinalizeOptions{Spec: IngestSpec(project), Batch: batch})
 	if err != nil {
 		return nil, err

@@ -6,10 +6,15 @@
 # .data/, so they never meet a system service:
 #   .data/redis/     redis.conf, redis.pid, redis.log, the AOF
 #   .data/postgres/  data/ (the cluster), run/ (its socket), postgres.log
+#   .data/s3/        Versity's S3 gateway: data/ (its POSIX backend, one
+#                    folder per bucket), credentials, versitygw.pid, .log;
+#                    started for the tests and for BLOB_BACKEND=s3 only
+#   .data/bin/       versitygw, built once from its Go module
 #
 # Settings (environment):
 #   LIGHTBOX_REDIS_PORT  default 56379
 #   LIGHTBOX_PG_PORT     default 55432
+#   LIGHTBOX_S3_PORT     default 57070
 #   LIGHTBOX_PG_FSYNC    on (default) or off: off trades crash safety for
 #                        speed and only applies when we start the server
 
@@ -21,6 +26,11 @@ REDIS_PORT=${LIGHTBOX_REDIS_PORT:-56379}
 PG_PORT=${LIGHTBOX_PG_PORT:-55432}
 REDIS_DIR=$DATA/redis
 PG_ROOT=$DATA/postgres
+S3_PORT=${LIGHTBOX_S3_PORT:-57070}
+S3_DIR=$DATA/s3
+VERSITYGW_VERSION=v1.8.0
+# S3_WANTED=1 makes services_up start the S3 server too.
+S3_WANTED=${S3_WANTED:-}
 
 # STARTED lists the services this process started, so that it stops those and
 # leaves alone the ones it found running.
@@ -165,22 +175,28 @@ redis_up() {
 }
 
 redis_stop() {
-	local pid i
+	local pid
 	if ! pid=$(redis_pid); then
 		say "Redis: ours is not running"
 		return 0
 	fi
 	# SIGTERM makes Redis flush the AOF and exit.
-	kill -TERM "$pid"
-	for i in $(seq 300); do
-		kill -0 "$pid" 2>/dev/null || break
+	term_wait Redis "$pid" 30
+}
+
+# term_wait NAME PID SECONDS sends SIGTERM and waits for the exit.
+term_wait() {
+	local i
+	kill -TERM "$2"
+	for i in $(seq $(($3 * 10))); do
+		kill -0 "$2" 2>/dev/null || break
 		sleep 0.1
 	done
-	if kill -0 "$pid" 2>/dev/null; then
-		say "Redis (pid $pid) did not stop within 30 s"
+	if kill -0 "$2" 2>/dev/null; then
+		say "$1 (pid $2) did not stop within $3 s"
 		return 1
 	fi
-	say "stopped Redis (pid $pid)"
+	say "stopped $1 (pid $2)"
 }
 
 # ---- PostgreSQL -------------------------------------------------------------
@@ -353,7 +369,81 @@ pg_stop() {
 	say "stopped PostgreSQL ($PGDATA)"
 }
 
-# ---- both -------------------------------------------------------------------
+# ---- S3 (Versity's gateway) ------------------------------------------------
+
+s3_url() { echo "http://127.0.0.1:$S3_PORT"; }
+
+s3_pid() {
+	local pid
+	pid=$(cat "$S3_DIR/versitygw.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = versitygw ] && echo "$pid"
+}
+
+# s3_answers: any HTTP answer (403 without credentials) means it is up.
+s3_answers() {
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(s3_url)/" 2>/dev/null)" != 000 ]
+}
+
+# versitygw_bin builds the gateway once per tree; later runs reuse it.
+versitygw_bin() {
+	local bin=$DATA/bin/versitygw
+	if [ ! -x "$bin" ]; then
+		say "building versitygw $VERSITYGW_VERSION into ${bin#"$ROOT"/} (once; a few minutes)"
+		mkdir -p "$DATA/bin"
+		(cd "$DATA" && GOBIN=$DATA/bin GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION") >&2 ||
+			die "could not build versitygw $VERSITYGW_VERSION"
+	fi
+	echo "$bin"
+}
+
+s3_up() {
+	local bin pid i
+	bin=$(versitygw_bin)
+	mkdir -p "$S3_DIR/data"
+	if [ ! -s "$S3_DIR/credentials" ]; then
+		(umask 077 && printf 'lightbox\n%s\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$S3_DIR/credentials")
+	fi
+	S3_KEY_ID=$(sed -n 1p "$S3_DIR/credentials")
+	S3_SECRET=$(sed -n 2p "$S3_DIR/credentials")
+	if pid=$(s3_pid); then
+		if s3_answers; then
+			say "reusing the S3 server at $(s3_url) (pid $pid)"
+			return 0
+		fi
+		die "our S3 server (pid $pid) does not answer on port $S3_PORT; was LIGHTBOX_S3_PORT different when it started? Stop it with: make services-stop"
+	fi
+	if s3_answers; then
+		die "a server that is not ours answers on port $S3_PORT: stop it, or set LIGHTBOX_S3_PORT"
+	fi
+	wait_port_free "$S3_PORT" LIGHTBOX_S3_PORT
+	# Browsers PUT and GET straight to it from the server's origin.
+	ROOT_ACCESS_KEY_ID=$S3_KEY_ID ROOT_SECRET_ACCESS_KEY=$S3_SECRET \
+		setsid "$bin" --port "127.0.0.1:$S3_PORT" --quiet --cors-allow-origin '*' posix "$S3_DIR/data" \
+		>>"$S3_DIR/versitygw.log" 2>&1 9>&- </dev/null &
+	echo $! >"$S3_DIR/versitygw.pid"
+	for i in $(seq 100); do
+		s3_answers && break
+		s3_pid >/dev/null || break
+		sleep 0.1
+	done
+	if ! s3_answers; then
+		tail -n 20 "$S3_DIR/versitygw.log" >&2 || true
+		die "the S3 server did not answer on port $S3_PORT: see $S3_DIR/versitygw.log"
+	fi
+	STARTED+=(s3)
+	say "started the S3 server at $(s3_url), data in ${S3_DIR#"$ROOT"/}/data"
+}
+
+s3_stop() {
+	local pid
+	if ! pid=$(s3_pid); then
+		say "S3: ours is not running"
+		return 0
+	fi
+	term_wait "the S3 server" "$pid" 10
+}
+
+# ---- all --------------------------------------------------------------------
 
 # services_up starts (or reuses) our Redis and PostgreSQL for whichever of
 # REDIS_URL and DATABASE_URL is unset, exports both, and writes them to
@@ -378,6 +468,17 @@ services_up() {
 	fi
 	export REDIS_URL DATABASE_URL
 	printf "export REDIS_URL='%s'\nexport DATABASE_URL='%s'\n" "$REDIS_URL" "$DATABASE_URL" >"$DATA/env"
+	if [ -n "$S3_WANTED" ] && [ -z "${LIGHTBOX_TEST_S3_ENDPOINT:-}" ]; then
+		s3_up
+		LIGHTBOX_TEST_S3_ENDPOINT=$(s3_url)
+		LIGHTBOX_TEST_S3_ACCESS_KEY_ID=$S3_KEY_ID
+		LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY=$S3_SECRET
+	fi
+	if [ -n "${LIGHTBOX_TEST_S3_ENDPOINT:-}" ]; then
+		export LIGHTBOX_TEST_S3_ENDPOINT LIGHTBOX_TEST_S3_ACCESS_KEY_ID LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY
+		printf "export LIGHTBOX_TEST_S3_ENDPOINT='%s'\nexport LIGHTBOX_TEST_S3_ACCESS_KEY_ID='%s'\nexport LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY='%s'\n" \
+			"$LIGHTBOX_TEST_S3_ENDPOINT" "$LIGHTBOX_TEST_S3_ACCESS_KEY_ID" "$LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY" >>"$DATA/env"
+	fi
 	flock -u 9
 }
 
@@ -388,6 +489,7 @@ services_down() {
 		case $s in
 		redis) redis_stop || true ;;
 		pg) pg_stop || true ;;
+		s3) s3_stop || true ;;
 		esac
 	done
 	STARTED=()

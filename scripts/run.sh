@@ -35,7 +35,20 @@ trap 'exit 0' INT
 trap 'exit 0' TERM
 
 ensure_build_deps
+[ "${BLOB_BACKEND:-disk}" != s3 ] || S3_WANTED=1
 services_up
+if [ "${BLOB_BACKEND:-disk}" = s3 ]; then
+	# The local S3 server unless S3_ENDPOINT names another; processes that
+	# share no DATA_DIR must be given the upload secret.
+	if [ -z "${S3_ENDPOINT:-}" ]; then
+		export S3_ENDPOINT=$LIGHTBOX_TEST_S3_ENDPOINT S3_ACCESS_KEY_ID=$LIGHTBOX_TEST_S3_ACCESS_KEY_ID \
+			S3_SECRET_ACCESS_KEY=$LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY S3_BUCKET=${S3_BUCKET:-lightbox} S3_FORCE_PATH_STYLE=true
+	fi
+	if [ -z "${UPLOAD_SECRET:-}${UPLOAD_SECRET_FILE:-}" ]; then
+		export UPLOAD_SECRET_FILE=$DATA/upload-secret-s3
+		[ -s "$UPLOAD_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$UPLOAD_SECRET_FILE")
+	fi
+fi
 
 say "building"
 go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox

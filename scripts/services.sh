@@ -8,17 +8,20 @@
 #   scripts/services.sh status
 #   scripts/services.sh clean    stop them and delete .data/ (all local data)
 #
-# `start` only starts what REDIS_URL / DATABASE_URL do not already name.
+# `start` only starts what REDIS_URL / DATABASE_URL do not already name, and
+# the local S3 server too (unless LIGHTBOX_TEST_S3_ENDPOINT names one).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 case ${1:-} in
 start)
+	S3_WANTED=1
 	services_up
 	cat "$DATA/env"
 	;;
 stop)
 	redis_stop
 	pg_stop
+	s3_stop
 	;;
 status)
 	if pid=$(redis_pid) && redis_answers; then
@@ -36,10 +39,16 @@ status)
 	else
 		echo "postgres: not running"
 	fi
+	if pid=$(s3_pid) && s3_answers; then
+		echo "s3: running, pid $pid, $(s3_url)"
+	else
+		echo "s3: not running"
+	fi
 	;;
 clean)
 	redis_stop
 	pg_stop
+	s3_stop
 	# The cluster may live outside the tree (see pg_dirs in lib.sh).
 	if [ -L "$PG_ROOT" ]; then
 		target=$(readlink -f "$PG_ROOT")

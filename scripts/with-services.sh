@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command with REDIS_URL and DATABASE_URL set, starting our local Redis
-# and PostgreSQL first when those are unset. Afterwards it stops the servers it
+# and PostgreSQL first when those are unset, and with the local S3 server's
+# LIGHTBOX_TEST_S3_* (started likewise). Afterwards it stops the servers it
 # started (not the ones it found running) and exits with the command's status.
 #
 #   scripts/with-services.sh go test ./...
@@ -13,6 +14,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 ensure_build_deps
+S3_WANTED=1
 services_up
 cd "$ROOT"
 rc=0

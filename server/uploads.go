@@ -16,6 +16,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/imaging/formats"
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -332,7 +333,11 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 
 	res, err := s.jobs.Finalize(c.Request.Context(), logger(c), principal(c).ID, p.ID, items, nil)
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
+		switch {
+		case errors.Is(err, jobs.ErrStorage):
+			logger(c).Error("finalize could not check the uploads", "err", err)
+			err = apiError(http.StatusServiceUnavailable, "storage_unavailable", "The uploads could not be checked in storage; retry the same call.")
+		case !errors.Is(err, store.ErrNotFound):
 			logger(c).Error("finalize not recorded", "err", err)
 			err = apiError(http.StatusServiceUnavailable, "queue_unavailable", "The work could not be recorded; retry the same call.")
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -79,11 +80,18 @@ func (s *Server) servePage(c *gin.Context, name string) {
 
 // contentPolicy allows scripts and styles from this origin only. Images
 // and uploads may go to PUBLIC_URL, where signed URLs point, when the
-// pages are reached under another name (a proxy, a LAN address).
+// pages are reached under another name (a proxy, a LAN address), and to
+// the S3 bucket when blobs live there.
 func (s *Server) contentPolicy() string {
 	blobs := ""
 	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
 		blobs = " " + u.Scheme + "://" + u.Host
+	}
+	if u, err := url.Parse(cmp.Or(s.cfg.S3PublicEndpoint, s.cfg.S3Endpoint)); err == nil && u.Host != "" && s.cfg.BlobBackend == "s3" {
+		if !s.cfg.S3ForcePathStyle {
+			u.Host = s.cfg.S3Bucket + "." + u.Host
+		}
+		blobs += " " + u.Scheme + "://" + u.Host
 	}
 	return "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
 		"img-src 'self' data: blob:" + blobs + "; connect-src 'self'" + blobs + "; " +

@@ -57,6 +57,9 @@ func Start() (*Process, error) {
 	if p.Redis, err = Redis(cfg); err == nil {
 		p.Blobs, p.URLs, err = Blobs(cfg)
 	}
+	if b, ok := p.Blobs.(*blob.S3); ok && err == nil {
+		err = b.EnsureBucket(ctx)
+	}
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -107,8 +110,15 @@ func Redis(cfg *config.Config) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
-// ChainKey loads the chain's signing key from CHAIN_KEY_FILE.
+// ChainKey is the chain's signing key: CHAIN_KEY, or the file CHAIN_KEY_FILE.
 func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
+	if cfg.ChainKey != "" {
+		key, err := chain.ParseKey([]byte(cfg.ChainKey))
+		if err != nil {
+			return nil, fmt.Errorf("CHAIN_KEY: %w", err)
+		}
+		return key, nil
+	}
 	key, err := chain.LoadKey(cfg.ChainKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("CHAIN_KEY_FILE: %w (make one with: lightbox keygen %s)", err, cfg.ChainKeyFile)
@@ -116,9 +126,15 @@ func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 	return key, nil
 }
 
-// Blobs opens the blob store below DATA_DIR and the signer of its URLs,
-// which lead to the server's /blobs route under PUBLIC_URL.
+// Blobs opens the blob store BLOB_BACKEND names and the signer of its
+// URLs: below DATA_DIR with URLs to the server's /blobs route under
+// PUBLIC_URL, or in the S3 bucket with presigned URLs to it.
 func Blobs(cfg *config.Config) (blob.Store, blob.URLSigner, error) {
+	if cfg.BlobBackend == "s3" {
+		return blob.Open(blob.Config{Backend: "s3", S3: blob.S3Config{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
+			Bucket: cfg.S3Bucket, AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, PathStyle: cfg.S3ForcePathStyle,
+			PublicEndpoint: cfg.S3PublicEndpoint}})
+	}
 	secret, err := UploadSecret(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upload secret: %w", err)

@@ -358,7 +358,8 @@ export class Uploader extends EventTarget {
   }
 
   putDone(row, status, body) {
-    if (status === 201 || (status === 409 && body && body.code === 'already_finalized')) {
+    // 201 from the server's own /blobs route, 200 from an S3 bucket.
+    if ((status >= 200 && status < 300) || (status === 409 && body && body.code === 'already_finalized')) {
       this.window.success();
       row.local = 'sent';
       row.sent = row.size;

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"os"
+	"strings"
+)
+
+// Storage is where the bytes live and the secrets every process sharing
+// them must agree on.
+type Storage struct {
+	BlobBackend       string // BLOB_BACKEND: disk (below DATA_DIR, the default) or s3
+	S3Endpoint        string // S3_ENDPOINT, the service's base URL, such as https://s3.eu-west-1.amazonaws.com
+	S3Region          string // S3_REGION
+	S3Bucket          string // S3_BUCKET
+	S3AccessKeyID     string // S3_ACCESS_KEY_ID
+	S3SecretAccessKey string // S3_SECRET_ACCESS_KEY
+	S3ForcePathStyle  bool   // S3_FORCE_PATH_STYLE, the bucket in the path, as most self-hosted servers need
+	S3PublicEndpoint  string // S3_PUBLIC_ENDPOINT, where browsers reach the service when not at S3_ENDPOINT
+
+	// ChainKey is CHAIN_KEY, the chain's signing key itself; when empty it
+	// is read from CHAIN_KEY_FILE.
+	ChainKey string
+}
+
+// storage reads BLOB_BACKEND, the S3_* settings, CHAIN_KEY and
+// UPLOAD_SECRET_FILE into c. Processes that share no DATA_DIR cannot
+// invent their own secrets, so beyond the disk backend both must be given.
+func (r *reader) storage(c *Config) {
+	c.BlobBackend = r.oneOf("BLOB_BACKEND", "disk", "disk", "s3")
+	c.ChainKey = r.str("CHAIN_KEY", "")
+	if path := r.str("UPLOAD_SECRET_FILE", ""); path != "" {
+		if c.UploadSecret != "" {
+			r.fail("UPLOAD_SECRET_FILE", "give UPLOAD_SECRET or UPLOAD_SECRET_FILE, not both")
+		} else if b, err := os.ReadFile(path); err != nil {
+			r.fail("UPLOAD_SECRET_FILE", "%v", err)
+		} else {
+			c.UploadSecret = strings.TrimSpace(string(b))
+		}
+	}
+	if c.BlobBackend != "s3" {
+		return
+	}
+	c.S3Endpoint = r.str("S3_ENDPOINT", "")
+	c.S3Region = r.str("S3_REGION", "us-east-1")
+	c.S3Bucket = r.str("S3_BUCKET", "")
+	c.S3AccessKeyID = r.str("S3_ACCESS_KEY_ID", "")
+	c.S3SecretAccessKey = r.str("S3_SECRET_ACCESS_KEY", "")
+	c.S3ForcePathStyle = r.boolean("S3_FORCE_PATH_STYLE", false)
+	c.S3PublicEndpoint = r.str("S3_PUBLIC_ENDPOINT", "")
+	if c.S3PublicEndpoint != "" {
+		r.check("S3_PUBLIC_ENDPOINT", c.S3PublicEndpoint, func(v string) error { return checkURL(v, "http", "https") })
+	}
+	if c.S3Endpoint == "" {
+		r.fail("S3_ENDPOINT", "is required with BLOB_BACKEND=s3")
+	} else {
+		r.check("S3_ENDPOINT", c.S3Endpoint, func(v string) error { return checkURL(v, "http", "https") })
+	}
+	for _, name := range []string{"S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"} {
+		if r.str(name, "") == "" {
+			r.fail(name, "is required with BLOB_BACKEND=s3")
+		}
+	}
+	if c.UploadSecret == "" {
+		r.fail("UPLOAD_SECRET", "is required with BLOB_BACKEND=s3 (or UPLOAD_SECRET_FILE): every server and worker must share it")
+	}
+	if _, ok := r.lookup("CHAIN_KEY_FILE"); !ok && c.ChainKey == "" {
+		r.fail("CHAIN_KEY", "is required with BLOB_BACKEND=s3 (or CHAIN_KEY_FILE): every server and worker must share it")
+	}
+}

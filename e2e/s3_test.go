@@ -1,0 +1,182 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"lightbox/blob"
+	"lightbox/internal/testenv"
+
+	"github.com/chromedp/chromedp"
+)
+
+// s3Stack is a stack whose blobs live in the test's own bucket on the
+// local S3 server, with the shared secrets given as settings.
+func s3Stack(t *testing.T) (*stack, blob.S3Config) {
+	t.Helper()
+	bucket := testenv.S3(t)
+	_, key, _ := ed25519.GenerateKey(nil)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(artifacts, "stack-s3.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	s := startStack(t, logFile, map[string]string{
+		"BLOB_BACKEND": "s3", "S3_ENDPOINT": bucket.Endpoint, "S3_REGION": bucket.Region, "S3_BUCKET": bucket.Bucket,
+		"S3_ACCESS_KEY_ID": bucket.AccessKeyID, "S3_SECRET_ACCESS_KEY": bucket.SecretAccessKey, "S3_FORCE_PATH_STYLE": "true",
+		"CHAIN_KEY": base64.StdEncoding.EncodeToString(der),
+	})
+	return s, bucket
+}
+
+// TestUploadThroughS3 takes files through prepare, a PUT straight to the
+// bucket and finalize, as a browser does; a worker makes the derived
+// files, which are read back through presigned URLs. Beside it: a wrong
+// checksum, an upload that never came, and a body larger than declared.
+func TestUploadThroughS3(t *testing.T) {
+	s, bucket := s3Stack(t)
+	key := s.user("sam@example.org", false)
+	var p struct {
+		ID string `json:"id"`
+	}
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Bucket"}, &p); code != http.StatusCreated {
+		t.Fatalf("create project: %d", code)
+	}
+	photos := distinctPhotos(t, 4)
+	datas := make([][]byte, len(photos))
+	files := make([]map[string]any, len(photos))
+	for i, path := range photos {
+		datas[i], _ = os.ReadFile(path)
+		files[i] = map[string]any{"filename": filepath.Base(path), "byteSize": len(datas[i])}
+	}
+	uploads := s.prepare(key, p.ID, files)
+	put := func(i int, body []byte) int {
+		t.Helper()
+		u := uploads[i]
+		req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(body))
+		for k, v := range u.Headers {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if u := uploads[0]; u.Headers["Content-Length"] != strconv.Itoa(len(datas[0])) || u.Headers["Content-Type"] != "image/jpeg" {
+		t.Fatalf("the upload URL does not bind type and size: %+v", u.Headers)
+	}
+	// 0 arrives whole; 1 arrives but is finalized with another checksum;
+	// 2 never arrives; 3 is refused for being larger than declared.
+	if code := put(0, datas[0]); code != http.StatusOK {
+		t.Fatalf("PUT to the bucket: %d", code)
+	}
+	if code := put(1, datas[1]); code != http.StatusOK {
+		t.Fatalf("PUT to the bucket: %d", code)
+	}
+	if code := put(3, append(datas[3], "more than declared"...)); code/100 == 2 {
+		t.Fatalf("the bucket took a body larger than declared: %d", code)
+	}
+	assets := make([]map[string]any, len(photos))
+	for i, d := range datas {
+		sum := sha256.Sum256(d)
+		if i == 1 {
+			sum = sha256.Sum256([]byte("other bytes"))
+		}
+		assets[i] = map[string]any{"assetId": uploads[i].AssetID, "checksumSha256": hex.EncodeToString(sum[:])}
+	}
+	var fin struct {
+		Assets []struct {
+			Status string `json:"status"`
+			Error  *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		} `json:"assets"`
+	}
+	if code := s.call("POST", "/v1/projects/"+p.ID+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
+		t.Fatalf("finalize: %d", code)
+	}
+	want := []struct{ status, code string }{{"uploaded", ""}, {"failed", "checksum_mismatch"}, {"pending_upload", "upload_missing"}, {"pending_upload", "upload_missing"}}
+	for i, w := range want {
+		got := fin.Assets[i]
+		if code := ""; got.Status != w.status || (got.Error != nil) != (w.code != "") || (got.Error != nil && got.Error.Code != w.code) {
+			if got.Error != nil {
+				code = got.Error.Code
+			}
+			t.Errorf("asset %d: %s %s, want %s %s", i, got.Status, code, w.status, w.code)
+		}
+	}
+
+	var stats struct {
+		Ready int `json:"ready"`
+	}
+	s.waitUntil("the uploaded asset to be ready", pipelinePatience, time.Second, func() bool {
+		s.apiGet(key, "/v1/projects/"+p.ID+"/stats", &stats)
+		return stats.Ready == 1
+	})
+	var out struct {
+		Files []struct {
+			Kind           string `json:"kind"`
+			URL            string `json:"url"`
+			ContentType    string `json:"contentType"`
+			ChecksumSHA256 string `json:"checksumSha256"`
+		} `json:"files"`
+	}
+	s.apiGet(key, "/v1/assets/"+uploads[0].AssetID+"/files", &out)
+	if len(out.Files) == 0 {
+		t.Fatal("the ready asset lists no files")
+	}
+	for _, f := range out.Files {
+		if !strings.HasPrefix(f.URL, bucket.Endpoint+"/"+bucket.Bucket+"/") {
+			t.Errorf("%s is not a URL into the bucket: %s", f.Kind, f.URL)
+		}
+		res, err := http.Get(f.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		sum := sha256.Sum256(body)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != f.ContentType ||
+			(f.ChecksumSHA256 != "" && f.ChecksumSHA256 != hex.EncodeToString(sum[:])) {
+			t.Errorf("GET %s: %d %s, %d bytes", f.Kind, res.StatusCode, res.Header.Get("Content-Type"), len(body))
+		}
+	}
+	st, err := blob.NewS3(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Stat(context.Background(), "originals/"+p.ID+"/"+uploads[1].AssetID); err == nil {
+		t.Error("the original of a checksum mismatch was kept")
+	}
+}
+
+// TestUploadToS3InABrowser: the web uploader PUTs straight to the bucket,
+// across origins, with the headers prepare lists.
+func TestUploadToS3InABrowser(t *testing.T) {
+	chrome := chromium(t)
+	s, _ := s3Stack(t)
+	key := s.user("kim@example.org", false)
+	b := newBrowser(t, chrome)
+	project := b.newProject(s.url, key, "Bucket")
+	b.run("choose 5 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), distinctPhotos(t, 5)))
+	s.waitReady(key, project, 5)
+}
