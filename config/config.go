@@ -70,7 +70,7 @@ type Config struct {
 	MetricsAddr    string   // METRICS_ADDR, where the worker serves its /metrics; empty for nowhere
 	CORSOrigins    []string // CORS_ORIGINS, origins whose pages may call the API and the signed URLs
 	TrustedProxies []string // TRUSTED_PROXIES, addresses or networks whose X-Forwarded-For is believed
-	Storage // BLOB_BACKEND, S3_*, CHAIN_KEY, UPLOAD_SECRET_FILE: see storage.go
+	Storage                 // BLOB_BACKEND, S3_*, CHAIN_KEY, UPLOAD_SECRET_FILE: see storage.go
 }
 
 // Load reads the configuration from the process environment.
