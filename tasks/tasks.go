@@ -139,17 +139,11 @@ type ExportPayload struct {
 func (IngestPayload) Kind() string     { return TypeIngest }
 func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
 
-// NewIngest is an asset:ingest task, unique per asset.
-func NewIngest(p IngestPayload) *asynq.Task { return NewTask(p) }
-
 // IngestID is the TaskID of an asset's ingest.
 func IngestID(asset uuid.UUID) string { return "ingest:" + asset.String() }
 
 func (DownloadPayload) Kind() string     { return TypeDownload }
 func (p DownloadPayload) TaskID() string { return DownloadID(p.JobID) }
-
-// NewDownload is an asset:download task, unique per job.
-func NewDownload(p DownloadPayload) *asynq.Task { return NewTask(p) }
 
 // DownloadID is the TaskID of a URL import job.
 func DownloadID(job uuid.UUID) string { return "download:" + job.String() }
@@ -157,24 +151,14 @@ func DownloadID(job uuid.UUID) string { return "download:" + job.String() }
 func (EmbedPayload) Kind() string     { return TypeEmbed }
 func (p EmbedPayload) TaskID() string { return EmbedID(p.AssetID, p.Model) }
 
-// NewEmbed is an asset:embed task, unique per asset and model.
-func NewEmbed(p EmbedPayload) *asynq.Task { return NewTask(p) }
-
 // EmbedID is the TaskID of an asset's embedding with model.
 func EmbedID(asset uuid.UUID, model string) string { return "embed:" + asset.String() + ":" + model }
 
 func (ClusterPayload) Kind() string     { return TypeCluster }
 func (p ClusterPayload) TaskID() string { return fmt.Sprintf("cluster:%s:%d", p.ProjectID, p.Run) }
 
-// NewCluster is a project:cluster task for one scheduled run; the caller
-// enqueues it with asynq.ProcessIn to debounce.
-func NewCluster(p ClusterPayload) *asynq.Task { return NewTask(p) }
-
 func (ExportPayload) Kind() string     { return TypeExport }
 func (p ExportPayload) TaskID() string { return ExportID(p.ExportID) }
-
-// NewExport is a project:export task, unique per export.
-func NewExport(p ExportPayload) *asynq.Task { return NewTask(p) }
 
 // ExportID is the TaskID of an export.
 func ExportID(export uuid.UUID) string { return "export:" + export.String() }

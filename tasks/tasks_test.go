@@ -15,7 +15,7 @@ func TestRetryDelayFollowsEachSchedulePlusJitter(t *testing.T) {
 	for n, want := range []time.Duration{2 * time.Second, 10 * time.Second, time.Minute} {
 		seen := map[time.Duration]bool{}
 		for range 50 {
-			ingest := tasks.NewIngest(tasks.IngestPayload{AssetID: uuid.New()})
+			ingest := tasks.NewTask(tasks.IngestPayload{AssetID: uuid.New()})
 			d := tasks.RetryDelay(n, errors.New("x"), ingest)
 			if again := tasks.RetryDelay(n, errors.New("x"), ingest); again != d {
 				t.Fatalf("the same task and retry gave %v then %v", d, again)
@@ -29,7 +29,7 @@ func TestRetryDelayFollowsEachSchedulePlusJitter(t *testing.T) {
 			t.Fatalf("retry %d: only %d distinct delays in 50, jitter missing", n, len(seen))
 		}
 	}
-	export := tasks.NewExport(tasks.ExportPayload{ExportID: uuid.New()})
+	export := tasks.NewTask(tasks.ExportPayload{ExportID: uuid.New()})
 	if d := tasks.RetryDelay(2, errors.New("x"), export); d < 24*time.Minute {
 		t.Fatalf("export third retry %v, want about 30m", d)
 	}
@@ -43,7 +43,7 @@ func TestRateLimitedWaitsWithoutFailing(t *testing.T) {
 	if !tasks.IsFailure(errors.New("boom")) {
 		t.Fatal("a real error not counted")
 	}
-	embed := tasks.NewEmbed(tasks.EmbedPayload{AssetID: uuid.New(), Model: "m"})
+	embed := tasks.NewTask(tasks.EmbedPayload{AssetID: uuid.New(), Model: "m"})
 	if d := tasks.RetryDelay(0, err, embed); d < 5*time.Second || d > 9*time.Second {
 		t.Fatalf("rate-limited delay %v, want about 7s", d)
 	}

@@ -94,7 +94,7 @@ func (w *Worker) scheduleCluster(ctx context.Context, project uuid.UUID) error {
 }
 
 func (w *Worker) enqueueClusterRun(ctx context.Context, run store.ClusterRun) error {
-	t := tasks.NewCluster(tasks.ClusterPayload{ProjectID: run.ProjectID, Run: run.Run})
+	t := tasks.NewTask(tasks.ClusterPayload{ProjectID: run.ProjectID, Run: run.Run})
 	if err := tasks.Enqueue(ctx, w.queue, t, asynq.ProcessIn(max(0, time.Until(run.ScheduledFor)))); err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func BenchmarkExportQueueWait(b *testing.B) {
 		}
 		for i := 0; i < len(queued); i += 2 {
 			asset, job := queued[i], queued[i+1]
-			t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+			t := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 			if err := tasks.Enqueue(context.Background(), h.queue, t); err != nil {
 				b.Fatal(err)
 			}

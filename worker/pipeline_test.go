@@ -20,7 +20,7 @@ import (
 func (h *harness) finalize(project uuid.UUID, name string, data []byte) uuid.UUID {
 	h.t.Helper()
 	asset, job := h.finalizeNamed(project, name, data)
-	t := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	t := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 	if err := tasks.Enqueue(context.Background(), h.queue, t); err != nil {
 		h.t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestIngestTwiceLeavesTheSameRows(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))
-	task := tasks.NewIngest(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	task := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
 
 	snapshot := func() string {
 		var s string
