@@ -392,6 +392,9 @@ s3_answers() {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(s3_url)/" 2>/dev/null)" != 000 ]
 }
 
+# random_hex N prints N random bytes in hex, for secrets.
+random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
 # versitygw_bin builds the gateway once per tree; later runs reuse it.
 versitygw_bin() {
 	local bin=$DATA/bin/versitygw
@@ -409,7 +412,7 @@ s3_up() {
 	bin=$(versitygw_bin)
 	mkdir -p "$S3_DIR/data"
 	if [ ! -s "$S3_DIR/credentials" ]; then
-		(umask 077 && printf 'lightbox\n%s\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$S3_DIR/credentials")
+		(umask 077 && printf 'lightbox\n%s\n' "$(random_hex 24)" >"$S3_DIR/credentials")
 	fi
 	S3_KEY_ID=$(sed -n 1p "$S3_DIR/credentials")
 	S3_SECRET=$(sed -n 2p "$S3_DIR/credentials")
