@@ -119,7 +119,9 @@ func TestStoreContract(t *testing.T) {
 		if err != nil || info.Size != 9 {
 			t.Fatalf("commit %+v %v", info, err)
 		}
-		w.Abort()
+		if err := w.Abort(); err != nil {
+			t.Fatalf("abort after commit: %v", err)
+		}
 		if st, err := st.Stat(ctx, "exports/e/archive.zip"); err != nil || st.SHA256 != info.SHA256 {
 			t.Fatalf("stat after commit %+v %v", st, err)
 		}

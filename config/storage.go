@@ -55,9 +55,11 @@ func (r *reader) storage(c *Config) {
 	} else {
 		r.check("S3_ENDPOINT", c.S3Endpoint, func(v string) error { return checkURL(v, "http", "https") })
 	}
-	for _, name := range []string{"S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"} {
-		if r.str(name, "") == "" {
-			r.fail(name, "is required with BLOB_BACKEND=s3")
+	for _, s := range []struct{ name, v string }{
+		{"S3_BUCKET", c.S3Bucket}, {"S3_ACCESS_KEY_ID", c.S3AccessKeyID}, {"S3_SECRET_ACCESS_KEY", c.S3SecretAccessKey},
+	} {
+		if s.v == "" {
+			r.fail(s.name, "is required with BLOB_BACKEND=s3")
 		}
 	}
 	if c.UploadSecret == "" {

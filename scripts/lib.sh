@@ -159,17 +159,9 @@ redis_up() {
 		appendonly yes
 	EOF
 	redis-server "$REDIS_DIR/redis.conf" >&2 9>&- || die "redis-server did not start: see $REDIS_DIR/redis.log"
-	local i
-	for i in $(seq 100); do
-		redis_answers && break
-		# It daemonizes before it binds: stop waiting once it has died.
-		[ "$i" -lt 10 ] || redis_pid >/dev/null || break
-		sleep 0.1
-	done
-	if ! redis_answers; then
-		tail -n 20 "$REDIS_DIR/redis.log" >&2 || true
-		die "Redis did not answer on port $REDIS_PORT: see $REDIS_DIR/redis.log"
-	fi
+	# It daemonizes before it binds and writes its pid file: allow 1 s
+	# before taking a missing pid for a dead server.
+	wait_answers redis_answers redis_pid 10 "$REDIS_DIR/redis.log" "Redis did not answer on port $REDIS_PORT"
 	STARTED+=(redis)
 	say "started Redis at $(redis_url), data in ${REDIS_DIR#"$ROOT"/}"
 }
@@ -182,6 +174,22 @@ redis_stop() {
 	fi
 	# SIGTERM makes Redis flush the AOF and exit.
 	term_wait Redis "$pid" 30
+}
+
+# wait_answers ANSWERS PID GRACE LOG MESSAGE waits up to 10 s for the command
+# ANSWERS to succeed, trying every 0.1 s. From the GRACE-th try on, it stops
+# early once the command PID finds no process. If the server never answers,
+# it shows the tail of LOG and dies with MESSAGE.
+wait_answers() {
+	local i
+	for i in $(seq 100); do
+		"$1" && return 0
+		[ "$i" -lt "$3" ] || "$2" >/dev/null || break
+		sleep 0.1
+	done
+	"$1" && return 0
+	tail -n 20 "$4" >&2 || true
+	die "$5: see $4"
 }
 
 # term_wait NAME PID SECONDS sends SIGTERM and waits for the exit.
@@ -384,6 +392,9 @@ s3_answers() {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(s3_url)/" 2>/dev/null)" != 000 ]
 }
 
+# random_hex N prints N random bytes in hex, for secrets.
+random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
 # versitygw_bin builds the gateway once per tree; later runs reuse it.
 versitygw_bin() {
 	local bin=$DATA/bin/versitygw
@@ -397,11 +408,11 @@ versitygw_bin() {
 }
 
 s3_up() {
-	local bin pid i
+	local bin pid
 	bin=$(versitygw_bin)
 	mkdir -p "$S3_DIR/data"
 	if [ ! -s "$S3_DIR/credentials" ]; then
-		(umask 077 && printf 'lightbox\n%s\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$S3_DIR/credentials")
+		(umask 077 && printf 'lightbox\n%s\n' "$(random_hex 24)" >"$S3_DIR/credentials")
 	fi
 	S3_KEY_ID=$(sed -n 1p "$S3_DIR/credentials")
 	S3_SECRET=$(sed -n 2p "$S3_DIR/credentials")
@@ -421,15 +432,7 @@ s3_up() {
 		setsid "$bin" --port "127.0.0.1:$S3_PORT" --quiet --cors-allow-origin '*' posix "$S3_DIR/data" \
 		>>"$S3_DIR/versitygw.log" 2>&1 9>&- </dev/null &
 	echo $! >"$S3_DIR/versitygw.pid"
-	for i in $(seq 100); do
-		s3_answers && break
-		s3_pid >/dev/null || break
-		sleep 0.1
-	done
-	if ! s3_answers; then
-		tail -n 20 "$S3_DIR/versitygw.log" >&2 || true
-		die "the S3 server did not answer on port $S3_PORT: see $S3_DIR/versitygw.log"
-	fi
+	wait_answers s3_answers s3_pid 0 "$S3_DIR/versitygw.log" "the S3 server did not answer on port $S3_PORT"
 	STARTED+=(s3)
 	say "started the S3 server at $(s3_url), data in ${S3_DIR#"$ROOT"/}/data"
 }

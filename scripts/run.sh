@@ -46,7 +46,7 @@ if [ "${BLOB_BACKEND:-disk}" = s3 ]; then
 	fi
 	if [ -z "${UPLOAD_SECRET:-}${UPLOAD_SECRET_FILE:-}" ]; then
 		export UPLOAD_SECRET_FILE=$DATA/upload-secret-s3
-		[ -s "$UPLOAD_SECRET_FILE" ] || (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$UPLOAD_SECRET_FILE")
+		[ -s "$UPLOAD_SECRET_FILE" ] || (umask 077 && random_hex 32 >"$UPLOAD_SECRET_FILE")
 	fi
 fi
 
