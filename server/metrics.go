@@ -20,14 +20,15 @@ import (
 // refusals, its streams, and the queue and chain it shares with the others.
 // No label names a user.
 type serverMetrics struct {
-	reg      *prometheus.Registry
+	handler  http.Handler // answers a scrape
 	requests *prometheus.HistogramVec
 	refused  *prometheus.CounterVec
 }
 
 func newServerMetrics(s *Server) *serverMetrics {
+	reg := metrics.NewRegistry()
 	m := &serverMetrics{
-		reg: metrics.NewRegistry(),
+		handler: metrics.Handler(reg),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lightbox_http_request_duration_seconds",
 			Help:    "HTTP requests by method, route template and status, and how long they took.",
@@ -38,7 +39,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Help: "Requests refused with 429, by the budget they exceeded.",
 		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.requests, m.refused,
+	reg.MustRegister(m.requests, m.refused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lightbox_sse_connections",
 			Help: "Live progress streams open on this server.",
@@ -47,14 +48,14 @@ func newServerMetrics(s *Server) *serverMetrics {
 	)
 	if s.inspector != nil {
 		// asynq_queue_size, asynq_queue_latency_seconds, asynq_tasks_processed_total, ...
-		m.reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(s.inspector))
+		reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(s.inspector))
 	}
 	return m
 }
 
 // serveMetrics answers a scrape.
 func (s *Server) serveMetrics(c *gin.Context) {
-	metrics.Handler(s.metrics.reg).ServeHTTP(c.Writer, c.Request)
+	s.metrics.handler.ServeHTTP(c.Writer, c.Request)
 }
 
 // metricsAccess lets in a scraper with METRICS_TOKEN, and otherwise only an
