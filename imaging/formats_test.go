@@ -104,11 +104,7 @@ func TestProcessFormats(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Process: %v", err)
 				}
-				if r.Width != c.width || r.Height != c.height {
-					t.Errorf("size %d×%d, want %d×%d", r.Width, r.Height, c.width, c.height)
-				}
-				checkOutput(t, "thumbnail", r.Thumbnail, c.width, c.height, DefaultThumbSize)
-				checkOutput(t, "preview", r.Preview, c.width, c.height, DefaultPreviewSize)
+				checkOutputs(t, r, c.width, c.height)
 				if r.Metadata.CameraMake != c.make || r.Metadata.CameraModel != c.model {
 					t.Errorf("camera %q %q, want %q %q", r.Metadata.CameraMake, r.Metadata.CameraModel, c.make, c.model)
 				}
