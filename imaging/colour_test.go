@@ -14,13 +14,7 @@ import (
 // to sRGB: its colours come out measurably more saturated than a conversion
 // that ignores the profile (Go's decoder, which reads the numbers as sRGB).
 func TestWideGamutToSRGB(t *testing.T) {
-	if DefaultEngine != EngineVips {
-		t.Skip("colour profiles are converted by the libvips engine")
-	}
-	e, err := New(EngineVips, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := libvips(t, "colour profiles are converted by the libvips engine")
 	for _, file := range []string{"icc/iphone13mini-displayp3-gainmap.jpg"} {
 		data := readFormat(t, file)
 		r, err := e.Process(context.Background(), data, Options{})
@@ -45,13 +39,7 @@ func TestWideGamutToSRGB(t *testing.T) {
 // TestOutputsCarryNoProfile checks that no derived file keeps a colour
 // profile: they are sRGB, which is what untagged JPEG means.
 func TestOutputsCarryNoProfile(t *testing.T) {
-	if DefaultEngine != EngineVips {
-		t.Skip("the formats with profiles are read by the libvips engine")
-	}
-	e, err := New(EngineVips, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := libvips(t, "the formats with profiles are read by the libvips engine")
 	for _, file := range []string{"icc/iphone13mini-displayp3-gainmap.jpg", "icc/cmyk-swop-icc.jpg", "heic/iphone13pro-portrait-depthmap-p3.heic", "avif/pixel4a-paris-icc-exif-xmp.avif", "jxl/bicycles-codestream.jxl"} {
 		r, err := e.Process(context.Background(), readFormat(t, file), Options{})
 		if err != nil {

@@ -104,11 +104,7 @@ func TestProcessFormats(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Process: %v", err)
 				}
-				if r.Width != c.width || r.Height != c.height {
-					t.Errorf("size %d×%d, want %d×%d", r.Width, r.Height, c.width, c.height)
-				}
-				checkOutput(t, "thumbnail", r.Thumbnail, c.width, c.height, DefaultThumbSize)
-				checkOutput(t, "preview", r.Preview, c.width, c.height, DefaultPreviewSize)
+				checkOutputs(t, r, c.width, c.height)
 				if r.Metadata.CameraMake != c.make || r.Metadata.CameraModel != c.model {
 					t.Errorf("camera %q %q, want %q %q", r.Metadata.CameraMake, r.Metadata.CameraModel, c.make, c.model)
 				}
@@ -118,6 +114,20 @@ func TestProcessFormats(t *testing.T) {
 			})
 		}
 	})
+}
+
+// libvips returns the "vips" engine, or skips the test, saying why, in a
+// build without it.
+func libvips(t *testing.T, why string) Engine {
+	t.Helper()
+	if DefaultEngine != EngineVips {
+		t.Skip(why)
+	}
+	e, err := New(EngineVips, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // inspectMetadata reads what a file says about the camera without decoding.
@@ -139,13 +149,7 @@ func formatOf(data []byte) Format {
 // developed (or its embedded JPEG used), not read as its first small TIFF
 // image, and every box is respected.
 func TestRenderFormats(t *testing.T) {
-	if DefaultEngine != EngineVips {
-		t.Skip("these formats need the libvips engine")
-	}
-	e, err := New(EngineVips, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := libvips(t, "these formats need the libvips engine")
 	for _, c := range []struct {
 		file          string
 		width, height int // displayed size
@@ -177,13 +181,7 @@ func TestRenderFormats(t *testing.T) {
 // and turned twice it would still be portrait but point down. Upright, the
 // arrow's head (long diagonal strokes) fills the top half.
 func TestHEICTurnedOnce(t *testing.T) {
-	if DefaultEngine != EngineVips {
-		t.Skip("HEIF needs the libvips engine")
-	}
-	e, err := New(EngineVips, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := libvips(t, "HEIF needs the libvips engine")
 	r, err := e.Process(context.Background(), readFormat(t, "heic/iphone8plus-grid-orientation6-p3.heic"), Options{})
 	if err != nil {
 		t.Fatal(err)

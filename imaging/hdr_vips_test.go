@@ -15,13 +15,7 @@ import (
 // if its coded values were sRGB it is flat and grey; tone-mapped its
 // contrast is clearly higher.
 func TestHDRToneMapped(t *testing.T) {
-	if DefaultEngine != EngineVips {
-		t.Skip("HDR formats are read by the libvips engine")
-	}
-	e, err := New(EngineVips, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := libvips(t, "HDR formats are read by the libvips engine")
 	data := readFormat(t, "avif/cosmos-10bit-444-p3-pq-hdr.avif")
 	r, err := e.Process(context.Background(), data, Options{})
 	if err != nil {

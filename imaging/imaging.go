@@ -276,7 +276,7 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	opt = opt.withDefaults()
 	h, err := inspectFor(data, cfg, d)
 	if err != nil {
-		return nil, nameCamera(ctx, err, data, cfg)
+		return nil, nameCamera(ctx, err, h, nil)
 	}
 	meta, warning := readMetadata(ctx, h)
 	if err := ctx.Err(); err != nil {
@@ -284,7 +284,7 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	}
 	out, err := d.derive(ctx, data, h, meta.Orientation, opt)
 	if err != nil {
-		return nil, nameCamera(ctx, err, data, cfg)
+		return nil, nameCamera(ctx, err, h, &meta)
 	}
 	return &Result{
 		Format:          h.format,
@@ -302,20 +302,20 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 
 // nameCamera adds the camera to the message and the error of a raw that
 // cannot be decoded: which camera wrote it is what a photographer needs to
-// know about it.
-func nameCamera(ctx context.Context, err error, data []byte, cfg Config) error {
+// know about it. h is what inspectFor learnt of the file and m its metadata,
+// or nil when it has not been read yet.
+func nameCamera(ctx context.Context, err error, h header, m *Metadata) error {
 	var ie *Error
-	if !errors.As(err, &ie) || ie.Code != CodeCorruptImage {
+	if !errors.As(err, &ie) || ie.Code != CodeCorruptImage || !h.format.IsRaw() {
 		return err
 	}
-	h, herr := inspect(data, cfg)
-	if herr != nil || !h.format.IsRaw() {
-		return err
+	if m == nil {
+		read, _ := readMetadata(ctx, h)
+		m = &read
 	}
-	m, _ := readMetadata(ctx, h)
 	if camera := strings.TrimSpace(m.CameraMake + " " + m.CameraModel); camera != "" {
 		ie.Message += " (camera: " + camera + ")"
-		ie.Metadata = &m
+		ie.Metadata = m
 	}
 	return err
 }

@@ -109,11 +109,7 @@ func TestProcessCorpus(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Process: %v", err)
 				}
-				if r.Width != c.width || r.Height != c.height {
-					t.Errorf("size %d×%d, want %d×%d", r.Width, r.Height, c.width, c.height)
-				}
-				checkOutput(t, "thumbnail", r.Thumbnail, c.width, c.height, DefaultThumbSize)
-				checkOutput(t, "preview", r.Preview, c.width, c.height, DefaultPreviewSize)
+				checkOutputs(t, r, c.width, c.height)
 				if r.Image == nil || r.Image.Bounds().Dx() != r.Thumbnail.Width || r.Image.Bounds().Dy() != r.Thumbnail.Height {
 					t.Errorf("Image does not hold the thumbnail's pixels")
 				}
@@ -133,6 +129,17 @@ func TestProcessCorpus(t *testing.T) {
 
 // checkOutput decodes an output and checks its size: the long edge is
 // limit, or the original's when that is smaller, and the aspect ratio holds.
+// checkOutputs checks r's size and both its derivatives against an image of
+// w×h pixels.
+func checkOutputs(t *testing.T, r *Result, w, h int) {
+	t.Helper()
+	if r.Width != w || r.Height != h {
+		t.Errorf("size %d×%d, want %d×%d", r.Width, r.Height, w, h)
+	}
+	checkOutput(t, "thumbnail", r.Thumbnail, w, h, DefaultThumbSize)
+	checkOutput(t, "preview", r.Preview, w, h, DefaultPreviewSize)
+}
+
 func checkOutput(t *testing.T, what string, o Output, w, h, limit int) {
 	t.Helper()
 	if o.ContentType != "image/jpeg" {

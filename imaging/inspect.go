@@ -47,16 +47,15 @@ func inspect(data []byte, cfg Config) (header, error) {
 		return h, newError(CodeUnsupportedFormat, nil, "the file is not an image in a format Lightbox reads: %s", formats.Names)
 	}
 	h.format = f
-	switch f {
-	case HEIF, AVIF:
+	switch {
+	case f == HEIF || f == AVIF:
 		h.exif = heifExif(data)
 		h.hdrPrimaries, h.hdrTransfer = heifHDR(data)
 		return h, nil
-	case JXL:
+	case f == JXL:
 		h.exif = jxlExif(data)
 		return h, nil
-	case JPEG, PNG, GIF, WebP, TIFF:
-	default:
+	case !goDecodes(f):
 		return h, inspectRaw(data, &h)
 	}
 	c, err := decodeConfig(f, data)
