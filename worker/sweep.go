@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
@@ -100,9 +101,12 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
 		}
 	}
+	// Several finished jobs may share a batch; one release tops it up.
+	released := map[uuid.UUID]bool{}
 	for _, e := range r.Finished {
 		w.jobChanged(ctx, e.Job, e.Batch)
-		if e.Batch != nil {
+		if e.Batch != nil && !released[e.Batch.ID] {
+			released[e.Batch.ID] = true
 			w.jobs.Release(ctx, w.log, e.Batch.ID)
 		}
 	}
