@@ -143,7 +143,7 @@ func TestRemoveStaleLeavesFreshWrites(t *testing.T) {
 		if n, err := r.RemoveStale(ctx, time.Hour); err != nil || n != 0 {
 			t.Fatalf("removed %d fresh, %v", n, err)
 		}
-		deadline := time.Now().Add(time.Minute)
+		deadline := time.Now().Add(5 * time.Minute)
 		for {
 			n, err := r.RemoveStale(ctx, 0)
 			if err != nil {

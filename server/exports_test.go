@@ -383,7 +383,7 @@ func TestCancelRunningExportLeavesNoFile(t *testing.T) {
 		})
 		return out
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for len(files()) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("files left by the canceled export: %v", files())

@@ -85,7 +85,7 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 
 	// A worker drains the queue; Asynq's counters move.
 	a.startWorker()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		m = scrape()
 		if m.Value("asynq_queue_size", map[string]string{"queue": "default"}) == 0 &&
@@ -99,7 +99,7 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	stream.cancel()
-	deadline = time.Now().Add(time.Minute)
+	deadline = time.Now().Add(5 * time.Minute)
 	for scrape().Value("lightbox_sse_connections", nil) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the closed stream is still counted")
