@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +206,32 @@ func TestReleasableJobsKeepsABatchWithinItsWindow(t *testing.T) {
 	}
 	if none, _ := env.Store.ReleasableJobs(ctx, nil, time.Now().Add(-time.Minute), 0, 100); len(none) != 0 {
 		t.Fatalf("released %d ids recorded after the cutoff", len(none))
+	}
+}
+
+// Jobs of one batch ending at once, as on a worker with several slots,
+// leave the batch counting every one of them.
+func TestBatchCountsJobsThatEndTogether(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 40)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := env.Store.JobFinished(ctx, id, store.JobDone, "", ""); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	b, err := env.Store.Batch(ctx, owner, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Completed != len(ids) || b.Status != "completed" {
+		t.Fatalf("after %d jobs ended together the batch says %d completed, %s", len(ids), b.Completed, b.Status)
 	}
 }

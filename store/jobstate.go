@@ -64,9 +64,20 @@ func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status, code, mes
 }
 
 // RecountBatch recomputes a batch's counters and status from its jobs.
+//
+// The batch row is locked before the jobs are counted, in a statement of
+// its own: two jobs of a batch ending at once then recount one after the
+// other, the second counting with the first committed. Counting in the
+// same statement as the update would read the jobs as they were before the
+// lock was granted, and the batch would miss the other job for good.
 func (s *Store) RecountBatch(ctx context.Context, id uuid.UUID) (*Batch, error) {
 	b := &Batch{}
-	err := s.db.GetContext(ctx, b, `
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var locked uuid.UUID
+		if err := tx.db.GetContext(ctx, &locked, `SELECT id FROM batches WHERE id = $1 FOR UPDATE`, id); err != nil {
+			return notFound(err)
+		}
+		return notFound(tx.db.GetContext(ctx, b, `
 		WITH c AS (
 			SELECT count(*) AS total,
 			       count(*) FILTER (WHERE status = 'done') AS done,
@@ -83,6 +94,7 @@ func (s *Store) RecountBatch(ctx context.Context, id uuid.UUID) (*Batch, error) 
 			completed_at = CASE WHEN c.done + c.failed + c.canceled < c.total THEN NULL
 				ELSE coalesce(b.completed_at, now()) END
 		FROM c WHERE b.id = $1
-		RETURNING b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed, b.created_at, b.completed_at`, id)
-	return b, notFound(err)
+		RETURNING b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed, b.created_at, b.completed_at`, id))
+	})
+	return b, err
 }
