@@ -16,7 +16,7 @@ type jobEvent struct {
 	JobID    uuid.UUID  `json:"jobId"`
 	AssetID  *uuid.UUID `json:"assetId"`
 	BatchID  *uuid.UUID `json:"batchId"`
-	Type     string     `json:"type"`
+	JobType  string     `json:"jobType"`
 	Status   string     `json:"status"`
 	Progress float64    `json:"progress"`
 	Attempt  int        `json:"attempt"`
@@ -61,7 +61,7 @@ func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
 	if j.BatchID != nil {
 		batch = *j.BatchID
 	}
-	ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, Type: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
+	ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, JobType: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
 	if j.ErrorCode != nil {
 		ev.Error = &errorInfo{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
 	}

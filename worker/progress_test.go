@@ -50,6 +50,15 @@ func TestJobStatesArePublished(t *testing.T) {
 				json.Unmarshal(ev.Data, &a)
 				statuses[a.AssetID] = a.Status
 			}
+			if ev.Name == events.JobDone {
+				// The SDK spreads data over {type: <event name>}: a
+				// field named type would hide the name.
+				var fields map[string]any
+				json.Unmarshal(ev.Data, &fields)
+				if _, ok := fields["type"]; ok || fields["jobType"] == nil {
+					t.Fatalf("job.done data %s: want jobType and no type", ev.Data)
+				}
+			}
 		case <-ctx.Done():
 			t.Fatalf("events so far %v, asset states %v", seen, statuses)
 		}
