@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-pdf/fpdf"
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
@@ -54,25 +55,29 @@ func Photo(ctx context.Context, engine imaging.Engine, p Preset, s Settings, ori
 	return engine.Render(ctx, original, imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality})
 }
 
-// Archive is an export's zip as it is written: one entry per photo, or,
-// for a contact sheet, one JPEG entry per page. Entries are stored, not
-// compressed: photos are compressed already, and storing them is as small
-// and far faster.
+// Archive is an export's file as it is written: a zip with one entry per
+// photo, or, for a contact sheet, a PDF of A4 pages. Zip entries are
+// stored, not compressed: photos are compressed already, and storing them
+// is as small and far faster.
 type Archive struct {
 	engine   imaging.Engine
 	preset   Preset
 	settings Settings
-	zip      *zip.Writer
-	names    map[string]bool // entry names taken, lower-cased
-	sheet    *sheet          // contact sheets only
+	w        io.Writer
+	zip      *zip.Writer     // file presets
+	names    map[string]bool // zip entry names taken, lower-cased
+	sheet    *sheet          // contact sheets
+	pdf      *fpdf.Fpdf      // contact sheets
 	written  int
 }
 
 // NewArchive starts an archive of preset p with settings s on w. title
 // heads each contact sheet page ("Contact sheet" when empty).
 func NewArchive(w io.Writer, engine imaging.Engine, p Preset, s Settings, title string) (*Archive, error) {
-	a := &Archive{engine: engine, preset: p, settings: s, zip: zip.NewWriter(w), names: map[string]bool{}}
-	if p.Name == PresetContactSheet {
+	a := &Archive{engine: engine, preset: p, settings: s, w: w}
+	if p.Name != PresetContactSheet {
+		a.zip, a.names = zip.NewWriter(w), map[string]bool{}
+	} else {
 		if s.PerPage < 1 {
 			return nil, fmt.Errorf("render: a contact sheet needs perPage of 1 or more, not %d", s.PerPage)
 		}
@@ -83,7 +88,7 @@ func NewArchive(w io.Writer, engine imaging.Engine, p Preset, s Settings, title 
 		if err != nil {
 			return nil, err
 		}
-		a.sheet = sh
+		a.sheet, a.pdf = sh, newPDF(title)
 	}
 	return a, nil
 }
@@ -118,14 +123,17 @@ func (a *Archive) Write(ctx context.Context, items []Item,
 func (a *Archive) Written() int { return a.written }
 
 // Close writes the last contact sheet page, if one is begun, and ends the
-// zip. It does not close the underlying writer.
+// zip or the PDF. It does not close the underlying writer.
 func (a *Archive) Close() error {
-	if a.sheet != nil && a.sheet.n > 0 {
+	if a.sheet == nil {
+		return a.zip.Close()
+	}
+	if a.sheet.n > 0 {
 		if err := a.flushPage(); err != nil {
 			return err
 		}
 	}
-	return a.zip.Close()
+	return a.pdf.Output(a.w)
 }
 
 // drawn is one photo rendered: a file's bytes, or a contact sheet cell.
@@ -167,13 +175,31 @@ func (a *Archive) add(it Item, d drawn) error {
 	return err
 }
 
+// flushPage puts the sheet's page in the PDF as one full-page JPEG: the
+// PDF carries the JPEG's bytes as they are, without decoding them again.
 func (a *Archive) flushPage() error {
-	f, err := a.zip.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("contact-sheet-%03d.jpg", a.sheet.number),
-		Method: zip.Store, Modified: time.Now()})
-	if err != nil {
+	var page bytes.Buffer
+	if err := a.sheet.encode(&page, a.settings.Quality); err != nil {
 		return err
 	}
-	return a.sheet.encode(f, a.settings.Quality)
+	name := fmt.Sprintf("page-%d", a.sheet.number)
+	opts := fpdf.ImageOptions{ImageType: "JPG"}
+	a.pdf.AddPage()
+	a.pdf.RegisterImageOptionsReader(name, opts, &page)
+	a.pdf.ImageOptions(name, 0, 0, a4W, a4H, false, opts, 0, "")
+	return a.pdf.Error()
+}
+
+// A4 in millimetres, the PDF's unit.
+const a4W, a4H = 210, 297
+
+func newPDF(title string) *fpdf.Fpdf {
+	pdf := fpdf.New("P", "mm", "A4", "")
+	pdf.SetTitle(title, true)
+	pdf.SetCreator("Lightbox", true)
+	pdf.SetMargins(0, 0, 0)
+	pdf.SetAutoPageBreak(false, 0)
+	return pdf
 }
 
 // entryName is the photo's name in the archive: its upload name (with a

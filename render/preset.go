@@ -1,6 +1,7 @@
 // Package render provides what is drawn from originals after ingest: the
 // export presets and their settings, one photo rendered for a preset,
-// contact sheet pages, and the zip archive an export is delivered in.
+// contact sheet pages, and the archive an export is delivered in (a zip of
+// photos, or a contact sheet's PDF).
 package render
 
 import (
@@ -20,8 +21,11 @@ const (
 	PresetWeb               = "web"
 	PresetInstagramCarousel = "instagram_carousel"
 	PresetStory9x16         = "story_9x16"
-	PresetContactSheet      = "contact_sheet"
+	PresetContactSheet      = "contact_sheet_pdf"
 )
+
+// aliases are older names the API still takes for a preset.
+var aliases = map[string]string{"contact_sheet": PresetContactSheet}
 
 // Settings are an export's effective settings, stored with it: the
 // preset's defaults with the user's overrides applied, so the worker builds
@@ -63,8 +67,11 @@ var presets = []Preset{
 		Allowed: []string{"perPage", "quality", "includeNotReady"}, FromPreview: true},
 }
 
-// Lookup returns the preset called name.
+// Lookup returns the preset called name, or one of its aliases.
 func Lookup(name string) (Preset, bool) {
+	if canonical, ok := aliases[name]; ok {
+		name = canonical
+	}
 	i := slices.IndexFunc(presets, func(p Preset) bool { return p.Name == name })
 	if i < 0 {
 		return Preset{}, false
@@ -157,7 +164,18 @@ func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[str
 }
 
 // ArchiveName is the file name of an export's archive, what a browser
-// saves it as: "lightbox-web-1a2b3c4d.zip".
+// saves it as: "lightbox-web-1a2b3c4d.zip", "lightbox-contact-sheet-1a2b3c4d.pdf".
 func ArchiveName(preset string, export uuid.UUID) string {
+	if p, ok := Lookup(preset); ok && p.Name == PresetContactSheet {
+		return "lightbox-contact-sheet-" + export.String()[:8] + ".pdf"
+	}
 	return "lightbox-" + strings.ReplaceAll(preset, "_", "-") + "-" + export.String()[:8] + ".zip"
+}
+
+// ArchiveType is the media type of an export's archive.
+func ArchiveType(preset string) string {
+	if p, ok := Lookup(preset); ok && p.Name == PresetContactSheet {
+		return "application/pdf"
+	}
+	return "application/zip"
 }

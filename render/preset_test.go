@@ -29,7 +29,7 @@ func TestPresetTable(t *testing.T) {
 	if _, ok := render.Lookup("poster"); ok {
 		t.Error("an unknown preset was found")
 	}
-	if got := render.PresetNames(); got != "full_res, web, instagram_carousel, story_9x16 or contact_sheet" {
+	if got := render.PresetNames(); got != "full_res, web, instagram_carousel, story_9x16 or contact_sheet_pdf" {
 		t.Errorf("PresetNames() = %q", got)
 	}
 	id := uuid.MustParse("1a2b3c4d-0000-4000-8000-000000000000")

@@ -129,7 +129,7 @@ func (s *Server) createExport(c *gin.Context) {
 	job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: jobID, ProjectID: p.ID}, ExportID: exportID}, nil, nil)
 	raw, _ := json.Marshal(settings)
 	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
-	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: in.Preset, Settings: raw, ExpiresAt: &expires}
+	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, ExpiresAt: &expires}
 	e.AssetIDs = ids
 	if err := s.store.CreateExport(ctx, e, job); err != nil {
 		fail(c, err)
@@ -207,7 +207,7 @@ func (s *Server) exportDownload(c *gin.Context) {
 	if e.ExpiresAt != nil && e.ExpiresAt.Before(expires) {
 		expires = e.ExpiresAt.UTC().Truncate(time.Second)
 	}
-	u, err := s.signer.SignGet(c.Request.Context(), blob.Grant{Key: *e.BlobKey, Expires: expires, ContentType: "application/zip"})
+	u, err := s.signer.SignGet(c.Request.Context(), blob.Grant{Key: *e.BlobKey, Expires: expires, ContentType: render.ArchiveType(e.Preset)})
 	if err != nil {
 		fail(c, err)
 		return

@@ -241,6 +241,9 @@ func TestCancelQueuedExportRemovesItsTask(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
 	e := a.newExport(key, project, map[string]any{"preset": "contact_sheet"})
+	if e.Preset != "contact_sheet_pdf" {
+		t.Errorf("preset contact_sheet answered as %q, want its name contact_sheet_pdf", e.Preset)
+	}
 	in := inspector(t, a.env)
 	if _, err := in.GetTaskInfo("critical", "export:"+e.ID); err != nil {
 		t.Fatal(err)
