@@ -13,28 +13,6 @@ import (
 	"lightbox/store"
 )
 
-type clusterJSON struct {
-	ID            string          `json:"id"`
-	ProjectID     string          `json:"projectId"`
-	Kind          string          `json:"kind"`
-	Title         string          `json:"title"`
-	StartTime     *time.Time      `json:"startTime"`
-	EndTime       *time.Time      `json:"endTime"`
-	Score         float64         `json:"score"`
-	Reviewed      bool            `json:"reviewed"`
-	WinnerAssetID *uuid.UUID      `json:"winnerAssetId"`
-	WhyWinner     []string        `json:"whyWinner"`
-	Assets        json.RawMessage `json:"assets"`
-}
-
-func toClusterJSON(c store.Cluster) clusterJSON {
-	return clusterJSON{ID: c.ID.String(), ProjectID: c.ProjectID.String(), Kind: c.Kind, Title: c.Title,
-		StartTime: c.StartTime, EndTime: c.EndTime, Score: c.Score, Reviewed: c.Reviewed,
-		WinnerAssetID: c.WinnerAssetID, WhyWinner: append([]string{}, c.WhyWinner...), Assets: c.Members}
-}
-
-var clusterKinds = map[string]bool{"": true, "moment": true, "burst": true, "duplicate_group": true}
-
 // ownProject loads the caller's project named by the path.
 func (s *Server) ownProject(c *gin.Context) (*store.Project, error) {
 	id, err := pathID(c, "id")
@@ -42,44 +20,6 @@ func (s *Server) ownProject(c *gin.Context) (*store.Project, error) {
 		return nil, err
 	}
 	return s.store.Project(c.Request.Context(), principal(c).ID, id)
-}
-
-func (s *Server) listClusters(c *gin.Context) {
-	p, err := s.ownProject(c)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	kind := c.Query("kind")
-	if !clusterKinds[kind] {
-		fail(c, fieldErrors{"kind": "must be moment, burst or duplicate_group"}.err())
-		return
-	}
-	cur, limit, err := pageParams(c)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	page, err := s.store.Clusters(c.Request.Context(), p.ID, kind, cur, limit)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toPaged(page, toClusterJSON))
-}
-
-func (s *Server) getCluster(c *gin.Context) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	cl, err := s.store.Cluster(c.Request.Context(), principal(c).ID, id)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toClusterJSON(*cl))
 }
 
 type hitJSON struct {

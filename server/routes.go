@@ -57,6 +57,8 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/search", s.search)
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
+	api.PATCH("/clusters/:id", s.patchCluster)
+	api.POST("/clusters/:id/winner", s.chooseClusterWinner)
 
 	api.GET("/chain/head", s.chainHead)
 	api.GET("/chain/verify", s.chainVerify)

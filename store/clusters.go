@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,6 +92,9 @@ func (s *Store) ClusterInputs(ctx context.Context, project uuid.UUID) ([]Cluster
 
 // NewCluster is a group to store.
 type NewCluster struct {
+	// ID is zero for a new group; ReplaceClusters gives a group that
+	// carries a person's review the reviewed group's ID.
+	ID        uuid.UUID
 	Kind      string
 	Title     string
 	Start     *time.Time
@@ -98,6 +103,15 @@ type NewCluster struct {
 	Winner    uuid.UUID
 	WhyWinner []string
 	Members   []ClusterMember
+	review
+}
+
+// review is what a person decided about a group.
+type review struct {
+	Reviewed     bool
+	ManualTitle  bool
+	ManualWinner bool
+	Overrides    json.RawMessage
 }
 
 // ClusterMember is one asset's place in a cluster.
@@ -110,19 +124,34 @@ type ClusterMember struct {
 
 // ReplaceClusters swaps a project's clusters for cs in one transaction and
 // moves the search-ready assets among ready to 'ai'. It returns how many
-// assets moved.
+// assets moved. Reviews of the old groups carry over (see carryReviews).
 func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int64, cs []NewCluster, ready []uuid.UUID) (int, error) {
 	var moved int
 	err := s.WithTx(ctx, func(tx *Store) error {
+		var reviewed []reviewedCluster
+		if err := tx.db.SelectContext(ctx, &reviewed, `
+			SELECT c.id, c.kind, c.title, c.reviewed, c.manual_title, c.manual_winner, c.manual_overrides, c.winner_asset_id,
+			       array_agg(ca.asset_id) AS members
+			FROM clusters c JOIN cluster_assets ca ON ca.cluster_id = c.id
+			WHERE c.project_id = $1 AND (c.reviewed OR c.manual_title OR c.manual_winner OR c.manual_overrides IS NOT NULL)
+			GROUP BY c.id`, project); err != nil {
+			return err
+		}
+		carryReviews(reviewed, cs)
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM clusters WHERE project_id = $1`, project); err != nil {
 			return err
 		}
 		for _, c := range cs {
-			id := uuid.New()
+			id := c.ID
+			if id == uuid.Nil {
+				id = uuid.New()
+			}
 			if _, err := tx.db.ExecContext(ctx, `
-				INSERT INTO clusters (id, project_id, kind, title, start_time, end_time, score, winner_asset_id, why_winner)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				id, project, c.Kind, c.Title, c.Start, c.End, c.Score, c.Winner, pq.Array(c.WhyWinner)); err != nil {
+				INSERT INTO clusters (id, project_id, kind, title, start_time, end_time, score, winner_asset_id, why_winner,
+				                      reviewed, manual_title, manual_winner, manual_overrides)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+				id, project, c.Kind, c.Title, c.Start, c.End, c.Score, c.Winner, pq.Array(c.WhyWinner),
+				c.Reviewed, c.ManualTitle, c.ManualWinner, nullJSON(c.Overrides)); err != nil {
 				return err
 			}
 			ids, ranks, roles, signals := make([]string, len(c.Members)), make([]int64, len(c.Members)), make([]string, len(c.Members)), make([]string, len(c.Members))
@@ -154,23 +183,24 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 
 // Cluster is a stored group with its members.
 type Cluster struct {
-	ID            uuid.UUID       `db:"id"`
-	ProjectID     uuid.UUID       `db:"project_id"`
-	Kind          string          `db:"kind"`
-	Title         string          `db:"title"`
-	StartTime     *time.Time      `db:"start_time"`
-	EndTime       *time.Time      `db:"end_time"`
-	Score         float64         `db:"score"`
-	Reviewed      bool            `db:"reviewed"`
-	WinnerAssetID *uuid.UUID      `db:"winner_asset_id"`
-	WhyWinner     Strings         `db:"why_winner"`
-	CreatedAt     time.Time       `db:"created_at"`
-	Members       json.RawMessage `db:"members"`
+	ID            uuid.UUID        `db:"id"`
+	ProjectID     uuid.UUID        `db:"project_id"`
+	Kind          string           `db:"kind"`
+	Title         string           `db:"title"`
+	StartTime     *time.Time       `db:"start_time"`
+	EndTime       *time.Time       `db:"end_time"`
+	Score         float64          `db:"score"`
+	Reviewed      bool             `db:"reviewed"`
+	WinnerAssetID *uuid.UUID       `db:"winner_asset_id"`
+	WhyWinner     Strings          `db:"why_winner"`
+	Overrides     *json.RawMessage `db:"manual_overrides"` // the app's own, as it sent them
+	CreatedAt     time.Time        `db:"created_at"`
+	Members       json.RawMessage  `db:"members"`
 }
 
 const clusterSelect = `
 	SELECT c.id, c.project_id, c.kind, c.title, c.start_time, c.end_time, c.score, c.reviewed, c.winner_asset_id,
-	       c.why_winner, c.created_at,
+	       c.why_winner, c.manual_overrides, c.created_at,
 	       (SELECT coalesce(json_agg(json_build_object('assetId', ca.asset_id, 'rank', ca.rank, 'role', ca.role, 'signals', ca.signals)
 	                ORDER BY ca.rank), '[]') FROM cluster_assets ca WHERE ca.cluster_id = c.id) AS members
 	FROM clusters c`
@@ -197,4 +227,153 @@ func (s *Store) Cluster(ctx context.Context, owner, id uuid.UUID) (*Cluster, err
 	err := s.db.GetContext(ctx, c, clusterSelect+` JOIN projects p ON p.id = c.project_id
 		WHERE c.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return c, notFound(err)
+}
+
+// reviewedCluster is a stored group a person has reviewed, with its members.
+type reviewedCluster struct {
+	ID            uuid.UUID        `db:"id"`
+	Kind          string           `db:"kind"`
+	Title         string           `db:"title"`
+	Reviewed      bool             `db:"reviewed"`
+	ManualTitle   bool             `db:"manual_title"`
+	ManualWinner  bool             `db:"manual_winner"`
+	Overrides     *json.RawMessage `db:"manual_overrides"`
+	WinnerAssetID *uuid.UUID       `db:"winner_asset_id"`
+	Members       UUIDs            `db:"members"`
+}
+
+// carryReviews gives each reviewed group's review to the new group of its
+// kind that holds most of its members, when that is more than half of
+// them: the group the person looked at, grown or shrunk by later uploads.
+// The new group takes the old one's ID, so clients keep their place; the
+// chosen winner stays the winner while it is still a member. A new group
+// takes at most one review.
+func carryReviews(reviewed []reviewedCluster, cs []NewCluster) {
+	taken := make([]bool, len(cs))
+	for _, old := range reviewed {
+		in := make(map[uuid.UUID]bool, len(old.Members))
+		for _, id := range old.Members {
+			in[id] = true
+		}
+		best, bestShared := -1, 0
+		for i, c := range cs {
+			if taken[i] || c.Kind != old.Kind {
+				continue
+			}
+			shared := 0
+			for _, m := range c.Members {
+				if in[m.AssetID] {
+					shared++
+				}
+			}
+			if shared > bestShared {
+				best, bestShared = i, shared
+			}
+		}
+		if best < 0 || 2*bestShared <= len(old.Members) {
+			continue
+		}
+		taken[best] = true
+		c := &cs[best]
+		c.ID = old.ID
+		c.review = review{Reviewed: old.Reviewed, ManualTitle: old.ManualTitle}
+		if old.Overrides != nil {
+			c.Overrides = *old.Overrides
+		}
+		if old.ManualTitle {
+			c.Title = old.Title
+		}
+		if old.ManualWinner && old.WinnerAssetID != nil && c.chooseWinner(*old.WinnerAssetID) {
+			c.ManualWinner = true
+		}
+	}
+}
+
+// chooseWinner makes member id the group's winner, as a person chose it:
+// the machine's winner becomes an alternative. It reports false when id is
+// not a member.
+func (c *NewCluster) chooseWinner(id uuid.UUID) bool {
+	i := slices.IndexFunc(c.Members, func(m ClusterMember) bool { return m.AssetID == id })
+	if i < 0 {
+		return false
+	}
+	for j := range c.Members {
+		if c.Members[j].Role == "winner" {
+			c.Members[j].Role = "alt"
+		}
+	}
+	c.Members[i].Role = "winner"
+	c.Winner, c.WhyWinner = id, []string{"chosen"}
+	return true
+}
+
+// ClusterChange is what a person changes about a group; nil leaves a field
+// as it is.
+type ClusterChange struct {
+	Title     *string
+	Reviewed  *bool
+	Overrides *json.RawMessage // a JSON null clears them
+}
+
+// UpdateCluster applies change to owner's cluster id and returns it.
+func (s *Store) UpdateCluster(ctx context.Context, owner, id uuid.UUID, change ClusterChange) (*Cluster, error) {
+	var overrides json.RawMessage
+	if change.Overrides != nil {
+		overrides = *change.Overrides
+	}
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.Cluster(ctx, owner, id); err != nil {
+			return err
+		}
+		_, err := tx.db.ExecContext(ctx, `
+			UPDATE clusters SET
+				title = coalesce($2, title),
+				manual_title = manual_title OR $2 IS NOT NULL,
+				reviewed = coalesce($3, reviewed),
+				manual_overrides = CASE WHEN $4 THEN nullif($5::jsonb, 'null'::jsonb) ELSE manual_overrides END
+			WHERE id = $1`,
+			id, change.Title, change.Reviewed, change.Overrides != nil, nullJSON(overrides))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Cluster(ctx, owner, id)
+}
+
+// nullJSON is raw as a query argument: SQL NULL when empty.
+func nullJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+// ErrNotMember is returned for a winner that is not in the group.
+var ErrNotMember = errors.New("store: the asset is not a member of the cluster")
+
+// ChooseClusterWinner makes member winner the winner of owner's cluster id,
+// as a person chose it, and returns the cluster.
+func (s *Store) ChooseClusterWinner(ctx context.Context, owner, id, winner uuid.UUID) (*Cluster, error) {
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.Cluster(ctx, owner, id); err != nil {
+			return err
+		}
+		res, err := tx.db.ExecContext(ctx, `
+			UPDATE cluster_assets SET role = CASE WHEN asset_id = $2 THEN 'winner' WHEN role = 'winner' THEN 'alt' ELSE role END
+			WHERE cluster_id = $1 AND EXISTS (SELECT 1 FROM cluster_assets WHERE cluster_id = $1 AND asset_id = $2)`, id, winner)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotMember
+		}
+		_, err = tx.db.ExecContext(ctx, `UPDATE clusters SET winner_asset_id = $2, why_winner = '{chosen}', manual_winner = true
+			WHERE id = $1`, id, winner)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Cluster(ctx, owner, id)
 }
