@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -32,7 +37,44 @@ type assetFlags struct {
 	MetadataWarning *string    `json:"metadataWarning,omitempty"`
 	ErrorCode       *string    `json:"errorCode"`
 	ErrorMessage    *string    `json:"errorMessage"`
+
+	user json.RawMessage // the app's own flags, set with PATCH
 }
+
+// MarshalJSON writes the service's flags with the app's own beside them;
+// the service's win a clash (PATCH refuses their names anyway).
+func (f assetFlags) MarshalJSON() ([]byte, error) {
+	type plain assetFlags
+	out, err := json.Marshal(plain(f))
+	if err != nil || len(f.user) == 0 || string(f.user) == "{}" {
+		return out, err
+	}
+	var all, user map[string]json.RawMessage
+	if err := json.Unmarshal(out, &all); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(f.user, &user); err != nil {
+		return nil, err
+	}
+	for k, v := range user {
+		if _, taken := all[k]; !taken {
+			all[k] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+// serviceFlags are the names of the flags the service sets.
+var serviceFlags = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	t := reflect.TypeFor[assetFlags]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			names[name] = true
+		}
+	}
+	return names
+})
 
 type assetJSON struct {
 	ID             string          `json:"id"`
@@ -57,6 +99,10 @@ type assetJSON struct {
 	EXIF           json.RawMessage `json:"exif"`
 	Quality        json.RawMessage `json:"quality"`
 	Flags          assetFlags      `json:"flags"`
+	Keywords       []string        `json:"keywords"`
+	Notes          string          `json:"notes"`
+	IPTC           json.RawMessage `json:"iptc"`
+	MyRating       *ratingJSON     `json:"myRating"` // the caller's; null when not rated or not known
 	BestPreviewURL *string         `json:"bestPreviewUrl"`
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
@@ -101,7 +147,9 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 			Thumbnail: rank >= 1, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
 			Embedding: rank >= 2, Clustered: rank >= 3,
 			DuplicateOf: a.DuplicateOf, MetadataWarning: a.MetadataWarning, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage,
+			user: a.UserFlags,
 		},
+		Keywords: append([]string{}, a.Keywords...), Notes: a.Notes, IPTC: a.IPTC,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}
 	if a.GPSLat != nil && a.GPSLon != nil {
@@ -137,12 +185,63 @@ func (s *Server) listAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	page, err := s.store.Assets(c.Request.Context(), id, cur, limit)
+	filter, err := assetFilter(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toPaged(page, func(a store.Asset) assetJSON { return s.toAssetJSON(c.Request.Context(), a) }))
+	page, err := s.store.Assets(c.Request.Context(), id, filter, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := toPaged(page, func(a store.Asset) assetJSON { return s.toAssetJSON(c.Request.Context(), a) })
+	if err := s.addRatings(c, out.Items); err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// assetFilter reads the list filters on the caller's own ratings.
+func assetFilter(c *gin.Context) (store.AssetFilter, error) {
+	f := store.AssetFilter{User: principal(c).ID}
+	errs := fieldErrors{}
+	for name, dst := range map[string]**bool{"picked": &f.Picked, "rejected": &f.Rejected} {
+		if v := c.Query(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs.add(name, "must be true or false")
+			}
+			*dst = &b
+		}
+	}
+	if v := c.Query("ratingMin"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			errs.add("ratingMin", "must be a whole number from 1 to 5")
+		}
+		f.RatingMin = &n
+	}
+	return f, errs.err()
+}
+
+// addRatings fills in the caller's rating of each asset, in one query.
+func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
+	ids := make([]uuid.UUID, len(assets))
+	for i, a := range assets {
+		ids[i] = uuid.MustParse(a.ID)
+	}
+	ratings, err := s.store.Ratings(c.Request.Context(), principal(c).ID, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if r, ok := ratings[id]; ok {
+			assets[i].MyRating = toRatingJSON(r)
+		}
+	}
+	return nil
 }
 
 // ownAsset loads the caller's asset named by the path's id, which may
@@ -166,7 +265,17 @@ func (s *Server) getAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.toAssetJSON(c.Request.Context(), *a))
+	s.answerAsset(c, a)
+}
+
+// answerAsset answers with an asset as the caller sees it.
+func (s *Server) answerAsset(c *gin.Context, a *store.Asset) {
+	out := []assetJSON{s.toAssetJSON(c.Request.Context(), *a)}
+	if err := s.addRatings(c, out); err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out[0])
 }
 
 type fileJSON struct {
@@ -270,4 +379,108 @@ func (s *Server) getBlob(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "private, max-age=600")
 	http.ServeContent(c.Writer, c.Request, "", info.ModTime, f)
+}
+
+// Bounds of what a person notes on an asset.
+const (
+	maxKeywords, maxKeywordLen = 100, 100
+	maxIPTC, maxUserFlags      = 16 << 10, 4 << 10
+)
+
+// patchAsset changes what a person notes on an asset: keywords, notes,
+// IPTC fields (replaced whole) and the app's own flags (merged; a flag set
+// to null is removed).
+func (s *Server) patchAsset(c *gin.Context) {
+	a, action, err := s.ownAsset(c)
+	if err == nil && action != "" {
+		err = errNotFound()
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Keywords optional[[]string]                   `json:"keywords"`
+		Notes    optional[string]                     `json:"notes"`
+		IPTC     optional[map[string]json.RawMessage] `json:"iptc"`
+		Flags    optional[map[string]json.RawMessage] `json:"flags"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	var change store.AssetChange
+	if in.Keywords.Set {
+		kw := keywords(errs, in.Keywords.Value)
+		change.Keywords = &kw
+	}
+	if in.Notes.Set {
+		notes := ""
+		if in.Notes.Value != nil {
+			notes = *in.Notes.Value
+		}
+		if utf8.RuneCountInString(notes) > maxNotes {
+			errs.add("notes", "must be at most 5000 characters")
+		}
+		change.Notes = &notes
+	}
+	if in.IPTC.Set {
+		change.IPTC = jsonObject(errs, "iptc", in.IPTC.Value, maxIPTC)
+	}
+	if in.Flags.Set {
+		for name := range deref(in.Flags.Value) {
+			if serviceFlags()[name] {
+				errs.add("flags."+name, "is set by the service")
+			}
+		}
+		change.Flags = jsonObject(errs, "flags", in.Flags.Value, maxUserFlags)
+	}
+	if !in.Keywords.Set && !in.Notes.Set && !in.IPTC.Set && !in.Flags.Set {
+		errs.add("(body)", "must set keywords, notes, iptc or flags")
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	updated, err := s.store.UpdateAsset(c.Request.Context(), principal(c).ID, a.ID, change)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerAsset(c, updated)
+}
+
+// keywords checks a keyword list: trimmed, none empty, no repeats (in any
+// case), within bounds. null clears it.
+func keywords(errs fieldErrors, in *[]string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, k := range deref(in) {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "" || utf8.RuneCountInString(k) > maxKeywordLen:
+			errs.add("keywords", "must each be 1 to 100 characters")
+			return nil
+		case !seen[strings.ToLower(k)]:
+			seen[strings.ToLower(k)] = true
+			out = append(out, k)
+		}
+	}
+	if len(out) > maxKeywords {
+		errs.add("keywords", "must be at most 100")
+	}
+	return out
+}
+
+// jsonObject is a JSON object field as stored: null stores {}.
+func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, limit int) json.RawMessage {
+	raw, _ := json.Marshal(deref(in))
+	if string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if len(raw) > limit {
+		errs.add(field, fmt.Sprintf("must be at most %d KiB of JSON", limit>>10))
+	}
+	return raw
 }

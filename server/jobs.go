@@ -43,11 +43,13 @@ func toJobJSON(j store.Job) jobJSON {
 	return out
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// deref is what p points at, or T's zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *s
+	return *p
 }
 
 var jobStatuses = map[string]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}

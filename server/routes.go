@@ -54,6 +54,7 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/assets", s.listAssets)
 	api.GET("/projects/:id/jobs", s.listJobs)
 	api.GET("/projects/:id/clusters", s.listClusters)
+	api.POST(`/projects/:id/cull\:applyAction`, s.applyCullActions)
 	api.GET("/projects/:id/search", s.search)
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
@@ -71,6 +72,8 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/batches/:id/jobs/:jobId/retry", s.retryJob)
 
 	api.GET("/assets/:id", s.getAsset)
+	api.PATCH("/assets/:id", s.patchAsset)
+	api.POST("/assets/:id/ratings", s.rateAsset)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
 	api.GET("/assets/:id/similar", s.similar)

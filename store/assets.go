@@ -44,6 +44,10 @@ type Asset struct {
 	MetadataWarning *string         `db:"metadata_warning"`
 	ErrorCode       *string         `db:"error_code"`
 	ErrorMessage    *string         `db:"error_message"`
+	Keywords        Strings         `db:"keywords"`
+	Notes           string          `db:"notes"`
+	IPTC            json.RawMessage `db:"iptc"`
+	UserFlags       json.RawMessage `db:"user_flags"` // the app's own flags, beside the service's
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 }
@@ -99,7 +103,7 @@ const assetColumns = `a.id, a.project_id, a.client_file_id, a.filename, a.conten
 	a.checksum_sha256, a.upload_size, a.uploaded_at, a.status, a.duplicate_of, a.upload_expires_at, a.finalized_at,
 	a.captured_at, a.captured_offset, a.ingested_at, a.width_px, a.height_px, a.camera_make, a.camera_model,
 	a.lens_model, a.focal_length_mm, a.shutter_speed, a.aperture, a.iso, a.gps_lat, a.gps_lon, a.exif, a.quality,
-	a.metadata_warning, a.error_code, a.error_message, a.created_at, a.updated_at`
+	a.metadata_warning, a.error_code, a.error_message, a.keywords, a.notes, a.iptc, a.user_flags, a.created_at, a.updated_at`
 
 // AssetByID returns an asset whatever its owner; for the worker and uploads.
 func (s *Store) AssetByID(ctx context.Context, id uuid.UUID) (*Asset, error) {
@@ -117,8 +121,17 @@ func (s *Store) Asset(ctx context.Context, owner, id uuid.UUID) (*Asset, error) 
 	return a, notFound(err)
 }
 
+// AssetFilter narrows a list of assets by one person's ratings; nil
+// fields do not filter.
+type AssetFilter struct {
+	User      uuid.UUID
+	Picked    *bool
+	Rejected  *bool
+	RatingMin *int
+}
+
 // Assets lists a project's assets in upload order, limit at a time.
-func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, limit int) (Page[Asset], error) {
+func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, after *Cursor, limit int) (Page[Asset], error) {
 	var rows []Asset
 	// Without a cursor, start after a position earlier than any row.
 	var afterTime time.Time
@@ -127,8 +140,12 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, after *Cursor, li
 		afterTime, afterID = after.Time, after.ID
 	}
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
+		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $5
 		WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
-		ORDER BY a.created_at, a.id LIMIT $4`, project, afterTime, afterID, limit+1)
+		  AND ($6::boolean IS NULL OR coalesce(r.picked, false) = $6)
+		  AND ($7::boolean IS NULL OR coalesce(r.rejected, false) = $7)
+		  AND ($8::int IS NULL OR r.rating >= $8)
+		ORDER BY a.created_at, a.id LIMIT $4`, project, afterTime, afterID, limit+1, f.User, f.Picked, f.Rejected, f.RatingMin)
 	if err != nil {
 		return Page[Asset]{}, err
 	}

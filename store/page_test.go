@@ -40,7 +40,7 @@ func TestPagesVisitEveryRowOnce(t *testing.T) {
 	var assets []uuid.UUID
 	var after *store.Cursor
 	for pages := 0; ; pages++ {
-		p, err := env.Store.Assets(ctx, project, after, 3)
+		p, err := env.Store.Assets(ctx, project, store.AssetFilter{}, after, 3)
 		if err != nil {
 			t.Fatal(err)
 		}

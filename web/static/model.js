@@ -258,6 +258,7 @@ export class ProjectModel extends EventTarget {
     }
     switch (name) {
       case 'asset.updated': {
+        if (!data.status) return; // a person's rating or notes: nothing the upload list shows
         const row = this.byAsset.get(data.assetId);
         if (!row) {
           this.fetchMissing(data.assetId);

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/events"
+	"lightbox/store"
+)
+
+// maxCullActions is how many rating changes one cull:applyAction takes.
+const maxCullActions = 1000
+
+// maxNotes bounds notes on a rating or an asset, in characters.
+const maxNotes = 5000
+
+type ratingJSON struct {
+	AssetID   uuid.UUID `json:"assetId"`
+	UserID    uuid.UUID `json:"userId"`
+	Rating    *int      `json:"rating"`
+	Picked    bool      `json:"picked"`
+	Rejected  bool      `json:"rejected"`
+	Starred   bool      `json:"starred"`
+	Notes     string    `json:"notes"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func toRatingJSON(r store.Rating) *ratingJSON {
+	return &ratingJSON{AssetID: r.AssetID, UserID: r.UserID, Rating: r.Rating, Picked: r.Picked, Rejected: r.Rejected,
+		Starred: r.Starred, Notes: r.Notes, UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// ratingInput is one rating change as clients send it.
+type ratingInput struct {
+	Rating   optional[int] `json:"rating"`
+	Picked   *bool         `json:"picked"`
+	Rejected *bool         `json:"rejected"`
+	Starred  *bool         `json:"starred"`
+	Notes    *string       `json:"notes"`
+}
+
+// change checks in, naming fields under prefix ("actions[3].").
+func (in ratingInput) change(errs fieldErrors, prefix string, asset uuid.UUID) store.RatingChange {
+	ch := store.RatingChange{AssetID: asset, Picked: in.Picked, Rejected: in.Rejected, Starred: in.Starred, Notes: in.Notes}
+	if in.Rating.Set {
+		if in.Rating.Value == nil {
+			ch.ClearRating = true
+		} else if r := *in.Rating.Value; r < 1 || r > 5 {
+			errs.add(prefix+"rating", "must be a whole number from 1 to 5, or null")
+		} else {
+			ch.Rating = in.Rating.Value
+		}
+	}
+	if in.Picked != nil && in.Rejected != nil && *in.Picked && *in.Rejected {
+		errs.add(prefix+"picked", "cannot be true with rejected")
+	}
+	if in.Notes != nil && utf8.RuneCountInString(*in.Notes) > maxNotes {
+		errs.add(prefix+"notes", "must be at most 5000 characters")
+	}
+	if !in.Rating.Set && in.Picked == nil && in.Rejected == nil && in.Starred == nil && in.Notes == nil {
+		field := strings.TrimSuffix(prefix, ".")
+		if field == "" {
+			field = "(body)"
+		}
+		errs.add(field, "must set rating, picked, rejected, starred or notes")
+	}
+	return ch
+}
+
+// rateAsset sets the caller's rating of an asset: one per person and asset.
+func (s *Server) rateAsset(c *gin.Context) {
+	a, action, err := s.ownAsset(c)
+	if err == nil && action != "" {
+		err = errNotFound()
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in ratingInput
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	change := in.change(errs, "", a.ID)
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	r, err := s.store.Rate(c.Request.Context(), principal(c).ID, change)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.ratingsChanged(c.Request.Context(), a.ProjectID, *r)
+	c.JSON(http.StatusOK, toRatingJSON(*r))
+}
+
+// applyCullActions applies up to 1,000 rating changes of the caller's in
+// one transaction: all of them, or none.
+func (s *Server) applyCullActions(c *gin.Context) {
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Actions []struct {
+			AssetID uuid.UUID `json:"assetId"`
+			ratingInput
+		} `json:"actions"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	switch n := len(in.Actions); {
+	case n == 0:
+		errs.add("actions", "must hold 1 to 1000 actions")
+	case n > maxCullActions:
+		fail(c, apiError(http.StatusBadRequest, "too_many_actions", "%d actions; one request takes at most %d.", n, maxCullActions).
+			with("limit", maxCullActions))
+		return
+	}
+	changes := make([]store.RatingChange, len(in.Actions))
+	for i, act := range in.Actions {
+		prefix := fmt.Sprintf("actions[%d].", i)
+		if act.AssetID == uuid.Nil {
+			errs.add(prefix+"assetId", "is required")
+		}
+		changes[i] = act.change(errs, prefix, act.AssetID)
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	user := principal(c).ID
+	err = s.store.CullActions(c.Request.Context(), user, p.ID, changes)
+	var foreign *store.ForeignAssetsError
+	if errors.As(err, &foreign) {
+		err = apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project; nothing was changed.", len(foreign.IDs)).
+			with("fields", map[string]string{"actions": "must name assets of this project"}).with("assetIds", foreign.IDs)
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ids := make([]uuid.UUID, 0, len(changes))
+	seen := map[uuid.UUID]bool{}
+	for _, ch := range changes {
+		if !seen[ch.AssetID] {
+			seen[ch.AssetID] = true
+			ids = append(ids, ch.AssetID)
+		}
+	}
+	ratings, err := s.store.Ratings(c.Request.Context(), user, ids)
+	if err != nil {
+		s.log.WarnContext(c.Request.Context(), "read ratings to publish", "err", err)
+	}
+	for _, id := range ids {
+		if r, ok := ratings[id]; ok {
+			s.ratingsChanged(c.Request.Context(), p.ID, r)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids})
+}
+
+// ratingsChanged tells the project's other open views of a new rating.
+// A lost event is logged: views resync from the API.
+func (s *Server) ratingsChanged(ctx context.Context, project uuid.UUID, r store.Rating) {
+	ev, err := events.New(events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": r.AssetID, "myRating": toRatingJSON(r)})
+	if err == nil {
+		_, err = s.events.Publish(ctx, ev)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "publish rating", "asset", r.AssetID, "err", err)
+	}
+}
