@@ -256,11 +256,18 @@ func (s *Server) ownAsset(c *gin.Context) (*store.Asset, string, error) {
 	return a, action, err
 }
 
-func (s *Server) getAsset(c *gin.Context) {
+// ownPlainAsset loads the caller's asset named by the path's id, which
+// must carry no ":action" suffix.
+func (s *Server) ownPlainAsset(c *gin.Context) (*store.Asset, error) {
 	a, action, err := s.ownAsset(c)
 	if err == nil && action != "" {
 		err = apiError(http.StatusNotFound, "route_not_found", "No such route.")
 	}
+	return a, err
+}
+
+func (s *Server) getAsset(c *gin.Context) {
+	a, err := s.ownPlainAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -391,10 +398,7 @@ const (
 // IPTC fields (replaced whole) and the app's own flags (merged; a flag set
 // to null is removed).
 func (s *Server) patchAsset(c *gin.Context) {
-	a, action, err := s.ownAsset(c)
-	if err == nil && action != "" {
-		err = errNotFound()
-	}
+	a, err := s.ownPlainAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
