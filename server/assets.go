@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // downloadTTL is how long signed file URLs in answers stay valid.
@@ -487,4 +490,36 @@ func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, 
 		errs.add(field, fmt.Sprintf("must be at most %d KiB of JSON", limit>>10))
 	}
 	return raw
+}
+
+// deleteAsset hides an asset at once and leaves its bytes and derived
+// files to an asset:delete task. Its attestation stays in the chain.
+func (s *Server) deleteAsset(c *gin.Context) {
+	ctx := c.Request.Context()
+	a, err := s.ownPlainAsset(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	job, err := s.store.DeleteAsset(ctx, principal(c).ID, a.ID, func(project uuid.UUID, keys []string) store.Job {
+		// An ingest still running writes these after the rows are gone.
+		for _, kind := range []string{"thumbnail", "preview"} {
+			if k := blob.DerivedKey(a.ID, kind, "jpg"); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: a.ID, Keys: keys}
+		return jobs.Row(p, nil, nil)
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	// Work still waiting for the asset has nothing left to do; a task
+	// already running finds the asset gone.
+	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID))
+	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeEmbed), tasks.EmbedID(a.ID, s.embedModel))
+	s.jobs.Enqueue(ctx, logger(c), []store.Job{*job})
+	s.publish(c, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "deleted": true})
+	c.Status(http.StatusNoContent)
 }

@@ -145,15 +145,21 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": nonNil(retried)})
 }
 
-// publishBatch tells the batch's listeners its new state. A lost event is
-// only logged: clients resync from the API.
+// publishBatch tells the batch's listeners its new state.
 func (s *Server) publishBatch(c *gin.Context, b *store.Batch) {
-	ev, err := events.New(events.BatchUpdated, b.ProjectID, b.ID, toBatchJSON(b))
+	s.publish(c, events.BatchUpdated, b.ProjectID, b.ID, toBatchJSON(b))
+}
+
+// publish sends one event to a project's streams (and a batch's, unless
+// batch is uuid.Nil). A lost event is only logged: clients resync from
+// the API.
+func (s *Server) publish(c *gin.Context, name events.Name, project, batch uuid.UUID, data any) {
+	ev, err := events.New(name, project, batch, data)
 	if err == nil {
 		_, err = s.events.Publish(c.Request.Context(), ev)
 	}
 	if err != nil {
-		logger(c).Warn("publish batch event", "batch", b.ID, "err", err)
+		logger(c).Warn("publish event", "event", name, "project", project, "err", err)
 	}
 }
 

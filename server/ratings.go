@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,7 +97,7 @@ func (s *Server) rateAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.ratingsChanged(c.Request.Context(), a.ProjectID, *r)
+	s.ratingChanged(c, a.ProjectID, *r)
 	c.JSON(http.StatusOK, toRatingJSON(*r))
 }
 
@@ -166,20 +165,13 @@ func (s *Server) applyCullActions(c *gin.Context) {
 	}
 	for _, id := range ids {
 		if r, ok := ratings[id]; ok {
-			s.ratingsChanged(c.Request.Context(), p.ID, r)
+			s.ratingChanged(c, p.ID, r)
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids})
 }
 
-// ratingsChanged tells the project's other open views of a new rating.
-// A lost event is logged: views resync from the API.
-func (s *Server) ratingsChanged(ctx context.Context, project uuid.UUID, r store.Rating) {
-	ev, err := events.New(events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": r.AssetID, "myRating": toRatingJSON(r)})
-	if err == nil {
-		_, err = s.events.Publish(ctx, ev)
-	}
-	if err != nil {
-		s.log.WarnContext(ctx, "publish rating", "asset", r.AssetID, "err", err)
-	}
+// ratingChanged tells the project's other open views of a new rating.
+func (s *Server) ratingChanged(c *gin.Context, project uuid.UUID, r store.Rating) {
+	s.publish(c, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": r.AssetID, "myRating": toRatingJSON(r)})
 }

@@ -73,6 +73,7 @@ func (s *Server) routes() *gin.Engine {
 
 	api.GET("/assets/:id", s.getAsset)
 	api.PATCH("/assets/:id", s.patchAsset)
+	api.DELETE("/assets/:id", s.deleteAsset)
 	api.POST("/assets/:id/ratings", s.rateAsset)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)

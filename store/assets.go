@@ -201,3 +201,37 @@ func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int)
 		RETURNING blob_key`, cutoff, limit)
 	return keys, err
 }
+
+// DeleteAsset removes owner's asset id at once, with its derived-file
+// rows, ratings and cluster places, and records job, built by newJob from
+// the asset's project and the blob keys left to remove, in the same
+// transaction: the bytes go later, by that job's task. Attestations stay,
+// no longer naming the asset.
+func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, newJob func(project uuid.UUID, keys []string) Job) (*Job, error) {
+	var job Job
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var a struct {
+			ProjectID uuid.UUID `db:"project_id"`
+			BlobKey   string    `db:"blob_key"`
+		}
+		err := tx.db.GetContext(ctx, &a, `SELECT a.project_id, a.blob_key FROM assets a JOIN projects p ON p.id = a.project_id
+			WHERE a.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF a`, id, owner)
+		if err != nil {
+			return notFound(err)
+		}
+		var keys []string
+		if err := tx.db.SelectContext(ctx, &keys, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
+			ORDER BY blob_key`, id, a.BlobKey); err != nil {
+			return err
+		}
+		if _, err := tx.db.ExecContext(ctx, `DELETE FROM assets WHERE id = $1`, id); err != nil {
+			return err
+		}
+		job = newJob(a.ProjectID, append([]string{a.BlobKey}, keys...))
+		return tx.insertJobs(ctx, []Job{job})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &job, nil
+}

@@ -21,6 +21,7 @@ const (
 	TypeEmbed      = "asset:embed"
 	TypeCluster    = "project:cluster"
 	TypeExport     = "project:export"
+	TypeDelete     = "asset:delete"
 	TypeChainFlush = "chain:flush"
 	TypeSweep      = "maintenance:sweep"
 )
@@ -54,6 +55,7 @@ var table = map[string]spec{
 	TypeEmbed:      {QueueLow, 2 * time.Minute, []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}, true, false},
 	TypeCluster:    {QueueLow, 10 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute}, false, false},
 	TypeExport:     {QueueCritical, 30 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
+	TypeDelete:     {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
 	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}, false, false},
 	TypeSweep:      {QueueLow, time.Minute, nil, false, false},
 }
@@ -136,6 +138,14 @@ type ExportPayload struct {
 	ExportID uuid.UUID `json:"exportId"`
 }
 
+// DeletePayload asks for a deleted asset's bytes and derived files to be
+// removed. The asset's row is gone, so the payload carries their keys.
+type DeletePayload struct {
+	Job
+	AssetID uuid.UUID `json:"assetId"`
+	Keys    []string  `json:"keys"`
+}
+
 func (IngestPayload) Kind() string     { return TypeIngest }
 func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
 
@@ -162,6 +172,9 @@ func (p ExportPayload) TaskID() string { return ExportID(p.ExportID) }
 
 // ExportID is the TaskID of an export.
 func ExportID(export uuid.UUID) string { return "export:" + export.String() }
+
+func (DeletePayload) Kind() string     { return TypeDelete }
+func (p DeletePayload) TaskID() string { return "delete:" + p.AssetID.String() }
 
 // NewChainFlush is the chain:flush task; one may wait at a time.
 func NewChainFlush() *asynq.Task {
