@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/mail"
 	"net"
 	"net/netip"
 	"net/url"
@@ -58,6 +59,8 @@ type Config struct {
 	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
 	MaxPixels     int64  // MAX_PIXELS, refused before decoding
 
+	SMTPURL         string         // SMTP_URL, smtp://[user:password@]host:port for sign-in codes; empty writes them to the log
+	MailFrom        string         // MAIL_FROM, the From of sign-in mail
 	EmbedURL        string         // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
 	EmbedModel      string         // EMBED_MODEL, the provider's model name
 	EmbedDim        int            // EMBED_DIM, the length of the provider's vectors
@@ -110,6 +113,17 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	c.ImagingEngine = r.oneOf("IMAGING_ENGINE", "", "", "vips", "go")
 	c.MaxPixels = int64(r.integer("MAX_PIXELS", 100_000_000, 1, 1<<40))
+	c.SMTPURL = r.str("SMTP_URL", "")
+	if c.SMTPURL != "" {
+		r.check("SMTP_URL", c.SMTPURL, func(v string) error { return checkURL(v, "smtp") })
+	}
+	c.MailFrom = r.str("MAIL_FROM", "Lightbox <lightbox@localhost>")
+	r.check("MAIL_FROM", c.MailFrom, func(v string) error {
+		if _, err := mail.ParseAddress(v); err != nil {
+			return fmt.Errorf("%q is not a mail address such as Lightbox <lightbox@example.org>", v)
+		}
+		return nil
+	})
 	c.EmbedURL = r.str("EMBED_URL", "")
 	c.EmbedModel = r.str("EMBED_MODEL", "")
 	c.EmbedDim = r.integer("EMBED_DIM", 0, 0, 1<<16)

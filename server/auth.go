@@ -30,10 +30,18 @@ func (s *Server) authenticate(c *gin.Context) {
 func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 	if h := c.GetHeader("Authorization"); h != "" {
 		key, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || strings.TrimSpace(key) == "" {
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
 			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")
 		}
-		p, err := s.store.PrincipalByAPIKey(c.Request.Context(), strings.TrimSpace(key))
+		if strings.HasPrefix(key, store.AccessPrefix) {
+			p, err := s.store.PrincipalBySession(c.Request.Context(), key)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, apiError(http.StatusUnauthorized, "token_expired", "The access token has expired or was revoked; refresh it.")
+			}
+			return p, err
+		}
+		p, err := s.store.PrincipalByAPIKey(c.Request.Context(), key)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked.")
 		}

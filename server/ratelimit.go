@@ -27,6 +27,11 @@ func perMinute(rate, burst int) redis_rate.Limit {
 	return redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Minute}
 }
 
+// perPeriod is a budget of n per period, all of it usable at once.
+func perPeriod(n int, period time.Duration) redis_rate.Limit {
+	return redis_rate.Limit{Rate: n, Burst: n, Period: period}
+}
+
 // rateLimit spends one API request from the caller's budget and says so in
 // the X-RateLimit-* headers of every answer.
 func (s *Server) rateLimit(c *gin.Context) {

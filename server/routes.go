@@ -31,6 +31,9 @@ func (s *Server) routes() *gin.Engine {
 
 	v1 := r.Group("/v1", s.limitBody)
 	v1.POST("/session", s.createSession)
+	v1.POST("/auth/login", s.login)
+	v1.POST("/auth/verify", s.verify)
+	v1.POST("/auth/refresh", s.refresh)
 
 	// Streams also take a short-lived token in the query: EventSource cannot send headers.
 	streams := v1.Group("", s.authenticateStream, s.rateLimit)

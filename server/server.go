@@ -21,6 +21,7 @@ import (
 	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/events"
+	"lightbox/internal/mail"
 	"lightbox/jobs"
 	"lightbox/store"
 )
@@ -64,6 +65,7 @@ type Server struct {
 	log        *slog.Logger
 	router     *gin.Engine
 	metrics    *serverMetrics
+	mail       mail.Sender // sign-in codes
 }
 
 // New builds the server and its routes.
@@ -78,9 +80,14 @@ func New(d Deps) *Server {
 			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
 		},
 	}
+	var err error
 	s.verifier, _ = d.Signer.(blob.URLVerifier)
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.mail, err = mail.New(d.Config.SMTPURL, d.Config.MailFrom, s.log); err != nil {
+		// The configuration checked both; this would be a bug.
+		panic(err)
 	}
 	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Window: d.Config.BatchWindow}
 	s.hub = events.NewHub(d.Redis, s.log)

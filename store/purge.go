@@ -5,12 +5,14 @@ import "context"
 // Purged counts what PurgeExpired removed.
 type Purged struct {
 	IdempotencyKeys int64
-	Sessions        int64
+	Sessions        int64 // browser sessions and access tokens
+	SignIns         int64 // sign-in challenges and refresh tokens
 }
 
 // PurgeExpired deletes idempotency keys older than IdempotencyWindow (a
 // repeat would no longer replay them) and sessions that have ended, by
-// expiry or by their key's revocation. Both tables otherwise only grow.
+// expiry or by their key's revocation, with spent sign-in challenges and
+// refresh tokens. These tables otherwise only grow.
 func (s *Store) PurgeExpired(ctx context.Context) (Purged, error) {
 	var p Purged
 	res, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < now() - $1::interval`, IdempotencyWindow.String())
@@ -24,5 +26,16 @@ func (s *Store) PurgeExpired(ctx context.Context) (Purged, error) {
 		return p, err
 	}
 	p.Sessions, _ = res.RowsAffected()
+	for _, q := range []string{
+		`DELETE FROM sign_in_challenges WHERE expires_at < now()`,
+		`DELETE FROM refresh_tokens WHERE expires_at < now()`,
+	} {
+		res, err = s.db.ExecContext(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		n, _ := res.RowsAffected()
+		p.SignIns += n
+	}
 	return p, nil
 }

@@ -6,8 +6,8 @@ import "context"
 // which nothing else removes.
 func (w *Worker) purgeExpired(ctx context.Context) error {
 	p, err := w.st.PurgeExpired(ctx)
-	if p.IdempotencyKeys+p.Sessions > 0 {
-		w.log.Info("sweep purged expired rows", "idempotencyKeys", p.IdempotencyKeys, "sessions", p.Sessions)
+	if p.IdempotencyKeys+p.Sessions+p.SignIns > 0 {
+		w.log.Info("sweep purged expired rows", "idempotencyKeys", p.IdempotencyKeys, "sessions", p.Sessions, "signIns", p.SignIns)
 	}
 	return err
 }
