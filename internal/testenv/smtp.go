@@ -33,7 +33,9 @@ func SMTP(t testing.TB) (string, <-chan Mail) {
 
 type smtpBackend func(Mail)
 
-func (b smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{deliver: b}, nil }
+func (b smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) {
+	return &smtpSession{deliver: b}, nil
+}
 
 type smtpSession struct {
 	deliver func(Mail)
