@@ -150,3 +150,21 @@ func TestWebhookToAnAllowedLoopbackAddress(t *testing.T) {
 	r = a.do("POST", "/v1/webhooks", key, map[string]any{"url": "http://10.0.0.7/hook", "events": []string{"batch.completed"}})
 	expect(t, r, 400, "validation_failed")
 }
+
+func TestCancelledBatchIsReportedToWebhooks(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	expect(t, a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}}), 201, "")
+	project := a.newProject(key)
+	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	batch := r.json(t)["batchId"].(string)
+
+	expect(t, a.do("POST", "/v1/batches/"+batch+"/cancel", key, nil), 200, "")
+	// Cancelling again reports the same ending: still one delivery.
+	expect(t, a.do("POST", "/v1/batches/"+batch+"/cancel", key, nil), 200, "")
+	if n := a.count(`SELECT count(*) FROM webhook_deliveries d JOIN jobs j ON j.id = d.id
+		WHERE d.event = 'batch.completed' AND d.payload->>'id' = $1 AND d.payload->>'status' = 'cancelled'
+		AND j.project_id = $2 AND j.type = 'webhook:deliver'`, batch, project); n != 1 {
+		t.Fatalf("%d deliveries of the cancelled batch, want 1", n)
+	}
+}
