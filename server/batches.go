@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -104,6 +105,8 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		canceled = append(canceled, j.ID)
 	}
 	s.publishBatch(c, nb)
+	// A cancelled batch has ended: webhooks hear of it as batch.completed.
+	s.jobs.BatchEnded(context.WithoutCancel(c.Request.Context()), logger(c), nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
 }
 

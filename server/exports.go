@@ -244,5 +244,8 @@ func (s *Server) cancelExport(c *gin.Context) {
 		return
 	}
 	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
+	if canceled {
+		s.jobs.ExportChanged(context.WithoutCancel(ctx), logger(c), e)
+	}
 	c.JSON(http.StatusOK, toExportJSON(e))
 }

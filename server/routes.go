@@ -88,6 +88,13 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/exports/:id/download", s.exportDownload)
 	api.POST("/exports/:id/cancel", s.cancelExport)
 
+	api.GET("/webhooks", s.listWebhooks)
+	api.POST("/webhooks", s.idempotent, s.createWebhook)
+	api.GET("/webhooks/:id", s.getWebhook)
+	api.DELETE("/webhooks/:id", s.deleteWebhook)
+	api.POST("/webhooks/:id/test", s.testWebhook)
+	api.GET("/webhooks/:id/deliveries", s.listDeliveries)
+
 	// The web pages (public HTML: their API calls need the session), the
 	// operators' API and Asynqmon (admins only). See web.go and admin.go.
 	r.GET("/", s.appPage)

@@ -17,8 +17,13 @@ type AdminJob struct {
 	AssetFilename *string `db:"asset_filename"`
 }
 
-const adminJobSelect = `SELECT ` + jobColumns + `, u.email AS owner_email, p.title AS project_title, a.filename AS asset_filename
-	FROM jobs j JOIN projects p ON p.id = j.project_id JOIN users u ON u.id = p.owner_user_id
+// A job without a project (a webhook ping) is listed with its webhook's owner.
+const adminJobSelect = `SELECT ` + jobColumns + `, u.email AS owner_email, coalesce(p.title, '') AS project_title,
+		a.filename AS asset_filename
+	FROM jobs j LEFT JOIN projects p ON p.id = j.project_id
+	LEFT JOIN webhook_deliveries wd ON j.project_id IS NULL AND wd.id = j.id
+	LEFT JOIN webhooks wh ON wh.id = wd.webhook_id
+	JOIN users u ON u.id = coalesce(p.owner_user_id, wh.user_id)
 	LEFT JOIN assets a ON a.id = j.asset_id`
 
 // AdminJobs lists every user's jobs in status, newest first.

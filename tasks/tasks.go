@@ -24,6 +24,7 @@ const (
 	TypeDelete     = "asset:delete"
 	TypeChainFlush = "chain:flush"
 	TypeSweep      = "maintenance:sweep"
+	TypeWebhook    = "webhook:deliver"
 )
 
 // Queues, by priority.
@@ -58,6 +59,9 @@ var table = map[string]spec{
 	TypeDelete:     {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
 	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}, false, false},
 	TypeSweep:      {QueueLow, time.Minute, nil, false, false},
+	// Ten retries spread over about four hours; with jitter no wait passes an hour.
+	TypeWebhook: {QueueLow, time.Minute, []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
+		10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 45 * time.Minute, 50 * time.Minute, 50 * time.Minute}, true, false},
 }
 
 // QueueOf is the queue tasks of type typ go to.
@@ -146,6 +150,13 @@ type DeletePayload struct {
 	Keys    []string  `json:"keys"`
 }
 
+// WebhookPayload asks for one webhook delivery to be sent. Its job has the
+// delivery's id; a ping's job has no project.
+type WebhookPayload struct {
+	Job
+	DeliveryID uuid.UUID `json:"deliveryId"`
+}
+
 func (IngestPayload) Kind() string     { return TypeIngest }
 func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
 
@@ -175,6 +186,12 @@ func ExportID(export uuid.UUID) string { return "export:" + export.String() }
 
 func (DeletePayload) Kind() string     { return TypeDelete }
 func (p DeletePayload) TaskID() string { return "delete:" + p.AssetID.String() }
+
+func (WebhookPayload) Kind() string     { return TypeWebhook }
+func (p WebhookPayload) TaskID() string { return WebhookID(p.DeliveryID) }
+
+// WebhookID is the TaskID of a webhook delivery.
+func WebhookID(delivery uuid.UUID) string { return "webhook:" + delivery.String() }
 
 // NewChainFlush is the chain:flush task; one may wait at a time.
 func NewChainFlush() *asynq.Task {

@@ -59,3 +59,24 @@ func TestPermanentSkipsRetry(t *testing.T) {
 		t.Fatalf("undecodable payload error %v is not permanent", err)
 	}
 }
+
+func TestWebhookDeliveriesRetryTenTimesWithinAnHour(t *testing.T) {
+	if n := tasks.MaxRetry(tasks.TypeWebhook); n != 10 {
+		t.Fatalf("webhook retries %d, want 10", n)
+	}
+	if q := tasks.QueueOf(tasks.TypeWebhook); q != tasks.QueueLow || !tasks.HasJob(tasks.TypeWebhook) {
+		t.Fatalf("webhook queue %s, has job %v", q, tasks.HasJob(tasks.TypeWebhook))
+	}
+	d := uuid.New()
+	task := tasks.NewTask(tasks.WebhookPayload{DeliveryID: d})
+	if task.Type() != "webhook:deliver" || (tasks.WebhookPayload{DeliveryID: d}).TaskID() != "webhook:"+d.String() {
+		t.Fatalf("webhook task %s", task.Type())
+	}
+	var longest time.Duration
+	for n := range 12 {
+		longest = max(longest, tasks.RetryDelay(n, errors.New("x"), task))
+	}
+	if longest > time.Hour || longest < 30*time.Minute {
+		t.Fatalf("longest webhook backoff %v, want up to an hour", longest)
+	}
+}

@@ -35,19 +35,8 @@ var errRedirectRefused = errors.New("redirect refused")
 // connection, redirects included, so a name that resolves (or re-resolves)
 // to a private address is refused too.
 func safeClient(allow []netip.Prefix) *http.Client {
-	dialer := &net.Dialer{
-		Timeout: 10 * time.Second,
-		Control: netguard.Guard{Allow: allow}.Control,
-	}
-	transport := &http.Transport{
-		Proxy:                 nil, // a proxy would dial for us and skip the check
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		MaxIdleConnsPerHost:   4,
-	}
 	return &http.Client{
-		Transport: transport,
+		Transport: guardedTransport(allow, 30*time.Second),
 		Timeout:   downloadTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxRedirects {
@@ -58,6 +47,22 @@ func safeClient(allow []netip.Prefix) *http.Client {
 			}
 			return nil
 		},
+	}
+}
+
+// guardedTransport dials only addresses netguard allows (public ones plus
+// allow), never through a proxy, which would dial for it and skip the check.
+func guardedTransport(allow []netip.Prefix, headerTimeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: netguard.Guard{Allow: allow}.Control,
+	}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: headerTimeout,
+		MaxIdleConnsPerHost:   4,
 	}
 }
 

@@ -108,6 +108,7 @@ func (w *Worker) exportChanged(ctx context.Context, e *store.Export) {
 		ev.Error = &errorInfo{Code: *e.ErrorCode, Message: deref(e.ErrorMessage)}
 	}
 	w.publishExport(ctx, e, ev)
+	w.jobs.ExportChanged(ctx, w.log, e)
 }
 
 func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEvent) {

@@ -7,6 +7,7 @@ import (
 
 	"lightbox/events"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // Event payloads are small on purpose: they say what changed and clients
@@ -69,10 +70,16 @@ func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
 	if j.Status == store.JobDone || j.Status == store.JobFailed {
 		name = events.JobDone
 	}
+	if j.ProjectID == uuid.Nil {
+		return // a webhook ping: no project's stream is about it
+	}
 	w.publish(ctx, name, j.ProjectID, batch, ev)
 	if j.AssetID != nil && name == events.JobDone {
 		if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
 			w.publish(ctx, events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
+			if a.Status == store.AssetFailed && j.Status == store.JobFailed && tasks.FailsAsset(j.Type) {
+				w.jobs.AssetFailed(ctx, w.log, a, j)
+			}
 		}
 	}
 	if b != nil {
@@ -81,6 +88,7 @@ func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
 			name = events.BatchCompleted
 		}
 		w.publish(ctx, name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
+		w.jobs.BatchEnded(ctx, w.log, b)
 	}
 }
 

@@ -64,6 +64,7 @@ type Worker struct {
 	jobs       *jobs.Dispatcher
 	events     *events.Publisher
 	fetcher    *http.Client
+	hooks      *http.Client // posts webhook deliveries
 	metrics    *taskMetrics
 
 	// reconcileAt is where the next sweep's comparison of jobs with
@@ -82,7 +83,8 @@ func New(d Deps) (*Worker, error) {
 	}
 	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
-		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow)}
+		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
+		hooks: webhookClient(d.Config.DownloadAllow)}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
@@ -132,6 +134,7 @@ func (w *Worker) routes() {
 	w.mux.HandleFunc(tasks.TypeDelete, w.deleteAsset)
 	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)
 	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
+	w.mux.HandleFunc(tasks.TypeWebhook, w.deliverWebhook)
 }
 
 // Handle adds a handler for a task type beside the built-in ones, behind

@@ -1,5 +1,5 @@
 // Package netguard decides which addresses outbound fetches on a user's
-// behalf (URL imports, and later webhooks) may reach: public unicast only,
+// behalf (URL imports and webhook deliveries) may reach: public unicast only,
 // plus networks an operator allows, checked on the address actually dialled.
 package netguard
 

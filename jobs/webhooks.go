@@ -1,0 +1,152 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Webhook event names.
+const (
+	EventBatchCompleted = "batch.completed"
+	EventExportUpdated  = "export.updated"
+	EventAssetFailed    = "asset.failed"
+	EventPing           = "ping"
+)
+
+// WebhookEvents are the events a webhook may subscribe to.
+var WebhookEvents = []string{EventBatchCompleted, EventExportUpdated, EventAssetFailed}
+
+// deliveryNamespace makes delivery ids from what they report (UUIDv5).
+var deliveryNamespace = uuid.MustParse("4f0c7c55-8b1e-4d6a-9a53-1f2d6c0e9b7a")
+
+// DeliveryID is the id of the delivery to hook of event about subject in
+// state: the same report made twice names the same delivery.
+func DeliveryID(hook uuid.UUID, event, subject, state string) uuid.UUID {
+	return uuid.NewSHA1(deliveryNamespace, []byte(hook.String()+"|"+event+"|"+subject+"|"+state))
+}
+
+// errorJSON is a failure's code and message, as the API shows them.
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func errorOf(code, message *string) *errorJSON {
+	if code == nil {
+		return nil
+	}
+	e := &errorJSON{Code: *code}
+	if message != nil {
+		e.Message = *message
+	}
+	return e
+}
+
+// BatchEnded tells the owner's webhooks that batch b has ended (its
+// completedAt is set); the same ending reported again delivers nothing new.
+func (d *Dispatcher) BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch) {
+	if b.CompletedAt == nil {
+		return
+	}
+	data := struct {
+		ID          uuid.UUID `json:"id"`
+		ProjectID   uuid.UUID `json:"projectId"`
+		Kind        string    `json:"kind"`
+		Status      string    `json:"status"`
+		Total       int       `json:"total"`
+		Completed   int       `json:"completed"`
+		Failed      int       `json:"failed"`
+		CreatedAt   time.Time `json:"createdAt"`
+		CompletedAt time.Time `json:"completedAt"`
+	}{b.ID, b.ProjectID, b.Kind, b.Status, b.Total, b.Completed, b.Failed, b.CreatedAt.UTC(), b.CompletedAt.UTC()}
+	d.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data)
+}
+
+// ExportChanged tells the owner's webhooks of an export that reached a
+// final state: done, failed, canceled or expired.
+func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *store.Export) {
+	if e.Status == store.JobQueued || e.Status == store.JobRunning {
+		return
+	}
+	data := struct {
+		ID        uuid.UUID  `json:"id"`
+		ProjectID uuid.UUID  `json:"projectId"`
+		BatchID   *uuid.UUID `json:"batchId"`
+		Preset    string     `json:"preset"`
+		Status    string     `json:"status"`
+		ByteSize  *int64     `json:"byteSize"`
+		Error     *errorJSON `json:"error"`
+		UpdatedAt time.Time  `json:"updatedAt"`
+	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, errorOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
+	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), e.Status+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data)
+}
+
+// AssetFailed tells the owner's webhooks that job's failure failed asset a.
+func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store.Asset, job *store.Job) {
+	data := struct {
+		AssetID   uuid.UUID  `json:"assetId"`
+		ProjectID uuid.UUID  `json:"projectId"`
+		Filename  string     `json:"filename"`
+		JobID     uuid.UUID  `json:"jobId"`
+		JobType   string     `json:"jobType"`
+		BatchID   *uuid.UUID `json:"batchId"`
+		Error     *errorJSON `json:"error"`
+	}{a.ID, a.ProjectID, a.Filename, job.ID, job.Type, job.BatchID, errorOf(a.ErrorCode, a.ErrorMessage)}
+	// A job run again after failing ends with a later updatedAt: a new report.
+	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data)
+}
+
+// Ping records and enqueues a ping delivery to hook, and returns its job.
+func (d *Dispatcher) Ping(ctx context.Context, log *slog.Logger, hook store.Webhook) (*store.Job, error) {
+	data := struct {
+		WebhookID uuid.UUID `json:"webhookId"`
+	}{hook.ID}
+	added, err := d.Store.AddDeliveries(ctx, []store.Webhook{hook}, deliverySpec(uuid.Nil, EventPing, uuid.NewString(), "", data))
+	if err != nil || len(added) == 0 {
+		return nil, err
+	}
+	d.Enqueue(context.WithoutCancel(ctx), log, added)
+	return &added[0], nil
+}
+
+// notify records a delivery of event to each webhook of project's owner
+// subscribed to it, then enqueues them. Failures are logged: the event
+// itself has happened and is recorded elsewhere.
+func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any) {
+	hooks, err := d.Store.SubscribedWebhooks(ctx, project, event)
+	if err != nil {
+		log.Warn("find webhooks", "event", event, "project", project, "err", err)
+		return
+	}
+	if len(hooks) == 0 {
+		return
+	}
+	added, err := d.Store.AddDeliveries(ctx, hooks, deliverySpec(project, event, subject, state, data))
+	if err != nil {
+		log.Warn("record webhook deliveries", "event", event, "subject", subject, "err", err)
+		return
+	}
+	d.Enqueue(ctx, log, added)
+}
+
+// deliverySpec builds each webhook's delivery of one report and its job,
+// which shares the delivery's id.
+func deliverySpec(project uuid.UUID, event, subject, state string, data any) store.DeliverySpec {
+	payload, err := json.Marshal(data)
+	if err != nil {
+		// Report data are plain structs of strings, numbers and ids.
+		panic("jobs: encode " + event + " data: " + err.Error())
+	}
+	return func(h store.Webhook) (store.Delivery, store.Job) {
+		id := DeliveryID(h.ID, event, subject, state)
+		job := Row(tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id}, nil, nil)
+		return store.Delivery{ID: id, WebhookID: h.ID, Event: event, Payload: payload}, job
+	}
+}

@@ -1,0 +1,264 @@
+package server
+
+// Webhooks, as kept here and sent by the worker:
+//
+//   - A webhook belongs to the user who made it and hears of events in all
+//     of that user's projects: batch.completed, export.updated (final
+//     states only) and asset.failed.
+//   - The secret signs every delivery. It is write-only: the answer to the
+//     POST that creates the webhook carries it (the one given, or one made
+//     when none is), and no later answer does.
+//   - A URL whose host is an IP address is checked against the address
+//     rules of URL imports at once; a host name is checked on every
+//     delivery, after it resolves.
+//   - A delivery's job has the delivery's id and is a webhook:deliver job
+//     like any other; its project is the event's, and a ping has none.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/internal/netguard"
+	"lightbox/jobs"
+	"lightbox/store"
+)
+
+// Webhook limits.
+const (
+	maxWebhooks      = 25
+	maxWebhookURL    = 2048
+	minWebhookSecret = 16
+	maxWebhookSecret = 256
+)
+
+type webhookJSON struct {
+	ID         uuid.UUID  `json:"id"`
+	URL        string     `json:"url"`
+	Events     []string   `json:"events"`
+	Secret     string     `json:"secret,omitempty"` // only in the answer that creates it
+	Disabled   bool       `json:"disabled"`
+	DisabledAt *time.Time `json:"disabledAt"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+func toWebhookJSON(w store.Webhook) webhookJSON {
+	out := webhookJSON{ID: w.ID, URL: w.URL, Events: w.Events, Disabled: w.DisabledAt != nil, CreatedAt: w.CreatedAt.UTC()}
+	if w.DisabledAt != nil {
+		at := w.DisabledAt.UTC()
+		out.DisabledAt = &at
+	}
+	return out
+}
+
+type deliveryJSON struct {
+	ID             uuid.UUID  `json:"id"`
+	JobID          uuid.UUID  `json:"jobId"`
+	WebhookID      uuid.UUID  `json:"webhookId"`
+	Event          string     `json:"event"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	ResponseStatus *int       `json:"responseStatus"`
+	LastError      *string    `json:"lastError"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	DeliveredAt    *time.Time `json:"deliveredAt"`
+}
+
+func toDeliveryJSON(d store.Delivery) deliveryJSON {
+	out := deliveryJSON{ID: d.ID, JobID: d.ID, WebhookID: d.WebhookID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
+		ResponseStatus: d.ResponseStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
+	if d.DeliveredAt != nil {
+		at := d.DeliveredAt.UTC()
+		out.DeliveredAt = &at
+	}
+	return out
+}
+
+func (s *Server) ownWebhook(c *gin.Context) (*store.Webhook, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Webhook(c.Request.Context(), principal(c).ID, id)
+}
+
+func (s *Server) listWebhooks(c *gin.Context) {
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Webhooks(c.Request.Context(), principal(c).ID, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, toWebhookJSON))
+}
+
+func (s *Server) createWebhook(c *gin.Context) {
+	ctx := c.Request.Context()
+	var in struct {
+		URL    string   `json:"url"`
+		Events []string `json:"events"`
+		Secret *string  `json:"secret"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	s.checkWebhookURL(errs, in.URL)
+	events := checkWebhookEvents(errs, in.Events)
+	secret := ""
+	switch {
+	case in.Secret == nil:
+		secret = newWebhookSecret()
+	case len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret:
+		errs.add("secret", "must be 16 to 256 characters, or left out to have one made")
+	default:
+		secret = *in.Secret
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	owner := principal(c).ID
+	if n, err := s.store.CountWebhooks(ctx, owner); err != nil {
+		fail(c, err)
+		return
+	} else if n >= maxWebhooks {
+		fail(c, apiError(http.StatusConflict, "too_many_webhooks", "You have %d webhooks, the most one user may have; delete one first.", n))
+		return
+	}
+	w := &store.Webhook{ID: uuid.New(), UserID: owner, URL: in.URL, Events: events, Secret: secret}
+	if err := s.store.CreateWebhook(ctx, w); err != nil {
+		fail(c, err)
+		return
+	}
+	out := toWebhookJSON(*w)
+	out.Secret = secret
+	c.JSON(http.StatusCreated, out)
+}
+
+// checkWebhookURL accepts an absolute http or https URL. An address
+// written in it must pass the URL import rules now; names are checked on
+// each delivery.
+func (s *Server) checkWebhookURL(errs fieldErrors, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		errs.add("url", "is required")
+	case len(raw) > maxWebhookURL:
+		errs.add("url", "must be at most 2048 characters")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
+		errs.add("url", "must be an absolute http or https URL")
+	default:
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+			if (netguard.Guard{Allow: s.cfg.DownloadAllow}).Check(ip) != nil {
+				errs.add("url", "leads to a private or local address, which webhooks may not reach")
+			}
+		}
+	}
+}
+
+// checkWebhookEvents returns the events named, each once, in a stable order.
+func checkWebhookEvents(errs fieldErrors, in []string) []string {
+	if len(in) == 0 {
+		errs.add("events", "must name at least one of "+strings.Join(jobs.WebhookEvents, ", "))
+		return nil
+	}
+	var out []string
+	for _, e := range in {
+		if !slices.Contains(jobs.WebhookEvents, e) {
+			errs.add("events", "must each be one of "+strings.Join(jobs.WebhookEvents, ", ")+"; "+e+" is not")
+			return nil
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// newWebhookSecret makes a secret for a webhook created without one.
+func newWebhookSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "whsec_" + hex.EncodeToString(b)
+}
+
+func (s *Server) getWebhook(c *gin.Context) {
+	w, err := s.ownWebhook(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toWebhookJSON(*w))
+}
+
+// deleteWebhook removes the webhook and its deliveries; a delivery job
+// still waiting finds nothing to send and ends.
+func (s *Server) deleteWebhook(c *gin.Context) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.store.DeleteWebhook(c.Request.Context(), principal(c).ID, id); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// testWebhook sends the webhook a ping delivery, even when it is disabled:
+// it is how a user checks a repaired endpoint, and a ping delivered
+// enables the webhook again.
+func (s *Server) testWebhook(c *gin.Context) {
+	w, err := s.ownWebhook(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	job, err := s.jobs.Ping(c.Request.Context(), logger(c), *w)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	d, err := s.store.Delivery(c.Request.Context(), principal(c).ID, job.ID)
+	if err != nil {
+		fail(c, err) // deleted meanwhile
+		return
+	}
+	c.JSON(http.StatusAccepted, toDeliveryJSON(*d))
+}
+
+func (s *Server) listDeliveries(c *gin.Context) {
+	w, err := s.ownWebhook(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Deliveries(c.Request.Context(), principal(c).ID, w.ID, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, toDeliveryJSON))
+}

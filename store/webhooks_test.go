@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// hookOf records a webhook of owner listening to events.
+func hookOf(t *testing.T, env *testenv.Env, owner uuid.UUID, events ...string) store.Webhook {
+	t.Helper()
+	w := store.Webhook{ID: uuid.New(), UserID: owner, URL: "https://example.com/hook", Events: events, Secret: "0123456789abcdef"}
+	if err := env.Store.CreateWebhook(context.Background(), &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// deliveryTo builds one report's delivery and job, as the dispatcher does.
+func deliveryTo(project uuid.UUID, event, subject string) store.DeliverySpec {
+	return func(h store.Webhook) (store.Delivery, store.Job) {
+		id := jobs.DeliveryID(h.ID, event, subject, "done")
+		job := jobs.Row(tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id}, nil, nil)
+		return store.Delivery{ID: id, Event: event, Payload: json.RawMessage(`{}`)}, job
+	}
+}
+
+func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	other, _ := env.Project(t)
+	batches := hookOf(t, env, owner, jobs.EventBatchCompleted)
+	hookOf(t, env, owner, jobs.EventAssetFailed)
+	hookOf(t, env, other, jobs.EventBatchCompleted)
+
+	hooks, err := env.Store.SubscribedWebhooks(ctx, project, jobs.EventBatchCompleted)
+	if err != nil || len(hooks) != 1 || hooks[0].ID != batches.ID {
+		t.Fatalf("subscribed %+v, %v; want only the owner's batch.completed hook", hooks, err)
+	}
+	added, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(project, jobs.EventBatchCompleted, "b1"))
+	if err != nil || len(added) != 1 || added[0].Type != tasks.TypeWebhook || added[0].ProjectID != project {
+		t.Fatalf("added %+v, %v", added, err)
+	}
+	again, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(project, jobs.EventBatchCompleted, "b1"))
+	if err != nil || len(again) != 0 {
+		t.Fatalf("the same report again added %+v, %v", again, err)
+	}
+	// A ping's job belongs to no project.
+	ping, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(uuid.Nil, jobs.EventPing, "p1"))
+	if err != nil || len(ping) != 1 {
+		t.Fatalf("ping %+v, %v", ping, err)
+	}
+	if j, err := env.Store.JobByID(ctx, ping[0].ID); err != nil || j.ProjectID != uuid.Nil {
+		t.Fatalf("ping job %+v, %v", j, err)
+	}
+
+	d, err := env.Store.RecordAttempt(ctx, added[0].ID, store.DeliveryPending, 500, "The endpoint answered 500.")
+	if err != nil || d.Attempts != 1 || *d.ResponseStatus != 500 || d.DeliveredAt != nil {
+		t.Fatalf("first attempt %+v, %v", d, err)
+	}
+	d, err = env.Store.RecordAttempt(ctx, added[0].ID, store.DeliveryDone, 204, "")
+	if err != nil || d.Attempts != 2 || d.LastError != nil || d.DeliveredAt == nil {
+		t.Fatalf("second attempt %+v, %v", d, err)
+	}
+	if _, err := env.Store.Delivery(ctx, other, d.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another user's delivery: %v", err)
+	}
+
+	if err := env.Store.DisableWebhook(ctx, batches.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if hooks, _ := env.Store.SubscribedWebhooks(ctx, project, jobs.EventBatchCompleted); len(hooks) != 0 {
+		t.Fatalf("a disabled hook is still subscribed: %+v", hooks)
+	}
+	if err := env.Store.DeleteWebhook(ctx, other, batches.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleting another user's webhook: %v", err)
+	}
+	if err := env.Store.DeleteWebhook(ctx, owner, batches.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.Store.DeliveryWithHook(ctx, d.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a deleted webhook's delivery: %v", err)
+	}
+}

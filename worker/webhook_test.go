@@ -1,0 +1,301 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// received is one delivery as an endpoint saw it.
+type received struct {
+	ID        uuid.UUID       `json:"id"`
+	Event     string          `json:"event"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Data      json.RawMessage `json:"data"`
+	header    http.Header
+	body      []byte
+}
+
+// receiver is a webhook endpoint on loopback that checks each delivery's
+// signature with the secret, answers fail[i] to the i-th request (200 once
+// they run out) and keeps what it got.
+type receiver struct {
+	t      *testing.T
+	secret string
+	fail   []int
+	mu     sync.Mutex
+	got    []received
+	srv    *httptest.Server
+}
+
+func newReceiver(t *testing.T, secret string, fail ...int) *receiver {
+	r := &receiver{t: t, secret: secret, fail: fail}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	if err := checkSignature(r.secret, req.Header.Get("Lightbox-Signature"), body); err != nil {
+		r.t.Errorf("delivery signature: %v", err)
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var got received
+	if err := json.Unmarshal(body, &got); err != nil {
+		r.t.Errorf("delivery body %s: %v", body, err)
+	}
+	got.header, got.body = req.Header.Clone(), body
+	r.mu.Lock()
+	n := len(r.got)
+	r.got = append(r.got, got)
+	r.mu.Unlock()
+	if n < len(r.fail) {
+		w.WriteHeader(r.fail[n])
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *receiver) deliveries() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+// checkSignature verifies "t=<unix>,v1=<hex HMAC-SHA256 of t.body>" as a
+// receiver would.
+func checkSignature(secret, header string, body []byte) error {
+	var ts, sig string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	if ts == "" || sig == "" {
+		return errors.New("header " + header + " lacks t or v1")
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "." + string(body)))
+	want := hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(sig), []byte(want)) {
+		return errors.New("v1 does not match the body signed with the secret")
+	}
+	return nil
+}
+
+// webhook records a webhook of the harness's user.
+func (h *harness) webhook(url, secret string, events ...string) store.Webhook {
+	h.t.Helper()
+	w := store.Webhook{ID: uuid.New(), UserID: h.owner, URL: url, Events: events, Secret: secret}
+	if err := h.env.Store.CreateWebhook(context.Background(), &w); err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+func (h *harness) dispatcher() *jobs.Dispatcher {
+	return &jobs.Dispatcher{Store: h.env.Store, Queue: h.queue, Inspector: h.in}
+}
+
+type deliveryRow struct {
+	Status         string  `db:"status"`
+	Attempts       int     `db:"attempts"`
+	ResponseStatus *int    `db:"response_status"`
+	LastError      *string `db:"last_error"`
+	JobStatus      string  `db:"job_status"`
+	JobAttempt     int     `db:"job_attempt"`
+}
+
+func (h *harness) delivery(id uuid.UUID) deliveryRow {
+	h.t.Helper()
+	var r deliveryRow
+	if err := h.env.DB.Get(&r, `SELECT d.status, d.attempts, d.response_status, d.last_error,
+		j.status AS job_status, j.attempt AS job_attempt
+		FROM webhook_deliveries d JOIN jobs j ON j.id = d.id WHERE d.id = $1`, id); err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
+	t.Parallel()
+	const secret = "a-secret-of-some-length"
+	rcv := newReceiver(t, secret, http.StatusInternalServerError, http.StatusInternalServerError)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	hook := h.webhook(rcv.srv.URL+"/hook", secret, jobs.EventBatchCompleted)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	job, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+
+	// Each failed attempt leaves the task waiting to retry on its
+	// schedule; running it at once is what an operator's retry does, and
+	// keeps the test from waiting out the backoff.
+	queue, taskID := tasks.QueueOf(tasks.TypeWebhook), tasks.WebhookID(job.ID)
+	for attempt := 1; attempt <= 2; attempt++ {
+		h.waitFor("a failed attempt waiting to retry", 5*time.Minute, func() bool {
+			info, err := h.in.GetTaskInfo(queue, taskID)
+			return err == nil && info.State == asynq.TaskStateRetry && h.delivery(job.ID).Attempts == attempt
+		})
+		d := h.delivery(job.ID)
+		if d.Status != store.DeliveryPending || d.ResponseStatus == nil || *d.ResponseStatus != 500 || d.JobStatus != "queued" {
+			t.Fatalf("after attempt %d: %+v", attempt, d)
+		}
+		if err := h.in.RunTask(queue, taskID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor("the delivery to succeed", 5*time.Minute, func() bool { return h.delivery(job.ID).Status == store.DeliveryDone })
+
+	d := h.delivery(job.ID)
+	if d.Attempts != 3 || d.JobStatus != "done" || d.JobAttempt != 3 || *d.ResponseStatus != 200 {
+		t.Fatalf("delivered %+v, want 3 attempts and a done job", d)
+	}
+	got := rcv.deliveries()
+	if len(got) != 3 {
+		t.Fatalf("endpoint got %d requests, want 3", len(got))
+	}
+	for _, g := range got {
+		if g.ID != job.ID || g.Event != "ping" || g.header.Get("Lightbox-Delivery") != job.ID.String() ||
+			g.CreatedAt.IsZero() || string(g.body) != string(got[0].body) {
+			t.Fatalf("delivery %+v (%s), want the same ping %s every time", g, g.body, job.ID)
+		}
+	}
+	var data struct{ WebhookID uuid.UUID }
+	json.Unmarshal(got[0].Data, &data)
+	if data.WebhookID != hook.ID {
+		t.Fatalf("ping data %s", got[0].Data)
+	}
+}
+
+func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	const secret = "another-secret-0123"
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted)
+	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated) // hears nothing here
+	project := h.project()
+	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
+	h.run()
+
+	h.waitFor("the batch's delivery", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) > 0
+	})
+	var batch store.Batch
+	if err := h.env.DB.Get(&batch, `SELECT b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed,
+		b.created_at, b.completed_at FROM batches b JOIN jobs j ON j.batch_id = b.id WHERE j.asset_id = $1`, asset); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.deliveries()
+	if len(got) != 1 || got[0].Event != "batch.completed" {
+		t.Fatalf("endpoint got %+v, want one batch.completed", got)
+	}
+	var data struct {
+		ID        uuid.UUID
+		ProjectID uuid.UUID
+		Status    string
+		Total     int
+		Completed int
+	}
+	json.Unmarshal(got[0].Data, &data)
+	if data.ID != batch.ID || data.ProjectID != project || data.Status != "completed" || data.Completed != data.Total {
+		t.Fatalf("batch.completed data %s, batch %+v", got[0].Data, batch)
+	}
+	// The delivery is a job of the project like any other.
+	if n := h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND type = 'webhook:deliver' AND project_id = $2 AND status = 'done'`,
+		got[0].ID, project); n != 1 {
+		t.Fatalf("no done webhook:deliver job %s in the project", got[0].ID)
+	}
+	// Reporting the same ending again delivers nothing new.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h.dispatcher().BatchEnded(context.Background(), quiet, &batch)
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
+		t.Fatalf("%d deliveries after the same report twice, want 1", n)
+	}
+}
+
+func TestAssetFailureIsDelivered(t *testing.T) {
+	t.Parallel()
+	const secret = "yet-another-secret-42"
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventAssetFailed)
+	project := h.project()
+	bad := h.finalize(project, "empty.jpg", nil)
+	h.run()
+
+	h.waitFor("the asset.failed delivery", 5*time.Minute, func() bool { return len(rcv.deliveries()) > 0 })
+	got := rcv.deliveries()[0]
+	var data struct {
+		AssetID   uuid.UUID
+		ProjectID uuid.UUID
+		JobType   string
+		Error     struct{ Code string }
+	}
+	json.Unmarshal(got.Data, &data)
+	if got.Event != "asset.failed" || data.AssetID != bad || data.ProjectID != project || data.JobType != tasks.TypeIngest || data.Error.Code == "" {
+		t.Fatalf("delivery %s %s", got.Event, got.Data)
+	}
+}
+
+func TestGoneDisablesTheWebhook(t *testing.T) {
+	t.Parallel()
+	const secret = "gone-endpoint-secret"
+	rcv := newReceiver(t, secret, http.StatusGone)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	hook := h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	job, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.waitFor("the delivery to fail", 5*time.Minute, func() bool { return h.delivery(job.ID).JobStatus == "failed" })
+	if d := h.delivery(job.ID); d.Status != store.DeliveryFailed || d.Attempts != 1 || *d.ResponseStatus != http.StatusGone {
+		t.Fatalf("delivery %+v, want failed after one attempt", d)
+	}
+	if n := h.count(`SELECT count(*) FROM webhooks WHERE id = $1 AND disabled_at IS NOT NULL`, hook.ID); n != 1 {
+		t.Fatal("the webhook is still enabled")
+	}
+	// A disabled webhook hears of no events; a ping that gets through
+	// enables it again.
+	project := h.project()
+	if hooks, err := h.env.Store.SubscribedWebhooks(context.Background(), project, jobs.EventBatchCompleted); err != nil || len(hooks) != 0 {
+		t.Fatalf("subscribed %v, %v", hooks, err)
+	}
+	again, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the second ping", 5*time.Minute, func() bool { return h.delivery(again.ID).Status == store.DeliveryDone })
+	if n := h.count(`SELECT count(*) FROM webhooks WHERE id = $1 AND disabled_at IS NULL`, hook.ID); n != 1 {
+		t.Fatal("the webhook is still disabled after a ping got through")
+	}
+}
