@@ -17,7 +17,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"time"
@@ -107,7 +106,7 @@ func (s *Server) createExport(c *gin.Context) {
 	for field, problem := range problems {
 		errs.add(field, problem)
 	}
-	ids := exportAssetIDs(errs, in.AssetIDs)
+	ids := parseAssetIDs(errs, in.AssetIDs, maxExportAssets)
 	if err := errs.err(); err != nil {
 		fail(c, err)
 		return
@@ -138,31 +137,6 @@ func (s *Server) createExport(c *gin.Context) {
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
 	s.jobs.Enqueue(context.WithoutCancel(ctx), logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
-}
-
-// exportAssetIDs parses the asset ids of a request; nil means all.
-func exportAssetIDs(errs fieldErrors, raw []string) []uuid.UUID {
-	if len(raw) == 0 {
-		return nil
-	}
-	if len(raw) > maxExportAssets {
-		errs.add("assetIds", fmt.Sprintf("must list at most %d assets", maxExportAssets))
-		return nil
-	}
-	ids := make([]uuid.UUID, len(raw))
-	seen := make(map[uuid.UUID]bool, len(raw))
-	for i, s := range raw {
-		id, err := uuid.Parse(s)
-		switch {
-		case err != nil:
-			errs.add(fmt.Sprintf("assetIds[%d]", i), "must be an asset id (a UUID)")
-		case seen[id]:
-			errs.add(fmt.Sprintf("assetIds[%d]", i), "is listed twice")
-		}
-		seen[id] = true
-		ids[i] = id
-	}
-	return ids
 }
 
 // ownExport loads the caller's export named by the path; another user's

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -141,14 +140,8 @@ func (s *Server) applyCullActions(c *gin.Context) {
 		return
 	}
 	user := principal(c).ID
-	err = s.store.CullActions(c.Request.Context(), user, p.ID, changes)
-	var foreign *store.ForeignAssetsError
-	if errors.As(err, &foreign) {
-		err = apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project; nothing was changed.", len(foreign.IDs)).
-			with("fields", map[string]string{"actions": "must name assets of this project"}).with("assetIds", foreign.IDs)
-	}
-	if err != nil {
-		fail(c, err)
+	if err := s.store.CullActions(c.Request.Context(), user, p.ID, changes); err != nil {
+		fail(c, foreignAssets(err, "actions"))
 		return
 	}
 	ids := make([]uuid.UUID, 0, len(changes))

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -157,4 +158,41 @@ func (o *optional[T]) UnmarshalJSON(b []byte) error {
 	}
 	o.Value = &v
 	return nil
+}
+
+// parseAssetIDs parses the asset ids of a request, at most limit of them;
+// none is nil.
+func parseAssetIDs(errs fieldErrors, raw []string, limit int) []uuid.UUID {
+	if len(raw) == 0 {
+		return nil
+	}
+	if len(raw) > limit {
+		errs.add("assetIds", fmt.Sprintf("must list at most %d assets", limit))
+		return nil
+	}
+	ids := make([]uuid.UUID, len(raw))
+	seen := make(map[uuid.UUID]bool, len(raw))
+	for i, s := range raw {
+		id, err := uuid.Parse(s)
+		switch {
+		case err != nil:
+			errs.add(fmt.Sprintf("assetIds[%d]", i), "must be an asset id (a UUID)")
+		case seen[id]:
+			errs.add(fmt.Sprintf("assetIds[%d]", i), "is listed twice")
+		}
+		seen[id] = true
+		ids[i] = id
+	}
+	return ids
+}
+
+// foreignAssets turns a store.ForeignAssetsError into the answer that names
+// them under field; other errors pass through.
+func foreignAssets(err error, field string) error {
+	var foreign *store.ForeignAssetsError
+	if !errors.As(err, &foreign) {
+		return err
+	}
+	return apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project; nothing was changed.", len(foreign.IDs)).
+		with("fields", map[string]string{field: "must name assets of this project"}).with("assetIds", foreign.IDs)
 }

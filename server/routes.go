@@ -78,6 +78,10 @@ func (s *Server) routes() *gin.Engine {
 	api.PATCH("/assets/:id", s.patchAsset)
 	api.DELETE("/assets/:id", s.deleteAsset)
 	api.POST("/assets/:id/ratings", s.rateAsset)
+	api.GET("/assets/:id/edits", s.listEdits)
+	api.POST("/assets/:id/edits", s.createEdit)
+	api.GET("/edits/:id", s.getEdit)
+	api.POST("/edits/:id/applyTo", s.applyEditTo)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
 	api.GET("/assets/:id/similar", s.similar)

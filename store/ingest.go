@@ -38,16 +38,8 @@ type IngestOutput struct {
 // asset moves to 'cull' unless it is already further along.
 func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 	return s.WithTx(ctx, func(tx *Store) error {
-		for _, f := range out.Files {
-			if _, err := tx.db.ExecContext(ctx, `
-				INSERT INTO asset_files (asset_id, kind, blob_key, content_type, byte_size, checksum_sha256, width_px, height_px)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-				ON CONFLICT (asset_id, kind) DO UPDATE SET blob_key = EXCLUDED.blob_key, content_type = EXCLUDED.content_type,
-					byte_size = EXCLUDED.byte_size, checksum_sha256 = EXCLUDED.checksum_sha256,
-					width_px = EXCLUDED.width_px, height_px = EXCLUDED.height_px, created_at = now()`,
-				out.AssetID, f.Kind, f.BlobKey, f.ContentType, f.ByteSize, f.ChecksumSHA256, f.WidthPx, f.HeightPx); err != nil {
-				return err
-			}
+		if err := tx.upsertFiles(ctx, out.Files); err != nil {
+			return err
 		}
 		if _, err := tx.db.ExecContext(ctx, `
 			INSERT INTO perceptual_hashes (asset_id, algorithm, hash) VALUES ($1, $2, $3)
@@ -83,4 +75,21 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			out.Next.TaskID, out.Next.Payload)
 		return err
 	})
+}
+
+// upsertFiles records derived files, replacing each asset's file of the
+// same kind.
+func (s *Store) upsertFiles(ctx context.Context, files []AssetFile) error {
+	for _, f := range files {
+		if _, err := s.db.ExecContext(ctx, `
+			INSERT INTO asset_files (asset_id, kind, blob_key, content_type, byte_size, checksum_sha256, width_px, height_px)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (asset_id, kind) DO UPDATE SET blob_key = EXCLUDED.blob_key, content_type = EXCLUDED.content_type,
+				byte_size = EXCLUDED.byte_size, checksum_sha256 = EXCLUDED.checksum_sha256,
+				width_px = EXCLUDED.width_px, height_px = EXCLUDED.height_px, created_at = now()`,
+			f.AssetID, f.Kind, f.BlobKey, f.ContentType, f.ByteSize, f.ChecksumSHA256, f.WidthPx, f.HeightPx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

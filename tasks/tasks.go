@@ -22,6 +22,7 @@ const (
 	TypeCluster    = "project:cluster"
 	TypeExport     = "project:export"
 	TypeDelete     = "asset:delete"
+	TypeEdit       = "edit:apply"
 	TypeChainFlush = "chain:flush"
 	TypeSweep      = "maintenance:sweep"
 	TypeWebhook    = "webhook:deliver"
@@ -56,6 +57,7 @@ var table = map[string]spec{
 	TypeEmbed:      {QueueLow, 2 * time.Minute, []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}, true, false},
 	TypeCluster:    {QueueLow, 10 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute}, false, false},
 	TypeExport:     {QueueCritical, 30 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
+	TypeEdit:       {QueueDefault, 5 * time.Minute, []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}, true, false},
 	TypeDelete:     {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
 	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}, false, false},
 	TypeSweep:      {QueueLow, time.Minute, nil, false, false},
@@ -150,6 +152,13 @@ type DeletePayload struct {
 	Keys    []string  `json:"keys"`
 }
 
+// EditPayload asks for an edit version to be rendered onto its asset.
+type EditPayload struct {
+	Job
+	AssetID uuid.UUID `json:"assetId"`
+	EditID  uuid.UUID `json:"editId"`
+}
+
 // WebhookPayload asks for one webhook delivery to be sent. Its job has the
 // delivery's id; a ping's job has no project.
 type WebhookPayload struct {
@@ -186,6 +195,9 @@ func ExportID(export uuid.UUID) string { return "export:" + export.String() }
 
 func (DeletePayload) Kind() string     { return TypeDelete }
 func (p DeletePayload) TaskID() string { return "delete:" + p.AssetID.String() }
+
+func (EditPayload) Kind() string     { return TypeEdit }
+func (p EditPayload) TaskID() string { return "edit:" + p.EditID.String() + ":" + p.AssetID.String() }
 
 func (WebhookPayload) Kind() string     { return TypeWebhook }
 func (p WebhookPayload) TaskID() string { return WebhookID(p.DeliveryID) }

@@ -132,6 +132,7 @@ func (w *Worker) routes() {
 	w.mux.HandleFunc(tasks.TypeCluster, w.clusterProject)
 	w.mux.HandleFunc(tasks.TypeExport, w.export)
 	w.mux.HandleFunc(tasks.TypeDelete, w.deleteAsset)
+	w.mux.HandleFunc(tasks.TypeEdit, w.applyEdit)
 	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)
 	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
 	w.mux.HandleFunc(tasks.TypeWebhook, w.deliverWebhook)

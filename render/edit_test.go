@@ -1,0 +1,99 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/jpeg"
+	"strings"
+	"testing"
+
+	"lightbox/render"
+)
+
+func TestParseEdit(t *testing.T) {
+	e, problems := render.ParseEdit(json.RawMessage(`{"exposure": 1.5, "crop": {"x": 0.1, "y": 0.2, "w": 0.5, "h": 0.5}, "rotate": 90}`))
+	if len(problems) != 0 || e.Exposure != 1.5 || e.Crop == nil || e.Crop.W != 0.5 || e.Rotate != 90 {
+		t.Fatalf("%+v %v", e, problems)
+	}
+	for raw, field := range map[string]string{
+		`{"sharpen": 1}`:       "params.sharpen",
+		`{"exposure": 6}`:      "params.exposure",
+		`{"contrast": "high"}`: "params.contrast",
+		`{"rotate": 45}`:       "params.rotate",
+		`{"straighten": -46}`:  "params.straighten",
+		`{"crop": {"x": 0.6, "y": 0, "w": 0.5, "h": 1}}`:     "params.crop",
+		`{"crop": {"x": -0.1, "y": 0, "w": 0.5, "h": 1}}`:    "params.crop",
+		`{"crop": {"x": 0, "y": 0, "w": 0, "h": 1}}`:         "params.crop",
+		`{"crop": {"x": 0, "y": 0, "w": 1, "h": 1, "z": 1}}`: "params.crop",
+		`[1]`: "params",
+	} {
+		if _, problems := render.ParseEdit(json.RawMessage(raw)); problems[field] == "" || len(problems) != 1 {
+			t.Errorf("%s: problems %v, want one on %s", raw, problems, field)
+		}
+	}
+}
+
+// meanLuma is the average brightness of a JPEG, 0..255.
+func meanLuma(t *testing.T, data []byte) float64 {
+	t.Helper()
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	var sum float64
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			sum += (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(bl)) / 257
+		}
+	}
+	return sum / float64(((b.Dy()+3)/4)*((b.Dx()+3)/4))
+}
+
+func TestApplyEdit(t *testing.T) {
+	engine := newEngine(t)
+	kite := readCorpus(t, "photos/kite-2560x1600.jpg") // 2560x1600
+	edit := func(raw string) *render.Edited {
+		t.Helper()
+		e, problems := render.ParseEdit(json.RawMessage(raw))
+		if len(problems) > 0 {
+			t.Fatal(problems)
+		}
+		out, err := render.ApplyEdit(context.Background(), engine, kite, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	size := func(o *render.Edited) (image.Point, image.Point) {
+		return image.Pt(o.Preview.Width, o.Preview.Height), image.Pt(o.Thumbnail.Width, o.Thumbnail.Height)
+	}
+	plain := edit(`{}`)
+	if p, th := size(plain); p != image.Pt(2048, 1280) || th != image.Pt(320, 200) {
+		t.Fatalf("no edit: preview %v thumbnail %v", p, th)
+	}
+	if p, _ := size(edit(`{"rotate": 90}`)); p != image.Pt(1280, 2048) {
+		t.Errorf("rotate 90: %v", p)
+	}
+	// A quarter of the frame, taken from a source decoded larger: still a
+	// full-size preview.
+	if p, _ := size(edit(`{"crop": {"x": 0.5, "y": 0.5, "w": 0.5, "h": 0.5}}`)); p != image.Pt(1280, 800) {
+		t.Errorf("crop: %v", p)
+	}
+	if p, _ := size(edit(`{"straighten": 10}`)); p.X < 1200 || abs(p.X*1600-p.Y*2560) > 2560*2 {
+		t.Errorf("straighten keeps the shape, not the corners: %v", p)
+	}
+	base := meanLuma(t, plain.Preview.Data)
+	if got := meanLuma(t, edit(`{"exposure": 1}`).Preview.Data); got < base+10 {
+		t.Errorf("exposure +1: mean %.1f, was %.1f", got, base)
+	}
+	if got := meanLuma(t, edit(`{"exposure": -2}`).Preview.Data); got > base-10 {
+		t.Errorf("exposure -2: mean %.1f, was %.1f", got, base)
+	}
+	if !strings.HasPrefix(string(plain.Preview.Data[:2]), "\xff\xd8") {
+		t.Error("the preview is not a JPEG")
+	}
+}

@@ -1,0 +1,142 @@
+package server_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type editReply struct {
+	ID, AssetID, Name string
+	ParentID          *string
+	Params            map[string]any
+	AppliedAt         *time.Time
+	JobID             string
+}
+
+// editFiles is the size of an asset's edit_preview and edit_thumbnail, as
+// the files route lists them.
+func (a *app) editFiles(key string, asset uuid.UUID) (preview, thumb [2]int) {
+	a.t.Helper()
+	r := a.do("GET", "/v1/assets/"+asset.String()+"/files", key, nil)
+	expect(a.t, r, 200, "")
+	var out struct {
+		Files []struct {
+			Kind              string
+			WidthPx, HeightPx int
+		}
+	}
+	json.Unmarshal(r.body, &out)
+	for _, f := range out.Files {
+		switch f.Kind {
+		case "edit_preview":
+			preview = [2]int{f.WidthPx, f.HeightPx}
+		case "edit_thumbnail":
+			thumb = [2]int{f.WidthPx, f.HeightPx}
+		}
+	}
+	return preview, thumb
+}
+
+func TestEditsAndApplyTo(t *testing.T) {
+	a := newApp(t)
+	a.startWorker()
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg", "bad/truncated-progressive.jpg"))
+	kite, path, broken := uuid.MustParse(ups[0].AssetID), uuid.MustParse(ups[1].AssetID), uuid.MustParse(ups[2].AssetID)
+	waitCount(t, a, "ingest over", 3, `SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('cull', 'search', 'ai', 'failed')`, project)
+	edits := "/v1/assets/" + kite.String() + "/edits"
+
+	r := a.do("POST", edits, key, map[string]any{"name": "Warm", "params": map[string]any{
+		"exposure": 0.5, "temperature": 800, "rotate": 90, "crop": map[string]any{"x": 0, "y": 0, "w": 0.5, "h": 1}}})
+	expect(t, r, 201, "")
+	var first editReply
+	json.Unmarshal(r.body, &first)
+	if first.Name != "Warm" || first.Params["rotate"] != 90.0 || first.JobID == "" || first.AppliedAt != nil {
+		t.Fatalf("new edit: %s", r.body)
+	}
+	waitCount(t, a, "the edit rendered", 1, `SELECT count(*) FROM jobs WHERE id = $1 AND status = 'done'`, first.JobID)
+	// The left half of a 2560x1600 photo, turned: 1600x1280.
+	if preview, thumb := a.editFiles(key, kite); preview != [2]int{1600, 1280} || thumb != [2]int{320, 256} {
+		t.Fatalf("edit files: preview %v thumbnail %v", preview, thumb)
+	}
+	r = a.do("GET", "/v1/edits/"+first.ID, key, nil)
+	expect(t, r, 200, "")
+	var got editReply
+	json.Unmarshal(r.body, &got)
+	if got.AppliedAt == nil {
+		t.Fatalf("a rendered edit has no appliedAt: %s", r.body)
+	}
+
+	// Bad input changes nothing, and other people see nothing.
+	bob := a.user("bob@example.org", false)
+	for _, c := range []struct {
+		body  any
+		field string
+	}{
+		{map[string]any{"params": map[string]any{"sharpen": 1}}, "params.sharpen"},
+		{map[string]any{"params": map[string]any{"crop": map[string]any{"x": 0.8, "y": 0, "w": 0.5, "h": 1}}}, "params.crop"},
+		{map[string]any{"params": map[string]any{"exposure": 9}}, "params.exposure"},
+		{map[string]any{"name": "x"}, "params"},
+		{map[string]any{"params": map[string]any{}, "parentId": uuid.New()}, "parentId"},
+	} {
+		r := a.do("POST", edits, key, c.body)
+		expect(t, r, 400, "validation_failed")
+		if fields(t, r)[c.field] == nil {
+			t.Errorf("%v: fields %v, want %s", c.body, fields(t, r), c.field)
+		}
+	}
+	expect(t, a.do("GET", edits, bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/edits/"+first.ID, bob, nil), 404, "not_found")
+	expect(t, a.do("POST", "/v1/edits/"+first.ID+"/applyTo", bob, map[string]any{"assetIds": []uuid.UUID{path}, "mode": "create_versions"}), 404, "not_found")
+	other := a.newProject(key)
+	_, theirs := a.uploadAll(key, other, corpus(t, "photos/wood.jpg"))
+	applyTo := func(body any) reply { return a.do("POST", "/v1/edits/"+first.ID+"/applyTo", key, body) }
+	expect(t, applyTo(map[string]any{"assetIds": []string{path.String(), theirs[0].AssetID}, "mode": "create_versions"}), 400, "validation_failed")
+	expect(t, applyTo(map[string]any{"assetIds": []uuid.UUID{path}, "mode": "replace"}), 400, "validation_failed")
+	expect(t, applyTo(map[string]any{"assetIds": []uuid.UUID{}, "mode": "create_versions"}), 400, "validation_failed")
+	if n := a.count(`SELECT count(*) FROM edit_versions`); n != 1 {
+		t.Fatalf("%d versions after refused requests, want 1", n)
+	}
+
+	// The same params onto the other photos as one batch: the broken file's
+	// job fails with a reason, the others render.
+	r = applyTo(map[string]any{"assetIds": []uuid.UUID{path, broken}, "mode": "create_versions", "name": "Warm too"})
+	expect(t, r, 202, "")
+	batch := r.json(t)["batchId"].(string)
+	deadline := time.Now().Add(3 * time.Minute)
+	for b := a.batch(key, batch); b.Batch.Status != "partial"; b = a.batch(key, batch) {
+		if time.Now().After(deadline) {
+			t.Fatalf("edit batch %+v, want partial", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if preview, _ := a.editFiles(key, path); preview != [2]int{1600, 1280} {
+		t.Fatalf("applied edit on the second photo: %v", preview)
+	}
+	if n := a.count(`SELECT count(*) FROM jobs WHERE batch_id = $1 AND status = 'failed' AND asset_id = $2 AND error_code IS NOT NULL`, batch, broken); n != 1 {
+		t.Fatal("the broken file's edit did not fail with a reason")
+	}
+
+	// overwrite_latest changes each asset's newest version instead of adding one.
+	r = a.do("POST", edits, key, map[string]any{"params": map[string]any{"rotate": 180}, "parentId": first.ID})
+	expect(t, r, 201, "")
+	var second editReply
+	json.Unmarshal(r.body, &second)
+	expect(t, a.do("POST", "/v1/edits/"+second.ID+"/applyTo", key, map[string]any{"assetIds": []uuid.UUID{path}, "mode": "overwrite_latest"}), 202, "")
+	if n := a.count(`SELECT count(*) FROM edit_versions WHERE asset_id = $1`, path); n != 1 {
+		t.Fatalf("overwrite_latest left %d versions, want 1", n)
+	}
+	if n := a.count(`SELECT count(*) FROM edit_versions WHERE asset_id = $1 AND params->>'rotate' = '180'`, path); n != 1 {
+		t.Fatal("overwrite_latest did not change the latest version")
+	}
+	r = a.do("GET", edits, key, nil)
+	var list struct{ Items []editReply }
+	json.Unmarshal(r.body, &list)
+	if len(list.Items) != 2 || list.Items[1].ParentID == nil || *list.Items[1].ParentID != first.ID {
+		t.Fatalf("versions of the first photo: %s", r.body)
+	}
+}
