@@ -234,17 +234,11 @@ func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
 		info.SHA256 = hex.EncodeToString(sum)
 		return info, nil
 	}
-	obj, err := s.c.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	read, err := s.hash(ctx, key)
 	if err != nil {
-		return Info{}, s.err(key, err)
+		return Info{}, err
 	}
-	defer obj.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, contextReader{ctx, obj})
-	if err != nil {
-		return Info{}, s.err(key, err)
-	}
-	info.Size, info.SHA256 = n, hex.EncodeToString(h.Sum(nil))
+	info.Size, info.SHA256 = read.Size, read.SHA256
 	return info, nil
 }
 
