@@ -305,7 +305,10 @@ func presignLife(expires time.Time) time.Duration {
 
 // SignPut implements URLSigner. Content-Type and Content-Length are signed
 // headers, so the bucket refuses a body of another type or of any size but
-// the one declared; browsers send Content-Length themselves.
+// the one declared; browsers send Content-Length themselves. So is
+// "If-None-Match: *": the bucket takes one PUT to the key and refuses the
+// next with 412, so bytes a finalize accepted cannot be replaced while the
+// URL lives, and a client that sees 412 knows its bytes already arrived.
 func (s *S3) SignPut(ctx context.Context, g Grant) (SignedURL, error) {
 	if err := CheckKey(g.Key); err != nil {
 		return SignedURL{}, err
@@ -318,6 +321,7 @@ func (s *S3) SignPut(ctx context.Context, g Grant) (SignedURL, error) {
 	if g.ContentType != "" {
 		h.Set("Content-Type", g.ContentType)
 	}
+	h.Set("If-None-Match", "*")
 	life := presignLife(g.Expires)
 	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, g.Key, life, nil, h)
 	if err != nil {

@@ -1,0 +1,121 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/internal/testenv"
+)
+
+// s3App is an app whose blobs live in the test's own bucket, reached
+// through a proxy the test can cut off.
+func s3App(t *testing.T, vars map[string]string) (*app, *blob.S3, *testenv.Proxy) {
+	t.Helper()
+	cfg := testenv.S3(t)
+	proxy := testenv.NewProxy(t, strings.TrimPrefix(cfg.Endpoint, "http://"))
+	cfg.Endpoint = "http://" + proxy.Addr
+	a, s3 := s3AppOn(t, cfg, vars)
+	return a, s3, proxy
+}
+
+// s3AppOn is an app whose blobs live in bucket.
+func s3AppOn(t testing.TB, bucket blob.S3Config, vars map[string]string) (*app, *blob.S3) {
+	t.Helper()
+	s3, err := blob.NewS3(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.New(t)
+	return startAppWith(t, env, env.Redis, options{env: vars, store: s3, signer: s3}), s3
+}
+
+// tryPut sends bytes to an upload URL and answers the status, or the
+// error of a request the bucket cut off: refusing a body early, it may
+// close the connection while the client is still writing.
+func tryPut(t *testing.T, u upload, headers map[string]string, body []byte) (int, error) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// TestS3UploadURLsRefuseWhatWasNotDeclared sends what a client should not
+// through the URLs prepare hands out: the bucket refuses a body larger
+// than declared, another content type, a PUT after the URL expired and a
+// PUT after finalize; a finalize for bytes that never arrived is
+// upload_missing.
+func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
+	a, s3, _ := s3App(t, map[string]string{"UPLOAD_URL_TTL": "10s"})
+	key := a.user("sam@example.org", false)
+	project := a.newProject(key)
+	ctx := context.Background()
+
+	late := []photo{{name: "late.jpg", data: []byte("bytes that come too late")}}
+	ups := a.prepare(key, project, late)
+	if ups[0].Headers["If-None-Match"] != "*" {
+		t.Fatalf("the upload URL does not bind one PUT: %+v", ups[0].Headers)
+	}
+	time.Sleep(time.Until(ups[0].ExpiresAt) + time.Second)
+	if code, err := tryPut(t, ups[0], ups[0].Headers, late[0].data); err != nil || code != http.StatusForbidden {
+		t.Errorf("PUT after the URL expired: %d %v, want 403", code, err)
+	}
+	r := a.finalize(key, project, ups, []string{late[0].sum()})
+	expect(t, r, 200, "")
+	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "pending_upload" ||
+		got["error"].(map[string]any)["code"] != "upload_missing" {
+		t.Errorf("finalize of bytes that never arrived: %v", got)
+	}
+
+	ps := []photo{{name: "a.jpg", data: []byte("the declared bytes of a jpeg")}}
+	ups = a.prepare(key, project, ps)
+	u := ups[0]
+	if code, err := tryPut(t, u, u.Headers, append(bytes.Clone(ps[0].data), " and more"...)); err == nil && code/100 == 2 {
+		t.Errorf("the bucket took a body larger than declared: %d", code)
+	}
+	png := map[string]string{"Content-Type": "image/png", "If-None-Match": "*"}
+	if code, err := tryPut(t, u, png, ps[0].data); err == nil && code/100 == 2 {
+		t.Errorf("the bucket took another content type: %d", code)
+	}
+	if _, err := s3.Stat(ctx, keyOf(project, u.AssetID)); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("a refused PUT left an object: %v", err)
+	}
+	if code, err := tryPut(t, u, u.Headers, ps[0].data); err != nil || code != http.StatusOK {
+		t.Fatalf("PUT as declared: %d %v", code, err)
+	}
+	r = a.finalize(key, project, ups, []string{ps[0].sum()})
+	expect(t, r, 200, "")
+	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "uploaded" {
+		t.Fatalf("finalize: %v", got)
+	}
+	// The URL still lives, but the accepted bytes stay: with its headers
+	// the bucket answers 412, without them the signature fails.
+	other := bytes.ToUpper(ps[0].data)
+	if code, err := tryPut(t, u, u.Headers, other); err != nil || code != http.StatusPreconditionFailed {
+		t.Errorf("PUT after finalize: %d %v, want 412", code, err)
+	}
+	if code, err := tryPut(t, u, map[string]string{"Content-Type": u.Headers["Content-Type"]}, other); err == nil && code/100 == 2 {
+		t.Errorf("PUT after finalize without If-None-Match: %d", code)
+	}
+	if info, err := s3.Stat(ctx, keyOf(project, u.AssetID)); err != nil || info.SHA256 != ps[0].sum() {
+		t.Errorf("the finalized original changed: %+v %v", info, err)
+	}
+}
+
+func keyOf(project, asset string) string {
+	return blob.OriginalKey(uuid.MustParse(project), uuid.MustParse(asset))
+}
