@@ -172,22 +172,7 @@ func TestS3PresignedURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// send answers the bucket's status, or the error of a request it cut
-	// off: refusing a body early, it may close the connection while the
-	// client is still writing.
-	send := func(body []byte, header map[string]string) (int, error) {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, put.URL, bytes.NewReader(body))
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	send := func(body []byte, header map[string]string) (int, error) { return testenv.Put(put.URL, header, body) }
 	if code, err := send(append(data, "and more"...), put.Headers); err == nil && code/100 == 2 {
 		t.Error("the bucket took more bytes than declared")
 	}

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -62,22 +61,8 @@ func TestUploadThroughS3(t *testing.T) {
 		files[i] = map[string]any{"filename": filepath.Base(path), "byteSize": len(datas[i])}
 	}
 	uploads := s.prepare(key, project, files)
-	// put answers the bucket's status, or the error of a request the
-	// bucket cut off: refusing a body early, it may close the connection
-	// while the client is still writing (a broken pipe).
 	put := func(i int, body []byte) (int, error) {
-		t.Helper()
-		u := uploads[i]
-		req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(body))
-		for k, v := range u.Headers {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		res.Body.Close()
-		return res.StatusCode, nil
+		return testenv.Put(uploads[i].UploadURL, uploads[i].Headers, body)
 	}
 	if u := uploads[0]; u.Headers["Content-Length"] != strconv.Itoa(len(datas[0])) || u.Headers["Content-Type"] != "image/jpeg" {
 		t.Fatalf("the upload URL does not bind type and size: %+v", u.Headers)

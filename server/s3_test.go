@@ -37,23 +37,6 @@ func s3AppOn(t testing.TB, bucket blob.S3Config, vars map[string]string) (*app, 
 	return startAppWith(t, env, env.Redis, options{env: vars, store: s3, signer: s3}), s3
 }
 
-// tryPut sends bytes to an upload URL and answers the status, or the
-// error of a request the bucket cut off: refusing a body early, it may
-// close the connection while the client is still writing.
-func tryPut(t *testing.T, u upload, headers map[string]string, body []byte) (int, error) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(body))
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	res.Body.Close()
-	return res.StatusCode, nil
-}
-
 // TestS3UploadURLsRefuseWhatWasNotDeclared sends what a client should not
 // through the URLs prepare hands out: the bucket refuses a body larger
 // than declared, another content type, a PUT after the URL expired and a
@@ -71,7 +54,7 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 		t.Fatalf("the upload URL does not bind one PUT: %+v", ups[0].Headers)
 	}
 	time.Sleep(time.Until(ups[0].ExpiresAt) + time.Second)
-	if code, err := tryPut(t, ups[0], ups[0].Headers, late[0].data); err != nil || code != http.StatusForbidden {
+	if code, err := testenv.Put(ups[0].UploadURL, ups[0].Headers, late[0].data); err != nil || code != http.StatusForbidden {
 		t.Errorf("PUT after the URL expired: %d %v, want 403", code, err)
 	}
 	r := a.finalize(key, project, ups, []string{late[0].sum()})
@@ -84,17 +67,17 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 	ps := []photo{{name: "a.jpg", data: []byte("the declared bytes of a jpeg")}}
 	ups = a.prepare(key, project, ps)
 	u := ups[0]
-	if code, err := tryPut(t, u, u.Headers, append(bytes.Clone(ps[0].data), " and more"...)); err == nil && code/100 == 2 {
+	if code, err := testenv.Put(u.UploadURL, u.Headers, append(bytes.Clone(ps[0].data), " and more"...)); err == nil && code/100 == 2 {
 		t.Errorf("the bucket took a body larger than declared: %d", code)
 	}
 	png := map[string]string{"Content-Type": "image/png", "If-None-Match": "*"}
-	if code, err := tryPut(t, u, png, ps[0].data); err == nil && code/100 == 2 {
+	if code, err := testenv.Put(u.UploadURL, png, ps[0].data); err == nil && code/100 == 2 {
 		t.Errorf("the bucket took another content type: %d", code)
 	}
 	if _, err := s3.Stat(ctx, keyOf(project, u.AssetID)); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("a refused PUT left an object: %v", err)
 	}
-	if code, err := tryPut(t, u, u.Headers, ps[0].data); err != nil || code != http.StatusOK {
+	if code, err := testenv.Put(u.UploadURL, u.Headers, ps[0].data); err != nil || code != http.StatusOK {
 		t.Fatalf("PUT as declared: %d %v", code, err)
 	}
 	r = a.finalize(key, project, ups, []string{ps[0].sum()})
@@ -105,10 +88,10 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 	// The URL still lives, but the accepted bytes stay: with its headers
 	// the bucket answers 412, without them the signature fails.
 	other := bytes.ToUpper(ps[0].data)
-	if code, err := tryPut(t, u, u.Headers, other); err != nil || code != http.StatusPreconditionFailed {
+	if code, err := testenv.Put(u.UploadURL, u.Headers, other); err != nil || code != http.StatusPreconditionFailed {
 		t.Errorf("PUT after finalize: %d %v, want 412", code, err)
 	}
-	if code, err := tryPut(t, u, map[string]string{"Content-Type": u.Headers["Content-Type"]}, other); err == nil && code/100 == 2 {
+	if code, err := testenv.Put(u.UploadURL, map[string]string{"Content-Type": u.Headers["Content-Type"]}, other); err == nil && code/100 == 2 {
 		t.Errorf("PUT after finalize without If-None-Match: %d", code)
 	}
 	if info, err := s3.Stat(ctx, keyOf(project, u.AssetID)); err != nil || info.SHA256 != ps[0].sum() {
