@@ -99,6 +99,41 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 	}
 }
 
+// TestS3OutageIsNamedAndRetryable cuts the bucket off: /readyz is 503
+// naming blobs and no error, finalize is 503 storage_unavailable, and the
+// same finalize succeeds once the bucket is back.
+func TestS3OutageIsNamedAndRetryable(t *testing.T) {
+	a, _, proxy := s3App(t, nil)
+	key := a.user("kim@example.org", false)
+	project := a.newProject(key)
+	expect(t, a.do("GET", "/readyz", "", nil), 200, "")
+
+	ps := []photo{{name: "a.jpg", data: []byte("bytes of a jpeg")}}
+	ups := a.prepare(key, project, ps)
+	if code, err := testenv.Put(ups[0].UploadURL, ups[0].Headers, ps[0].data); err != nil || code != http.StatusOK {
+		t.Fatalf("PUT: %d %v", code, err)
+	}
+	proxy.Down()
+	r := a.do("GET", "/readyz", "", nil)
+	expect(t, r, 503, "not_ready")
+	details := r.json(t)["details"].(map[string]any)
+	if details["blobs"] != "unavailable" || details["postgres"] != nil || details["redis"] != nil {
+		t.Errorf("readyz details %v, want blobs named alone", details)
+	}
+	if strings.Contains(string(r.body), proxy.Addr) || strings.Contains(string(r.body), "refused") {
+		t.Errorf("readyz shows the error: %s", r.body)
+	}
+	expect(t, a.finalize(key, project, ups, []string{ps[0].sum()}), 503, "storage_unavailable")
+
+	proxy.Up()
+	expect(t, a.do("GET", "/readyz", "", nil), 200, "")
+	r = a.finalize(key, project, ups, []string{ps[0].sum()})
+	expect(t, r, 200, "")
+	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "uploaded" {
+		t.Fatalf("finalize once the bucket is back: %v", got)
+	}
+}
+
 func keyOf(project, asset string) string {
 	return blob.OriginalKey(uuid.MustParse(project), uuid.MustParse(asset))
 }
