@@ -22,7 +22,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"lightbox/blob"
 	"lightbox/config"
@@ -94,7 +93,7 @@ func TestCopyBlobsToS3(t *testing.T) {
 
 	// The same number of bytes, but not the same bytes: only a checksum
 	// tells them apart.
-	c := minioClient(t, bucket)
+	c := testenv.S3Client(t, bucket)
 	original := blob.OriginalKey(uuid.MustParse(project), uuid.MustParse(assets[0]))
 	spoilt := bytes.Repeat([]byte{0x5a}, len(onDisk[original]))
 	ctx := context.Background()
@@ -128,16 +127,6 @@ func buildLightbox(t *testing.T) string {
 		t.Fatalf("build lightbox: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func minioClient(t *testing.T, b blob.S3Config) *minio.Client {
-	t.Helper()
-	c, err := minio.New(strings.TrimPrefix(b.Endpoint, "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4(b.AccessKeyID, b.SecretAccessKey, ""), Region: b.Region, BucketLookup: minio.BucketLookupPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // serveFromBucket starts a second server on s's database and Redis with
