@@ -18,6 +18,9 @@ var (
 	ErrNotFound = errors.New("blob not found")
 	ErrTooLarge = errors.New("blob larger than allowed")
 	ErrBadKey   = errors.New("bad blob key")
+	// ErrUnavailable is a storage service that does not answer: it may
+	// answer later, unlike a refusal.
+	ErrUnavailable = errors.New("blob storage unavailable")
 )
 
 // Info describes a stored object.
@@ -76,6 +79,12 @@ type URLVerifier interface {
 	// the Grant its URL was signed for: ErrBadSignature, or ErrExpired with
 	// the Grant.
 	Verify(method, key string, q url.Values, now time.Time) (Grant, error)
+}
+
+// Pinger is a Store that can say whether it can be used now, for a
+// readiness check.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
 
 // StaleRemover is a Store that can leave temporary objects behind when a

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -171,22 +172,7 @@ func TestS3PresignedURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// send answers the bucket's status, or the error of a request it cut
-	// off: refusing a body early, it may close the connection while the
-	// client is still writing.
-	send := func(body []byte, header map[string]string) (int, error) {
-		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, put.URL, bytes.NewReader(body))
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	send := func(body []byte, header map[string]string) (int, error) { return testenv.Put(put.URL, header, body) }
 	if code, err := send(append(data, "and more"...), put.Headers); err == nil && code/100 == 2 {
 		t.Error("the bucket took more bytes than declared")
 	}
@@ -199,6 +185,16 @@ func TestS3PresignedURLs(t *testing.T) {
 	}
 	if code, err := send(data, put.Headers); err != nil || code != http.StatusOK {
 		t.Fatalf("PUT answered %d %v", code, err)
+	}
+	// The URL takes one PUT: bytes once there are not replaced.
+	other = maps.Clone(put.Headers)
+	delete(other, "If-None-Match")
+	for _, h := range []map[string]string{put.Headers, other} {
+		if code, err := send(bytes.ToUpper(data), h); err == nil && code/100 == 2 {
+			t.Errorf("a second PUT (headers %v) replaced the object: %d", h, code)
+		} else if err == nil && h["If-None-Match"] != "" && code != http.StatusPreconditionFailed {
+			t.Errorf("a second PUT answered %d, want 412", code)
+		}
 	}
 	info, err := s.Stat(ctx, "originals/p/a")
 	if sum := sha256.Sum256(data); err != nil || info.SHA256 != hex.EncodeToString(sum[:]) {
@@ -244,7 +240,9 @@ func TestS3PublicEndpoint(t *testing.T) {
 		t.Fatalf("%+v %v", put, err)
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, put.URL, strings.NewReader("png"))
-	req.Header.Set("Content-Type", "image/png")
+	for k, v := range put.Headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT: %v %v", statusOf(resp), err)

@@ -178,6 +178,15 @@ func (d *Disk) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// Ping implements Pinger: the root folder is there.
+func (d *Disk) Ping(context.Context) error {
+	st, err := os.Stat(d.root)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("%s is not a folder", d.root)
+	}
+	return err
+}
+
 // contextReader stops a long copy when its context ends.
 type contextReader struct {
 	ctx context.Context

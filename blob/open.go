@@ -51,9 +51,11 @@ func Open(cfg Config) (Store, URLSigner, error) {
 var (
 	_ Store        = (*Disk)(nil)
 	_ StaleRemover = (*Disk)(nil)
+	_ Pinger       = (*Disk)(nil)
 	_ URLSigner    = (*Signer)(nil)
 	_ URLVerifier  = (*Signer)(nil)
 	_ Store        = (*S3)(nil)
 	_ StaleRemover = (*S3)(nil)
+	_ Pinger       = (*S3)(nil)
 	_ URLSigner    = (*S3)(nil)
 )

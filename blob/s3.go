@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -134,7 +136,7 @@ func (s *S3) putWhole(ctx context.Context, key string, b []byte) (Info, error) {
 	_, err := s.c.PutObject(ctx, s.bucket, key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{
 		ContentType: "application/octet-stream"})
 	if err != nil {
-		return Info{}, err
+		return Info{}, s.err(key, err)
 	}
 	return Info{Key: key, Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), ModTime: time.Now()}, nil
 }
@@ -170,6 +172,7 @@ func (s *S3) create(ctx context.Context, key string) *s3Writer {
 	go func() {
 		_, err := s.c.PutObject(ctx, s.bucket, key, pr, -1, minio.PutObjectOptions{
 			PartSize: s3PartSize, ContentType: "application/octet-stream"})
+		err = s.err(key, err)
 		pr.CloseWithError(err)
 		w.done <- err
 	}()
@@ -234,17 +237,11 @@ func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
 		info.SHA256 = hex.EncodeToString(sum)
 		return info, nil
 	}
-	obj, err := s.c.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	read, err := s.hash(ctx, key)
 	if err != nil {
-		return Info{}, s.err(key, err)
+		return Info{}, err
 	}
-	defer obj.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, contextReader{ctx, obj})
-	if err != nil {
-		return Info{}, s.err(key, err)
-	}
-	info.Size, info.SHA256 = n, hex.EncodeToString(h.Sum(nil))
+	info.Size, info.SHA256 = read.Size, read.SHA256
 	return info, nil
 }
 
@@ -262,7 +259,32 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadSeekCloser, Info, err
 		obj.Close()
 		return nil, Info{}, s.err(key, err)
 	}
-	return obj, Info{Key: key, Size: oi.Size, ModTime: oi.LastModified}, nil
+	return s3Reader{obj, key, s}, Info{Key: key, Size: oi.Size, ModTime: oi.LastModified}, nil
+}
+
+// s3Reader is an object being read, whose errors say, as the store's do,
+// when the service stopped answering.
+type s3Reader struct {
+	*minio.Object
+	key string
+	s   *S3
+}
+
+func (r s3Reader) Read(p []byte) (int, error) {
+	n, err := r.Object.Read(p)
+	if err != nil && err != io.EOF {
+		err = r.s.err(r.key, err)
+	}
+	return n, err
+}
+
+// Ping implements Pinger: the bucket answers and exists.
+func (s *S3) Ping(ctx context.Context) error {
+	ok, err := s.c.BucketExists(ctx, s.bucket)
+	if err == nil && !ok {
+		err = fmt.Errorf("bucket %s does not exist", s.bucket)
+	}
+	return err
 }
 
 // Delete implements Store.
@@ -291,7 +313,8 @@ func (s *S3) RemoveStale(ctx context.Context, age time.Duration) (int, error) {
 	return n, nil
 }
 
-// err maps the service's "no such key" to ErrNotFound.
+// err maps the service's "no such key" to ErrNotFound, and a service
+// that does not answer to ErrUnavailable.
 func (s *S3) err(key string, err error) error {
 	if err == nil {
 		return nil
@@ -299,7 +322,25 @@ func (s *S3) err(key string, err error) error {
 	if r := minio.ToErrorResponse(err); r.Code == "NoSuchKey" || r.StatusCode == http.StatusNotFound {
 		return fmt.Errorf("%s: %w", key, ErrNotFound)
 	}
+	if unavailable(err) {
+		return fmt.Errorf("%s: %w: %w", key, ErrUnavailable, err)
+	}
 	return err
+}
+
+// unavailable tells an outage (no connection, a timeout, a connection cut
+// off, a 5xx or a request to slow down) from a refusal of this request. A
+// context that ended is the caller's doing, not the service's.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var r minio.ErrorResponse
+	return errors.As(err, &r) && (r.StatusCode >= 500 || r.StatusCode == http.StatusTooManyRequests || r.Code == "SlowDown")
 }
 
 // maxPresign is the longest life S3 gives a presigned URL.
@@ -311,7 +352,10 @@ func presignLife(expires time.Time) time.Duration {
 
 // SignPut implements URLSigner. Content-Type and Content-Length are signed
 // headers, so the bucket refuses a body of another type or of any size but
-// the one declared; browsers send Content-Length themselves.
+// the one declared; browsers send Content-Length themselves. So is
+// "If-None-Match: *": the bucket takes one PUT to the key and refuses the
+// next with 412, so bytes a finalize accepted cannot be replaced while the
+// URL lives, and a client that sees 412 knows its bytes already arrived.
 func (s *S3) SignPut(ctx context.Context, g Grant) (SignedURL, error) {
 	if err := CheckKey(g.Key); err != nil {
 		return SignedURL{}, err
@@ -324,6 +368,7 @@ func (s *S3) SignPut(ctx context.Context, g Grant) (SignedURL, error) {
 	if g.ContentType != "" {
 		h.Set("Content-Type", g.ContentType)
 	}
+	h.Set("If-None-Match", "*")
 	life := presignLife(g.Expires)
 	u, err := s.signer.PresignHeader(ctx, http.MethodPut, s.bucket, g.Key, life, nil, h)
 	if err != nil {

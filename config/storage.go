@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"strings"
 )
@@ -40,32 +41,47 @@ func (r *reader) storage(c *Config) {
 	if c.BlobBackend != "s3" {
 		return
 	}
-	c.S3Endpoint = r.str("S3_ENDPOINT", "")
-	c.S3Region = r.str("S3_REGION", "us-east-1")
-	c.S3Bucket = r.str("S3_BUCKET", "")
-	c.S3AccessKeyID = r.str("S3_ACCESS_KEY_ID", "")
-	c.S3SecretAccessKey = r.str("S3_SECRET_ACCESS_KEY", "")
-	c.S3ForcePathStyle = r.boolean("S3_FORCE_PATH_STYLE", false)
-	c.S3PublicEndpoint = r.str("S3_PUBLIC_ENDPOINT", "")
-	if c.S3PublicEndpoint != "" {
-		r.check("S3_PUBLIC_ENDPOINT", c.S3PublicEndpoint, func(v string) error { return checkURL(v, "http", "https") })
-	}
-	if c.S3Endpoint == "" {
-		r.fail("S3_ENDPOINT", "is required with BLOB_BACKEND=s3")
-	} else {
-		r.check("S3_ENDPOINT", c.S3Endpoint, func(v string) error { return checkURL(v, "http", "https") })
-	}
-	for _, s := range []struct{ name, v string }{
-		{"S3_BUCKET", c.S3Bucket}, {"S3_ACCESS_KEY_ID", c.S3AccessKeyID}, {"S3_SECRET_ACCESS_KEY", c.S3SecretAccessKey},
-	} {
-		if s.v == "" {
-			r.fail(s.name, "is required with BLOB_BACKEND=s3")
-		}
-	}
+	r.bucket(&c.Storage)
 	if c.UploadSecret == "" {
 		r.fail("UPLOAD_SECRET", "is required with BLOB_BACKEND=s3 (or UPLOAD_SECRET_FILE): every server and worker must share it")
 	}
 	if _, ok := r.lookup("CHAIN_KEY_FILE"); !ok && c.ChainKey == "" {
 		r.fail("CHAIN_KEY", "is required with BLOB_BACKEND=s3 (or CHAIN_KEY_FILE): every server and worker must share it")
+	}
+}
+
+// S3FromLookup reads only the S3_* settings, whatever BLOB_BACKEND says:
+// for moving blobs into the bucket an install is about to switch to.
+func S3FromLookup(lookup func(string) (string, bool)) (Storage, error) {
+	r := reader{lookup: lookup}
+	s := Storage{BlobBackend: "s3"}
+	r.bucket(&s)
+	return s, errors.Join(r.errs...)
+}
+
+// bucket reads the S3_* settings into s, all required but the region,
+// the path style and the public endpoint.
+func (r *reader) bucket(s *Storage) {
+	s.S3Endpoint = r.str("S3_ENDPOINT", "")
+	s.S3Region = r.str("S3_REGION", "us-east-1")
+	s.S3Bucket = r.str("S3_BUCKET", "")
+	s.S3AccessKeyID = r.str("S3_ACCESS_KEY_ID", "")
+	s.S3SecretAccessKey = r.str("S3_SECRET_ACCESS_KEY", "")
+	s.S3ForcePathStyle = r.boolean("S3_FORCE_PATH_STYLE", false)
+	s.S3PublicEndpoint = r.str("S3_PUBLIC_ENDPOINT", "")
+	if s.S3PublicEndpoint != "" {
+		r.check("S3_PUBLIC_ENDPOINT", s.S3PublicEndpoint, func(v string) error { return checkURL(v, "http", "https") })
+	}
+	if s.S3Endpoint == "" {
+		r.fail("S3_ENDPOINT", "is required with BLOB_BACKEND=s3")
+	} else {
+		r.check("S3_ENDPOINT", s.S3Endpoint, func(v string) error { return checkURL(v, "http", "https") })
+	}
+	for _, v := range []struct{ name, v string }{
+		{"S3_BUCKET", s.S3Bucket}, {"S3_ACCESS_KEY_ID", s.S3AccessKeyID}, {"S3_SECRET_ACCESS_KEY", s.S3SecretAccessKey},
+	} {
+		if v.v == "" {
+			r.fail(v.name, "is required with BLOB_BACKEND=s3")
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -53,12 +52,7 @@ func s3Stack(t *testing.T) (*stack, blob.S3Config) {
 func TestUploadThroughS3(t *testing.T) {
 	s, bucket := s3Stack(t)
 	key := s.user("sam@example.org", false)
-	var p struct {
-		ID string `json:"id"`
-	}
-	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Bucket"}, &p); code != http.StatusCreated {
-		t.Fatalf("create project: %d", code)
-	}
+	project := s.createProject(key, "Bucket")
 	photos := distinctPhotos(t, 4)
 	datas := make([][]byte, len(photos))
 	files := make([]map[string]any, len(photos))
@@ -66,23 +60,9 @@ func TestUploadThroughS3(t *testing.T) {
 		datas[i], _ = os.ReadFile(path)
 		files[i] = map[string]any{"filename": filepath.Base(path), "byteSize": len(datas[i])}
 	}
-	uploads := s.prepare(key, p.ID, files)
-	// put answers the bucket's status, or the error of a request the
-	// bucket cut off: refusing a body early, it may close the connection
-	// while the client is still writing (a broken pipe).
+	uploads := s.prepare(key, project, files)
 	put := func(i int, body []byte) (int, error) {
-		t.Helper()
-		u := uploads[i]
-		req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(body))
-		for k, v := range u.Headers {
-			req.Header.Set(k, v)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		res.Body.Close()
-		return res.StatusCode, nil
+		return testenv.Put(uploads[i].UploadURL, uploads[i].Headers, body)
 	}
 	if u := uploads[0]; u.Headers["Content-Length"] != strconv.Itoa(len(datas[0])) || u.Headers["Content-Type"] != "image/jpeg" {
 		t.Fatalf("the upload URL does not bind type and size: %+v", u.Headers)
@@ -113,7 +93,7 @@ func TestUploadThroughS3(t *testing.T) {
 			} `json:"error"`
 		} `json:"assets"`
 	}
-	if code := s.call("POST", "/v1/projects/"+p.ID+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
+	if code := s.call("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
 		t.Fatalf("finalize: %d", code)
 	}
 	want := []struct{ status, code string }{{"uploaded", ""}, {"failed", "checksum_mismatch"}, {"pending_upload", "upload_missing"}, {"pending_upload", "upload_missing"}}
@@ -131,42 +111,17 @@ func TestUploadThroughS3(t *testing.T) {
 		Ready int `json:"ready"`
 	}
 	s.waitUntil("the uploaded asset to be ready", pipelinePatience, time.Second, func() bool {
-		s.apiGet(key, "/v1/projects/"+p.ID+"/stats", &stats)
+		s.apiGet(key, "/v1/projects/"+project+"/stats", &stats)
 		return stats.Ready == 1
 	})
-	var out struct {
-		Files []struct {
-			Kind           string `json:"kind"`
-			URL            string `json:"url"`
-			ContentType    string `json:"contentType"`
-			ChecksumSHA256 string `json:"checksumSha256"`
-		} `json:"files"`
-	}
-	s.apiGet(key, "/v1/assets/"+uploads[0].AssetID+"/files", &out)
-	if len(out.Files) == 0 {
+	if n := s.readFilesFromBucket(key, uploads[0].AssetID, bucket); n == 0 {
 		t.Fatal("the ready asset lists no files")
-	}
-	for _, f := range out.Files {
-		if !strings.HasPrefix(f.URL, bucket.Endpoint+"/"+bucket.Bucket+"/") {
-			t.Errorf("%s is not a URL into the bucket: %s", f.Kind, f.URL)
-		}
-		res, err := http.Get(f.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		sum := sha256.Sum256(body)
-		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != f.ContentType ||
-			(f.ChecksumSHA256 != "" && f.ChecksumSHA256 != hex.EncodeToString(sum[:])) {
-			t.Errorf("GET %s: %d %s, %d bytes", f.Kind, res.StatusCode, res.Header.Get("Content-Type"), len(body))
-		}
 	}
 	st, err := blob.NewS3(bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Stat(context.Background(), "originals/"+p.ID+"/"+uploads[1].AssetID); err == nil {
+	if _, err := st.Stat(context.Background(), "originals/"+project+"/"+uploads[1].AssetID); err == nil {
 		t.Error("the original of a checksum mismatch was kept")
 	}
 }
@@ -181,4 +136,49 @@ func TestUploadToS3InABrowser(t *testing.T) {
 	project := b.newProject(s.url, key, "Bucket")
 	b.run("choose 5 photos", chromedp.SetUploadFiles(chromedp.CSS("#file-input"), distinctPhotos(t, 5)))
 	s.waitReady(key, project, 5)
+}
+
+// createProject makes a project through the API and returns its id.
+func (s *stack) createProject(key, title string) string {
+	s.t.Helper()
+	var p struct {
+		ID string `json:"id"`
+	}
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": title}, &p); code != http.StatusCreated {
+		s.t.Fatalf("create project: %d", code)
+	}
+	return p.ID
+}
+
+// readFilesFromBucket reads every file the API lists for asset through
+// its URL, which must lead into bucket, and checks its type and checksum.
+// It returns how many files were listed.
+func (s *stack) readFilesFromBucket(key, asset string, bucket blob.S3Config) int {
+	s.t.Helper()
+	var out struct {
+		Files []struct {
+			Kind           string `json:"kind"`
+			URL            string `json:"url"`
+			ContentType    string `json:"contentType"`
+			ChecksumSHA256 string `json:"checksumSha256"`
+		} `json:"files"`
+	}
+	s.apiGet(key, "/v1/assets/"+asset+"/files", &out)
+	for _, f := range out.Files {
+		if !strings.HasPrefix(f.URL, bucket.Endpoint+"/"+bucket.Bucket+"/") {
+			s.t.Errorf("%s of %s is not a URL into the bucket: %s", f.Kind, asset, f.URL)
+		}
+		res, err := http.Get(f.URL)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		sum := sha256.Sum256(body)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != f.ContentType ||
+			(f.ChecksumSHA256 != "" && f.ChecksumSHA256 != hex.EncodeToString(sum[:])) {
+			s.t.Errorf("GET %s of %s: %d %s, %d bytes", f.Kind, asset, res.StatusCode, res.Header.Get("Content-Type"), len(body))
+		}
+	}
+	return len(out.Files)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"lightbox/blob"
 	"lightbox/chain"
 )
 
@@ -14,18 +15,22 @@ func (s *Server) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// readyz answers 200 when Postgres and Redis both answer, else 503 naming
-// which did not. It is public, so the errors themselves only go to the log,
-// and the chain shows its length but no cid.
+// readyz answers 200 when Postgres, Redis and the blob store all answer,
+// else 503 naming which did not. It is public, so the errors themselves
+// only go to the log, and the chain shows its length but no cid.
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	checks := map[string]string{}
 	failed := map[string]any{}
-	for name, ping := range map[string]func(context.Context) error{
+	pings := map[string]func(context.Context) error{
 		"postgres": s.store.Ping,
 		"redis":    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
-	} {
+	}
+	if p, ok := s.blobs.(blob.Pinger); ok {
+		pings["blobs"] = p.Ping
+	}
+	for name, ping := range pings {
 		if err := ping(ctx); err != nil {
 			logger(c).WarnContext(ctx, "not ready", "service", name, "err", err)
 			failed[name] = "unavailable"

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -52,6 +53,7 @@ type options struct {
 	dataDir  string // blob folder shared by apps that stand for one deployment
 	logTo    io.Writer
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
+	store    blob.Store     // the disk backend under dataDir by default
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -107,7 +109,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	srv := server.New(server.Deps{
 		ChainKey: pub, EmbedModel: testEmbedModel,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
-		Blobs: blobs, Signer: o.signer,
+		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
 	})
 	handler = srv.Handler()
 	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, chainKey: key}

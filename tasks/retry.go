@@ -54,15 +54,29 @@ func Permanent(err error) error {
 // IsPermanent reports whether err was marked Permanent.
 func IsPermanent(err error) bool { return errors.Is(err, asynq.SkipRetry) }
 
-// RateLimitedError says an outside service's shared budget is spent. The
-// task is retried after RetryAfter without spending one of its retries.
+// RateLimitedError says an outside service's shared budget is spent, or,
+// with a Cause, that the service does not answer. Either is waited out:
+// the task is retried after RetryAfter without spending one of its
+// retries.
 type RateLimitedError struct {
 	Limit      string
 	RetryAfter time.Duration
+	Cause      error // the outage; nil for a spent budget
 }
 
 func (e *RateLimitedError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s does not answer (%v): retry in %s", e.Limit, e.Cause, e.RetryAfter.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("rate limited by %s: retry in %s", e.Limit, e.RetryAfter.Round(time.Millisecond))
+}
+
+func (e *RateLimitedError) Unwrap() error { return e.Cause }
+
+// Unavailable says service does not answer (cause): the task waits for it
+// as for a spent budget, so an outage fails nothing.
+func Unavailable(service string, retryAfter time.Duration, cause error) error {
+	return &RateLimitedError{Limit: service, RetryAfter: retryAfter, Cause: cause}
 }
 
 // RateLimited returns a RateLimitedError.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -29,6 +31,8 @@ func errorCode(err error) (string, string) {
 	switch {
 	case errors.As(err, &c):
 		return c.ErrorCode(), c.Error()
+	case errors.As(err, &rl) && rl.Cause != nil:
+		return "service_unavailable", fmt.Sprintf("The %s does not answer; the task waits for it and runs again.", rl.Limit)
 	case errors.As(err, &rl):
 		return "rate_limited", rl.Error()
 	case errors.Is(err, context.DeadlineExceeded):
@@ -37,6 +41,23 @@ func errorCode(err error) (string, string) {
 		return "invalid_input", "The task cannot be done as asked, so it is not retried."
 	}
 	return "task_failed", "The task failed on our side; it is retried while attempts remain."
+}
+
+// storageRetry is how long a task waits for a blob store that does not
+// answer before it runs again.
+const storageRetry = 10 * time.Second
+
+// waitOutStorage makes a blob store that does not answer a wait rather than
+// a failure: the task runs again once storage may be back, without
+// spending a retry, so an outage fails no asset and loses no work.
+func waitOutStorage(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		err := next.ProcessTask(ctx, t)
+		if errors.Is(err, blob.ErrUnavailable) && !tasks.IsPermanent(err) {
+			return tasks.Unavailable("blob storage", storageRetry, err)
+		}
+		return err
+	})
 }
 
 // trackJobs records each run in the job's row: running with its attempt,

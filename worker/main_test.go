@@ -27,13 +27,20 @@ type harness struct {
 	env   *testenv.Env
 	cfg   *config.Config
 	w     *worker.Worker
-	blobs *blob.Disk
+	blobs blob.Store
 	in    *asynq.Inspector
 	queue *asynq.Client
 	owner uuid.UUID
 }
 
 func newHarness(t testing.TB, vars map[string]string) *harness {
+	t.Helper()
+	return newHarnessOn(t, vars, nil)
+}
+
+// newHarnessOn is newHarness with its blobs in store, or on disk when
+// store is nil.
+func newHarnessOn(t testing.TB, vars map[string]string, store blob.Store) *harness {
 	t.Helper()
 	env := testenv.New(t)
 	all := map[string]string{"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": t.TempDir(), "WORKER_CONCURRENCY": "2"}
@@ -44,9 +51,11 @@ func newHarness(t testing.TB, vars map[string]string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobs, err := blob.NewDisk(cfg.DataDir + "/blobs")
-	if err != nil {
-		t.Fatal(err)
+	blobs := store
+	if blobs == nil {
+		if blobs, err = blob.NewDisk(cfg.DataDir + "/blobs"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine, err := imaging.New(cfg.ImagingEngine, imaging.Config{MaxPixels: cfg.MaxPixels})

@@ -111,7 +111,7 @@ func New(d Deps) (*Worker, error) {
 	})
 	w.metrics = newTaskMetrics()
 	w.mux = asynq.NewServeMux()
-	w.mux.Use(w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs)
+	w.mux.Use(w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, waitOutStorage)
 	w.routes()
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period

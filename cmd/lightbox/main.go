@@ -1,4 +1,5 @@
-// Command lightbox is the operators' CLI: migrations, users and API keys.
+// Command lightbox is the operators' CLI: migrations, users, API keys and
+// moving blobs.
 //
 //	lightbox migrate
 //	lightbox users create --email E [--admin]   prints only the new API key
@@ -6,6 +7,7 @@
 //	lightbox keys list --email E
 //	lightbox keys revoke KEY_ID
 //	lightbox keygen FILE                        a chain signing key, unless FILE exists
+//	lightbox blobs copy --to s3                 DATA_DIR's blobs into the S3_* bucket
 //	lightbox version
 //	lightbox help
 //
@@ -42,6 +44,8 @@ const usage = `usage:
   lightbox keys list --email E
   lightbox keys revoke KEY_ID
   lightbox keygen FILE                         write a chain signing key, unless FILE exists
+  lightbox blobs copy --to s3                  copy DATA_DIR's blobs into the S3_* bucket;
+                                               run again to resume, skipping what is there
   lightbox version
   lightbox help
 `
@@ -104,7 +108,7 @@ func parse(args []string) (command, error) {
 	switch {
 	case name == "help" || isHelp(name):
 		return command{}, flag.ErrHelp
-	case name == "users" || name == "keys":
+	case name == "users" || name == "keys" || name == "blobs":
 		if len(rest) > 0 && isHelp(rest[0]) {
 			return command{}, flag.ErrHelp
 		}
@@ -145,6 +149,8 @@ func parse(args []string) (command, error) {
 		return withFlags(fs, rest, 0, []string{"email"}, command{db: true, run: func(ctx context.Context, st *store.Store, out, _ io.Writer) error {
 			return listKeys(ctx, st, *email, out)
 		}})
+	case "blobs copy":
+		return parseBlobsCopy(fs, rest)
 	case "keys revoke":
 		cmd, err := withFlags(fs, rest, 1, nil, command{db: true})
 		if err != nil {

@@ -70,6 +70,9 @@ func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 		{[]string{"migrate", "now"}, `unexpected argument "now"`},
 		{[]string{"version", "--short"}, "flag provided but not defined"},
 		{[]string{"keygen"}, "missing argument"},
+		{[]string{"blobs"}, "blobs needs a subcommand"},
+		{[]string{"blobs", "copy"}, "--to is required"},
+		{[]string{"blobs", "copy", "--to", "disk"}, "only s3 is supported"},
 	} {
 		status, stdout, stderr := lightbox(c.args...)
 		if status != 2 || stdout != "" || !strings.Contains(stderr, c.says) || !strings.Contains(stderr, "usage:") {

@@ -131,15 +131,19 @@ func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 // PUBLIC_URL, or in the S3 bucket with presigned URLs to it.
 func Blobs(cfg *config.Config) (blob.Store, blob.URLSigner, error) {
 	if cfg.BlobBackend == "s3" {
-		return blob.Open(blob.Config{Backend: "s3", S3: blob.S3Config{Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
-			Bucket: cfg.S3Bucket, AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretAccessKey, PathStyle: cfg.S3ForcePathStyle,
-			PublicEndpoint: cfg.S3PublicEndpoint}})
+		return blob.Open(blob.Config{Backend: "s3", S3: S3(cfg.Storage)})
 	}
 	secret, err := UploadSecret(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("upload secret: %w", err)
 	}
 	return blob.Open(blob.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), Secret: secret, BaseURL: cfg.PublicURL + "/blobs"})
+}
+
+// S3 is the bucket the S3_* settings of s describe.
+func S3(s config.Storage) blob.S3Config {
+	return blob.S3Config{Endpoint: s.S3Endpoint, Region: s.S3Region, Bucket: s.S3Bucket, AccessKeyID: s.S3AccessKeyID,
+		SecretAccessKey: s.S3SecretAccessKey, PathStyle: s.S3ForcePathStyle, PublicEndpoint: s.S3PublicEndpoint}
 }
 
 // UploadSecret is the HMAC key of signed URLs: UPLOAD_SECRET, or a random

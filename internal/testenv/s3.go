@@ -25,12 +25,7 @@ func S3(t testing.TB) blob.S3Config {
 	}
 	cfg := blob.S3Config{Endpoint: endpoint, Region: "us-east-1", Bucket: strings.ReplaceAll(randomName("lightbox-test-"), "_", "-"),
 		AccessKeyID: need(t, "LIGHTBOX_TEST_S3_ACCESS_KEY_ID"), SecretAccessKey: need(t, "LIGHTBOX_TEST_S3_SECRET_ACCESS_KEY"), PathStyle: true}
-	u, _ := url.Parse(endpoint)
-	c, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
-		Secure: u.Scheme == "https", Region: cfg.Region, BucketLookup: minio.BucketLookupPath})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := S3Client(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region}); err != nil {
@@ -53,4 +48,20 @@ func S3(t testing.TB) blob.S3Config {
 		}
 	})
 	return cfg
+}
+
+// S3Client is a plain minio-go client of bucket's service, for tests that
+// write into a bucket behind the store's back.
+func S3Client(t testing.TB, bucket blob.S3Config) *minio.Client {
+	t.Helper()
+	u, err := url.Parse(bucket.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(bucket.AccessKeyID, bucket.SecretAccessKey, ""),
+		Secure: u.Scheme == "https", Region: bucket.Region, BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

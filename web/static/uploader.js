@@ -9,7 +9,8 @@
 //   - transient errors (network, 5xx, 408, 429) are retried with
 //     exponential backoff and jitter; a 429 waits Retry-After plus jitter
 //     and holds every new request until then;
-//   - a 403 url_expired prepares the file again for a fresh URL;
+//   - a 403 url_expired (or a bucket's own 403) prepares the file again
+//     for a fresh URL; a bucket's 412 means the bytes already arrived;
 //   - files are prepared just in time (chunks sized to about two minutes of
 //     uploading, at most 1,000), so URLs rarely expire unused.
 
@@ -358,8 +359,10 @@ export class Uploader extends EventTarget {
   }
 
   putDone(row, status, body) {
-    // 201 from the server's own /blobs route, 200 from an S3 bucket.
-    if ((status >= 200 && status < 300) || (status === 409 && body && body.code === 'already_finalized')) {
+    // 201 from the server's own /blobs route, 200 from an S3 bucket; a
+    // bucket answers 412 to a second PUT, as when the first arrived but its
+    // answer was lost: finalize checks the bytes either way.
+    if ((status >= 200 && status < 300) || status === 412 || (status === 409 && body && body.code === 'already_finalized')) {
       this.window.success();
       row.local = 'sent';
       row.sent = row.size;
@@ -370,7 +373,9 @@ export class Uploader extends EventTarget {
       return;
     }
     const err = new ApiError(status, body, body && body.retryAfter);
-    if (err.code === 'url_expired' || (status === 404 && err.code === 'not_found')) {
+    // A bucket refuses an expired URL with a 403 of its own, not JSON.
+    const bucketRefused = status === 403 && !body;
+    if (err.code === 'url_expired' || bucketRefused || (status === 404 && err.code === 'not_found')) {
       row.expiries = (row.expiries || 0) + 1;
       if (row.expiries <= 3) {
         this.reprepare(row);
