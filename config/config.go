@@ -39,7 +39,8 @@ type Config struct {
 
 	MaxBodyBytes int64         // MAX_BODY_BYTES, for JSON request bodies
 	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
-	SessionTTL   time.Duration // SESSION_TTL
+	SSEStreamsPerUser int           // SSE_STREAMS_PER_USER, event streams one user may hold open on one server
+	SessionTTL        time.Duration // SESSION_TTL
 
 	UploadSecret   string        // UPLOAD_SECRET or the file UPLOAD_SECRET_FILE, HMAC key of signed URLs; generated under DATA_DIR when empty
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
@@ -97,9 +98,10 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
 
-		MaxBodyBytes: r.bytes("MAX_BODY_BYTES", 4<<20),
-		SSEHeartbeat: r.duration("SSE_HEARTBEAT", 15*time.Second),
-		SessionTTL:   r.duration("SESSION_TTL", 7*24*time.Hour),
+		MaxBodyBytes:      r.bytes("MAX_BODY_BYTES", 4<<20),
+		SSEHeartbeat:      r.duration("SSE_HEARTBEAT", 15*time.Second),
+		SSEStreamsPerUser: r.integer("SSE_STREAMS_PER_USER", 16, 1, 1<<20),
+		SessionTTL:        r.duration("SESSION_TTL", 7*24*time.Hour),
 
 		UploadSecret:   r.str("UPLOAD_SECRET", ""),
 		UploadURLTTL:   r.duration("UPLOAD_URL_TTL", 5*time.Minute),

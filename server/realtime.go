@@ -119,7 +119,7 @@ func (s *Server) stream(c *gin.Context, project, batch uuid.UUID) {
 	}
 	user := principal(c)
 	if !s.streams.acquire(user.ID) {
-		fail(c, apiError(http.StatusTooManyRequests, "too_many_streams", "At most %d event streams may be open at once; close one first.", maxStreamsPerUser))
+		fail(c, apiError(http.StatusTooManyRequests, "too_many_streams", "At most %d event streams may be open at once; close one first.", s.streams.max))
 		return
 	}
 	defer s.streams.release(user.ID)

@@ -82,6 +82,7 @@ func New(d Deps) *Server {
 	}
 	var err error
 	s.verifier, _ = d.Signer.(blob.URLVerifier)
+	s.streams.max = d.Config.SSEStreamsPerUser
 	if s.log == nil {
 		s.log = slog.Default()
 	}

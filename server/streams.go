@@ -11,15 +11,13 @@ import (
 	"lightbox/store"
 )
 
-// maxStreamsPerUser bounds one user's open event streams on one server:
-// each holds a connection, a goroutine and a Redis subscription. The web
-// page opens one per project tab.
-const maxStreamsPerUser = 16
-
-// streamCounts counts each user's open streams.
+// streamCounts counts each user's open streams, up to max (the config's
+// SSE_STREAMS_PER_USER): each holds a connection, a goroutine and a place
+// in the hub. The web page opens one per project tab.
 type streamCounts struct {
-	mu sync.Mutex
-	n  map[uuid.UUID]int
+	max int
+	mu  sync.Mutex
+	n   map[uuid.UUID]int
 }
 
 // acquire takes one of user's stream places, or reports that none is free.
@@ -29,7 +27,7 @@ func (sc *streamCounts) acquire(user uuid.UUID) bool {
 	if sc.n == nil {
 		sc.n = map[uuid.UUID]int{}
 	}
-	if sc.n[user] >= maxStreamsPerUser {
+	if sc.n[user] >= sc.max {
 		return false
 	}
 	sc.n[user]++
