@@ -37,8 +37,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
 	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
 
-	MaxBodyBytes int64         // MAX_BODY_BYTES, for JSON request bodies
-	SSEHeartbeat time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
+	MaxBodyBytes      int64         // MAX_BODY_BYTES, for JSON request bodies
+	SSEHeartbeat      time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SSEStreamsPerUser int           // SSE_STREAMS_PER_USER, event streams one user may hold open on one server
 	SessionTTL        time.Duration // SESSION_TTL
 
