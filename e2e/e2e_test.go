@@ -77,7 +77,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(logTo, nil))
-	queueOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	rdb, queueOpt, err := boot.Redis(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 	pub, key, _ := ed25519.GenerateKey(nil)
 
 	srv := server.New(server.Deps{
-		Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Inspector: inspector, Logger: log,
+		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: log,
 		Blobs: blobs, Signer: signer,
 		ChainKey: pub, EmbedModel: embedder.Model(),
 	})
 	w, err := worker.New(worker.Deps{
-		Config: cfg, Store: env.Store, Blobs: blobs, Redis: env.Redis, Logger: log, Engine: engine, Embedder: embedder,
+		Config: cfg, Store: env.Store, Blobs: blobs, Redis: rdb, Logger: log, Engine: engine, Embedder: embedder,
 		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: log},
 	})
 	if err != nil {
@@ -127,6 +127,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 		}
 		queue.Close()
 		inspector.Close()
+		rdb.Close()
 	})
 	return &stack{t: t, env: env, url: url, dataDir: dataDir}
 }
