@@ -153,10 +153,16 @@ func (s *stack) waitFor(what string, cond func() bool) {
 
 func (s *stack) waitUntil(what string, timeout, every time.Duration, cond func() bool) {
 	s.t.Helper()
+	waitUntil(s.t, what, timeout, every, cond)
+}
+
+// waitUntil polls cond until it holds, failing the test after timeout.
+func waitUntil(t *testing.T, what string, timeout, every time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(every)
 	}
@@ -665,29 +671,50 @@ func (s *stack) prepare(key, project string, files []map[string]any) []preparedU
 // upload sends one file through prepare, PUT and finalize, as a client does.
 func (s *stack) upload(key, project, path string) (asset, batch string) {
 	s.t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		s.t.Fatal(err)
+	assets := s.put(key, project, path)
+	return assets[0]["assetId"].(string), s.finalize(key, project, assets)
+}
+
+// put prepares files and PUTs each, and returns what finalize takes: each
+// file's asset and SHA-256.
+func (s *stack) put(key, project string, paths ...string) []map[string]any {
+	s.t.Helper()
+	datas := make([][]byte, len(paths))
+	files := make([]map[string]any, len(paths))
+	for i, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		datas[i], files[i] = data, map[string]any{"filename": filepath.Base(path), "byteSize": len(data)}
 	}
-	u := s.prepare(key, project, []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}})[0]
-	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
-	for k, v := range u.Headers {
-		req.Header.Set(k, v)
+	assets := make([]map[string]any, len(paths))
+	for i, u := range s.prepare(key, project, files) {
+		req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(datas[i]))
+		for k, v := range u.Headers {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusCreated {
+			s.t.Fatalf("PUT: %v %v", res, err)
+		}
+		res.Body.Close()
+		sum := sha256.Sum256(datas[i])
+		assets[i] = map[string]any{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != http.StatusCreated {
-		s.t.Fatalf("PUT: %v %v", res, err)
-	}
-	res.Body.Close()
-	sum := sha256.Sum256(data)
+	return assets
+}
+
+// finalize finalizes what put sent, as one batch, and returns its id.
+func (s *stack) finalize(key, project string, assets []map[string]any) string {
+	s.t.Helper()
 	var fin struct {
 		BatchID string `json:"batchId"`
 	}
-	assets := []map[string]any{{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}}
 	if code := s.call("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
 		s.t.Fatalf("finalize: %d", code)
 	}
-	return u.AssetID, fin.BatchID
+	return fin.BatchID
 }
 
 type apiJob struct {
