@@ -81,7 +81,7 @@ func (p *Process) Close() {
 }
 
 // Config loads the configuration and the logger it asks for, and makes that
-// logger the default.
+// logger the default, go-redis's included.
 func Config() (*config.Config, *slog.Logger, error) {
 	cfg, err := config.Load()
 	if err != nil {
@@ -89,7 +89,17 @@ func Config() (*config.Config, *slog.Logger, error) {
 	}
 	log := cfg.Logger()
 	slog.SetDefault(log)
+	redis.SetLogger(redisLogger{log})
 	return cfg, log, nil
+}
+
+// redisLogger keeps what go-redis reports (a failed dial, a new primary
+// named by the sentinels) in the process log's format instead of plain
+// lines on stderr.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.InfoContext(ctx, "redis", "detail", fmt.Sprintf(format, v...))
 }
 
 // Store connects to Postgres and applies pending migrations.
