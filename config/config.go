@@ -17,13 +17,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lightbox/internal/redisconn"
 )
 
 // Config is every setting of the server, the worker and the CLI. Each field
 // names the variable it comes from in its comment.
 type Config struct {
 	DatabaseURL string // DATABASE_URL
-	RedisURL    string // REDIS_URL
+	RedisURL    string // REDIS_URL: redis://, rediss:// or redis-sentinel:// (see internal/redisconn)
 	HTTPAddr    string // HTTP_ADDR
 	PublicURL   string // PUBLIC_URL, the absolute base of links handed to clients
 	DataDir     string // DATA_DIR, blobs and development keys live below it
@@ -162,7 +164,10 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	r.check("DATABASE_URL", c.DatabaseURL, func(v string) error { return checkURL(v, "postgres", "postgresql") })
-	r.check("REDIS_URL", c.RedisURL, func(v string) error { return checkURL(v, "redis", "rediss") })
+	r.check("REDIS_URL", c.RedisURL, func(v string) error {
+		_, err := redisconn.Parse(v)
+		return err
+	})
 	r.check("PUBLIC_URL", c.PublicURL, func(v string) error { return checkURL(v, "http", "https") })
 	r.check("HTTP_ADDR", c.HTTPAddr, func(v string) error {
 		_, _, err := net.SplitHostPort(v)

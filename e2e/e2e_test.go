@@ -77,7 +77,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(logTo, nil))
-	queueOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	rdb, queueOpt, err := boot.Redis(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 	pub, key, _ := ed25519.GenerateKey(nil)
 
 	srv := server.New(server.Deps{
-		Config: cfg, Store: env.Store, Redis: env.Redis, Queue: queue, Inspector: inspector, Logger: log,
+		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: log,
 		Blobs: blobs, Signer: signer,
 		ChainKey: pub, EmbedModel: embedder.Model(),
 	})
 	w, err := worker.New(worker.Deps{
-		Config: cfg, Store: env.Store, Blobs: blobs, Redis: env.Redis, Logger: log, Engine: engine, Embedder: embedder,
+		Config: cfg, Store: env.Store, Blobs: blobs, Redis: rdb, Logger: log, Engine: engine, Embedder: embedder,
 		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: log},
 	})
 	if err != nil {
@@ -127,6 +127,7 @@ func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
 		}
 		queue.Close()
 		inspector.Close()
+		rdb.Close()
 	})
 	return &stack{t: t, env: env, url: url, dataDir: dataDir}
 }
@@ -152,10 +153,16 @@ func (s *stack) waitFor(what string, cond func() bool) {
 
 func (s *stack) waitUntil(what string, timeout, every time.Duration, cond func() bool) {
 	s.t.Helper()
+	waitUntil(s.t, what, timeout, every, cond)
+}
+
+// waitUntil polls cond until it holds, failing the test after timeout.
+func waitUntil(t *testing.T, what string, timeout, every time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(every)
 	}
@@ -664,29 +671,50 @@ func (s *stack) prepare(key, project string, files []map[string]any) []preparedU
 // upload sends one file through prepare, PUT and finalize, as a client does.
 func (s *stack) upload(key, project, path string) (asset, batch string) {
 	s.t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		s.t.Fatal(err)
+	assets := s.put(key, project, path)
+	return assets[0]["assetId"].(string), s.finalize(key, project, assets)
+}
+
+// put prepares files and PUTs each, and returns what finalize takes: each
+// file's asset and SHA-256.
+func (s *stack) put(key, project string, paths ...string) []map[string]any {
+	s.t.Helper()
+	datas := make([][]byte, len(paths))
+	files := make([]map[string]any, len(paths))
+	for i, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		datas[i], files[i] = data, map[string]any{"filename": filepath.Base(path), "byteSize": len(data)}
 	}
-	u := s.prepare(key, project, []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}})[0]
-	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
-	for k, v := range u.Headers {
-		req.Header.Set(k, v)
+	assets := make([]map[string]any, len(paths))
+	for i, u := range s.prepare(key, project, files) {
+		req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(datas[i]))
+		for k, v := range u.Headers {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusCreated {
+			s.t.Fatalf("PUT: %v %v", res, err)
+		}
+		res.Body.Close()
+		sum := sha256.Sum256(datas[i])
+		assets[i] = map[string]any{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != http.StatusCreated {
-		s.t.Fatalf("PUT: %v %v", res, err)
-	}
-	res.Body.Close()
-	sum := sha256.Sum256(data)
+	return assets
+}
+
+// finalize finalizes what put sent, as one batch, and returns its id.
+func (s *stack) finalize(key, project string, assets []map[string]any) string {
+	s.t.Helper()
 	var fin struct {
 		BatchID string `json:"batchId"`
 	}
-	assets := []map[string]any{{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}}
 	if code := s.call("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
 		s.t.Fatalf("finalize: %d", code)
 	}
-	return u.AssetID, fin.BatchID
+	return fin.BatchID
 }
 
 type apiJob struct {

@@ -125,11 +125,19 @@ redis_answers() {
 	[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]
 }
 
-redis_up() {
-	if ! command -v redis-server >/dev/null; then
-		apt_install "Redis is not installed" redis-server
+# ensure_redis installs Redis and its Sentinel (the same server in another
+# mode: the failover test in e2e/ starts its own primary, replica and
+# sentinels) when either is missing.
+ensure_redis() {
+	if ! command -v redis-server >/dev/null || ! command -v redis-sentinel >/dev/null; then
+		apt_install "Redis or Redis Sentinel is not installed" redis-server redis-sentinel
 		command -v redis-server >/dev/null || die "redis-server is still not on PATH after apt-get install redis-server"
+		command -v redis-sentinel >/dev/null || die "redis-sentinel is still not on PATH after apt-get install redis-sentinel"
 	fi
+}
+
+redis_up() {
+	ensure_redis
 	local pid
 	if pid=$(redis_pid); then
 		if redis_answers; then

@@ -15,9 +15,9 @@ import (
 	"sync"
 
 	"github.com/gin-gonic/gin"
-	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 
+	"lightbox/internal/redisconn"
 	"lightbox/web"
 )
 
@@ -146,14 +146,14 @@ func (s *Server) asynqmon() gin.HandlerFunc {
 	)
 	return func(c *gin.Context) {
 		once.Do(func() {
-			opt, err := asynq.ParseRedisURI(s.cfg.RedisURL)
+			conn, err := redisconn.Parse(s.cfg.RedisURL)
 			if err != nil {
 				s.log.Error("asynqmon", "err", err)
 				return
 			}
 			monitor = asynqmon.New(asynqmon.Options{
 				RootPath:         "/admin/queues",
-				RedisConnOpt:     opt,
+				RedisConnOpt:     conn.Asynq(),
 				PayloadFormatter: asynqmon.PayloadFormatterFunc(formatJSON),
 				ResultFormatter:  asynqmon.ResultFormatterFunc(formatJSON),
 			})

@@ -23,6 +23,7 @@ import (
 	"lightbox/embed"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/internal/redisconn"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -77,10 +78,11 @@ type Worker struct {
 
 // New builds the worker and its handler table.
 func New(d Deps) (*Worker, error) {
-	redisOpt, err := asynq.ParseRedisURI(d.Config.RedisURL)
+	conn, err := redisconn.Parse(d.Config.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	redisOpt := conn.Asynq()
 	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),

@@ -26,13 +26,9 @@ func run() error {
 	}
 	defer p.Close()
 
-	queueOpt, err := asynq.ParseRedisURI(p.Config.RedisURL)
-	if err != nil {
-		return err
-	}
-	queue := asynq.NewClient(queueOpt)
+	queue := asynq.NewClient(p.Queue)
 	defer queue.Close()
-	inspector := asynq.NewInspector(queueOpt)
+	inspector := asynq.NewInspector(p.Queue)
 	defer inspector.Close()
 	chainKey, err := boot.ChainKey(p.Config)
 	if err != nil {

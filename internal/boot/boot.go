@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
@@ -25,18 +26,21 @@ import (
 	"lightbox/config"
 	"lightbox/embed"
 	"lightbox/imaging"
+	"lightbox/internal/redisconn"
 	"lightbox/store"
 )
 
 // Process is what every binary starts with: its configuration, logger, a
-// migrated store, a Redis client, the blob store with the signer of its
-// URLs, and a context that ends on SIGINT or SIGTERM.
+// migrated store, a Redis client and Asynq's option for the same Redis, the
+// blob store with the signer of its URLs, and a context that ends on SIGINT
+// or SIGTERM.
 type Process struct {
 	Ctx    context.Context
 	Config *config.Config
 	Log    *slog.Logger
 	Store  *store.Store
 	Redis  *redis.Client
+	Queue  asynq.RedisConnOpt
 	Blobs  blob.Store
 	URLs   blob.URLSigner
 	stop   context.CancelFunc
@@ -54,7 +58,7 @@ func Start() (*Process, error) {
 		stop()
 		return nil, err
 	}
-	if p.Redis, err = Redis(cfg); err == nil {
+	if p.Redis, p.Queue, err = Redis(cfg); err == nil {
 		p.Blobs, p.URLs, err = Blobs(cfg)
 	}
 	if b, ok := p.Blobs.(*blob.S3); ok && err == nil {
@@ -77,7 +81,7 @@ func (p *Process) Close() {
 }
 
 // Config loads the configuration and the logger it asks for, and makes that
-// logger the default.
+// logger the default, go-redis's included.
 func Config() (*config.Config, *slog.Logger, error) {
 	cfg, err := config.Load()
 	if err != nil {
@@ -85,7 +89,17 @@ func Config() (*config.Config, *slog.Logger, error) {
 	}
 	log := cfg.Logger()
 	slog.SetDefault(log)
+	redis.SetLogger(redisLogger{log})
 	return cfg, log, nil
+}
+
+// redisLogger keeps what go-redis reports (a failed dial, a new primary
+// named by the sentinels) in the process log's format instead of plain
+// lines on stderr.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.InfoContext(ctx, "redis", "detail", fmt.Sprintf(format, v...))
 }
 
 // Store connects to Postgres and applies pending migrations.
@@ -101,13 +115,14 @@ func Store(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.St
 	return st, nil
 }
 
-// Redis returns a client for REDIS_URL.
-func Redis(cfg *config.Config) (*redis.Client, error) {
-	opt, err := redis.ParseURL(cfg.RedisURL)
+// Redis returns a client for REDIS_URL and Asynq's option for the same
+// server: one Redis, or the primary its sentinels name.
+func Redis(cfg *config.Config) (*redis.Client, asynq.RedisConnOpt, error) {
+	c, err := redisconn.Parse(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	return redis.NewClient(opt), nil
+	return c.Client(), c.Asynq(), nil
 }
 
 // ChainKey is the chain's signing key: CHAIN_KEY, or the file CHAIN_KEY_FILE.
