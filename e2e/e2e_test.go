@@ -664,29 +664,20 @@ func (s *stack) prepare(key, project string, files []map[string]any) []preparedU
 // upload sends one file through prepare, PUT and finalize, as a client does.
 func (s *stack) upload(key, project, path string) (asset, batch string) {
 	s.t.Helper()
+	asset = s.putOnly(key, project, path)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	u := s.prepare(key, project, []map[string]any{{"filename": filepath.Base(path), "byteSize": len(data)}})[0]
-	req, _ := http.NewRequest(http.MethodPut, u.UploadURL, bytes.NewReader(data))
-	for k, v := range u.Headers {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != http.StatusCreated {
-		s.t.Fatalf("PUT: %v %v", res, err)
-	}
-	res.Body.Close()
 	sum := sha256.Sum256(data)
 	var fin struct {
 		BatchID string `json:"batchId"`
 	}
-	assets := []map[string]any{{"assetId": u.AssetID, "checksumSha256": hex.EncodeToString(sum[:])}}
+	assets := []map[string]any{{"assetId": asset, "checksumSha256": hex.EncodeToString(sum[:])}}
 	if code := s.call("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": assets}, &fin); code != 200 {
 		s.t.Fatalf("finalize: %d", code)
 	}
-	return u.AssetID, fin.BatchID
+	return asset, fin.BatchID
 }
 
 type apiJob struct {
