@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
@@ -136,10 +137,10 @@ func (b *bars) report(ev uploader.Event) {
 	case uploader.EventScanned:
 		c := ev.Counts
 		b.files = c.Files
-		b.say("%d files to send (%s), %d of other types ignored", c.Files, humanBytes(c.Bytes), c.Ignored)
+		b.say("%d files found (%s), %d of other types ignored", c.Files, humanBytes(c.Bytes), c.Ignored)
 		if b.tty && c.Bytes > 0 {
 			b.up = progressbar.NewOptions64(c.Bytes, progressbar.OptionSetWriter(b.w), progressbar.OptionShowBytes(true),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionFullWidth(), progressbar.OptionThrottle(100_000_000),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
 				progressbar.OptionSetRenderBlankState(true))
 			b.describe()
 		}
@@ -176,12 +177,17 @@ func (b *bars) report(ev uploader.Event) {
 		}
 	case uploader.EventUploadsDone:
 		c := ev.Counts
+		if c.Uploaded == 0 && b.up != nil {
+			// Nothing was sent: a full bar would say otherwise.
+			_ = b.up.Exit()
+			b.up = nil
+		}
 		b.finish(b.up, "uploaded %d, skipped %d already held, %d failed", c.Uploaded, c.Skipped, c.UploadFailed)
 	case uploader.EventProcessing:
 		c := ev.Counts
 		if b.tty && b.work == nil && c.Jobs > 0 {
 			b.work = progressbar.NewOptions(c.Jobs, progressbar.OptionSetWriter(b.w), progressbar.OptionShowCount(),
-				progressbar.OptionFullWidth(), progressbar.OptionSetRenderBlankState(true))
+				progressbar.OptionSetWidth(30), progressbar.OptionSetRenderBlankState(true))
 		}
 		if b.work != nil {
 			b.work.Describe(fmt.Sprintf("processing (%d failed, %d searchable)", c.JobsFailed, c.Searchable))
