@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,12 +147,14 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 		if attempt >= maxAttempts {
 			return fmt.Errorf("%s %s: gave up after %d tries: %w", method, path, attempt, err)
 		}
-		pause := backoff(attempt)
+		var pause time.Duration
 		if apiErr != nil && apiErr.Status == http.StatusTooManyRequests {
 			key = newKey()
 			pause = c.refused(path, apiErr)
+		} else {
+			pause = backoff(attempt)
+			c.report(Event{Kind: EventRetry, Message: fmt.Sprintf("%s %s: %v", method, path, err), WaitSeconds: pause.Seconds()})
 		}
-		c.report(Event{Kind: EventRetry, Message: fmt.Sprintf("%s %s: %v", method, path, err), WaitSeconds: pause.Seconds()})
 		if err := wait(ctx, pause); err != nil {
 			return err
 		}
@@ -186,6 +189,11 @@ func (c *client) once(ctx context.Context, method, path string, body []byte, key
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
+		// The request is named by the caller; keep only why it failed.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return err
 	}
 	defer res.Body.Close()

@@ -57,8 +57,8 @@ const (
 	EventBytes       EventKind = "bytes"        // Bytes: more bytes sent (negative when a PUT starts over)
 	EventUploaded    EventKind = "uploaded"     // Path, AssetID, BatchID: finalized and queued
 	EventFailed      EventKind = "failed"       // Path, Stage, Code, Message
-	EventRetry       EventKind = "retry"        // Message, WaitSeconds
-	EventRateLimited EventKind = "rate_limited" // Message: the request refused, WaitSeconds
+	EventRetry       EventKind = "retry"        // Path when a PUT, Message: what failed, WaitSeconds
+	EventRateLimited EventKind = "rate_limited" // Message: the request refused (429), WaitSeconds: the wait it asked for
 	EventConcurrency EventKind = "concurrency"  // Concurrency: PUTs now allowed in flight
 	EventUploadsDone EventKind = "uploads_done" // Counts
 	EventProcessing  EventKind = "processing"   // Counts: the server's work on the uploads
@@ -611,11 +611,13 @@ func (r *run) put(ctx context.Context, u *upload) bool {
 			r.failErr(u.f, fmt.Errorf("gave up after %d tries: %w", attempt, err))
 			return false
 		}
-		pause := backoff(attempt)
+		var pause time.Duration
 		if ae != nil && ae.Status == http.StatusTooManyRequests {
-			pause = r.api.refused("PUT", ae)
+			pause = r.api.refused("PUT "+u.f.path, ae)
+		} else {
+			pause = backoff(attempt)
+			r.report(Event{Kind: EventRetry, Path: u.f.path, Message: err.Error(), WaitSeconds: pause.Seconds()})
 		}
-		r.report(Event{Kind: EventRetry, Path: u.f.path, Message: err.Error(), WaitSeconds: pause.Seconds()})
 		if wait(ctx, pause) != nil {
 			return false
 		}
@@ -626,7 +628,7 @@ func (r *run) put(ctx context.Context, u *upload) bool {
 // old one is removed by the server when its URL has expired).
 func (r *run) prepareAgain(ctx context.Context, u *upload) bool {
 	if u.reprepare++; u.reprepare > 3 {
-		r.fail(u.f, StageUpload, "url_expired", "the upload URL expired three times before the file could be sent")
+		r.fail(u.f, StageUpload, "url_expired", "the upload URL expired, or its asset was gone, three times before the file could be sent")
 		return false
 	}
 	ups, err := r.prepare(ctx, []*file{u.f})

@@ -171,6 +171,8 @@ func (b *bars) report(ev uploader.Event) {
 	case uploader.EventUploaded:
 		b.done++
 		b.describe()
+	case uploader.EventRetry:
+		b.say("retrying in %.0f s: %s", ev.WaitSeconds, ev.Message)
 	case uploader.EventRateLimited:
 		if b.up != nil {
 			b.up.Describe(fmt.Sprintf("uploading %d/%d files (rate limited: waiting %.0f s)", b.done, b.files, ev.WaitSeconds))
