@@ -573,16 +573,19 @@ func (r *run) prepare(ctx context.Context, files []*file) ([]*upload, error) {
 // about to. It reports whether the bytes arrived.
 func (r *run) put(ctx context.Context, u *upload) bool {
 	for attempt := 1; ; attempt++ {
-		if time.Until(u.expires) < u.margin || u.expires.IsZero() {
-			if !r.prepareAgain(ctx, u) {
-				return false
-			}
-		}
 		if err := r.api.held(ctx); err != nil {
 			return false
 		}
 		if err := r.win.acquire(ctx); err != nil {
 			return false
+		}
+		// Checked once the PUT may start: the wait for a slot can outlast
+		// a short-lived URL.
+		for u.expires.IsZero() || time.Until(u.expires) < u.margin {
+			if !r.prepareAgain(ctx, u) {
+				r.win.release()
+				return false
+			}
 		}
 		err := r.putOnce(ctx, u)
 		r.win.release()
