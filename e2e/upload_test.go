@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"lightbox/internal/testenv"
 	"lightbox/uploader"
@@ -261,6 +264,55 @@ func TestUploadCommandWaitsOutTheRateLimit(t *testing.T) {
 		}
 	}
 	t.Logf("%d refusals waited out", len(limited))
+}
+
+// stalledTransport holds the first PUT until its signed URL has expired,
+// as a connection that stalled for longer than the URL lives would; the
+// server then refuses it for real.
+type stalledTransport struct{ stalled atomic.Bool }
+
+func (st *stalledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && st.stalled.CompareAndSwap(false, true) {
+		exp, err := strconv.ParseInt(req.URL.Query().Get("exp"), 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		t := time.NewTimer(time.Until(time.Unix(exp, 0)) + time.Second)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestUploadCommandPreparesExpiredURLsAgain(t *testing.T) {
+	s, key := uploadStack(t, map[string]string{"UPLOAD_URL_TTL": "10s"})
+	odd := filepath.Join(testenv.Corpus(t), "odd")
+	entries, _ := os.ReadDir(odd)
+	var evs events
+	st := &stalledTransport{}
+	res, err := s.runUpload(context.Background(), key, uploader.Options{NewTitle: "Stalled", Paths: []string{odd},
+		Concurrency: 1, HTTPClient: &http.Client{Transport: st}}, &evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.stalled.Load() {
+		t.Fatal("no PUT was held: the test did not exercise an expired URL")
+	}
+	if len(res.Failures) > 0 || res.Counts.Uploaded != len(entries) {
+		t.Errorf("counts %+v, failures %+v; want all %d uploaded", res.Counts, res.Failures, len(entries))
+	}
+	// The stalled file's first asset waits, unfinalized, for the sweep;
+	// a second one took its bytes.
+	if got := s.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND status = 'pending_upload'`, res.ProjectID); got < 1 {
+		t.Errorf("%d assets left pending: the stalled file was not prepared again", got)
+	}
+	if got := s.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND status <> 'pending_upload'`, res.ProjectID); got != len(entries) {
+		t.Errorf("%d finalized assets, want %d", got, len(entries))
+	}
 }
 
 // TestUploadCommandNamesFailedFiles runs the built command: usage errors
