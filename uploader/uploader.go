@@ -371,9 +371,13 @@ func (r *run) holdings(ctx context.Context) (map[string]holding, error) {
 // whole run cancels ctx with its cause.
 func (r *run) pipeline(ctx context.Context, abort context.CancelCauseFunc, files []*file, held map[string]holding) {
 	hashed := make(chan *file, 64)
-	go hashAll(ctx, files, min(4, runtime.NumCPU()), hashed, func(f *file, err error) {
-		r.fail(f, StageUpload, "unreadable", err.Error())
-	})
+	hashing := make(chan struct{})
+	go func() {
+		defer close(hashing)
+		hashAll(ctx, files, min(4, runtime.NumCPU()), hashed, func(f *file, err error) {
+			r.fail(f, StageUpload, "unreadable", err.Error())
+		})
+	}()
 	ready := make(chan *upload, r.o.ChunkSize)
 	go func() {
 		defer close(ready)
@@ -405,6 +409,7 @@ func (r *run) pipeline(ctx context.Context, abort context.CancelCauseFunc, files
 	// Drain, so every goroutine ends before Run returns.
 	for range sent {
 	}
+	<-hashing
 }
 
 // gather waits for a first hashed file to send, then takes what else
