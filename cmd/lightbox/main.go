@@ -1,6 +1,7 @@
 // Command lightbox is the operators' CLI: migrations, users, API keys and
-// moving blobs.
+// moving blobs, and bulk uploads to a running server.
 //
+//	lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
 //	lightbox migrate
 //	lightbox users create --email E [--admin]   prints only the new API key
 //	lightbox keys create --email E [--name N]   prints only the new API key
@@ -12,7 +13,7 @@
 //	lightbox help
 //
 // The whole command line is parsed before anything connects, so help,
-// version and a mistyped command never reach Postgres. A usage error exits
+// version and a mistyped command never reach Postgres or the server. A usage error exits
 // with status 2, a failure with 1.
 package main
 
@@ -38,6 +39,9 @@ import (
 )
 
 const usage = `usage:
+  lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
+                                               send files and folders to the server at
+                                               LIGHTBOX_URL with LIGHTBOX_API_KEY
   lightbox migrate                             apply pending database migrations
   lightbox users create --email E [--admin]    make a user; prints only its API key
   lightbox keys create --email E [--name N]    prints only the new API key
@@ -122,6 +126,8 @@ func parse(args []string) (command, error) {
 	switch name {
 	case "version":
 		return withFlags(fs, rest, 0, nil, command{run: printVersion})
+	case "upload":
+		return parseUpload(fs, rest, os.Getenv)
 	case "migrate":
 		return withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
 	case "keygen":

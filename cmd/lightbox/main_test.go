@@ -1,15 +1,13 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"lightbox/internal/testenv"
 )
 
 // TestCommandLineIsParsedBeforeConnecting runs the built binary with
@@ -19,28 +17,15 @@ import (
 func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "lightbox")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	dataDir := t.TempDir()
-	lightbox := func(args ...string) (status int, stdout, stderr string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(),
-			"DATABASE_URL=postgres://lightbox@127.0.0.1:1/lightbox?sslmode=disable",
-			"REDIS_URL=redis://127.0.0.1:1/0",
-			"DATA_DIR="+dataDir,
-		)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("lightbox %q: %v", args, err)
-		}
-		return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+	cmd := testenv.BuildCommand(ctx, t, ".")
+	cmd.Env = []string{
+		"DATABASE_URL=postgres://lightbox@127.0.0.1:1/lightbox?sslmode=disable",
+		"REDIS_URL=redis://127.0.0.1:1/0",
+		"DATA_DIR=" + dataDir,
+		"LIGHTBOX_URL=", "LIGHTBOX_API_KEY=",
 	}
+	lightbox := cmd.Run
 
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"users", "--help"}, {"keys", "create", "-h"}} {
 		status, stdout, stderr := lightbox(args...)
@@ -73,6 +58,13 @@ func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 		{[]string{"blobs"}, "blobs needs a subcommand"},
 		{[]string{"blobs", "copy"}, "--to is required"},
 		{[]string{"blobs", "copy", "--to", "disk"}, "only s3 is supported"},
+		{[]string{"upload"}, "no files or folders given"},
+		{[]string{"upload", "--new", "Trip", "--project", "9b2f6f1e-6a8e-4f43-9a37-1f0c1d6f2a10", "."}, "exactly one of --project ID and --new TITLE"},
+		{[]string{"upload", "--project", "trip", "."}, `--project "trip" is not a project id`},
+		{[]string{"upload", ".", "--new", "Trip", "--concurrency", "0"}, "--concurrency must be 1 to 64"},
+		{[]string{"upload", "--new", "Trip", "."}, "LIGHTBOX_URL is not set"},
+		{[]string{"upload", "--url", "ftp://example.org", "--new", "Trip", "."}, "is not an http:// or https:// URL"},
+		{[]string{"upload", "--url", "http://127.0.0.1:1", "--new", "Trip", "."}, "LIGHTBOX_API_KEY is not set"},
 	} {
 		status, stdout, stderr := lightbox(c.args...)
 		if status != 2 || stdout != "" || !strings.Contains(stderr, c.says) || !strings.Contains(stderr, "usage:") {

@@ -1,0 +1,232 @@
+package uploader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// maxAttempts bounds the tries of one request that keeps failing for
+// reasons that pass (network, 5xx, 429): about two minutes of backoff, so
+// a server restart is ridden out and a server that is gone ends the run.
+const maxAttempts = 8
+
+// APIError is an error answer of the API.
+type APIError struct {
+	Status  int
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+	// RetryAfter is the wait the server asked for, from Retry-After.
+	RetryAfter time.Duration `json:"-"`
+}
+
+func (e *APIError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// transient reports whether the same request may succeed later.
+func (e *APIError) transient() bool {
+	switch {
+	case e.Status >= 500, e.Status == http.StatusRequestTimeout:
+		return true
+	case e.Status == http.StatusTooManyRequests:
+		// Without a wait, the request asks more than the budget ever
+		// holds (details.maxAtOnce): waiting does not help.
+		return e.RetryAfter > 0
+	case e.Status == http.StatusConflict:
+		return e.Code == "idempotency_key_in_progress"
+	}
+	return false
+}
+
+// maxAtOnce is the most a budget ever allows at once, when a 429 says so.
+func (e *APIError) maxAtOnce() int {
+	if n, ok := e.Details["maxAtOnce"].(float64); ok {
+		return int(n)
+	}
+	return 0
+}
+
+// client calls the API with retries. Every 429 holds all of the client's
+// new requests until its Retry-After has passed: the budget is the user's,
+// shared by every request.
+type client struct {
+	base, key string
+	http      *http.Client
+	report    func(Event)
+	// slowDown is told of every refusal that asks for less traffic.
+	slowDown func()
+
+	mu        sync.Mutex
+	holdUntil time.Time
+}
+
+// wait sleeps for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff is the pause before try n+1 (n from 1): exponential from half a
+// second to 30 s, with full jitter so many clients do not retry in step.
+func backoff(n int) time.Duration {
+	d := min(30*time.Second, 500*time.Millisecond<<min(n-1, 6))
+	return d/2 + rand.N(d/2+1)
+}
+
+// hold makes every new request wait until d from now.
+func (c *client) hold(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := time.Now().Add(d); until.After(c.holdUntil) {
+		c.holdUntil = until
+	}
+}
+
+func (c *client) held(ctx context.Context) error {
+	c.mu.Lock()
+	d := time.Until(c.holdUntil)
+	c.mu.Unlock()
+	return wait(ctx, d)
+}
+
+// newKey is an Idempotency-Key.
+func newKey() string { return uuid.NewString() }
+
+// call sends a JSON request to the API and decodes a 2xx answer into out,
+// retrying what may pass. A POST carries an Idempotency-Key, kept across
+// retries whose answer was lost, so a retried prepare or create is done
+// once; a 429's answer is kept by the server too, so the retry after it
+// is a new request with a new key.
+func (c *client) call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	key := newKey()
+	for attempt := 1; ; attempt++ {
+		if err := c.held(ctx); err != nil {
+			return err
+		}
+		err := c.once(ctx, method, path, body, key, out)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && !apiErr.transient() {
+			return err
+		}
+		if attempt >= maxAttempts {
+			return fmt.Errorf("%s %s: gave up after %d tries: %w", method, path, attempt, err)
+		}
+		var pause time.Duration
+		if apiErr != nil && apiErr.Status == http.StatusTooManyRequests {
+			key = newKey()
+			pause = c.refused(path, apiErr)
+		} else {
+			pause = backoff(attempt)
+			c.report(Event{Kind: EventRetry, Message: fmt.Sprintf("%s %s: %v", method, path, err), WaitSeconds: pause.Seconds()})
+		}
+		if err := wait(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+// refused handles a 429 that says when to come back: every request holds
+// until then (plus a little jitter, so they do not all return at once),
+// and concurrency backs off. It returns the pause.
+func (c *client) refused(what string, e *APIError) time.Duration {
+	pause := e.RetryAfter + rand.N(e.RetryAfter/10+100*time.Millisecond)
+	c.hold(pause)
+	if c.slowDown != nil {
+		c.slowDown()
+	}
+	c.report(Event{Kind: EventRateLimited, Message: what, WaitSeconds: pause.Seconds()})
+	return pause
+}
+
+func (c *client) once(ctx context.Context, method, path string, body []byte, key string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		// The request is named by the caller; keep only why it failed.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return err
+	}
+	defer res.Body.Close()
+	if err := answerError(res); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// answerError is the APIError of a non-2xx answer, or nil.
+func answerError(res *http.Response) error {
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		return nil
+	}
+	e := &APIError{Status: res.StatusCode}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	if json.Unmarshal(b, e) != nil || e.Code == "" {
+		e.Code = strings.ToLower(strings.ReplaceAll(http.StatusText(res.StatusCode), " ", "_"))
+		e.Message = strings.TrimSpace(string(b))
+	}
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(res.Header.Get("Retry-After")); err == nil {
+		e.RetryAfter = time.Until(t)
+	}
+	if e.Status == http.StatusTooManyRequests && e.RetryAfter <= 0 && e.maxAtOnce() == 0 {
+		e.RetryAfter = time.Second // a 429 that names no wait still asks for one
+	}
+	return e
+}
