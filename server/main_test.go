@@ -31,6 +31,8 @@ type app struct {
 	cfg   *config.Config
 	url   string
 	blobs *blob.Disk
+	// handler is the server's own, before the answers are checked.
+	handler http.Handler
 	// chainKey signs the chain the server verifies.
 	chainKey ed25519.PrivateKey
 }
@@ -110,7 +112,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		Blobs: blobs, Signer: o.signer,
 	})
 	handler = srv.Handler()
-	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, chainKey: key}
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), chainKey: key}
 }
 
 // user makes a user and returns its API key.
