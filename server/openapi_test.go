@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,6 +63,7 @@ func conforming(t testing.TB, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &answer{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
+		rec.status = cmp.Or(rec.status, http.StatusOK) // nothing written is net/http's 200
 		if err := spec.check(r, rec.status, rec.Header(), rec.body.Bytes()); err != nil {
 			body := rec.body.String()
 			if len(body) > 2000 {
