@@ -32,6 +32,8 @@ type app struct {
 	cfg   *config.Config
 	url   string
 	blobs *blob.Disk
+	// handler is the server's own, before the answers are checked.
+	handler http.Handler
 	// chainKey signs the chain the server verifies.
 	chainKey ed25519.PrivateKey
 }
@@ -111,8 +113,9 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
 	})
-	handler = srv.Handler()
-	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, chainKey: key}
+	// Every answer is checked against openapi.yaml, so it cannot drift.
+	handler = conforming(t, srv.Handler())
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), chainKey: key}
 }
 
 // user makes a user and returns its API key.

@@ -30,6 +30,7 @@ func (s *Server) routes() *gin.Engine {
 	}
 
 	v1 := r.Group("/v1", s.limitBody)
+	v1.GET("/openapi.json", s.openAPI) // openapi.yaml: every route here, described
 	v1.POST("/session", s.createSession)
 	v1.POST("/auth/login", s.login)
 	v1.POST("/auth/verify", s.verify)

@@ -1,0 +1,70 @@
+package server_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// failedUpload is two photos of one project, uploaded and finalized, the
+// first of whose ingest jobs failed for good.
+type failedUpload struct {
+	project, batch string
+	jobs           []string // the ingest jobs, in upload order
+	ups            []upload
+}
+
+func (a *app) failedUpload(key string) failedUpload {
+	a.t.Helper()
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(a.t, "photos/wood.jpg", "photos/dune.jpg"))
+	expect(a.t, r, 200, "")
+	var fin struct {
+		BatchID    string
+		QueuedJobs []string
+	}
+	json.Unmarshal(r.body, &fin)
+	a.env.FailJob(a.t, uuid.MustParse(fin.QueuedJobs[0]), 4, "task_failed")
+	return failedUpload{project: project, batch: fin.BatchID, jobs: fin.QueuedJobs, ups: ups}
+}
+
+// TestJobsFilesAndResultsOfAnUpload reads what an upload recorded: the
+// project's and each asset's jobs, the batch's results and the files.
+func TestJobsFilesAndResultsOfAnUpload(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	up := a.failedUpload(key)
+	project, batch, ups := up.project, up.batch, up.ups
+
+	r := a.do("GET", "/v1/projects/"+project+"/jobs?type=asset:ingest&limit=1", key, nil)
+	expect(t, r, 200, "")
+	page := r.json(t)
+	if len(page["items"].([]any)) != 1 || page["pageInfo"].(map[string]any)["nextCursor"] == nil {
+		t.Fatalf("first page of jobs: %s", r.body)
+	}
+	r = a.do("GET", "/v1/projects/"+project+"/jobs?status=failed", key, nil)
+	expect(t, r, 200, "")
+	if items := r.json(t)["items"].([]any); len(items) != 1 || items[0].(map[string]any)["error"] == nil {
+		t.Fatalf("failed jobs: %s", r.body)
+	}
+	expect(t, a.do("GET", "/v1/projects/"+project+"/jobs?status=lost", key, nil), 400, "validation_failed")
+	expect(t, a.do("GET", "/v1/projects/"+project+"/jobs?type=asset:paint", key, nil), 400, "validation_failed")
+
+	r = a.do("GET", "/v1/batches/"+batch+"/results", key, nil)
+	expect(t, r, 200, "")
+	if res := r.json(t)["results"].([]any); len(res) != 2 || res[0].(map[string]any)["asset"] == nil {
+		t.Fatalf("results: %s", r.body)
+	}
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("GET", "/v1/batches/"+batch+"/results", bob, nil), 404, "not_found")
+
+	r = a.do("GET", "/v1/assets/"+ups[1].AssetID+"/jobs", key, nil)
+	expect(t, r, 200, "")
+	if items := r.json(t)["items"].([]any); len(items) != 1 {
+		t.Fatalf("asset jobs: %s", r.body)
+	}
+	expect(t, a.do("GET", "/v1/assets/"+ups[1].AssetID+"/jobs", bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/assets/"+ups[1].AssetID+"/files", key, nil), 200, "")
+	expect(t, a.do("GET", "/v1/assets/"+ups[1].AssetID+"/files", bob, nil), 404, "not_found")
+}
