@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"lightbox/internal/testenv"
 )
@@ -43,7 +41,7 @@ func BenchmarkFanOut(b *testing.B) {
 func benchFanOut(b *testing.B, n int) {
 	env := testenv.New(b)
 	ctx := context.Background()
-	raw.once.Do(func() { raw.p50, raw.p99 = rawPubSubLatency(b, env.Redis, rawSamples) })
+	raw.once.Do(func() { raw.p50, raw.p99 = testenv.RawPubSubLatency(b, env.Redis, rawSamples, benchRate) })
 	rawP50, rawP99 := raw.p50, raw.p99
 
 	hub := NewHub(env.Redis, nil)
@@ -112,7 +110,7 @@ func benchFanOut(b *testing.B, n int) {
 		}
 		sub.Close()
 	}
-	p50, p99 := percentiles(all)
+	p50, p99 := testenv.Percentiles(all)
 	b.ReportMetric(0, "ns/op") // the loop is paced; its time per op says nothing
 	b.ReportMetric(us(p50), "p50-µs")
 	b.ReportMetric(us(p99), "p99-µs")
@@ -122,55 +120,6 @@ func benchFanOut(b *testing.B, n int) {
 	b.ReportMetric(float64(p99)/float64(rawP99), "p99-x-raw")
 	b.ReportMetric(perSub, "heap-B/sub")
 	b.ReportMetric(float64(cut), "cut-off")
-}
-
-// rawPubSubLatency is the baseline: count PUBLISHes at benchRate to one
-// plain go-redis subscriber.
-func rawPubSubLatency(b *testing.B, rdb *redis.Client, count int) (p50, p99 time.Duration) {
-	ctx := context.Background()
-	ch := "lightbox:bench:" + uuid.NewString()
-	ps := rdb.Subscribe(ctx, ch)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil { // the subscription is in place
-		b.Fatal(err)
-	}
-	msgs := ps.Channel()
-	sentAt := make([]atomic.Int64, count)
-	got := make([]time.Duration, 0, count)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m := range msgs {
-			i, _ := strconv.Atoi(m.Payload)
-			got = append(got, time.Duration(time.Now().UnixNano()-sentAt[i].Load()))
-			if len(got) == count {
-				return
-			}
-		}
-	}()
-	tick := time.NewTicker(time.Second / benchRate)
-	defer tick.Stop()
-	for i := range count {
-		<-tick.C
-		sentAt[i].Store(time.Now().UnixNano())
-		if err := rdb.Publish(ctx, ch, strconv.Itoa(i)).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		b.Fatalf("raw subscriber got %d of %d messages", len(got), count)
-	}
-	return percentiles(got)
-}
-
-func percentiles(d []time.Duration) (p50, p99 time.Duration) {
-	if len(d) == 0 {
-		return 0, 0
-	}
-	slices.Sort(d)
-	return d[len(d)/2], d[len(d)*99/100]
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
