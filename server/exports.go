@@ -107,22 +107,14 @@ func (s *Server) createExport(c *gin.Context) {
 	for field, problem := range problems {
 		errs.add(field, problem)
 	}
-	ids := exportAssetIDs(errs, in.AssetIDs)
+	ids := parseAssetIDs(errs, in.AssetIDs)
 	if err := errs.err(); err != nil {
 		fail(c, err)
 		return
 	}
-	if len(ids) > 0 {
-		foreign, err := s.store.ForeignAssets(ctx, p.ID, ids)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		if len(foreign) > 0 {
-			fail(c, apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project.", len(foreign)).
-				with("fields", map[string]string{"assetIds": "must name assets of this project"}).with("assetIds", foreign))
-			return
-		}
+	if err := s.checkProjectAssets(ctx, p.ID, ids); err != nil {
+		fail(c, err)
+		return
 	}
 
 	exportID, jobID := uuid.New(), uuid.New()
@@ -140,8 +132,25 @@ func (s *Server) createExport(c *gin.Context) {
 	c.JSON(http.StatusCreated, toExportJSON(e))
 }
 
-// exportAssetIDs parses the asset ids of a request; nil means all.
-func exportAssetIDs(errs fieldErrors, raw []string) []uuid.UUID {
+// checkProjectAssets answers validation_failed naming those of ids that
+// are not assets of project.
+func (s *Server) checkProjectAssets(ctx context.Context, project uuid.UUID, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	foreign, err := s.store.ForeignAssets(ctx, project, ids)
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		return apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project.", len(foreign)).
+			with("fields", map[string]string{"assetIds": "must name assets of this project"}).with("assetIds", foreign)
+	}
+	return nil
+}
+
+// parseAssetIDs parses the asset ids of a request; nil when none are given.
+func parseAssetIDs(errs fieldErrors, raw []string) []uuid.UUID {
 	if len(raw) == 0 {
 		return nil
 	}

@@ -161,22 +161,17 @@ func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 // favourites and comments there, and returns the keys of the watermarked
 // previews no longer wanted.
 func (s *Store) RemoveGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) ([]string, error) {
-	var keys []*string
+	var keys []string
 	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.db.SelectContext(ctx, &keys, `DELETE FROM gallery_assets WHERE gallery_id = $1 AND asset_id = ANY($2)
-			RETURNING watermark_key`, id, pq.Array(assets)); err != nil {
+		if err := tx.db.SelectContext(ctx, &keys, `
+			WITH gone AS (DELETE FROM gallery_assets WHERE gallery_id = $1 AND asset_id = ANY($2) RETURNING watermark_key)
+			SELECT watermark_key FROM gone WHERE watermark_key IS NOT NULL`, id, pq.Array(assets)); err != nil {
 			return err
 		}
 		_, err := tx.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)
 		return err
 	})
-	var out []string
-	for _, k := range keys {
-		if k != nil {
-			out = append(out, *k)
-		}
-	}
-	return out, err
+	return keys, err
 }
 
 func (s *Store) addGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) error {
