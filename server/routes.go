@@ -113,6 +113,7 @@ func (s *Server) routes() *gin.Engine {
 	// operators' API and Asynqmon (admins only). See web.go and admin.go.
 	r.GET("/", s.appPage)
 	r.GET("/admin", s.adminPage)
+	r.GET("/s/:slug", s.sharePage)
 	r.GET("/static/*path", s.staticFile)
 	r.Any("/admin/queues/*path", s.adminOnlyPage, s.asynqmon())
 	api.GET("/assets/:id/jobs", s.assetJobs)

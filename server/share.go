@@ -293,3 +293,7 @@ func (s *Server) shareComment(c *gin.Context) {
 	}
 	c.JSON(http.StatusCreated, gin.H{"comment": toCommentJSON(*cm), "commentsCount": n})
 }
+
+// sharePage serves the gallery page; what it shows comes from the share
+// routes.
+func (s *Server) sharePage(c *gin.Context) { s.servePage(c, "share.html") }
