@@ -7,6 +7,7 @@ import (
 	"image/jpeg"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,5 +290,25 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	waitBatch(batch)
 	if s := a.share(slug, ""); s.Assets[1].Pending || !strings.Contains(*s.Assets[1].PreviewURL, "/galleries/") {
 		t.Fatalf("assets %+v", s.Assets)
+	}
+}
+
+func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
+	a := newApp(t)
+	// The whole burst, then a refusal: unknown slugs spend from it too,
+	// so guessing slugs is limited as well.
+	var r reply
+	for i := 0; ; i++ {
+		r = a.viewer("GET", "guess-"+strconv.Itoa(i), "", "", nil)
+		if r.status != 404 {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("1,000 requests from one address were never limited")
+		}
+	}
+	expect(t, r, 429, "rate_limited")
+	if limit := r.header.Get("X-RateLimit-Limit"); limit != "100" || r.header.Get("Retry-After") == "" {
+		t.Errorf("limit %q, Retry-After %q", limit, r.header.Get("Retry-After"))
 	}
 }
