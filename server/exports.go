@@ -111,17 +111,9 @@ func (s *Server) createExport(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if len(ids) > 0 {
-		foreign, err := s.store.ForeignAssets(ctx, p.ID, ids)
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		if len(foreign) > 0 {
-			fail(c, apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project.", len(foreign)).
-				with("fields", map[string]string{"assetIds": "must name assets of this project"}).with("assetIds", foreign))
-			return
-		}
+	if err := s.checkProjectAssets(ctx, p.ID, ids); err != nil {
+		fail(c, err)
+		return
 	}
 
 	exportID, jobID := uuid.New(), uuid.New()
@@ -137,6 +129,23 @@ func (s *Server) createExport(c *gin.Context) {
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
 	s.jobs.Enqueue(context.WithoutCancel(ctx), logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
+}
+
+// checkProjectAssets answers validation_failed naming those of ids that
+// are not assets of project.
+func (s *Server) checkProjectAssets(ctx context.Context, project uuid.UUID, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	foreign, err := s.store.ForeignAssets(ctx, project, ids)
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		return apiError(http.StatusBadRequest, "validation_failed", "%d of the assets are not in this project.", len(foreign)).
+			with("fields", map[string]string{"assetIds": "must name assets of this project"}).with("assetIds", foreign)
+	}
+	return nil
 }
 
 // ownExport loads the caller's export named by the path; another user's

@@ -36,6 +36,13 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/auth/verify", s.verify)
 	v1.POST("/auth/refresh", s.refresh)
 
+	// Client galleries: no key; a viewer token for password-protected ones (share.go).
+	share := v1.Group("/share/:slug", s.loadShare)
+	share.GET("", s.getShare)
+	share.POST("/auth", s.shareAuth)
+	share.POST("/favorite", s.shareFavorite)
+	share.POST("/comment", s.shareComment)
+
 	// Streams also take a short-lived token in the query: EventSource cannot send headers.
 	streams := v1.Group("", s.authenticateStream, s.rateLimit)
 	streams.GET("/realtime", s.realtime)
@@ -93,6 +100,13 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/exports/:id/download", s.exportDownload)
 	api.POST("/exports/:id/cancel", s.cancelExport)
 
+	api.POST("/projects/:id/galleries", s.idempotent, s.createGallery)
+	api.GET("/galleries/:id", s.getGallery)
+	api.PATCH("/galleries/:id", s.patchGallery)
+	api.POST("/galleries/:id/assets", s.addGalleryAssets)
+	api.DELETE("/galleries/:id/assets", s.removeGalleryAssets)
+	api.GET("/galleries/:id/comments", s.galleryComments)
+
 	api.GET("/webhooks", s.listWebhooks)
 	api.POST("/webhooks", s.idempotent, s.createWebhook)
 	api.GET("/webhooks/:id", s.getWebhook)
@@ -104,6 +118,7 @@ func (s *Server) routes() *gin.Engine {
 	// operators' API and Asynqmon (admins only). See web.go and admin.go.
 	r.GET("/", s.appPage)
 	r.GET("/admin", s.adminPage)
+	r.GET("/s/:slug", s.sharePage)
 	r.GET("/static/*path", s.staticFile)
 	r.Any("/admin/queues/*path", s.adminOnlyPage, s.asynqmon())
 	api.GET("/assets/:id/jobs", s.assetJobs)

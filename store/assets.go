@@ -220,8 +220,10 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, newJob fun
 			return notFound(err)
 		}
 		var keys []string
+		// Its watermarked gallery previews go with it.
 		if err := tx.db.SelectContext(ctx, &keys, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
-			ORDER BY blob_key`, id, a.BlobKey); err != nil {
+			UNION SELECT watermark_key FROM gallery_assets WHERE asset_id = $1 AND watermark_key IS NOT NULL
+			ORDER BY 1`, id, a.BlobKey); err != nil {
 			return err
 		}
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM assets WHERE id = $1`, id); err != nil {

@@ -26,6 +26,7 @@ const (
 	TypeChainFlush = "chain:flush"
 	TypeSweep      = "maintenance:sweep"
 	TypeWebhook    = "webhook:deliver"
+	TypeGallery    = "gallery:render"
 )
 
 // Queues, by priority.
@@ -64,6 +65,8 @@ var table = map[string]spec{
 	// Ten retries spread over about four hours; with jitter no wait passes an hour.
 	TypeWebhook: {QueueLow, time.Minute, []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
 		10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 45 * time.Minute, 50 * time.Minute, 50 * time.Minute}, true, false},
+	// A photo added before its preview exists waits for ingest through the retries.
+	TypeGallery: {QueueDefault, 2 * time.Minute, []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}, true, false},
 }
 
 // QueueOf is the queue tasks of type typ go to.
@@ -166,6 +169,13 @@ type WebhookPayload struct {
 	DeliveryID uuid.UUID `json:"deliveryId"`
 }
 
+// GalleryPayload asks for an asset's watermarked preview for one gallery.
+type GalleryPayload struct {
+	Job
+	GalleryID uuid.UUID `json:"galleryId"`
+	AssetID   uuid.UUID `json:"assetId"`
+}
+
 func (IngestPayload) Kind() string     { return TypeIngest }
 func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
 
@@ -204,6 +214,11 @@ func (p WebhookPayload) TaskID() string { return WebhookID(p.DeliveryID) }
 
 // WebhookID is the TaskID of a webhook delivery.
 func WebhookID(delivery uuid.UUID) string { return "webhook:" + delivery.String() }
+
+func (GalleryPayload) Kind() string { return TypeGallery }
+func (p GalleryPayload) TaskID() string {
+	return "gallery:" + p.GalleryID.String() + ":" + p.AssetID.String()
+}
 
 // NewChainFlush is the chain:flush task; one may wait at a time.
 func NewChainFlush() *asynq.Task {

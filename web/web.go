@@ -1,13 +1,13 @@
 // Package web provides Lightbox's browser pages, embedded in the binary:
-// the app (sign in, projects, the uploader, photos, moments and duplicates)
-// and the operators' admin page. They are plain HTML, CSS and ES modules
+// the app (sign in, projects, the uploader, photos, moments and duplicates),
+// the operators' admin page and the gallery page clients open. They are plain HTML, CSS and ES modules
 // with no build step; the server serves them as they are.
 package web
 
 import "embed"
 
-// Files holds index.html (the app), admin.html and static/ (scripts,
-// styles, the hashing Web Worker).
+// Files holds index.html (the app), admin.html, share.html (a client's
+// gallery) and static/ (scripts, styles, the hashing Web Worker).
 //
-//go:embed index.html admin.html static
+//go:embed index.html admin.html share.html static
 var Files embed.FS

@@ -138,6 +138,7 @@ func (w *Worker) routes() {
 	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)
 	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
 	w.mux.HandleFunc(tasks.TypeWebhook, w.deliverWebhook)
+	w.mux.HandleFunc(tasks.TypeGallery, w.galleryRender)
 }
 
 // Handle adds a handler for a task type beside the built-in ones, behind

@@ -1,0 +1,349 @@
+package server
+
+// Galleries, as their owners manage them (the public side is share.go):
+//
+//   - A gallery shows chosen photos of one project at /s/{slug}. A slug is
+//     10 random characters of [a-z2-7] unless one is given (3 to 64 of
+//     [a-z0-9-], unique across the service: 409 slug_taken).
+//   - A password is stored as an argon2id hash and never shown; PATCH
+//     password null removes it, and any change ends the viewer tokens given
+//     before.
+//   - With watermark on, each photo gets a watermarked preview from a
+//     gallery:render job, in a batch of kind "gallery"; adding photos or
+//     turning the watermark on starts one, and the answer names it as
+//     renderBatchId.
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/internal/password"
+	"lightbox/jobs"
+	"lightbox/store"
+)
+
+// Gallery limits.
+const (
+	maxGalleryTitle = 200
+	minPasswordLen  = 4
+	maxPasswordLen  = 256
+	randomSlugLen   = 10
+	// maxGalleryAssets is how many assets one request adds or removes.
+	maxGalleryAssets = 10_000
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9-]{3,64}$`)
+
+type galleryJSON struct {
+	ID             uuid.UUID  `json:"id"`
+	ProjectID      uuid.UUID  `json:"projectId"`
+	Title          string     `json:"title"`
+	Slug           string     `json:"slug"`
+	ShareURL       string     `json:"shareUrl"`
+	RequiresAuth   bool       `json:"requiresAuth"`
+	ExpiresAt      *time.Time `json:"expiresAt"`
+	Watermark      bool       `json:"watermark"`
+	AllowDownloads bool       `json:"allowDownloads"`
+	AssetCount     int        `json:"assetCount"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	// RenderBatchID is the batch of watermark renders the request started.
+	RenderBatchID *uuid.UUID `json:"renderBatchId,omitempty"`
+}
+
+func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
+	out := galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, Slug: g.Slug,
+		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresAuth: g.PasswordHash != nil,
+		Watermark: g.Watermark, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
+		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
+	if g.ExpiresAt != nil {
+		at := g.ExpiresAt.UTC()
+		out.ExpiresAt = &at
+	}
+	return out
+}
+
+// answerGalleryChange enqueues the renders a change recorded and answers
+// with the gallery.
+func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.GalleryChange) {
+	s.jobs.Enqueue(context.WithoutCancel(c.Request.Context()), logger(c), ch.Jobs)
+	out := s.toGalleryJSON(ch.Gallery)
+	out.RenderBatchID = ch.BatchID
+	c.JSON(status, out)
+}
+
+func (s *Server) ownGallery(c *gin.Context) (*store.Gallery, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.store.Gallery(c.Request.Context(), principal(c).ID, id)
+}
+
+func (s *Server) createGallery(c *gin.Context) {
+	ctx := c.Request.Context()
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Title          string     `json:"title"`
+		Slug           *string    `json:"slug"`
+		Password       *string    `json:"password"`
+		ExpiresAt      *time.Time `json:"expiresAt"`
+		Watermark      bool       `json:"watermark"`
+		AllowDownloads bool       `json:"allowDownloads"`
+		AssetIDs       []string   `json:"assetIds"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	checkGalleryTitle(errs, in.Title)
+	if in.Slug != nil && !slugPattern.MatchString(*in.Slug) {
+		errs.add("slug", "must be 3 to 64 characters of a-z, 0-9 and -")
+	}
+	checkPassword(errs, in.Password)
+	checkExpiry(errs, in.ExpiresAt)
+	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	if err := s.checkProjectAssets(ctx, p.ID, ids); err != nil {
+		fail(c, err)
+		return
+	}
+	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
+		Watermark: in.Watermark, AllowDownloads: in.AllowDownloads}
+	if g.PasswordHash, err = hashPassword(in.Password); err != nil {
+		fail(c, err)
+		return
+	}
+	var ch *store.GalleryChange
+	for try := 0; ; try++ {
+		if in.Slug != nil {
+			g.Slug = *in.Slug
+		} else {
+			g.Slug = strings.ToLower(rand.Text()[:randomSlugLen])
+		}
+		ch, err = s.store.CreateGallery(ctx, g, ids, jobs.GallerySpec(p.ID, g.ID))
+		// 50 random bits make a clash all but impossible; still, a made
+		// slug never answers slug_taken.
+		if !errors.Is(err, store.ErrSlugTaken) || in.Slug != nil || try == 3 {
+			break
+		}
+	}
+	if errors.Is(err, store.ErrSlugTaken) {
+		err = apiError(http.StatusConflict, "slug_taken", "Another gallery has the slug %q; choose another.", g.Slug)
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerGalleryChange(c, http.StatusCreated, ch)
+}
+
+func (s *Server) getGallery(c *gin.Context) {
+	g, err := s.ownGallery(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.toGalleryJSON(g))
+}
+
+func (s *Server) patchGallery(c *gin.Context) {
+	g, err := s.ownGallery(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Title          optional[string]    `json:"title"`
+		Password       optional[string]    `json:"password"`
+		ExpiresAt      optional[time.Time] `json:"expiresAt"`
+		Watermark      optional[bool]      `json:"watermark"`
+		AllowDownloads optional[bool]      `json:"allowDownloads"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	var patch store.GalleryInput
+	if in.Title.Set {
+		if in.Title.Value == nil {
+			errs.add("title", "must be a string")
+		} else {
+			checkGalleryTitle(errs, *in.Title.Value)
+			patch.Title = in.Title.Value
+		}
+	}
+	for name, f := range map[string]struct {
+		in  optional[bool]
+		out **bool
+	}{"watermark": {in.Watermark, &patch.Watermark}, "allowDownloads": {in.AllowDownloads, &patch.AllowDownloads}} {
+		if f.in.Set && f.in.Value == nil {
+			errs.add(name, "must be true or false")
+		}
+		*f.out = f.in.Value
+	}
+	if in.ExpiresAt.Set {
+		checkExpiry(errs, in.ExpiresAt.Value)
+		patch.ExpiresAt = &in.ExpiresAt.Value
+	}
+	if in.Password.Set {
+		checkPassword(errs, in.Password.Value)
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	if in.Password.Set {
+		hash, err := hashPassword(in.Password.Value)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		patch.PasswordHash = &hash
+	}
+	ch, err := s.store.UpdateGallery(c.Request.Context(), principal(c).ID, g.ID, patch, jobs.GallerySpec(g.ProjectID, g.ID))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerGalleryChange(c, http.StatusOK, ch)
+}
+
+// galleryAssets loads the caller's gallery and reads {assetIds} for
+// adding or removing photos: each an asset of the gallery's project.
+func (s *Server) galleryAssets(c *gin.Context) (*store.Gallery, []uuid.UUID, error) {
+	g, err := s.ownGallery(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var in struct {
+		AssetIDs []string `json:"assetIds"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		return nil, nil, err
+	}
+	errs := fieldErrors{}
+	if len(in.AssetIDs) == 0 {
+		errs.add("assetIds", "must list at least one asset")
+	}
+	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
+	if err := errs.err(); err != nil {
+		return nil, nil, err
+	}
+	return g, ids, s.checkProjectAssets(c.Request.Context(), g.ProjectID, ids)
+}
+
+func (s *Server) addGalleryAssets(c *gin.Context) {
+	g, ids, err := s.galleryAssets(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	ch, err := s.store.AddGalleryAssets(c.Request.Context(), g.ID, ids, jobs.GallerySpec(g.ProjectID, g.ID))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerGalleryChange(c, http.StatusOK, ch)
+}
+
+func (s *Server) removeGalleryAssets(c *gin.Context) {
+	ctx := c.Request.Context()
+	g, ids, err := s.galleryAssets(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	keys, err := s.store.RemoveGalleryAssets(ctx, g.ID, ids)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	// A render still running writes its preview after this; it finds the
+	// photo gone and deletes what it wrote.
+	for _, k := range keys {
+		if err := s.blobs.Delete(context.WithoutCancel(ctx), k); err != nil {
+			logger(c).Warn("delete watermarked preview", "key", k, "err", err)
+		}
+	}
+	if g, err = s.store.Gallery(ctx, principal(c).ID, g.ID); err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.toGalleryJSON(g))
+}
+
+type commentJSON struct {
+	ID        uuid.UUID `json:"id"`
+	AssetID   uuid.UUID `json:"assetId"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func toCommentJSON(cm store.Comment) commentJSON {
+	return commentJSON{ID: cm.ID, AssetID: cm.AssetID, Text: cm.Body, CreatedAt: cm.CreatedAt.UTC()}
+}
+
+// galleryComments lists what viewers wrote, oldest first, for the owner.
+func (s *Server) galleryComments(c *gin.Context) {
+	g, err := s.ownGallery(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cms, err := s.store.GalleryComments(c.Request.Context(), g.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]commentJSON, len(cms))
+	for i, cm := range cms {
+		out[i] = toCommentJSON(cm)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": out})
+}
+
+func checkGalleryTitle(errs fieldErrors, title string) {
+	if n := utf8.RuneCountInString(strings.TrimSpace(title)); n == 0 || n > maxGalleryTitle {
+		errs.add("title", "must be 1 to 200 characters")
+	}
+}
+
+func checkPassword(errs fieldErrors, pw *string) {
+	if pw != nil && (len(*pw) < minPasswordLen || len(*pw) > maxPasswordLen) {
+		errs.add("password", "must be 4 to 256 bytes, or null for none")
+	}
+}
+
+func checkExpiry(errs fieldErrors, at *time.Time) {
+	if at != nil && !at.After(time.Now()) {
+		errs.add("expiresAt", "must be in the future, or null for never")
+	}
+}
+
+// hashPassword is the stored form of a gallery password; nil for none.
+func hashPassword(pw *string) (*string, error) {
+	if pw == nil {
+		return nil, nil
+	}
+	h, err := password.Hash(*pw)
+	return &h, err
+}

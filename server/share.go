@@ -1,0 +1,299 @@
+package server
+
+// The public side of galleries, for the clients who view them:
+//
+//   - No API key. Every call spends from a budget per client address, and
+//     an unknown slug is 404, an expired gallery 410 gallery_expired.
+//   - A viewer token (POST /v1/share/{slug}/auth) reaches one gallery for
+//     24 hours, sent as "Authorization: Bearer <token>"; a token of another
+//     gallery, an expired one or one given before the password changed is
+//     401 invalid_viewer_token. A gallery without a password gives a token
+//     for any password, or none: favourites and comments need one, so each
+//     viewer favourites a photo once.
+//   - Ten wrong passwords in a row for one gallery from one address lock
+//     that address out of the gallery for 15 minutes (429): the tenth
+//     answers 429, and so does the right password until then.
+//   - Preview and original links are signed blob URLs; a watermarked
+//     gallery shows only watermarked previews, and marks a photo whose
+//     preview is not made yet as pending, without a link.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/internal/password"
+	"lightbox/store"
+)
+
+// Public gallery limits.
+const (
+	viewerTTL        = 24 * time.Hour
+	maxWrongPassword = 10
+	lockout          = 15 * time.Minute
+	maxCommentLen    = 2000
+	viewerPrefix     = "lbv_"
+)
+
+// sharePerIP is the budget of the public gallery routes per client address.
+var sharePerIP = perMinute(300, 100)
+
+// Context keys of the share routes.
+const (
+	ctxGallery = "gallery"
+	ctxViewer  = "viewer"
+)
+
+// loadShare limits the caller, then loads the gallery of the path's slug
+// and the viewer its token names, if any.
+func (s *Server) loadShare(c *gin.Context) {
+	if !s.allow(c, "share-ip:"+c.ClientIP(), sharePerIP, 1) {
+		return
+	}
+	ctx := c.Request.Context()
+	g, err := s.store.GalleryBySlug(ctx, c.Param("slug"))
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = apiError(http.StatusNotFound, "not_found", "No gallery has this address.")
+		}
+		fail(c, err)
+		return
+	}
+	if g.Expired(time.Now()) {
+		fail(c, apiError(http.StatusGone, "gallery_expired", "This gallery has expired."))
+		return
+	}
+	c.Set(ctxGallery, g)
+	if h := c.GetHeader("Authorization"); h != "" {
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		var v *store.Viewer
+		if ok {
+			v, err = s.store.ViewerByToken(ctx, g, store.HashSecret(strings.TrimSpace(token)))
+		}
+		if !ok || errors.Is(err, store.ErrNotFound) {
+			fail(c, apiError(http.StatusUnauthorized, "invalid_viewer_token",
+				"The viewer token is not one for this gallery, or it has expired; enter the password again."))
+			return
+		}
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		c.Set(ctxViewer, v)
+	}
+	c.Next()
+}
+
+func shareGallery(c *gin.Context) *store.Gallery { return c.MustGet(ctxGallery).(*store.Gallery) }
+
+// shareViewer is the caller's viewer, or nil when no token was sent.
+func shareViewer(c *gin.Context) *store.Viewer {
+	v, _ := c.Get(ctxViewer)
+	viewer, _ := v.(*store.Viewer)
+	return viewer
+}
+
+type shareAssetJSON struct {
+	AssetID       uuid.UUID `json:"assetId"`
+	PreviewURL    *string   `json:"previewUrl"` // null while pending
+	Pending       bool      `json:"pending"`
+	FavoriteCount int       `json:"favoriteCount"`
+	CommentsCount int       `json:"commentsCount"`
+	Favorited     bool      `json:"favorited"` // by this viewer
+	OriginalURL   *string   `json:"originalUrl,omitempty"`
+}
+
+type shareJSON struct {
+	Title          string           `json:"title"`
+	RequiresAuth   bool             `json:"requiresAuth"`
+	ExpiresAt      *time.Time       `json:"expiresAt"`
+	AllowDownloads bool             `json:"allowDownloads"`
+	Assets         []shareAssetJSON `json:"assets,omitempty"`
+}
+
+func (s *Server) getShare(c *gin.Context) {
+	ctx := c.Request.Context()
+	g, v := shareGallery(c), shareViewer(c)
+	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, AllowDownloads: g.AllowDownloads}
+	if g.ExpiresAt != nil {
+		at := g.ExpiresAt.UTC()
+		out.ExpiresAt = &at
+	}
+	if g.PasswordHash != nil && v == nil {
+		c.JSON(http.StatusOK, out)
+		return
+	}
+	var viewer *uuid.UUID
+	if v != nil {
+		viewer = &v.ID
+	}
+	items, err := s.store.GalleryItems(ctx, g.ID, viewer)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out.Assets = make([]shareAssetJSON, len(items))
+	for i, it := range items {
+		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited}
+		switch {
+		case g.Watermark && it.WatermarkKey != nil:
+			a.PreviewURL = s.signShareURL(ctx, *it.WatermarkKey, "image/jpeg")
+		case !g.Watermark && stageRank[it.Status] >= 1:
+			a.PreviewURL = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, "preview", "jpg"), "image/jpeg")
+		}
+		a.Pending = a.PreviewURL == nil
+		if g.AllowDownloads && it.Status != store.AssetPendingUpload {
+			a.OriginalURL = s.signShareURL(ctx, it.BlobKey, it.ContentType)
+		}
+		out.Assets[i] = a
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// signShareURL is a signed GET link to key, nil when it cannot be made.
+// Expiry on a minute boundary: the same link for a minute lets browsers
+// cache the image.
+func (s *Server) signShareURL(ctx context.Context, key, contentType string) *string {
+	u, err := s.signer.SignGet(ctx, blob.Grant{Key: key, ContentType: contentType,
+		Expires: time.Now().Add(downloadTTL).Truncate(time.Minute).Add(time.Minute)})
+	if err != nil {
+		s.log.WarnContext(ctx, "sign gallery url", "key", key, "err", err)
+		return nil
+	}
+	return &u.URL
+}
+
+// shareAuth gives a viewer token for the right password.
+func (s *Server) shareAuth(c *gin.Context) {
+	ctx := c.Request.Context()
+	g := shareGallery(c)
+	var in struct {
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	if g.PasswordHash != nil {
+		tries := fmt.Sprintf("share-pw:%s:%s", g.ID, c.ClientIP())
+		if n, err := s.rdb.Get(ctx, tries).Int(); err == nil && n >= maxWrongPassword {
+			s.lockedOut(c, tries)
+			return
+		}
+		ok, err := password.Verify(*g.PasswordHash, in.Password)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		if !ok {
+			n, err := s.rdb.Incr(ctx, tries).Result()
+			if err == nil {
+				s.rdb.Expire(ctx, tries, lockout)
+			}
+			if n >= maxWrongPassword {
+				s.lockedOut(c, tries)
+				return
+			}
+			fail(c, apiError(http.StatusUnauthorized, "wrong_password", "The password is wrong."))
+			return
+		}
+		s.rdb.Del(ctx, tries)
+	}
+	token := store.NewSecret(viewerPrefix)
+	v, err := s.store.CreateViewer(ctx, g, store.HashSecret(token), viewerTTL)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"token": token, "expiresAt": v.ExpiresAt.UTC()})
+}
+
+func (s *Server) lockedOut(c *gin.Context, key string) {
+	retry := ceilSeconds(s.rdb.TTL(c.Request.Context(), key).Val())
+	c.Header("Retry-After", fmt.Sprint(retry))
+	fail(c, apiError(http.StatusTooManyRequests, "too_many_attempts",
+		"Too many wrong passwords from this address; retry in %d s.", retry).with("retryAfter", retry))
+}
+
+// viewerRequest reads the body of a viewer's request about one photo:
+// the viewer (401 without a token) and the photo's id.
+func viewerRequest(c *gin.Context, in any, assetID *string) (*store.Viewer, uuid.UUID, error) {
+	v := shareViewer(c)
+	if v == nil {
+		return nil, uuid.Nil, apiError(http.StatusUnauthorized, "viewer_token_required",
+			"Get a viewer token from POST /v1/share/{slug}/auth and send it as 'Authorization: Bearer <token>'.")
+	}
+	if err := decodeJSON(c, in); err != nil {
+		return nil, uuid.Nil, err
+	}
+	id, err := uuid.Parse(*assetID)
+	if err != nil {
+		return nil, uuid.Nil, apiError(http.StatusBadRequest, "validation_failed", "assetId must be an asset id (a UUID).").
+			with("fields", map[string]string{"assetId": "must be an asset id (a UUID)"})
+	}
+	return v, id, nil
+}
+
+// notInGallery is the answer for a photo the gallery does not show.
+func notInGallery(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apiError(http.StatusNotFound, "not_found", "The photo is not in this gallery.")
+	}
+	return err
+}
+
+func (s *Server) shareFavorite(c *gin.Context) {
+	var in struct {
+		AssetID  string `json:"assetId"`
+		Favorite *bool  `json:"favorite"`
+	}
+	v, asset, err := viewerRequest(c, &in, &in.AssetID)
+	if err == nil && in.Favorite == nil {
+		err = apiError(http.StatusBadRequest, "validation_failed", "favorite must be true or false.").
+			with("fields", map[string]string{"favorite": "must be true or false"})
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	n, err := s.store.Favorite(c.Request.Context(), v.GalleryID, asset, v.ID, *in.Favorite)
+	if err != nil {
+		fail(c, notInGallery(err))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"assetId": asset, "favorite": *in.Favorite, "favoriteCount": n})
+}
+
+func (s *Server) shareComment(c *gin.Context) {
+	var in struct {
+		AssetID string `json:"assetId"`
+		Text    string `json:"text"`
+	}
+	v, asset, err := viewerRequest(c, &in, &in.AssetID)
+	if err == nil && (strings.TrimSpace(in.Text) == "" || utf8.RuneCountInString(in.Text) > maxCommentLen) {
+		err = apiError(http.StatusBadRequest, "validation_failed", "text must be 1 to %d characters.", maxCommentLen).
+			with("fields", map[string]string{"text": fmt.Sprintf("must be 1 to %d characters", maxCommentLen)})
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cm, n, err := s.store.AddComment(c.Request.Context(), v.GalleryID, asset, v.ID, in.Text)
+	if err != nil {
+		fail(c, notInGallery(err))
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"comment": toCommentJSON(*cm), "commentsCount": n})
+}
+
+// sharePage serves the gallery page; what it shows comes from the share
+// routes.
+func (s *Server) sharePage(c *gin.Context) { s.servePage(c, "share.html") }

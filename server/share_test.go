@@ -1,0 +1,314 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	"image/jpeg"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type shareReply struct {
+	Title          string
+	RequiresAuth   bool
+	ExpiresAt      *time.Time
+	AllowDownloads bool
+	Assets         []struct {
+		AssetID       string
+		PreviewURL    *string
+		Pending       bool
+		FavoriteCount int
+		CommentsCount int
+		Favorited     bool
+		OriginalURL   *string
+	}
+}
+
+// viewer sends a request to the public share routes, with a viewer token
+// when one is given.
+func (a *app) viewer(method, slug, path, token string, body any) reply {
+	a.t.Helper()
+	return a.do(method, "/v1/share/"+slug+path, token, body)
+}
+
+func (a *app) share(slug, token string) shareReply {
+	a.t.Helper()
+	r := a.viewer("GET", slug, "", token, nil)
+	expect(a.t, r, 200, "")
+	var s shareReply
+	if err := json.Unmarshal(r.body, &s); err != nil {
+		a.t.Fatal(err)
+	}
+	return s
+}
+
+func (a *app) viewerToken(slug, password string) string {
+	a.t.Helper()
+	r := a.viewer("POST", slug, "/auth", "", map[string]any{"password": password})
+	expect(a.t, r, 200, "")
+	return r.json(a.t)["token"].(string)
+}
+
+// image fetches a signed image URL as a browser would, without a key.
+func (a *app) image(url string) image.Image {
+	a.t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/jpeg" {
+		a.t.Fatalf("GET %s: %d %s", url, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	img, err := jpeg.Decode(bytes.NewReader(body))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return img
+}
+
+// readyPhotos uploads photos and waits, up to minutes, for their previews.
+func (a *app) readyPhotos(key, project string, names ...string) []string {
+	a.t.Helper()
+	_, ups := a.uploadAll(key, project, corpus(a.t, names...))
+	waitCount(a.t.(*testing.T), a, "the photos' previews", len(names),
+		`SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('cull', 'search', 'ai')`, project)
+	ids := make([]string, len(ups))
+	for i, u := range ups {
+		ids[i] = u.AssetID
+	}
+	return ids
+}
+
+func TestShareWithAPassword(t *testing.T) {
+	a := newApp(t)
+	a.startWorker()
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	photos := a.readyPhotos(key, project, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg")
+	g := a.newGallery(key, project, map[string]any{"title": "Harbour wedding", "password": "open sesame",
+		"assetIds": photos[:2], "allowDownloads": true})
+	slug, id := g["slug"].(string), g["id"].(string)
+
+	expect(t, a.viewer("GET", "no-such-gallery", "", "", nil), 404, "not_found")
+	expect(t, a.viewer("POST", "no-such-gallery", "/auth", "", map[string]any{"password": "x"}), 404, "not_found")
+
+	// Without a token: what the gallery is, not its photos.
+	r := a.viewer("GET", slug, "", "", nil)
+	expect(t, r, 200, "")
+	if r.header.Get("X-RateLimit-Limit") == "" {
+		t.Error("the public routes are not rate-limited")
+	}
+	if s := r.json(t); s["title"] != "Harbour wedding" || s["requiresAuth"] != true || s["allowDownloads"] != true || s["assets"] != nil {
+		t.Errorf("share without a token: %s", r.body)
+	}
+	expect(t, a.viewer("POST", slug, "/auth", "", map[string]any{"password": "open says me"}), 401, "wrong_password")
+	expect(t, a.viewer("POST", slug, "/favorite", "", map[string]any{"assetId": photos[0], "favorite": true}), 401, "viewer_token_required")
+	expect(t, a.viewer("GET", slug, "", "lbv_made-up", nil), 401, "invalid_viewer_token")
+
+	token := a.viewerToken(slug, "open sesame")
+	s := a.share(slug, token)
+	if len(s.Assets) != 2 || s.Assets[0].AssetID != photos[0] || s.Assets[1].AssetID != photos[1] {
+		t.Fatalf("assets %+v", s.Assets)
+	}
+	for _, as := range s.Assets {
+		if as.Pending || as.PreviewURL == nil || as.OriginalURL == nil || as.FavoriteCount != 0 || as.CommentsCount != 0 {
+			t.Fatalf("asset %+v", as)
+		}
+	}
+	if a.image(*s.Assets[0].PreviewURL).Bounds().Dx() == 0 {
+		t.Fatal("empty preview")
+	}
+
+	// Favourites: once per viewer; a second viewer counts too.
+	fav := func(token, asset string, on bool) reply {
+		return a.viewer("POST", slug, "/favorite", token, map[string]any{"assetId": asset, "favorite": on})
+	}
+	for range 2 {
+		r = fav(token, photos[0], true)
+		expect(t, r, 200, "")
+		if n := r.json(t)["favoriteCount"]; n != 1.0 {
+			t.Fatalf("favoriteCount %v, want 1", n)
+		}
+	}
+	other := a.viewerToken(slug, "open sesame")
+	if n := fav(other, photos[0], true).json(t)["favoriteCount"]; n != 2.0 {
+		t.Fatalf("favoriteCount %v after a second viewer, want 2", n)
+	}
+	if n := fav(other, photos[0], false).json(t)["favoriteCount"]; n != 1.0 {
+		t.Fatalf("favoriteCount %v after unfavouriting, want 1", n)
+	}
+	expect(t, fav(token, photos[2], true), 404, "not_found") // in the project, not in the gallery
+	expect(t, fav(token, uuid.NewString(), true), 404, "not_found")
+	expect(t, fav(token, "nope", true), 400, "validation_failed")
+	expect(t, a.viewer("POST", slug, "/favorite", token, map[string]any{"assetId": photos[0]}), 400, "validation_failed")
+
+	// Comments: 1 to 2,000 characters.
+	comment := func(text string) reply {
+		return a.viewer("POST", slug, "/comment", token, map[string]any{"assetId": photos[1], "text": text})
+	}
+	for _, bad := range []string{strings.Repeat("x", 10_000), strings.Repeat("é", 2001), "", "   "} {
+		expect(t, comment(bad), 400, "validation_failed")
+	}
+	r = comment(strings.Repeat("é", 2000))
+	expect(t, r, 201, "")
+	r = comment("The second one, please, in black and white.")
+	expect(t, r, 201, "")
+	if n := r.json(t)["commentsCount"]; n != 2.0 {
+		t.Fatalf("commentsCount %v, want 2", n)
+	}
+	expect(t, a.viewer("POST", slug, "/comment", token, map[string]any{"assetId": photos[2], "text": "hi"}), 404, "not_found")
+
+	s = a.share(slug, token)
+	if s.Assets[0].FavoriteCount != 1 || !s.Assets[0].Favorited || s.Assets[1].CommentsCount != 2 || s.Assets[1].Favorited {
+		t.Errorf("counts %+v", s.Assets)
+	}
+	r = a.do("GET", "/v1/galleries/"+id+"/comments", key, nil)
+	if items := r.json(t)["items"].([]any); len(items) != 2 || items[1].(map[string]any)["text"] != "The second one, please, in black and white." {
+		t.Errorf("the owner's comments: %s", r.body)
+	}
+
+	// A token of another gallery is refused.
+	open := a.newGallery(key, project, map[string]any{"title": "Open", "assetIds": photos[2:]})
+	foreign := a.viewerToken(open["slug"].(string), "")
+	expect(t, a.viewer("GET", slug, "", foreign, nil), 401, "invalid_viewer_token")
+	expect(t, fav(foreign, photos[0], true), 401, "invalid_viewer_token")
+	// The open gallery shows its photos without a token, and takes any password.
+	if s := a.share(open["slug"].(string), ""); s.RequiresAuth || len(s.Assets) != 1 || s.Assets[0].OriginalURL != nil {
+		t.Errorf("open gallery %+v", s)
+	}
+
+	// Downloads off: no original links. A new password ends the old tokens.
+	a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"allowDownloads": false})
+	if s := a.share(slug, token); s.AllowDownloads || s.Assets[0].OriginalURL != nil {
+		t.Errorf("originals offered with downloads off: %+v", s)
+	}
+	a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"password": "another one"})
+	expect(t, a.viewer("GET", slug, "", token, nil), 401, "invalid_viewer_token")
+
+	// Expired: 410 on every route.
+	a.env.DB.MustExec(`UPDATE galleries SET expires_at = now() - interval '1 minute' WHERE id = $1`, id)
+	expect(t, a.viewer("GET", slug, "", "", nil), 410, "gallery_expired")
+	expect(t, a.viewer("POST", slug, "/auth", "", map[string]any{"password": "another one"}), 410, "gallery_expired")
+	expect(t, fav(token, photos[0], true), 410, "gallery_expired")
+	expect(t, comment("late"), 410, "gallery_expired")
+}
+
+func TestShareLocksOutTenWrongPasswords(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	locked := a.newGallery(key, project, map[string]any{"title": "A", "password": "right one"})["slug"].(string)
+	other := a.newGallery(key, project, map[string]any{"title": "B", "password": "right one"})["slug"].(string)
+	auth := func(slug, pw string) reply {
+		return a.viewer("POST", slug, "/auth", "", map[string]any{"password": pw})
+	}
+	for i := range 9 {
+		expect(t, auth(locked, "wrong "+string(rune('a'+i))), 401, "wrong_password")
+	}
+	r := auth(locked, "wrong again")
+	expect(t, r, 429, "too_many_attempts")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	expect(t, auth(locked, "right one"), 429, "too_many_attempts")
+	// Another gallery is not locked for the address.
+	expect(t, auth(other, "wrong"), 401, "wrong_password")
+	expect(t, auth(other, "right one"), 200, "")
+	// Once the lock lapses, the right password works and clears the count.
+	a.env.Redis.FlushDB(t.Context())
+	expect(t, auth(locked, "right one"), 200, "")
+	for range 9 {
+		expect(t, auth(locked, "wrong"), 401, "wrong_password")
+	}
+	expect(t, auth(locked, "right one"), 200, "")
+	expect(t, auth(locked, "wrong"), 401, "wrong_password")
+}
+
+func TestShareWatermarkedGallery(t *testing.T) {
+	a := newApp(t)
+	a.startWorker()
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	photos := a.readyPhotos(key, project, "photos/wood.jpg", "photos/dune.jpg")
+	g := a.newGallery(key, project, map[string]any{"title": "Proofs", "watermark": true, "assetIds": photos[:1]})
+	slug, id := g["slug"].(string), g["id"].(string)
+	batch, _ := g["renderBatchId"].(string)
+	if batch == "" {
+		t.Fatalf("no render batch: %v", g)
+	}
+	waitBatch := func(batch string) {
+		deadline := time.Now().Add(3 * time.Minute)
+		for b := a.batch(key, batch); b.Batch.Status != "completed"; b = a.batch(key, batch) {
+			if time.Now().After(deadline) || b.Batch.Status == "failed" {
+				t.Fatalf("render batch %+v", b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitBatch(batch)
+	if b := a.batch(key, batch); b.Batch.Total != 1 || len(b.Jobs) != 1 || b.Jobs[0].AssetID != photos[0] {
+		t.Fatalf("render batch %+v", b)
+	}
+
+	s := a.share(slug, "")
+	if len(s.Assets) != 1 || s.Assets[0].Pending || !strings.Contains(*s.Assets[0].PreviewURL, "/galleries/"+id+"/") {
+		t.Fatalf("watermarked gallery %+v", s.Assets)
+	}
+	marked := a.image(*s.Assets[0].PreviewURL)
+
+	// Watermark off: the plain preview, the same size.
+	a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"watermark": false})
+	s = a.share(slug, "")
+	if strings.Contains(*s.Assets[0].PreviewURL, "/galleries/") {
+		t.Fatalf("a plain gallery shows %s", *s.Assets[0].PreviewURL)
+	}
+	if plain := a.image(*s.Assets[0].PreviewURL); plain.Bounds() != marked.Bounds() {
+		t.Errorf("watermarked %v, plain %v", marked.Bounds(), plain.Bounds())
+	}
+	// On again: nothing to render; a new photo is rendered, and pending until then.
+	r := a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"watermark": true})
+	if _, ok := r.json(t)["renderBatchId"]; ok {
+		t.Errorf("turning the watermark on again rendered again: %s", r.body)
+	}
+	r = a.do("POST", "/v1/galleries/"+id+"/assets", key, map[string]any{"assetIds": photos[1:]})
+	batch, _ = r.json(t)["renderBatchId"].(string)
+	if batch == "" {
+		t.Fatalf("adding a photo to a watermarked gallery: %s", r.body)
+	}
+	if s := a.share(slug, ""); len(s.Assets) != 2 || (s.Assets[1].Pending != (s.Assets[1].PreviewURL == nil)) {
+		t.Fatalf("assets %+v", s.Assets)
+	}
+	waitBatch(batch)
+	if s := a.share(slug, ""); s.Assets[1].Pending || !strings.Contains(*s.Assets[1].PreviewURL, "/galleries/") {
+		t.Fatalf("assets %+v", s.Assets)
+	}
+}
+
+func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
+	a := newApp(t)
+	// The whole burst, then a refusal: unknown slugs spend from it too,
+	// so guessing slugs is limited as well.
+	var r reply
+	for i := 0; ; i++ {
+		r = a.viewer("GET", "guess-"+strconv.Itoa(i), "", "", nil)
+		if r.status != 404 {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("1,000 requests from one address were never limited")
+		}
+	}
+	expect(t, r, 429, "rate_limited")
+	if limit := r.header.Get("X-RateLimit-Limit"); limit != "100" || r.header.Get("Retry-After") == "" {
+		t.Errorf("limit %q, Retry-After %q", limit, r.header.Get("Retry-After"))
+	}
+}

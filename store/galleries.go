@@ -1,0 +1,387 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+)
+
+// ErrSlugTaken says another gallery has the slug asked for.
+var ErrSlugTaken = errors.New("store: the slug is taken")
+
+// Gallery is a set of a project's photos shown to clients at a public slug.
+type Gallery struct {
+	ID             uuid.UUID  `db:"id"`
+	ProjectID      uuid.UUID  `db:"project_id"`
+	OwnerUserID    uuid.UUID  `db:"owner_user_id"`
+	Title          string     `db:"title"`
+	Slug           string     `db:"slug"`
+	PasswordHash   *string    `db:"password_hash"`
+	AuthVersion    int        `db:"auth_version"`
+	ExpiresAt      *time.Time `db:"expires_at"`
+	Watermark      bool       `db:"watermark"`
+	AllowDownloads bool       `db:"allow_downloads"`
+	AssetCount     int        `db:"asset_count"`
+	CreatedAt      time.Time  `db:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at"`
+}
+
+// Expired reports whether the gallery's expiry has passed at now.
+func (g *Gallery) Expired(now time.Time) bool { return g.ExpiresAt != nil && !now.Before(*g.ExpiresAt) }
+
+const gallerySelect = `
+	SELECT g.id, g.project_id, p.owner_user_id, g.title, g.slug, g.password_hash, g.auth_version, g.expires_at,
+	       g.watermark, g.allow_downloads, g.created_at, g.updated_at,
+	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count
+	FROM galleries g JOIN projects p ON p.id = g.project_id`
+
+// GalleryInput holds the fields a PATCH may change. Nil leaves a field
+// alone; a nil inner pointer clears it.
+type GalleryInput struct {
+	Title          *string
+	PasswordHash   **string
+	ExpiresAt      **time.Time
+	Watermark      *bool
+	AllowDownloads *bool
+}
+
+// GalleryChange is a gallery after a change, with the render jobs the
+// change recorded (none when nothing needs a watermarked preview).
+type GalleryChange struct {
+	Gallery *Gallery
+	Jobs    []Job
+	BatchID *uuid.UUID
+}
+
+// CreateGallery records g in its project with assets and, for a
+// watermarked gallery, a batch of render jobs built by spec, in one
+// transaction. A slug another gallery has is ErrSlugTaken.
+func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+	var out *GalleryChange
+	err := s.WithTx(ctx, func(tx *Store) error {
+		_, err := tx.db.ExecContext(ctx, `
+			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, allow_downloads)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.AllowDownloads)
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+			return ErrSlugTaken
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.addGalleryAssets(ctx, g.ID, assets); err != nil {
+			return err
+		}
+		out, err = tx.galleryRenders(ctx, g.ID, spec)
+		return err
+	})
+	return out, err
+}
+
+// Gallery returns owner's gallery id.
+func (s *Store) Gallery(ctx context.Context, owner, id uuid.UUID) (*Gallery, error) {
+	g := &Gallery{}
+	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1 AND p.owner_user_id = $2`, id, owner)
+	return g, notFound(err)
+}
+
+// GalleryByID returns a gallery whatever its owner; for the worker.
+func (s *Store) GalleryByID(ctx context.Context, id uuid.UUID) (*Gallery, error) {
+	g := &Gallery{}
+	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1`, id)
+	return g, notFound(err)
+}
+
+// GalleryBySlug returns the gallery at slug, for its public pages.
+func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error) {
+	g := &Gallery{}
+	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.slug = $1`, slug)
+	return g, notFound(err)
+}
+
+// UpdateGallery changes owner's gallery id. A new or removed password ends
+// every viewer token given before; turning the watermark on records the
+// render jobs of the photos that have no watermarked preview yet.
+func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in GalleryInput, spec JobSpec) (*GalleryChange, error) {
+	var out *GalleryChange
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var found bool
+		err := tx.db.GetContext(ctx, &found, `SELECT true FROM galleries g JOIN projects p ON p.id = g.project_id
+			WHERE g.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF g`, id, owner)
+		if err != nil {
+			return notFound(err)
+		}
+		var hash, expires any
+		setHash, setExpires := in.PasswordHash != nil, in.ExpiresAt != nil
+		if setHash {
+			hash = *in.PasswordHash
+		}
+		if setExpires {
+			expires = *in.ExpiresAt
+		}
+		_, err = tx.db.ExecContext(ctx, `UPDATE galleries SET
+				title = coalesce($2, title),
+				password_hash = CASE WHEN $3 THEN $4 ELSE password_hash END,
+				auth_version = auth_version + CASE WHEN $3 THEN 1 ELSE 0 END,
+				expires_at = CASE WHEN $5 THEN $6::timestamptz ELSE expires_at END,
+				watermark = coalesce($7, watermark),
+				allow_downloads = coalesce($8, allow_downloads),
+				updated_at = now()
+			WHERE id = $1`, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads)
+		if err != nil {
+			return err
+		}
+		out, err = tx.galleryRenders(ctx, id, spec)
+		return err
+	})
+	return out, err
+}
+
+// AddGalleryAssets adds assets of the gallery's project to it (those it
+// has already stay as they are) and, when it is watermarked, records the
+// render jobs of those without a watermarked preview.
+func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+	var out *GalleryChange
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.addGalleryAssets(ctx, id, assets); err != nil {
+			return err
+		}
+		var err error
+		out, err = tx.galleryRenders(ctx, id, spec)
+		return err
+	})
+	return out, err
+}
+
+// RemoveGalleryAssets takes assets out of the gallery, with their
+// favourites and comments there, and returns the keys of the watermarked
+// previews no longer wanted.
+func (s *Store) RemoveGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) ([]string, error) {
+	var keys []string
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.db.SelectContext(ctx, &keys, `
+			WITH gone AS (DELETE FROM gallery_assets WHERE gallery_id = $1 AND asset_id = ANY($2) RETURNING watermark_key)
+			SELECT watermark_key FROM gone WHERE watermark_key IS NOT NULL`, id, pq.Array(assets)); err != nil {
+			return err
+		}
+		_, err := tx.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)
+		return err
+	})
+	return keys, err
+}
+
+func (s *Store) addGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) error {
+	if len(assets) == 0 {
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `
+		INSERT INTO gallery_assets (gallery_id, asset_id)
+		SELECT $1, u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n) ORDER BY u.n
+		ON CONFLICT DO NOTHING`, id, pq.Array(assets))
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)
+	return err
+}
+
+// galleryRenders reads the gallery after a change and, when it is
+// watermarked, records a batch with one job per photo that has no
+// watermarked preview and no render job waiting or running.
+func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+	g := &Gallery{}
+	if err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1`, id); err != nil {
+		return nil, err
+	}
+	out := &GalleryChange{Gallery: g}
+	if !g.Watermark {
+		return out, nil
+	}
+	var todo []uuid.UUID
+	if err := s.db.SelectContext(ctx, &todo, `
+		SELECT ga.asset_id FROM gallery_assets ga
+		WHERE ga.gallery_id = $1 AND ga.watermark_key IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.asset_id = ga.asset_id AND j.type = 'gallery:render'
+		                  AND j.status IN ('queued', 'running') AND j.payload->>'galleryId' = $1::text)
+		ORDER BY ga.seq`, id); err != nil {
+		return nil, err
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	b := Batch{ID: uuid.New(), ProjectID: g.ProjectID, UserID: g.OwnerUserID, Kind: "gallery", Total: len(todo)}
+	if err := s.insertBatch(ctx, &b); err != nil {
+		return nil, err
+	}
+	for _, a := range todo {
+		out.Jobs = append(out.Jobs, spec(a, b.ID, uuid.New()))
+	}
+	out.BatchID = &b.ID
+	return out, s.insertJobs(ctx, out.Jobs)
+}
+
+// GalleryRender is what gallery:render needs to know of one photo in a
+// gallery.
+type GalleryRender struct {
+	Watermark   bool    `db:"watermark"`
+	OwnerEmail  string  `db:"owner_email"`
+	AssetStatus string  `db:"asset_status"`
+	Rendered    *string `db:"watermark_key"`
+}
+
+// GalleryRenderItem returns what gallery:render needs for asset in
+// gallery; ErrNotFound when the asset is no longer in it.
+func (s *Store) GalleryRenderItem(ctx context.Context, gallery, asset uuid.UUID) (*GalleryRender, error) {
+	r := &GalleryRender{}
+	err := s.db.GetContext(ctx, r, `
+		SELECT g.watermark, u.email AS owner_email, a.status AS asset_status, ga.watermark_key
+		FROM gallery_assets ga
+		JOIN galleries g ON g.id = ga.gallery_id
+		JOIN projects p ON p.id = g.project_id
+		JOIN users u ON u.id = p.owner_user_id
+		JOIN assets a ON a.id = ga.asset_id
+		WHERE ga.gallery_id = $1 AND ga.asset_id = $2`, gallery, asset)
+	return r, notFound(err)
+}
+
+// SetWatermarkKey records the watermarked preview of asset in gallery.
+func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE gallery_assets SET watermark_key = $3 WHERE gallery_id = $1 AND asset_id = $2`,
+		gallery, asset, key)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Viewer is one holder of a gallery's viewer token.
+type Viewer struct {
+	ID          uuid.UUID `db:"id"`
+	GalleryID   uuid.UUID `db:"gallery_id"`
+	AuthVersion int       `db:"auth_version"`
+	ExpiresAt   time.Time `db:"expires_at"`
+}
+
+// CreateViewer records a viewer of g whose token hashes to tokenHash,
+// valid for ttl and until g's password changes.
+func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, ttl time.Duration) (*Viewer, error) {
+	v := &Viewer{}
+	err := s.db.GetContext(ctx, v, `
+		INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at)
+		VALUES ($1, $2, $3, $4, now() + $5::interval)
+		RETURNING id, gallery_id, auth_version, expires_at`, uuid.New(), g.ID, tokenHash, g.AuthVersion, ttl.String())
+	return v, err
+}
+
+// ViewerByToken returns the live viewer of gallery whose token hashes to
+// tokenHash: ErrNotFound when there is none, the token is another
+// gallery's, has expired, or predates the gallery's password.
+func (s *Store) ViewerByToken(ctx context.Context, gallery *Gallery, tokenHash []byte) (*Viewer, error) {
+	v := &Viewer{}
+	err := s.db.GetContext(ctx, v, `SELECT id, gallery_id, auth_version, expires_at FROM gallery_viewers
+		WHERE token_hash = $1 AND gallery_id = $2 AND auth_version = $3 AND expires_at > now()`,
+		tokenHash, gallery.ID, gallery.AuthVersion)
+	return v, notFound(err)
+}
+
+// GalleryItem is one photo of a gallery as its viewers see it.
+type GalleryItem struct {
+	AssetID      uuid.UUID `db:"asset_id"`
+	Status       string    `db:"status"`
+	BlobKey      string    `db:"blob_key"`
+	ContentType  string    `db:"content_type"`
+	WatermarkKey *string   `db:"watermark_key"`
+	Favorites    int       `db:"favorites"`
+	Comments     int       `db:"comments"`
+	Favorited    bool      `db:"favorited"` // by the viewer asking
+}
+
+// GalleryItems lists a gallery's photos in the order they were added,
+// with their counts and whether viewer (when not nil) favourited each.
+func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uuid.UUID) ([]GalleryItem, error) {
+	var out []GalleryItem
+	err := s.db.SelectContext(ctx, &out, `
+		SELECT ga.asset_id, a.status, a.blob_key, a.content_type, ga.watermark_key,
+		       (SELECT count(*) FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id) AS favorites,
+		       (SELECT count(*) FROM gallery_comments c WHERE c.gallery_id = ga.gallery_id AND c.asset_id = ga.asset_id) AS comments,
+		       EXISTS (SELECT 1 FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id
+		               AND f.viewer_id = $2) AS favorited
+		FROM gallery_assets ga JOIN assets a ON a.id = ga.asset_id
+		WHERE ga.gallery_id = $1 ORDER BY ga.seq`, gallery, viewer)
+	return out, err
+}
+
+// Favorite sets whether viewer favourites asset in gallery and returns
+// the asset's favourite count there; ErrNotFound when the asset is not in
+// the gallery.
+func (s *Store) Favorite(ctx context.Context, gallery, asset, viewer uuid.UUID, on bool) (int, error) {
+	var n int
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.inGallery(ctx, gallery, asset); err != nil {
+			return err
+		}
+		q := `DELETE FROM gallery_favorites WHERE gallery_id = $1 AND asset_id = $2 AND viewer_id = $3`
+		if on {
+			q = `INSERT INTO gallery_favorites (gallery_id, asset_id, viewer_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+		}
+		if _, err := tx.db.ExecContext(ctx, q, gallery, asset, viewer); err != nil {
+			return err
+		}
+		return tx.db.GetContext(ctx, &n, `SELECT count(*) FROM gallery_favorites WHERE gallery_id = $1 AND asset_id = $2`,
+			gallery, asset)
+	})
+	return n, err
+}
+
+// Comment is what a viewer wrote about a photo of a gallery.
+type Comment struct {
+	ID        uuid.UUID  `db:"id"`
+	AssetID   uuid.UUID  `db:"asset_id"`
+	ViewerID  *uuid.UUID `db:"viewer_id"`
+	Body      string     `db:"body"`
+	CreatedAt time.Time  `db:"created_at"`
+}
+
+// AddComment records viewer's comment on asset in gallery and returns it
+// with the asset's comment count there; ErrNotFound when the asset is not
+// in the gallery.
+func (s *Store) AddComment(ctx context.Context, gallery, asset, viewer uuid.UUID, body string) (*Comment, int, error) {
+	c := &Comment{}
+	var n int
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.inGallery(ctx, gallery, asset); err != nil {
+			return err
+		}
+		if err := tx.db.GetContext(ctx, c, `INSERT INTO gallery_comments (id, gallery_id, asset_id, viewer_id, body)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id, asset_id, viewer_id, body, created_at`,
+			uuid.New(), gallery, asset, viewer, body); err != nil {
+			return err
+		}
+		return tx.db.GetContext(ctx, &n, `SELECT count(*) FROM gallery_comments WHERE gallery_id = $1 AND asset_id = $2`,
+			gallery, asset)
+	})
+	return c, n, err
+}
+
+// GalleryComments lists a gallery's comments, oldest first, for its owner.
+func (s *Store) GalleryComments(ctx context.Context, gallery uuid.UUID) ([]Comment, error) {
+	var out []Comment
+	err := s.db.SelectContext(ctx, &out, `SELECT id, asset_id, viewer_id, body, created_at FROM gallery_comments
+		WHERE gallery_id = $1 ORDER BY created_at, id`, gallery)
+	return out, err
+}
+
+// inGallery locks asset's place in gallery, or answers ErrNotFound.
+func (s *Store) inGallery(ctx context.Context, gallery, asset uuid.UUID) error {
+	var ok bool
+	err := s.db.GetContext(ctx, &ok, `SELECT true FROM gallery_assets WHERE gallery_id = $1 AND asset_id = $2 FOR SHARE`,
+		gallery, asset)
+	return notFound(err)
+}

@@ -1,0 +1,145 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+)
+
+// galleryOf records a gallery of project holding assets.
+func galleryOf(t *testing.T, env *testenv.Env, project uuid.UUID, slug string, watermark bool, assets ...uuid.UUID) *store.GalleryChange {
+	t.Helper()
+	g := &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "Proofs", Slug: slug, Watermark: watermark}
+	ch, err := env.Store.CreateGallery(context.Background(), g, assets, jobs.GallerySpec(project, g.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func TestGalleryRendersAreRecordedOnce(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(3)...)
+	g := galleryOf(t, env, project, "proofs", false, assets[:2]...)
+	if g.BatchID != nil || len(g.Jobs) != 0 || g.Gallery.AssetCount != 2 {
+		t.Fatalf("a plain gallery: %+v", g)
+	}
+	if _, err := env.Store.CreateGallery(ctx, &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "T", Slug: "proofs"},
+		nil, jobs.GallerySpec(project, uuid.Nil)); !errors.Is(err, store.ErrSlugTaken) {
+		t.Fatalf("a taken slug: %v", err)
+	}
+
+	// Watermark on: one job per photo, in one batch of the owner's.
+	on := true
+	spec := jobs.GallerySpec(project, g.Gallery.ID)
+	ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec)
+	if err != nil || ch.BatchID == nil || len(ch.Jobs) != 2 {
+		t.Fatalf("watermark on: %+v, %v", ch, err)
+	}
+	b, err := env.Store.Batch(ctx, owner, *ch.BatchID)
+	if err != nil || b.Kind != "gallery" || b.Total != 2 {
+		t.Fatalf("batch %+v, %v", b, err)
+	}
+	// Jobs still waiting are not recorded again; a new photo is.
+	ch, err = env.Store.AddGalleryAssets(ctx, g.Gallery.ID, assets, spec)
+	if err != nil || len(ch.Jobs) != 1 || *ch.Jobs[0].AssetID != assets[2] || ch.Gallery.AssetCount != 3 {
+		t.Fatalf("adding a photo: %+v, %v", ch, err)
+	}
+	// Rendered photos need nothing more.
+	for _, a := range assets {
+		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
+	if ch, err = env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); err != nil || len(ch.Jobs) != 0 {
+		t.Fatalf("all rendered: %+v, %v", ch, err)
+	}
+	keys, err := env.Store.RemoveGalleryAssets(ctx, g.Gallery.ID, assets[:1])
+	if err != nil || len(keys) != 1 || keys[0] != "galleries/x/"+assets[0].String()+".jpg" {
+		t.Fatalf("removed keys %v, %v", keys, err)
+	}
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a render of a removed photo was recorded: %v", err)
+	}
+	// Deleting a photo removes its watermarked previews with it.
+	var deleted []string
+	if _, err := env.Store.DeleteAsset(ctx, owner, assets[1], func(project uuid.UUID, keys []string) store.Job {
+		deleted = keys
+		return store.Job{ID: uuid.New(), ProjectID: project, Type: "asset:delete", Queue: "low", TaskID: "d", Payload: []byte("{}")}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(deleted, "galleries/x/"+assets[1].String()+".jpg") {
+		t.Errorf("a deleted photo's keys %v leave out its watermarked preview", deleted)
+	}
+	// Another user does not see the gallery.
+	stranger, _ := env.Project(t)
+	if _, err := env.Store.Gallery(ctx, stranger, g.Gallery.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another user's gallery: %v", err)
+	}
+	if _, err := env.Store.UpdateGallery(ctx, stranger, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another user's patch: %v", err)
+	}
+}
+
+func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(2)...)
+	g := galleryOf(t, env, project, "first", false, assets[:1]...).Gallery
+	other := galleryOf(t, env, project, "second", false, assets...).Gallery
+
+	v, err := env.Store.CreateViewer(ctx, g, []byte("token-1"), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := env.Store.ViewerByToken(ctx, g, []byte("token-1")); err != nil || got.ID != v.ID {
+		t.Fatalf("own token: %+v, %v", got, err)
+	}
+	if _, err := env.Store.ViewerByToken(ctx, other, []byte("token-1")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a token of another gallery: %v", err)
+	}
+
+	// Favourites once per viewer; photos outside the gallery are not found.
+	for range 2 {
+		if n, err := env.Store.Favorite(ctx, g.ID, assets[0], v.ID, true); err != nil || n != 1 {
+			t.Fatalf("favourite: %d, %v", n, err)
+		}
+	}
+	if _, err := env.Store.Favorite(ctx, g.ID, assets[1], v.ID, true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("favourite outside the gallery: %v", err)
+	}
+	if _, n, err := env.Store.AddComment(ctx, g.ID, assets[0], v.ID, "lovely"); err != nil || n != 1 {
+		t.Fatalf("comment: %d, %v", n, err)
+	}
+	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[1], v.ID, "lovely"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("comment outside the gallery: %v", err)
+	}
+	items, err := env.Store.GalleryItems(ctx, g.ID, &v.ID)
+	if err != nil || len(items) != 1 || items[0].Favorites != 1 || items[0].Comments != 1 || !items[0].Favorited {
+		t.Fatalf("items %+v, %v", items, err)
+	}
+
+	// A new password ends the token.
+	hash := "$argon2id$new"
+	hp := &hash
+	if _, err := env.Store.UpdateGallery(ctx, owner, g.ID, store.GalleryInput{PasswordHash: &hp}, jobs.GallerySpec(project, g.ID)); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = env.Store.Gallery(ctx, owner, g.ID)
+	if _, err := env.Store.ViewerByToken(ctx, g, []byte("token-1")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a token from before the password changed: %v", err)
+	}
+}
