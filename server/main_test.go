@@ -20,6 +20,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/config"
+	"lightbox/embed"
 	"lightbox/internal/testenv"
 	"lightbox/server"
 )
@@ -52,6 +53,7 @@ type options struct {
 	dataDir  string // blob folder shared by apps that stand for one deployment
 	logTo    io.Writer
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
+	texts    embed.TextEmbedder
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -105,7 +107,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	}
 	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
-		ChainKey: pub, EmbedModel: testEmbedModel,
+		ChainKey: pub, EmbedModel: testEmbedModel, TextEmbedder: o.texts,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: blobs, Signer: o.signer,
 	})
