@@ -27,6 +27,14 @@ func FuzzVerify(f *testing.F) {
 		}
 		q := u.Query()
 		got, err := s.Verify(method, key, q, now)
+		if strings.Contains(method+key+ct, "\n") {
+			// Fields are joined with newlines before signing: a grant
+			// holding one is refused, never taken for another.
+			if err != blob.ErrBadSignature {
+				t.Fatalf("a grant with a newline verified: %+v, %v", got, err)
+			}
+			return
+		}
 		if err != nil && err != blob.ErrExpired {
 			t.Fatalf("its own URL %s: %v", raw, err)
 		}
