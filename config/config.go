@@ -67,6 +67,7 @@ type Config struct {
 	EmbedURL        string         // EMBED_URL, an HTTP embedding provider; empty uses the built-in descriptor
 	EmbedModel      string         // EMBED_MODEL, the provider's model name
 	EmbedDim        int            // EMBED_DIM, the length of the provider's vectors
+	EmbedText       bool           // EMBED_TEXT, the provider embeds text too, so search ranks by meaning
 	EmbedRatePerMin int            // EMBED_RATE_PER_MINUTE, shared by all workers
 	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
 	DownloadAllow   []netip.Prefix // DOWNLOAD_ALLOW_NETS, private networks URL imports may reach, e.g. 127.0.0.1/32
@@ -131,6 +132,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.EmbedURL = r.str("EMBED_URL", "")
 	c.EmbedModel = r.str("EMBED_MODEL", "")
 	c.EmbedDim = r.integer("EMBED_DIM", 0, 0, 1<<16)
+	c.EmbedText = r.boolean("EMBED_TEXT", false)
 	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
 	if nets := r.str("DOWNLOAD_ALLOW_NETS", ""); nets != "" {
@@ -152,6 +154,8 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		if c.EmbedDim == 0 {
 			r.fail("EMBED_DIM", "is required with EMBED_URL")
 		}
+	} else if c.EmbedText {
+		r.fail("EMBED_TEXT", "needs EMBED_URL: the built-in descriptor has no text side")
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))

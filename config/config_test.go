@@ -37,12 +37,13 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"QUEUE_WEIGHTS":      "critical=6,default=zero",
 		"LOG_FORMAT":         "xml",
 		"MAX_UPLOAD_BYTES":   "-3",
+		"EMBED_TEXT":         "true",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}

@@ -10,6 +10,10 @@
 //     returns its vector. A 429 answer becomes a *RateLimitedError carrying
 //     Retry-After, so callers can wait without counting a failure.
 //
+// An HTTP provider that embeds text too (CLIP-style) is also a
+// TextEmbedder, so a search's words can be compared with the photos'
+// vectors. Builtin has no text side.
+//
 // Vectors from different models are not comparable; store them with
 // Model(). Every vector returned here is L2-normalised, so Cosine is a plain
 // dot product.
@@ -32,6 +36,12 @@ type Embedder interface {
 	// Embed returns the image's unit-length vector. A small image (the
 	// ingest thumbnail, 320 px) is enough.
 	Embed(ctx context.Context, img image.Image) ([]float32, error)
+}
+
+// TextEmbedder maps text into the same space as an Embedder's images.
+type TextEmbedder interface {
+	// EmbedText returns text's unit-length vector.
+	EmbedText(ctx context.Context, text string) ([]float32, error)
 }
 
 // Cosine returns the cosine similarity of a and b, from -1 to 1. It is 0

@@ -306,3 +306,38 @@ func TestNewHTTPNeedsConfig(t *testing.T) {
 		t.Error("NewHTTP accepted a config without a dimension")
 	}
 }
+
+func TestHTTPEmbedText(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req httpRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model != "clip-test" || req.Image != "" {
+			http.Error(w, "unexpected request", http.StatusBadRequest)
+			return
+		}
+		switch req.Text {
+		case "red barn":
+			w.Write([]byte(`{"embedding": [0, 3, 4]}`))
+		case "overloaded":
+			http.Error(w, "busy", http.StatusInternalServerError)
+		default:
+			w.Write([]byte(`{"embedding": [1]}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	h := newTestHTTP(t, srv.URL, 0)
+	var _ TextEmbedder = h
+	v, err := h.EmbedText(context.Background(), "red barn")
+	if err != nil || v[0] != 0 || math.Abs(float64(v[1])-0.6) > 1e-6 || math.Abs(float64(v[2])-0.8) > 1e-6 {
+		t.Errorf("got %v, %v; want [0 0.6 0.8]", v, err)
+	}
+	var se *StatusError
+	if _, err := h.EmbedText(context.Background(), "overloaded"); !errors.As(err, &se) || se.StatusCode != 500 {
+		t.Errorf("got %v, want StatusError 500", err)
+	}
+	if _, err := h.EmbedText(context.Background(), "anything else"); err == nil || !strings.Contains(err.Error(), "1 numbers, want 3") {
+		t.Errorf("got %v, want a length error", err)
+	}
+	if _, err := h.EmbedText(context.Background(), ""); err == nil {
+		t.Error("empty text was sent")
+	}
+}

@@ -47,6 +47,14 @@ type HTTPConfig struct {
 // with exactly Dim numbers, which it L2-normalises. A 429 answer is returned
 // as a *RateLimitedError with the server's Retry-After; any other non-2xx
 // answer as a *StatusError.
+//
+// A provider that embeds text into the same space (CLIP-style) answers
+// EmbedText's request the same way, to the same URL:
+//
+//	{"model": "<Model>", "text": "red barn at dusk"}
+//
+// A request carries either "image" or "text", never both, so one endpoint
+// can serve both kinds by looking at which field is present.
 type HTTP struct {
 	cfg    HTTPConfig
 	client *http.Client
@@ -95,7 +103,8 @@ func (e *RateLimitedError) Error() string {
 
 type httpRequest struct {
 	Model string `json:"model"`
-	Image string `json:"image"`
+	Image string `json:"image,omitempty"`
+	Text  string `json:"text,omitempty"`
 }
 
 type httpAnswer struct {
@@ -114,7 +123,21 @@ func (h *HTTP) Embed(ctx context.Context, img image.Image) ([]float32, error) {
 	if err := jpeg.Encode(&jpg, img, &jpeg.Options{Quality: 90}); err != nil {
 		return nil, fmt.Errorf("embed: encoding the image: %w", err)
 	}
-	body, err := json.Marshal(httpRequest{Model: h.cfg.Model, Image: base64.StdEncoding.EncodeToString(jpg.Bytes())})
+	return h.post(ctx, httpRequest{Model: h.cfg.Model, Image: base64.StdEncoding.EncodeToString(jpg.Bytes())})
+}
+
+// EmbedText returns the unit-length vector of text in the images' space.
+// Only a provider that embeds text too can answer it; see HTTP.
+func (h *HTTP) EmbedText(ctx context.Context, text string) ([]float32, error) {
+	if text == "" {
+		return nil, errors.New("embed: empty text")
+	}
+	return h.post(ctx, httpRequest{Model: h.cfg.Model, Text: text})
+}
+
+// post sends one request and reads its vector.
+func (h *HTTP) post(ctx context.Context, r httpRequest) ([]float32, error) {
+	body, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}

@@ -76,8 +76,8 @@ func readXMP(m *Metadata, packet []byte) {
 		}
 	}
 	if m.GPSLatitude == nil {
-		lat, okLat := xmpCoord(found["lat"])
-		lon, okLon := xmpCoord(found["lon"])
+		lat, okLat := xmpCoord(found["lat"], "NS", 90)
+		lon, okLon := xmpCoord(found["lon"], "EW", 180)
 		if okLat && okLon && !(lat == 0 && lon == 0) {
 			lat, lon = round(lat, 7), round(lon, 7)
 			m.GPSLatitude, m.GPSLongitude = &lat, &lon
@@ -102,14 +102,15 @@ func xmpDate(s string) (at, offset string, ok bool) {
 }
 
 // xmpCoord reads an XMP GPS coordinate: "DDD,MM.mmk" or "DDD,MM,SSk" with
-// k one of N, S, E, W.
-func xmpCoord(s string) (float64, bool) {
+// k one of refs (N and S for a latitude, E and W for a longitude). It is
+// refused beyond limit degrees (90 for a latitude, 180 for a longitude).
+func xmpCoord(s, refs string, limit float64) (float64, bool) {
 	if len(s) < 2 {
 		return 0, false
 	}
 	ref := s[len(s)-1]
 	parts := strings.Split(s[:len(s)-1], ",")
-	if len(parts) < 2 || len(parts) > 3 || !strings.ContainsRune("NSEW", rune(ref)) {
+	if len(parts) < 2 || len(parts) > 3 || !strings.ContainsRune(refs, rune(ref)) {
 		return 0, false
 	}
 	var v, scale float64 = 0, 1
@@ -124,5 +125,5 @@ func xmpCoord(s string) (float64, bool) {
 	if ref == 'S' || ref == 'W' {
 		v = -v
 	}
-	return v, v >= -180 && v <= 180
+	return v, v >= -limit && v <= limit
 }

@@ -15,6 +15,8 @@ PKG=${PKG:-./...}
 RACE=${RACE-}
 PLAIN_PKG=${PLAIN_PKG-}
 TIMEOUT=${TIMEOUT:-20m}
+FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./server:FuzzDecodeJSON}
+FUZZTIME=${FUZZTIME:-5s}
 
 rc=0
 # shellcheck disable=SC2086 # PKG and RACE are lists of words
@@ -28,4 +30,13 @@ if [ -n "$RACE" ] && [ -n "$PLAIN_PKG" ]; then
 		go test -count=1 -timeout "$TIMEOUT" $plain || { s=$?; [ "$rc" -ne 0 ] || rc=$s; }
 	fi
 fi
+# -fuzz takes one package and one target at a time.
+# shellcheck disable=SC2086
+tested=$(go list $PKG)
+for f in $FUZZ; do
+	pkg=${f%%:*} target=${f#*:}
+	grep -qx "$(go list "$pkg")" <<<"$tested" || continue
+	say "fuzz $target ($pkg) for $FUZZTIME"
+	go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" || { s=$?; [ "$rc" -ne 0 ] || rc=$s; }
+done
 exit $rc

@@ -59,7 +59,7 @@ func (a *app) newExport(key, project string, body any) exportReply {
 
 // startWorker runs the real worker on the app's Postgres, Redis and blob
 // folder until the test ends.
-func (a *app) startWorker() {
+func (a *app) startWorker() *worker.Worker {
 	a.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine, err := imaging.New(a.cfg.ImagingEngine, imaging.Config{MaxPixels: a.cfg.MaxPixels})
@@ -86,6 +86,7 @@ func (a *app) startWorker() {
 		}
 		ledger.Close()
 	})
+	return w
 }
 
 // waitExport polls the export until cond holds.

@@ -21,6 +21,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/config"
+	"lightbox/embed"
 	"lightbox/internal/testenv"
 	"lightbox/server"
 )
@@ -56,6 +57,7 @@ type options struct {
 	logTo    io.Writer
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 	store    blob.Store     // the disk backend under dataDir by default
+	texts    embed.TextEmbedder
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -109,7 +111,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	}
 	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
-		ChainKey: pub, EmbedModel: testEmbedModel,
+		ChainKey: pub, EmbedModel: testEmbedModel, TextEmbedder: o.texts,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
 	})

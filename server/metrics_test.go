@@ -1,6 +1,12 @@
 package server_test
 
 import (
+	"encoding/json"
+	"maps"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +90,7 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	}
 
 	// A worker drains the queue; Asynq's counters move.
-	a.startWorker()
+	w := a.startWorker()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		m = scrape()
@@ -98,6 +104,17 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Every metric the dashboard queries is one the server or the worker
+	// exports, so the two cannot drift apart.
+	workerScrape := httptest.NewServer(w.MetricsHandler())
+	defer workerScrape.Close()
+	wm := testenv.Scrape(t, workerScrape.URL, "Bearer "+testMetricsToken)
+	for _, name := range dashboardMetrics(t, "../deploy/grafana/lightbox.json") {
+		if !m.Has(name) && !wm.Has(name) {
+			t.Errorf("the dashboard queries %s, which neither the server nor the worker exports", name)
+		}
+	}
+
 	stream.cancel()
 	deadline = time.Now().Add(5 * time.Minute)
 	for scrape().Value("lightbox_sse_connections", nil) != 0 {
@@ -107,3 +124,44 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// dashboardMetrics lists the metric names a Grafana dashboard's queries use:
+// every name with one of Lightbox's or Asynq's prefixes.
+func dashboardMetrics(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		SchemaVersion int                           `json:"schemaVersion"`
+		Inputs        []struct{ Name, Type string } `json:"__inputs"`
+		Panels        []struct {
+			Type    string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if d.SchemaVersion < 39 || len(d.Inputs) != 1 || d.Inputs[0].Name != "DS_PROMETHEUS" {
+		t.Fatalf("%s: schema %d, inputs %v; want 39 and DS_PROMETHEUS", path, d.SchemaVersion, d.Inputs)
+	}
+	names := map[string]bool{}
+	for _, p := range d.Panels {
+		if p.Type != "row" && len(p.Targets) == 0 {
+			t.Errorf("%s: a %s panel has no query", path, p.Type)
+		}
+		for _, q := range p.Targets {
+			for _, n := range metricName.FindAllString(q.Expr, -1) {
+				names[n] = true
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s: no metric names in its queries", path)
+	}
+	return slices.Sorted(maps.Keys(names))
+}
+
+var metricName = regexp.MustCompile(`\b(lightbox|asynq)_[a-z_]+`)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -57,7 +58,13 @@ func (s *Server) search(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	hits, err := s.store.Search(c.Request.Context(), p.ID, q, limit)
+	var hits []store.SearchHit
+	vec := s.textVector(c.Request.Context(), q)
+	if vec != nil {
+		hits, err = s.store.SemanticSearch(c.Request.Context(), p.ID, q, s.embedModel, vec, limit)
+	} else {
+		hits, err = s.store.Search(c.Request.Context(), p.ID, q, limit)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -66,7 +73,23 @@ func (s *Server) search(c *gin.Context) {
 	for i, h := range hits {
 		out[i] = hitJSON{AssetID: h.AssetID, Score: h.Score, Highlights: append([]string{}, h.Highlights...)}
 	}
-	c.JSON(http.StatusOK, gin.H{"results": out, "tookMs": time.Since(start).Milliseconds()})
+	c.JSON(http.StatusOK, gin.H{"results": out, "semantic": vec != nil, "tookMs": time.Since(start).Milliseconds()})
+}
+
+// textVector is q's vector from the embedding provider, or nil when there
+// is no text side or the provider failed: a search never fails for the
+// provider's sake, it falls back to words only and the answer says
+// "semantic": false.
+func (s *Server) textVector(ctx context.Context, q string) []float32 {
+	if s.texts == nil {
+		return nil
+	}
+	vec, err := s.texts.EmbedText(ctx, q)
+	if err != nil {
+		s.log.WarnContext(ctx, "search falls back to words only: the embedding provider failed", "err", err)
+		return nil
+	}
+	return vec
 }
 
 // similar ranks the project's other assets by embedding similarity.

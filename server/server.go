@@ -20,6 +20,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/config"
+	"lightbox/embed"
 	"lightbox/events"
 	"lightbox/internal/mail"
 	"lightbox/jobs"
@@ -40,6 +41,9 @@ type Deps struct {
 	Signer blob.URLSigner
 	// EmbedModel names the vectors /similar compares.
 	EmbedModel string
+	// TextEmbedder puts a search's words in EmbedModel's space; nil when
+	// the embedder has no text side, and search matches words only.
+	TextEmbedder embed.TextEmbedder
 	// ChainKey verifies the attestation chain.
 	ChainKey ed25519.PublicKey
 	Logger   *slog.Logger
@@ -58,6 +62,7 @@ type Server struct {
 	limits     limits
 	jobs       *jobs.Dispatcher
 	embedModel string
+	texts      embed.TextEmbedder
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
 	events     *events.Publisher
@@ -72,7 +77,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
-		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, chainKey: d.ChainKey,
+		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, texts: d.TextEmbedder, chainKey: d.ChainKey,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			errors:  new(atomic.Int64),

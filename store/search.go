@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"sort"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 )
 
 // SearchHit is one asset that matched a search.
@@ -40,6 +42,81 @@ func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, limit i
 		FROM docs d, q WHERE d.doc @@ q.query
 		ORDER BY score DESC, d.id LIMIT $3`, project, q, limit)
 	return hits, err
+}
+
+// NearestAssets ranks a project's searchable assets by the cosine of their
+// model vectors with vec, which must be unit length like the stored ones.
+// Like SimilarAssets it scans the project's vectors.
+func (s *Store) NearestAssets(ctx context.Context, project uuid.UUID, model string, vec []float32, limit int) ([]Similar, error) {
+	var out []Similar
+	err := s.db.SelectContext(ctx, &out, `
+		SELECT e.asset_id, (SELECT sum(x * y) FROM unnest(e.vector, $3::real[]) AS v(x, y)) AS score
+		FROM assets a JOIN embeddings e ON e.asset_id = a.id AND e.model = $2
+		WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai')
+		ORDER BY score DESC, e.asset_id LIMIT $4`, project, model, pq.Array(vec), limit)
+	return out, err
+}
+
+// fusePool is how many assets each ranking offers to SemanticSearch: the
+// most a search answers, so an asset a page could show is never cut
+// before the two rankings meet.
+const fusePool = 100
+
+// fuseK damps the weight of the first places in reciprocal rank fusion;
+// 60 is the value of the method's authors, used by most search engines.
+const fuseK = 60
+
+// SemanticSearch is Search ranked by meaning as well: the text and
+// metadata matches of q and the assets nearest to q's vector (vec, in
+// model's space) are merged by reciprocal rank fusion. An asset scores
+// the sum of 1/(60 + its place) over the two rankings, so one found by both
+// comes before one found by either, and an exact word match outranks a
+// photo that only looks like the words at the same place. Assets near the
+// vector carry the highlight "embedding". Every asset with a vector has a
+// place, so the answer is the nearest photos even when no word matches.
+func (s *Store) SemanticSearch(ctx context.Context, project uuid.UUID, q, model string, vec []float32, limit int) ([]SearchHit, error) {
+	text, err := s.Search(ctx, project, q, fusePool)
+	if err != nil {
+		return nil, err
+	}
+	near, err := s.NearestAssets(ctx, project, model, vec, fusePool)
+	if err != nil {
+		return nil, err
+	}
+	return fuse(text, near, limit), nil
+}
+
+func fuse(text []SearchHit, near []Similar, limit int) []SearchHit {
+	byID := map[uuid.UUID]*SearchHit{}
+	hit := func(id uuid.UUID) *SearchHit {
+		h := byID[id]
+		if h == nil {
+			h = &SearchHit{AssetID: id, Highlights: Strings{}}
+			byID[id] = h
+		}
+		return h
+	}
+	for i, t := range text {
+		h := hit(t.AssetID)
+		h.Score += 1 / float64(fuseK+i+1)
+		h.Highlights = append(h.Highlights, t.Highlights...)
+	}
+	for i, n := range near {
+		h := hit(n.AssetID)
+		h.Score += 1 / float64(fuseK+i+1)
+		h.Highlights = append(h.Highlights, "embedding")
+	}
+	out := make([]SearchHit, 0, len(byID))
+	for _, h := range byID {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].AssetID.String() < out[j].AssetID.String()
+	})
+	return out[:min(len(out), limit)]
 }
 
 // Stats counts a project's assets by stage in one aggregate query.

@@ -38,11 +38,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	texts, err := boot.TextEmbedder(p.Config)
+	if err != nil {
+		return err
+	}
 
 	srv := server.New(server.Deps{
 		Config: p.Config, Store: p.Store, Redis: p.Redis, Queue: queue, Inspector: inspector, Logger: p.Log,
 		Blobs: p.Blobs, Signer: p.URLs,
 		ChainKey: chainKey.Public().(ed25519.PublicKey), EmbedModel: embedder.Model(),
+		TextEmbedder: texts,
 	})
 	return srv.Run(p.Ctx)
 }

@@ -183,6 +183,9 @@ func sniffTIFF(head []byte) Format {
 	if len(head) >= 12 && string(head[8:10]) == "CR" && head[10] == 2 {
 		return CR2
 	}
+	if len(head) < 8 {
+		return TIFF // too short to hold the first directory's offset
+	}
 	var bo binary.ByteOrder = binary.LittleEndian
 	if head[0] == 'M' {
 		bo = binary.BigEndian

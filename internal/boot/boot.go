@@ -215,6 +215,19 @@ func Embedder(cfg *config.Config) (embed.Embedder, error) {
 	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim})
 }
 
+// textTimeout bounds the embedding of a search's words: a search waits for
+// it, so a slow provider falls back to plain search instead.
+const textTimeout = 5 * time.Second
+
+// TextEmbedder is the provider's text side when EMBED_TEXT says it has
+// one, and nil otherwise.
+func TextEmbedder(cfg *config.Config) (embed.TextEmbedder, error) {
+	if !cfg.EmbedText {
+		return nil, nil
+	}
+	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim, Timeout: textTimeout})
+}
+
 // Ledger is the HTTP ledger at CHAIN_LEDGER_URL, or the local append-only
 // file under DATA_DIR.
 func Ledger(cfg *config.Config) (chain.Ledger, error) {

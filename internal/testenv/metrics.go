@@ -3,6 +3,7 @@ package testenv
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -12,6 +13,20 @@ import (
 
 // Metrics is one scrape, parsed by Prometheus' own text parser.
 type Metrics map[string]*dto.MetricFamily
+
+// Has reports whether the scrape has the series name: a family, or the
+// _bucket, _count or _sum series of a histogram family.
+func (m Metrics) Has(name string) bool {
+	if m[name] != nil {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && m[base].GetType() == dto.MetricType_HISTOGRAM {
+			return true
+		}
+	}
+	return false
+}
 
 // Scrape GETs a /metrics URL with the Authorization header given (none when
 // empty) and parses the answer, failing t unless it is a 200 in the text
