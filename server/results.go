@@ -58,12 +58,86 @@ func (s *Server) search(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	s.answerSearch(c, start, p.ID, q, store.SearchFilter{User: principal(c).ID}, limit)
+}
+
+// searchFiltered is search with filters on the caller's ratings, the
+// camera, the capture time and the readiness, in a JSON body. Without q it
+// lists what the filters let through, newest capture first.
+func (s *Server) searchFiltered(c *gin.Context) {
+	start := time.Now()
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	var in struct {
+		Q       string `json:"q"`
+		Limit   *int   `json:"limit"`
+		Filters struct {
+			Picked    *bool      `json:"picked"`
+			Rejected  *bool      `json:"rejected"`
+			RatingMin *int       `json:"ratingMin"`
+			Camera    string     `json:"camera"`
+			From      *time.Time `json:"from"`
+			To        *time.Time `json:"to"`
+			Readiness []string   `json:"readiness"`
+		} `json:"filters"`
+	}
+	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	errs := fieldErrors{}
+	q := strings.TrimSpace(in.Q)
+	if len(q) > 500 {
+		errs.add("q", "must be at most 500 characters")
+	}
+	limit := 20
+	if in.Limit != nil {
+		if limit = *in.Limit; limit < 1 || limit > 100 {
+			errs.add("limit", "must be 1 to 100")
+		}
+	}
+	fl := in.Filters
+	f := store.SearchFilter{User: principal(c).ID, Picked: fl.Picked, Rejected: fl.Rejected, RatingMin: fl.RatingMin,
+		Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To}
+	if r := fl.RatingMin; r != nil && (*r < 1 || *r > 5) {
+		errs.add("filters.ratingMin", "must be a whole number from 1 to 5")
+	}
+	if len(f.Camera) > 200 {
+		errs.add("filters.camera", "must be at most 200 characters")
+	}
+	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
+		errs.add("filters.to", "must not be before filters.from")
+	}
+	for _, r := range fl.Readiness {
+		if r != store.AssetCull && r != store.AssetSearch && r != store.AssetAI {
+			errs.add("filters.readiness", "must list cull, search or ai")
+		}
+		f.Readiness = append(f.Readiness, r)
+	}
+	if err := errs.err(); err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerSearch(c, start, p.ID, q, f, limit)
+}
+
+// answerSearch runs a search, by meaning as well when the embedding
+// provider embeds q, and answers the search shape.
+func (s *Server) answerSearch(c *gin.Context, start time.Time, project uuid.UUID, q string, f store.SearchFilter, limit int) {
+	ctx := c.Request.Context()
 	var hits []store.SearchHit
-	vec := s.textVector(c.Request.Context(), q)
+	var err error
+	var vec []float32
+	if q != "" {
+		vec = s.textVector(ctx, q)
+	}
 	if vec != nil {
-		hits, err = s.store.SemanticSearch(c.Request.Context(), p.ID, q, s.embedModel, vec, limit)
+		hits, err = s.store.SemanticSearch(ctx, project, q, f, s.embedModel, vec, limit)
 	} else {
-		hits, err = s.store.Search(c.Request.Context(), p.ID, q, limit)
+		hits, err = s.store.Search(ctx, project, q, f, limit)
 	}
 	if err != nil {
 		fail(c, err)

@@ -67,6 +67,7 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/clusters", s.listClusters)
 	api.POST(`/projects/:id/cull\:applyAction`, s.applyCullActions)
 	api.GET("/projects/:id/search", s.search)
+	api.POST("/projects/:id/search", s.searchFiltered)
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
 	api.PATCH("/clusters/:id", s.patchCluster)

@@ -219,3 +219,59 @@ func TestSearchRanksByTheProvidersTextVector(t *testing.T) {
 		t.Errorf("provider hangs: got %s (semantic %v), want %s", got, semantic, want)
 	}
 }
+
+func TestSearchWithFilters(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ids := processed(t, a, key, project, []string{"Canon", "Nikon", "Canon"}, [][]float32{{1, 0}, {0, 1}, {1, 1}})
+	expect(t, a.do("POST", "/v1/assets/"+ids[0].String()+"/ratings", key, map[string]any{"picked": true, "rating": 5}), 200, "")
+	expect(t, a.do("POST", "/v1/assets/"+ids[2].String()+"/ratings", key, map[string]any{"rejected": true, "rating": 2}), 200, "")
+	search := func(body any) string {
+		t.Helper()
+		r := a.do("POST", "/v1/projects/"+project+"/search", key, body)
+		expect(t, r, 200, "")
+		var out struct{ Results []struct{ AssetID string } }
+		json.Unmarshal(r.body, &out)
+		var got []string
+		for _, h := range out.Results {
+			for i, id := range ids {
+				if h.AssetID == id.String() {
+					got = append(got, fmt.Sprint(i))
+				}
+			}
+		}
+		return strings.Join(got, ",")
+	}
+	// Captured a minute apart: 14:00, 14:01, 14:02 on 2026-06-21.
+	for _, c := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"q": "canon"}, "2,0"}, // equal ranks: newest capture first
+		{map[string]any{"q": "canon", "filters": map[string]any{"picked": true}}, "0"},
+		{map[string]any{"q": "canon", "filters": map[string]any{"rejected": false}}, "0"},
+		{map[string]any{"filters": map[string]any{"ratingMin": 2}}, "2,0"},
+		{map[string]any{"filters": map[string]any{"camera": "nik"}}, "1"},
+		{map[string]any{"filters": map[string]any{"camera": "%"}}, ""},
+		{map[string]any{"filters": map[string]any{"from": "2026-06-21T14:00:30Z", "to": "2026-06-21T14:01:30Z"}}, "1"},
+		{map[string]any{"filters": map[string]any{"readiness": []string{"cull"}}}, ""},
+		{map[string]any{}, "2,1,0"},
+	} {
+		if got := search(c.body); got != c.want {
+			t.Errorf("%v: assets %q, want %q", c.body, got, c.want)
+		}
+	}
+	for _, body := range []any{
+		map[string]any{"filters": map[string]any{"ratingMin": 9}},
+		map[string]any{"filters": map[string]any{"readiness": []string{"failed"}}},
+		map[string]any{"filters": map[string]any{"from": "2026-06-22T00:00:00Z", "to": "2026-06-21T00:00:00Z"}},
+		map[string]any{"q": strings.Repeat("q", 501)},
+		map[string]any{"limit": 0},
+	} {
+		expect(t, a.do("POST", "/v1/projects/"+project+"/search", key, body), 400, "validation_failed")
+	}
+	expect(t, a.do("POST", "/v1/projects/"+project+"/search", key, map[string]any{"filters": map[string]any{"stars": 1}}), 400, "invalid_json")
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("POST", "/v1/projects/"+project+"/search", bob, map[string]any{}), 404, "not_found")
+}

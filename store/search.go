@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/lib/pq"
@@ -23,37 +26,78 @@ const searchDoc = `
 	setweight(to_tsvector('simple', concat_ws(' ', a.camera_make, a.camera_model, a.lens_model)), 'B') ||
 	setweight(to_tsvector('simple', coalesce(to_char(a.captured_at AT TIME ZONE 'UTC', 'YYYY-MM-DD YYYY FMMonth FMDay'), '')), 'C')`
 
+// SearchFilter narrows a search; zero fields do not filter. The rating
+// filters read User's ratings.
+type SearchFilter struct {
+	User      uuid.UUID
+	Picked    *bool
+	Rejected  *bool
+	RatingMin *int
+	Camera    string     // a part of the camera's make and model, any case
+	From, To  *time.Time // capture time, both ends included
+	Readiness []string   // asset states among cull, search and ai; all three when empty
+}
+
+// searchable are the states whose assets a search finds.
+var searchable = []string{AssetCull, AssetSearch, AssetAI}
+
+// filterSQL is f as a join and conditions on assets a, with its arguments
+// numbered from n.
+func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
+	states := f.Readiness
+	if len(states) == 0 {
+		states = searchable
+	}
+	camera := ""
+	if f.Camera != "" {
+		camera = "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(f.Camera) + "%"
+	}
+	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	join = ` LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = ` + p(0)
+	where = ` AND a.status = ANY(` + p(1) + `::text[])
+		AND (` + p(2) + `::boolean IS NULL OR coalesce(r.picked, false) = ` + p(2) + `)
+		AND (` + p(3) + `::boolean IS NULL OR coalesce(r.rejected, false) = ` + p(3) + `)
+		AND (` + p(4) + `::int IS NULL OR r.rating >= ` + p(4) + `)
+		AND (` + p(5) + ` = '' OR concat_ws(' ', a.camera_make, a.camera_model) ILIKE ` + p(5) + `)
+		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
+		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)`
+	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To}
+}
+
 // Search finds a project's assets matching q (web search syntax: words,
-// "quoted phrases", -exclusions, or). It scans the project's rows; the
+// "quoted phrases", -exclusions, or) and f. An empty q matches every asset
+// f lets through, newest capture first. It scans the project's rows; the
 // project_id index bounds that to one project.
-func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, limit int) ([]SearchHit, error) {
+func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, f SearchFilter, limit int) ([]SearchHit, error) {
+	join, where, args := f.filterSQL(4)
 	var hits []SearchHit
 	err := s.db.SelectContext(ctx, &hits, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $2) AS query),
 		docs AS (SELECT a.id, a.filename, a.camera_make, a.camera_model, a.lens_model, a.captured_at, `+searchDoc+` AS doc
-		         FROM assets a WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai'))
-		SELECT d.id AS asset_id, ts_rank(d.doc, q.query) AS score,
-		       array_remove(ARRAY[
+		         FROM assets a`+join+` WHERE a.project_id = $1`+where+`)
+		SELECT d.id AS asset_id, CASE WHEN $2 = '' THEN 0 ELSE ts_rank(d.doc, q.query) END AS score,
+		       CASE WHEN $2 = '' THEN '{}' ELSE array_remove(ARRAY[
 		           CASE WHEN to_tsvector('simple', regexp_replace(d.filename, '[._-]+', ' ', 'g')) @@ q.query THEN 'filename' END,
 		           CASE WHEN to_tsvector('simple', concat_ws(' ', d.camera_make, d.camera_model)) @@ q.query THEN 'camera' END,
 		           CASE WHEN to_tsvector('simple', coalesce(d.lens_model, '')) @@ q.query THEN 'lens' END,
 		           CASE WHEN to_tsvector('simple', coalesce(to_char(d.captured_at AT TIME ZONE 'UTC', 'YYYY-MM-DD YYYY FMMonth FMDay'), '')) @@ q.query THEN 'capturedAt' END
-		       ], NULL) AS highlights
-		FROM docs d, q WHERE d.doc @@ q.query
-		ORDER BY score DESC, d.id LIMIT $3`, project, q, limit)
+		       ], NULL) END AS highlights
+		FROM docs d, q WHERE $2 = '' OR d.doc @@ q.query
+		ORDER BY score DESC, d.captured_at DESC NULLS LAST, d.id LIMIT $3`, append([]any{project, q, limit}, args...)...)
 	return hits, err
 }
 
 // NearestAssets ranks a project's searchable assets by the cosine of their
 // model vectors with vec, which must be unit length like the stored ones.
 // Like SimilarAssets it scans the project's vectors.
-func (s *Store) NearestAssets(ctx context.Context, project uuid.UUID, model string, vec []float32, limit int) ([]Similar, error) {
+func (s *Store) NearestAssets(ctx context.Context, project uuid.UUID, model string, vec []float32, f SearchFilter, limit int) ([]Similar, error) {
+	join, where, args := f.filterSQL(5)
 	var out []Similar
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT e.asset_id, (SELECT sum(x * y) FROM unnest(e.vector, $3::real[]) AS v(x, y)) AS score
-		FROM assets a JOIN embeddings e ON e.asset_id = a.id AND e.model = $2
-		WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai')
-		ORDER BY score DESC, e.asset_id LIMIT $4`, project, model, pq.Array(vec), limit)
+		FROM assets a JOIN embeddings e ON e.asset_id = a.id AND e.model = $2`+join+`
+		WHERE a.project_id = $1`+where+`
+		ORDER BY score DESC, e.asset_id LIMIT $4`, append([]any{project, model, pq.Array(vec), limit}, args...)...)
 	return out, err
 }
 
@@ -74,12 +118,12 @@ const fuseK = 60
 // photo that only looks like the words at the same place. Assets near the
 // vector carry the highlight "embedding". Every asset with a vector has a
 // place, so the answer is the nearest photos even when no word matches.
-func (s *Store) SemanticSearch(ctx context.Context, project uuid.UUID, q, model string, vec []float32, limit int) ([]SearchHit, error) {
-	text, err := s.Search(ctx, project, q, fusePool)
+func (s *Store) SemanticSearch(ctx context.Context, project uuid.UUID, q string, f SearchFilter, model string, vec []float32, limit int) ([]SearchHit, error) {
+	text, err := s.Search(ctx, project, q, f, fusePool)
 	if err != nil {
 		return nil, err
 	}
-	near, err := s.NearestAssets(ctx, project, model, vec, fusePool)
+	near, err := s.NearestAssets(ctx, project, model, vec, f, fusePool)
 	if err != nil {
 		return nil, err
 	}
