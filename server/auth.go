@@ -82,6 +82,8 @@ type userJSON struct {
 type sessionJSON struct {
 	User      userJSON   `json:"user"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Quotas are the caller's limits and what is used of each.
+	Quotas *quotasJSON `json:"quotas,omitempty"`
 }
 
 func toUserJSON(p *store.Principal) userJSON {
@@ -123,7 +125,14 @@ func (s *Server) createSession(c *gin.Context) {
 }
 
 func (s *Server) getSession(c *gin.Context) {
-	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(principal(c))})
+	p := principal(c)
+	u, err := s.store.Usage(c.Request.Context(), p.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	q := s.toQuotasJSON(u)
+	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(p), Quotas: &q})
 }
 
 func (s *Server) deleteSession(c *gin.Context) {
