@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
@@ -56,6 +57,7 @@ type Server struct {
 	signer     blob.URLSigner
 	verifier   blob.URLVerifier // nil when the URLs lead to another service
 	limits     limits
+	uploads    *redislock.Client // one PUT at a time per upload
 	jobs       *jobs.Dispatcher
 	embedModel string
 	chainKey   ed25519.PublicKey
@@ -82,6 +84,7 @@ func New(d Deps) *Server {
 	}
 	var err error
 	s.verifier, _ = d.Signer.(blob.URLVerifier)
+	s.uploads = redislock.New(d.Redis)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

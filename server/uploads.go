@@ -222,6 +222,11 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, errAlreadyFinalized())
 		return
 	}
+	release, ok := s.lockUpload(c, assetID)
+	if !ok {
+		return
+	}
+	defer release()
 
 	w, err := s.blobs.Create(c.Request.Context(), key)
 	if err != nil {
