@@ -52,7 +52,7 @@ type Config struct {
 	RateUploadsPerMinute int // RATE_UPLOADS_PER_MINUTE, files prepared for upload
 	RateUploadsBurst     int // RATE_UPLOADS_BURST
 	// Budgets per client address, for what comes before a key is known.
-	RateSignInPerMinute       int // RATE_SIGNIN_PER_MINUTE, POST /v1/session
+	RateSignInPerMinute       int // RATE_SIGNIN_PER_MINUTE, POST /v1/session and /v1/auth/*
 	RateSignInBurst           int // RATE_SIGNIN_BURST
 	RateAuthFailuresPerMinute int // RATE_AUTH_FAILURES_PER_MINUTE, unknown or revoked API keys presented
 	RateAuthFailuresBurst     int // RATE_AUTH_FAILURES_BURST
@@ -124,8 +124,8 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		RateUploadsPerMinute: r.integer("RATE_UPLOADS_PER_MINUTE", 6000, 1, 1<<30),
 		RateUploadsBurst:     r.integer("RATE_UPLOADS_BURST", 5000, 1, 1<<30),
 
-		RateSignInPerMinute:       r.integer("RATE_SIGNIN_PER_MINUTE", 20, 1, 1<<30),
-		RateSignInBurst:           r.integer("RATE_SIGNIN_BURST", 10, 1, 1<<30),
+		RateSignInPerMinute:       r.integer("RATE_SIGNIN_PER_MINUTE", 3, 1, 1<<30),
+		RateSignInBurst:           r.integer("RATE_SIGNIN_BURST", 30, 1, 1<<30),
 		RateAuthFailuresPerMinute: r.integer("RATE_AUTH_FAILURES_PER_MINUTE", 10, 1, 1<<30),
 		RateAuthFailuresBurst:     r.integer("RATE_AUTH_FAILURES_BURST", 20, 1, 1<<30),
 		RateReadyzPerMinute:       r.integer("RATE_READYZ_PER_MINUTE", 300, 1, 1<<30),

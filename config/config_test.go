@@ -121,7 +121,7 @@ func TestQuotasAndAddressBudgets(t *testing.T) {
 	if c.QuotaBytes != 1<<40 || c.QuotaFilesInFlight != 10_000 || c.QuotaExports != 20 {
 		t.Fatalf("quota defaults: %d bytes, %d files, %d exports", c.QuotaBytes, c.QuotaFilesInFlight, c.QuotaExports)
 	}
-	if c.RateSignInPerMinute != 20 || c.RateAuthFailuresBurst != 20 || c.RateReadyzPerMinute != 300 {
+	if c.RateSignInPerMinute != 3 || c.RateSignInBurst != 30 || c.RateAuthFailuresBurst != 20 || c.RateReadyzPerMinute != 300 {
 		t.Fatalf("address budgets: %+v", c)
 	}
 	c, err = config.FromLookup(lookup(map[string]string{"QUOTA_BYTES": "2TiB", "QUOTA_FILES_IN_FLIGHT": "0", "QUOTA_EXPORTS": "0"}))

@@ -32,7 +32,7 @@ func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")
+			return nil, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'."))
 		}
 		if strings.HasPrefix(key, store.AccessPrefix) {
 			p, err := s.store.PrincipalBySession(c.Request.Context(), key)
@@ -43,7 +43,7 @@ func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 		}
 		p, err := s.store.PrincipalByAPIKey(c.Request.Context(), key)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked.")
+			return nil, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked."))
 		}
 		return p, err
 	}

@@ -80,6 +80,10 @@ func New(d Deps) *Server {
 			errors:  new(atomic.Int64),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),
 			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
+
+			signIn:       perMinute(d.Config.RateSignInPerMinute, d.Config.RateSignInBurst),
+			authFailures: perMinute(d.Config.RateAuthFailuresPerMinute, d.Config.RateAuthFailuresBurst),
+			readyz:       perMinute(d.Config.RateReadyzPerMinute, d.Config.RateReadyzBurst),
 		},
 	}
 	var err error
