@@ -3,6 +3,7 @@ module lightbox
 go 1.26.8
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/chromedp/chromedp v0.22.1
 	github.com/davidbyttow/govips/v2 v2.16.0
 	github.com/emersion/go-smtp v0.25.1

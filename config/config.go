@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/mail"
 	"net/netip"
@@ -53,6 +54,18 @@ type Config struct {
 	RateAPIBurst         int // RATE_API_BURST
 	RateUploadsPerMinute int // RATE_UPLOADS_PER_MINUTE, files prepared for upload
 	RateUploadsBurst     int // RATE_UPLOADS_BURST
+	// Budgets per client address, for what comes before a key is known.
+	RateSignInPerMinute       int // RATE_SIGNIN_PER_MINUTE, POST /v1/session and /v1/auth/*
+	RateSignInBurst           int // RATE_SIGNIN_BURST
+	RateAuthFailuresPerMinute int // RATE_AUTH_FAILURES_PER_MINUTE, unknown or revoked API keys presented
+	RateAuthFailuresBurst     int // RATE_AUTH_FAILURES_BURST
+	RateReadyzPerMinute       int // RATE_READYZ_PER_MINUTE, GET /readyz
+	RateReadyzBurst           int // RATE_READYZ_BURST
+
+	// Default quotas of every user; a user's own (users.quota_*) wins. 0 is no limit.
+	QuotaBytes         int64 // QUOTA_BYTES, originals kept plus uploads in flight
+	QuotaFilesInFlight int   // QUOTA_FILES_IN_FLIGHT, uploads prepared but neither finalized nor expired
+	QuotaExports       int   // QUOTA_EXPORTS, exports queued, running or kept
 
 	ChainKeyFile   string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
 	ChainLedgerURL string // CHAIN_LEDGER_URL, an HTTP ledger; empty keeps a local append-only file under DATA_DIR
@@ -115,6 +128,17 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		RateAPIBurst:         r.integer("RATE_API_BURST", 300, 1, 1<<30),
 		RateUploadsPerMinute: r.integer("RATE_UPLOADS_PER_MINUTE", 6000, 1, 1<<30),
 		RateUploadsBurst:     r.integer("RATE_UPLOADS_BURST", 5000, 1, 1<<30),
+
+		RateSignInPerMinute:       r.integer("RATE_SIGNIN_PER_MINUTE", 3, 1, 1<<30),
+		RateSignInBurst:           r.integer("RATE_SIGNIN_BURST", 30, 1, 1<<30),
+		RateAuthFailuresPerMinute: r.integer("RATE_AUTH_FAILURES_PER_MINUTE", 10, 1, 1<<30),
+		RateAuthFailuresBurst:     r.integer("RATE_AUTH_FAILURES_BURST", 20, 1, 1<<30),
+		RateReadyzPerMinute:       r.integer("RATE_READYZ_PER_MINUTE", 300, 1, 1<<30),
+		RateReadyzBurst:           r.integer("RATE_READYZ_BURST", 60, 1, 1<<30),
+
+		QuotaBytes:         r.size("QUOTA_BYTES", 1<<40, 0),
+		QuotaFilesInFlight: r.integer("QUOTA_FILES_IN_FLIGHT", 10_000, 0, 1<<30),
+		QuotaExports:       r.integer("QUOTA_EXPORTS", 20, 0, 1<<20),
 	}
 	c.ImagingEngine = r.oneOf("IMAGING_ENGINE", "", "", "vips", "go")
 	c.MaxPixels = int64(r.integer("MAX_PIXELS", 100_000_000, 1, 1<<40))
@@ -329,21 +353,25 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
-// bytes reads a size in bytes, with an optional KiB, MiB or GiB suffix.
-func (r *reader) bytes(name string, def int64) int64 {
+// bytes reads a positive size in bytes; see size.
+func (r *reader) bytes(name string, def int64) int64 { return r.size(name, def, 1) }
+
+// size reads a size in bytes of at least lo, with an optional KiB, MiB,
+// GiB or TiB suffix.
+func (r *reader) size(name string, def, lo int64) int64 {
 	s := r.str(name, "")
 	if s == "" {
 		return def
 	}
 	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40} {
 		if strings.HasSuffix(s, suffix) {
 			s, mult = strings.TrimSpace(strings.TrimSuffix(s, suffix)), m
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		r.fail(name, "%q is not a positive size such as 4194304 or 4MiB", r.str(name, ""))
+	if err != nil || n < lo || n > math.MaxInt64/mult {
+		r.fail(name, "%q is not a size of at least %d such as 4194304 or 4MiB", r.str(name, ""), lo)
 		return def
 	}
 	return n * mult

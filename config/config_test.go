@@ -113,3 +113,31 @@ func TestOperationsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestQuotasAndAddressBudgets(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QuotaBytes != 1<<40 || c.QuotaFilesInFlight != 10_000 || c.QuotaExports != 20 {
+		t.Fatalf("quota defaults: %d bytes, %d files, %d exports", c.QuotaBytes, c.QuotaFilesInFlight, c.QuotaExports)
+	}
+	if c.RateSignInPerMinute != 3 || c.RateSignInBurst != 30 || c.RateAuthFailuresBurst != 20 || c.RateReadyzPerMinute != 300 {
+		t.Fatalf("address budgets: %+v", c)
+	}
+	c, err = config.FromLookup(lookup(map[string]string{"QUOTA_BYTES": "2TiB", "QUOTA_FILES_IN_FLIGHT": "0", "QUOTA_EXPORTS": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QuotaBytes != 2<<40 || c.QuotaFilesInFlight != 0 || c.QuotaExports != 0 {
+		t.Fatalf("quotas: %d bytes, %d files, %d exports", c.QuotaBytes, c.QuotaFilesInFlight, c.QuotaExports)
+	}
+	_, err = config.FromLookup(lookup(map[string]string{
+		"QUOTA_BYTES": "-1", "QUOTA_FILES_IN_FLIGHT": "lots", "QUOTA_EXPORTS": "-2", "RATE_READYZ_PER_MINUTE": "0",
+	}))
+	for _, name := range []string{"QUOTA_BYTES", "QUOTA_FILES_IN_FLIGHT", "QUOTA_EXPORTS", "RATE_READYZ_PER_MINUTE"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("error %v does not name %s", err, name)
+		}
+	}
+}

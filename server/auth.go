@@ -32,7 +32,7 @@ func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 		key, ok := strings.CutPrefix(h, "Bearer ")
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")
+			return nil, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'."))
 		}
 		if strings.HasPrefix(key, store.AccessPrefix) {
 			p, err := s.store.PrincipalBySession(c.Request.Context(), key)
@@ -43,7 +43,7 @@ func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 		}
 		p, err := s.store.PrincipalByAPIKey(c.Request.Context(), key)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked.")
+			return nil, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The API key is unknown or revoked."))
 		}
 		return p, err
 	}
@@ -82,6 +82,8 @@ type userJSON struct {
 type sessionJSON struct {
 	User      userJSON   `json:"user"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Quotas are the caller's limits and what is used of each.
+	Quotas *quotasJSON `json:"quotas,omitempty"`
 }
 
 func toUserJSON(p *store.Principal) userJSON {
@@ -123,7 +125,14 @@ func (s *Server) createSession(c *gin.Context) {
 }
 
 func (s *Server) getSession(c *gin.Context) {
-	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(principal(c))})
+	p := principal(c)
+	u, err := s.store.Usage(c.Request.Context(), p.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	q := s.toQuotasJSON(u)
+	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(p), Quotas: &q})
 }
 
 func (s *Server) deleteSession(c *gin.Context) {

@@ -122,7 +122,13 @@ func (s *Server) createExport(c *gin.Context) {
 	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
 	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, ExpiresAt: &expires}
 	e.AssetIDs = ids
-	if err := s.store.CreateExport(ctx, e, job); err != nil {
+	err = s.store.WithUsage(ctx, principal(c).ID, func(tx *store.Store, u *store.Usage) error {
+		if err := s.checkExportQuota(u); err != nil {
+			return err
+		}
+		return tx.CreateExport(ctx, e, job)
+	})
+	if err != nil {
 		fail(c, err)
 		return
 	}

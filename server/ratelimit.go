@@ -12,8 +12,9 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 )
 
-// limits are the per-user budgets, shared through Redis by every server
-// process, as token buckets refilled per minute.
+// limits are the budgets, shared through Redis by every server process, as
+// token buckets refilled per minute: per user, and per client address for
+// what comes before a key is known.
 type limits struct {
 	rl *redis_rate.Limiter
 	// errors counts requests let through because Redis could not answer
@@ -21,6 +22,10 @@ type limits struct {
 	errors  *atomic.Int64
 	api     redis_rate.Limit
 	uploads redis_rate.Limit
+	// Per client address.
+	signIn       redis_rate.Limit
+	authFailures redis_rate.Limit
+	readyz       redis_rate.Limit
 }
 
 func perMinute(rate, burst int) redis_rate.Limit {
@@ -40,18 +45,48 @@ func (s *Server) rateLimit(c *gin.Context) {
 	}
 }
 
-// allow spends n from a budget and answers 429 when it cannot. When Redis
-// does not answer, the request goes on: a limiter outage must not become an
-// API outage.
+// perAddress spends one request from the client address's budget: the
+// address is the peer's, or what a TRUSTED_PROXIES proxy says it is.
+func (s *Server) perAddress(budget string, limit redis_rate.Limit) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.allow(c, budget+":"+c.ClientIP(), limit, 1) {
+			c.Next()
+		}
+	}
+}
+
+// failedCredential spends one failure from the client address's budget
+// and returns e, or a 429 once the address has failed too often. Only
+// failures count: a good key from the same address (a shared NAT, say)
+// still works, and keys of 256 random bits are not guessed at any rate; the
+// budget keeps a flood of bad keys off the database and the logs.
+func (s *Server) failedCredential(c *gin.Context, e *Error) error {
+	if err := s.spend(c, "auth_failures:"+c.ClientIP(), s.limits.authFailures, 1); err != nil {
+		return err
+	}
+	return e
+}
+
+// allow spends n from a budget and answers 429 when it cannot.
 func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int) bool {
+	if err := s.spend(c, key, limit, n); err != nil {
+		fail(c, err)
+		return false
+	}
+	return true
+}
+
+// spend takes n from a budget, says what is left in the X-RateLimit-*
+// headers, and returns a 429 when it cannot. When Redis does not answer,
+// the request goes on: a limiter outage must not become an API outage.
+func (s *Server) spend(c *gin.Context, key string, limit redis_rate.Limit, n int) *Error {
 	if n > limit.Burst {
 		// More than the bucket ever holds: no wait makes it pass, so say
 		// how much fits at once instead of a Retry-After.
 		c.Writer.Header().Set("X-RateLimit-Limit", strconv.Itoa(limit.Burst))
 		s.metrics.refusedBy(key)
-		fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; at most %d fit at once.", n, limit.Burst).
-			with("retryAfter", nil).with("maxAtOnce", limit.Burst))
-		return false
+		return apiError(http.StatusTooManyRequests, "rate_limited", "This asks for %d at once; at most %d fit at once.", n, limit.Burst).
+			with("retryAfter", nil).with("maxAtOnce", limit.Burst)
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
 	defer cancel()
@@ -59,20 +94,19 @@ func (s *Server) allow(c *gin.Context, key string, limit redis_rate.Limit, n int
 	if err != nil {
 		s.limits.errors.Add(1)
 		logger(c).Warn("rate limiter unavailable; request allowed", "err", err)
-		return true
+		return nil
 	}
 	h := c.Writer.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(limit.Burst))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
 	h.Set("X-RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
 	if res.Allowed >= n {
-		return true
+		return nil
 	}
 	s.metrics.refusedBy(key)
 	retry := ceilSeconds(res.RetryAfter)
 	h.Set("Retry-After", strconv.Itoa(retry))
-	fail(c, apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry))
-	return false
+	return apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry)
 }
 
 func ceilSeconds(d time.Duration) int {

@@ -46,7 +46,7 @@ func (s *Server) authenticateStream(c *gin.Context) {
 	}
 	keyID, err := s.rdb.Get(c.Request.Context(), streamTokenKey(token)).Result()
 	if errors.Is(err, redis.Nil) {
-		fail(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The stream token is unknown or expired; ask for a new one."))
+		fail(c, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The stream token is unknown or expired; ask for a new one.")))
 		return
 	}
 	if err != nil {

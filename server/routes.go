@@ -22,7 +22,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 
 	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
+	r.GET("/readyz", s.perAddress("readyz", s.limits.readyz), s.readyz)
 	r.GET("/metrics", s.metricsAccess, s.serveMetrics)
 	if s.verifier != nil { // the blob backend's URLs lead here
 		r.PUT("/blobs/*key", s.putBlob) // authorized by the URL's signature
@@ -31,10 +31,12 @@ func (s *Server) routes() *gin.Engine {
 
 	v1 := r.Group("/v1", s.limitBody)
 	v1.GET("/openapi.json", s.openAPI) // openapi.yaml: every route here, described
-	v1.POST("/session", s.createSession)
-	v1.POST("/auth/login", s.login)
-	v1.POST("/auth/verify", s.verify)
-	v1.POST("/auth/refresh", s.refresh)
+	// Signing in needs no key, so its budget is per client address.
+	signIn := s.perAddress("signin-ip", s.limits.signIn)
+	v1.POST("/session", signIn, s.createSession)
+	v1.POST("/auth/login", signIn, s.login)
+	v1.POST("/auth/verify", signIn, s.verify)
+	v1.POST("/auth/refresh", signIn, s.refresh)
 
 	// Client galleries: no key; a viewer token for password-protected ones (share.go).
 	share := v1.Group("/share/:slug", s.loadShare)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/gin-gonic/gin"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
@@ -60,6 +61,7 @@ type Server struct {
 	signer     blob.URLSigner
 	verifier   blob.URLVerifier // nil when the URLs lead to another service
 	limits     limits
+	uploads    *redislock.Client // one PUT at a time per upload
 	jobs       *jobs.Dispatcher
 	embedModel string
 	texts      embed.TextEmbedder
@@ -83,11 +85,16 @@ func New(d Deps) *Server {
 			errors:  new(atomic.Int64),
 			api:     perMinute(d.Config.RateAPIPerMinute, d.Config.RateAPIBurst),
 			uploads: perMinute(d.Config.RateUploadsPerMinute, d.Config.RateUploadsBurst),
+
+			signIn:       perMinute(d.Config.RateSignInPerMinute, d.Config.RateSignInBurst),
+			authFailures: perMinute(d.Config.RateAuthFailuresPerMinute, d.Config.RateAuthFailuresBurst),
+			readyz:       perMinute(d.Config.RateReadyzPerMinute, d.Config.RateReadyzBurst),
 		},
 	}
 	var err error
 	s.verifier, _ = d.Signer.(blob.URLVerifier)
 	s.streams.max = d.Config.SSEStreamsPerUser
+	s.uploads = redislock.New(d.Redis)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

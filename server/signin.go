@@ -27,12 +27,10 @@ const (
 	signInMailLimit = 30 * time.Second
 )
 
-// Budgets of the public sign-in routes, shared by every server process:
-// codes mailed to one address, and sign-in calls from one client address.
-var (
-	codesPerAddress = perPeriod(5, 10*time.Minute)
-	signInsPerIP    = perPeriod(30, 10*time.Minute)
-)
+// codesPerAddress is the budget of codes mailed to one address, shared by
+// every server process. Sign-in calls have a budget per client address
+// (RATE_SIGNIN_*), spent in the route table.
+var codesPerAddress = perPeriod(5, 10*time.Minute)
 
 type signInJSON struct {
 	AccessToken  string    `json:"accessToken"`
@@ -45,9 +43,6 @@ type signInJSON struct {
 // for an address no user has, and so is its timing: the mail goes out
 // after the answer.
 func (s *Server) login(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
-		return
-	}
 	var in struct {
 		Email string `json:"email"`
 	}
@@ -91,9 +86,6 @@ func (s *Server) login(c *gin.Context) {
 // verify exchanges a challenge's code for tokens: an access token for an
 // hour and a refresh token, both of a new API key for this device.
 func (s *Server) verify(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
-		return
-	}
 	var in struct {
 		ChallengeID uuid.UUID `json:"challengeId"`
 		Code        string    `json:"code"`
@@ -137,9 +129,6 @@ func (s *Server) verify(c *gin.Context) {
 // refresh spends a refresh token for a new pair. A refresh token that
 // comes back a second time was copied: the device's key is revoked.
 func (s *Server) refresh(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
-		return
-	}
 	var in struct {
 		RefreshToken string `json:"refreshToken"`
 	}

@@ -145,7 +145,17 @@ func (s *Server) prepareUpload(c *gin.Context) {
 			UploadURL: u.URL, Headers: u.Headers,
 		}
 	}
-	if err := s.store.AddPendingAssets(c.Request.Context(), p.ID, rows, expires); err != nil {
+	var total int64
+	for _, f := range in.Files {
+		total += f.ByteSize
+	}
+	err = s.store.WithUsage(c.Request.Context(), principal(c).ID, func(tx *store.Store, u *store.Usage) error {
+		if err := s.checkUploadQuotas(c.Writer.Header(), u, len(in.Files), total); err != nil {
+			return err
+		}
+		return tx.AddPendingAssets(c.Request.Context(), p.ID, rows, expires)
+	})
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -212,6 +222,11 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, errAlreadyFinalized())
 		return
 	}
+	release, ok := s.lockUpload(c, assetID)
+	if !ok {
+		return
+	}
+	defer release()
 
 	w, err := s.blobs.Create(c.Request.Context(), key)
 	if err != nil {

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Usage is what a user holds against their quotas, and the limits set on
+// the user itself (nil: the configured default; 0: none).
+type Usage struct {
+	// BytesStored counts the originals kept: accepted uploads, including
+	// those whose processing failed.
+	BytesStored int64 `db:"bytes_stored"`
+	// FilesInFlight and BytesInFlight count uploads prepared but neither
+	// finalized nor expired, with their declared sizes.
+	FilesInFlight int   `db:"files_in_flight"`
+	BytesInFlight int64 `db:"bytes_in_flight"`
+	// NextExpiry is when the first upload in flight expires, if any.
+	NextExpiry *time.Time `db:"next_expiry"`
+	// Exports counts exports queued, running, or done and not yet expired.
+	Exports int `db:"exports"`
+
+	QuotaBytes         *int64 `db:"quota_bytes"`
+	QuotaFilesInFlight *int   `db:"quota_files_in_flight"`
+	QuotaExports       *int   `db:"quota_exports"`
+}
+
+// usageQuery reads a user's Usage in one statement. Stored bytes are a
+// counter kept by a trigger on assets; uploads in flight and live exports
+// are few, and found through partial indexes.
+const usageQuery = `
+	SELECT coalesce(uu.bytes_stored, 0) AS bytes_stored, f.files_in_flight, f.bytes_in_flight, f.next_expiry,
+		(SELECT count(*) FROM exports e
+		 WHERE e.user_id = u.id AND e.status IN ('queued', 'running', 'done')
+		   AND (e.status <> 'done' OR e.expires_at IS NULL OR e.expires_at > now())
+		   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')) AS exports,
+		u.quota_bytes, u.quota_files_in_flight, u.quota_exports
+	FROM users u
+	LEFT JOIN user_usage uu ON uu.user_id = u.id
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS files_in_flight, coalesce(sum(a.byte_size), 0) AS bytes_in_flight,
+			min(a.upload_expires_at) AS next_expiry
+		FROM projects p JOIN assets a ON a.project_id = p.id
+		WHERE p.owner_user_id = u.id AND a.status = 'pending_upload' AND a.upload_expires_at > now()
+	) f
+	WHERE u.id = $1`
+
+// Usage reads what user holds against their quotas.
+func (s *Store) Usage(ctx context.Context, user uuid.UUID) (*Usage, error) {
+	u := &Usage{}
+	return u, notFound(s.db.GetContext(ctx, u, usageQuery, user))
+}
+
+// WithUsage runs fn in a transaction holding user's row, with the user's
+// usage read under that lock, so that concurrent requests of one user
+// check their quotas one after the other and cannot both take the last of
+// one.
+func (s *Store) WithUsage(ctx context.Context, user uuid.UUID, fn func(tx *Store, u *Usage) error) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		u := &Usage{}
+		if err := tx.db.GetContext(ctx, u, usageQuery+` FOR NO KEY UPDATE OF u`, user); err != nil {
+			return notFound(err)
+		}
+		return fn(tx, u)
+	})
+}
+
+// Quotas are the limits set on one user; nil leaves the configured
+// default, 0 means none.
+type Quotas struct {
+	Bytes         *int64
+	FilesInFlight *int
+	Exports       *int
+}
+
+// SetQuotas sets user's own limits.
+func (s *Store) SetQuotas(ctx context.Context, user uuid.UUID, q Quotas) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE users SET quota_bytes = $2, quota_files_in_flight = $3, quota_exports = $4 WHERE id = $1`,
+		user, q.Bytes, q.FilesInFlight, q.Exports)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"lightbox/internal/testenv"
+	"lightbox/store"
+)
+
+// Stored bytes follow an asset through its life: nothing while in flight,
+// its size once accepted, still counted when processing fails, nothing for
+// duplicates and bad checksums.
+func TestUsageFollowsAssets(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	usage := func() *store.Usage {
+		t.Helper()
+		u, err := env.Store.Usage(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+
+	files := testenv.Files(3)
+	env.Upload(t, project, files[0])
+	if u := usage(); u.BytesStored != 0 || u.FilesInFlight != 1 || u.BytesInFlight != int64(len(files[0].Data)) || u.NextExpiry == nil {
+		t.Fatalf("one upload in flight: %+v", u)
+	}
+
+	res := env.Finalize(t, owner, project, nil, files[1], files[2])
+	want := int64(len(files[1].Data) + len(files[2].Data))
+	if u := usage(); u.BytesStored != want || u.FilesInFlight != 1 {
+		t.Fatalf("after finalize: %+v, want %d bytes stored", u, want)
+	}
+	dup := testenv.Upload{Data: files[1].Data}
+	env.Finalize(t, owner, project, nil, dup)
+	if u := usage(); u.BytesStored != want {
+		t.Fatalf("a duplicate is not kept: %+v, want %d", u, want)
+	}
+	env.FailJob(t, res.Jobs[0], 3, "corrupt_image")
+	if u := usage(); u.BytesStored != want {
+		t.Fatalf("a failed asset keeps its original: %+v, want %d", u, want)
+	}
+	bad := env.Upload(t, project, testenv.Files(1)...)
+	if _, err := env.Store.FinalizeUploads(ctx, owner, project, []store.FinalizeItem{{AssetID: bad[0], Checksum: testenv.Checksum([]byte("other"))}},
+		store.FinalizeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(); u.BytesStored != want || u.FilesInFlight != 1 {
+		t.Fatalf("a bad checksum is not kept: %+v, want %d", u, want)
+	}
+
+	// The user's own limits, 0 meaning none.
+	zero, bytes := 0, int64(1<<30)
+	if err := env.Store.SetQuotas(ctx, owner, store.Quotas{Bytes: &bytes, Exports: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(); *u.QuotaBytes != bytes || u.QuotaFilesInFlight != nil || *u.QuotaExports != 0 {
+		t.Fatalf("quotas %+v", u)
+	}
+	err := env.Store.WithUsage(ctx, owner, func(tx *store.Store, u *store.Usage) error {
+		if u.BytesStored != want {
+			t.Errorf("locked read %+v", u)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
