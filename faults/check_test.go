@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"lightbox/chain"
 )
 
 // result is one row of the fault table.
@@ -86,7 +88,10 @@ func tryCount(db *sqlx.DB, q string, args ...any) int {
 // then checks that nothing was lost or done twice and returns the row.
 func settle(t testing.TB, db *sqlx.DB, fault, project string, want []photo, since time.Time) result {
 	t.Helper()
-	deadline := time.Now().Add(patience)
+	// Attestations a flush was signing when a process or Postgres went
+	// away wait chain.StaleAfter before the sweeper signs them again.
+	wait := max(patience, chain.StaleAfter+2*time.Minute)
+	deadline := time.Now().Add(wait)
 	for {
 		open := tryCount(db, `SELECT
 			(SELECT count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded') +
@@ -97,7 +102,13 @@ func settle(t testing.TB, db *sqlx.DB, fault, project string, want []photo, sinc
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: after %v, %d assets, jobs or attestations are still open", fault, patience, open)
+			var open []string
+			db.Select(&open, `SELECT 'asset ' || status || ' ' || count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded' GROUP BY status
+				UNION ALL SELECT 'job ' || type || ' ' || status || ' ' || count(*) FROM jobs
+					WHERE project_id = $1 AND status IN ('queued', 'running') GROUP BY type, status
+				UNION ALL SELECT 'attestation ' || q.status || ' ' || count(*) FROM attestation_queue q JOIN assets a ON a.id = q.asset_id
+					WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed') GROUP BY q.status`, project)
+			t.Fatalf("%s: after %v, still open: %v", fault, wait, open)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

@@ -21,6 +21,7 @@ func ingestsDone(t testing.TB, w *procs.Proc) float64 {
 // through either server. Then one worker is killed mid-batch and the
 // other finishes the batch.
 func TestManyMachines(t *testing.T) {
+	t.Parallel()
 	n := 40
 	if long {
 		n = 200
