@@ -96,6 +96,7 @@ func settle(t testing.TB, db *sqlx.DB, fault, project string, want []photo, sinc
 		open := tryCount(db, `SELECT
 			(SELECT count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded') +
 			(SELECT count(*) FROM jobs WHERE project_id = $1 AND status IN ('queued', 'running')) +
+			(SELECT count(*) FROM exports WHERE project_id = $1 AND status IN ('queued', 'running')) +
 			(SELECT count(*) FROM attestation_queue q JOIN assets a ON a.id = q.asset_id
 				WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed'))`, project)
 		if open == 0 {
@@ -177,6 +178,10 @@ func settle(t testing.TB, db *sqlx.DB, fault, project string, want []photo, sinc
 	if n := count(t, db, `SELECT count(*) FROM (SELECT asset_id, type FROM jobs WHERE project_id = $1 AND asset_id IS NOT NULL
 		AND status = 'done' GROUP BY asset_id, type HAVING count(*) > 1) d`, project); n > 0 {
 		t.Errorf("%s: %d assets with the same job done twice", fault, n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM exports WHERE project_id = $1
+		AND status <> 'done' AND (status <> 'failed' OR error_code IS NULL)`, project); n > 0 {
+		t.Errorf("%s: %d exports neither done nor failed with a reason", fault, n)
 	}
 	r.Rerun = count(t, db, `SELECT count(*) FROM jobs WHERE project_id = $1 AND attempt > 1`, project)
 	if r.Ready+r.Failed != r.Expected {

@@ -44,23 +44,56 @@ func current() form {
 }
 
 // rig is one fault's fresh state: a user and project on a stack of real
-// processes.
+// processes, and a loopback web server holding photos to import by URL.
 type rig struct {
 	t            *testing.T
 	db           *sqlx.DB
 	stack        *procs.Stack
 	key, project string
-	photos       []photo
+	photos       []photo // uploaded, then imported
+	imports      []photo
+	source       *httptest.Server
 }
 
 // newRig records a user and project through st and shares dsn and
-// redisURL with the stack's processes; the sweeper runs every 5 s.
+// redisURL with the stack's processes; the sweeper runs every 5 s, and URL
+// imports may reach the loopback source.
 func newRig(t *testing.T, st *store.Store, db *sqlx.DB, dsn, redisURL string) *rig {
 	t.Helper()
-	r := &rig{t: t, db: db, stack: procs.NewStack(t, dsn, redisURL), photos: photos(t, current().photos)}
+	r := &rig{t: t, db: db, stack: procs.NewStack(t, dsn, redisURL), photos: photos(t, current().photos), imports: photos(t, 2)}
 	r.stack.Shared["SWEEP_INTERVAL"] = "5s"
+	r.stack.Shared["DOWNLOAD_ALLOW_NETS"] = "127.0.0.1/32"
 	r.key, r.project = user(t, st)
+	r.source = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		for _, p := range r.imports {
+			if req.URL.Path == "/"+p.Name {
+				w.Header().Set("Content-Type", "image/jpeg")
+				w.Write(p.Data)
+				return
+			}
+		}
+		http.NotFound(w, req)
+	}))
+	t.Cleanup(r.source.Close)
 	return r
+}
+
+// inFlight starts, through base, a URL import of the rig's import photos
+// and a web export of what is uploaded so far, so both run during the
+// fault; settle then expects the imported photos too.
+func (r *rig) inFlight(base string) {
+	r.t.Helper()
+	urls := make([]string, len(r.imports))
+	for i, p := range r.imports {
+		urls[i] = r.source.URL + "/" + p.Name
+	}
+	if _, err := call(base, "POST", "/v1/projects/"+r.project+"/assets:import", r.key, map[string]any{"urls": urls}, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := call(base, "POST", "/v1/projects/"+r.project+"/exports", r.key, map[string]any{"preset": "web"}, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	r.photos = append(r.photos, r.imports...)
 }
 
 // sharedRig is newRig on the shared Postgres (the test's own schema) and
@@ -85,6 +118,7 @@ func (r *rig) upload() int {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.inFlight(bases[0])
 	return retried
 }
 
@@ -110,13 +144,14 @@ func (r *rig) ingesting(w *procs.Proc) {
 }
 
 // midIngest starts a server and a worker, uploads every photo, and returns
-// once the batch is under way.
-func (r *rig) midIngest() {
+// once the batch is under way, with the worker.
+func (r *rig) midIngest() *procs.Proc {
 	r.t.Helper()
 	r.stack.AddServer(nil)
 	w := r.stack.AddWorker(nil)
 	r.upload()
 	r.ingesting(w)
+	return w
 }
 
 func (r *rig) settle(fault string, since time.Time) result {
@@ -128,6 +163,7 @@ func (r *rig) settle(fault string, since time.Time) result {
 // state, and checks that every asset ends final, nothing is done twice and
 // no attestation is lost.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	for _, f := range []struct {
 		name string
 		run  func(t *testing.T)
@@ -152,16 +188,10 @@ func TestFaults(t *testing.T) {
 // lease has run out.
 func killWorker(t *testing.T) {
 	r := sharedRig(t, "")
-	r.stack.AddServer(nil)
-	w := r.stack.AddWorker(nil)
-	uploaded := r.uploadAsync()
-	r.ingesting(w)
+	w := r.midIngest()
 	w.Kill()
 	killed := time.Now()
 	w.Restart()
-	if err := <-uploaded; err != nil {
-		t.Fatal(err)
-	}
 	r.settle("kill -9 worker mid-ingest", killed)
 }
 
@@ -169,7 +199,7 @@ func killWorker(t *testing.T) {
 // through both: each upload it broke is prepared again through the other.
 func killServer(t *testing.T) {
 	r := sharedRig(t, "")
-	a, _ := r.stack.AddServer(nil), r.stack.AddServer(nil)
+	a, b := r.stack.AddServer(nil), r.stack.AddServer(nil)
 	r.stack.AddWorker(nil)
 	uploaded := r.uploadAsync()
 	procs.WaitFor(t, "a third of the uploads to be finalized", patience, func() bool {
@@ -180,6 +210,7 @@ func killServer(t *testing.T) {
 	if err := <-uploaded; err != nil {
 		t.Fatal(err)
 	}
+	r.inFlight(b.URL)
 	a.Restart()
 	r.settle("kill -9 server mid-upload", killed)
 }
