@@ -36,6 +36,9 @@ var (
 	longForm  = form{photos: 100, redis: time.Minute, postgres: 2 * time.Minute, ledger: 10 * time.Minute, disk: time.Minute}
 )
 
+// imported is how many photos each fault also imports by URL.
+const imported = 2
+
 func current() form {
 	if long {
 		return longForm
@@ -60,7 +63,7 @@ type rig struct {
 // imports may reach the loopback source.
 func newRig(t *testing.T, st *store.Store, db *sqlx.DB, dsn, redisURL string) *rig {
 	t.Helper()
-	r := &rig{t: t, db: db, stack: procs.NewStack(t, dsn, redisURL), photos: photos(t, current().photos), imports: photos(t, 2)}
+	r := &rig{t: t, db: db, stack: procs.NewStack(t, dsn, redisURL), photos: photos(t, current().photos), imports: photos(t, imported)}
 	r.stack.Shared["SWEEP_INTERVAL"] = "5s"
 	r.stack.Shared["DOWNLOAD_ALLOW_NETS"] = "127.0.0.1/32"
 	r.key, r.project = user(t, st)
@@ -273,7 +276,10 @@ func stopPostgres(t *testing.T) {
 // the upload retry and finish.
 func fillBlobDisk(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+	// Room for every original, its derived files and the export, once the
+	// filler is gone: about 3 MiB a photo.
+	size := fmt.Sprintf("size=%dm", 32+3*(current().photos+imported))
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, size); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (%v): this fault needs root or CAP_SYS_ADMIN", err)
 	}
 	t.Cleanup(func() {
