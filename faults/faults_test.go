@@ -31,6 +31,9 @@ type form struct {
 	disk     time.Duration // the blob disk full
 }
 
+// long selects the long form (`make chaos` sets LIGHTBOX_CHAOS=1).
+var long = os.Getenv("LIGHTBOX_CHAOS") != ""
+
 var (
 	shortForm = form{photos: 12, redis: 5 * time.Second, postgres: 20 * time.Second, ledger: 20 * time.Second, disk: 5 * time.Second}
 	longForm  = form{photos: 100, redis: time.Minute, postgres: 2 * time.Minute, ledger: 10 * time.Minute, disk: time.Minute}
