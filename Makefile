@@ -17,8 +17,9 @@ PLAIN_PKG ?= ./imaging/
 TIMEOUT ?= 20m
 BENCH   ?= .
 BENCH_TIMEOUT ?= 60m
+CHAOS_TIMEOUT ?= 60m
 
-.PHONY: all help run test bench build lint services services-stop services-status clean clean-data
+.PHONY: all help run test chaos bench build lint services services-stop services-status clean clean-data
 
 all: build
 
@@ -35,6 +36,11 @@ test:
 	@scripts/e2e-deps.sh
 	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' TIMEOUT='$(TIMEOUT)' \
 		scripts/with-services.sh scripts/test.sh
+
+## chaos: services, then the fault suite's long form (more photos, outages of minutes); table in artifacts/faults.txt
+chaos:
+	@mkdir -p artifacts
+	@LIGHTBOX_CHAOS=1 scripts/with-services.sh go test -count=1 -v -timeout '$(CHAOS_TIMEOUT)' ./faults/
 
 ## bench: services, then the benchmarks (BENCH=regex, PKG=./x/...), also in artifacts/bench.txt
 bench:

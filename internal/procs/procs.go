@@ -1,0 +1,278 @@
+// Package procs provides tests with Lightbox's real binaries as separate
+// processes: it builds cmd/server and cmd/worker once per test binary,
+// starts them with an environment of their own (an empty DATA_DIR each, a
+// free loopback port), waits until they answer, keeps each one's log in a
+// file that is shown when the test fails, and kills, stops or restarts
+// them. It also starts private Redis and PostgreSQL servers for tests that
+// take those down.
+package procs
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Patience bounds every wait for a process to answer. It only catches a
+// hang: the tests run on two busy cores.
+const Patience = 3 * time.Minute
+
+var build struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Main runs the tests and then removes the binaries built for them; call
+// it from TestMain: os.Exit(procs.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	return code
+}
+
+// Binary is the path of the named command (server, worker), built from
+// this module the first time any is asked for.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "lightbox-bin-")
+		if build.err != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		cmd := exec.Command("go", "build", "-o", build.dir+"/", "./cmd/server", "./cmd/worker")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return filepath.Join(build.dir, name)
+}
+
+// FreeAddr is a loopback host:port nothing listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Proc is one running (or stopped) process.
+type Proc struct {
+	Name    string
+	LogPath string
+	// URL is where it answers HTTP: the API of a server, the /metrics
+	// listener of a worker.
+	URL string
+
+	t     testing.TB
+	argv  []string
+	env   []string
+	ready func() bool
+	stop  syscall.Signal
+	uid   *syscall.Credential
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Options describe a process to start.
+type Options struct {
+	Name  string
+	Argv  []string          // the program and its arguments
+	Env   map[string]string // on top of PATH and HOME
+	URL   string            // the base URL it answers on, if any
+	Ready string            // a path under URL that answers 200 once it is ready
+	// Check, without a Ready path, reports whether it is ready.
+	Check func() bool
+	// StopSignal asks it to stop (SIGTERM when zero).
+	StopSignal syscall.Signal
+	// Credential runs it as another user (PostgreSQL refuses root).
+	Credential *syscall.Credential
+}
+
+// Start starts a process, stops it when t ends, and shows the end of its
+// log if t failed. With a Ready path it waits until the process answers.
+func Start(t testing.TB, o Options) *Proc {
+	t.Helper()
+	logDir := t.TempDir()
+	p := &Proc{Name: o.Name, LogPath: filepath.Join(logDir, o.Name+".log"), URL: o.URL, t: t,
+		argv: o.Argv, ready: o.Check, stop: o.StopSignal, uid: o.Credential}
+	if o.Ready != "" {
+		p.ready = answers(o.URL + o.Ready)
+	}
+	if p.stop == 0 {
+		p.stop = syscall.SIGTERM
+	}
+	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range o.Env {
+		p.env = append(p.env, k+"="+v)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("---- end of %s's log (%s)\n%s", p.Name, p.LogPath, tail(p.LogPath, 40))
+		}
+	})
+	p.Restart()
+	return p
+}
+
+// Restart starts the process again with the same settings and waits
+// until it is ready; it must not be running.
+func (p *Proc) Restart() {
+	p.t.Helper()
+	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	fmt.Fprintf(log, "---- %s starts at %s\n", p.Name, time.Now().UTC().Format(time.RFC3339Nano))
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = p.env, log, log
+	// Its own process group, so a kill reaches what it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.uid}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		p.t.Fatalf("start %s: %v", p.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		log.Close()
+		close(done)
+	}()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+	if p.ready != nil {
+		p.WaitReady()
+	}
+}
+
+// WaitReady waits until the process is ready.
+func (p *Proc) WaitReady() {
+	p.t.Helper()
+	deadline := time.Now().Add(Patience)
+	for !p.ready() {
+		if !p.Running() {
+			p.t.Fatalf("%s exited before it was ready:\n%s", p.Name, tail(p.LogPath, 40))
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s not ready after %v:\n%s", p.Name, Patience, tail(p.LogPath, 40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// answers reports whether url answers 200.
+func answers(url string) func() bool {
+	client := &http.Client{Timeout: 5 * time.Second}
+	return func() bool {
+		res, err := client.Get(url)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+}
+
+// Running reports whether the process is alive.
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill ends the process with SIGKILL, as a power cut or the OOM killer
+// would: nothing of it gets to clean up.
+func (p *Proc) Kill() { p.signal(syscall.SIGKILL, 0) }
+
+// Stop asks the process to stop and waits for it, killing it after a
+// minute.
+func (p *Proc) Stop() { p.signal(p.stop, time.Minute) }
+
+func (p *Proc) signal(sig syscall.Signal, grace time.Duration) {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	syscall.Kill(-cmd.Process.Pid, sig)
+	if grace > 0 {
+		select {
+		case <-done:
+			return
+		case <-time.After(grace):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	<-done
+}
+
+// Log is the process's log so far.
+func (p *Proc) Log() string {
+	b, _ := os.ReadFile(p.LogPath)
+	return string(b)
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WaitFor polls cond until it holds, failing t after timeout.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
