@@ -560,7 +560,7 @@ func (r *run) prepare(ctx context.Context, files []*file) ([]*upload, error) {
 			rest := append([]*file(nil), files[n:]...)
 			files = files[:0:0]
 			for i, f := range part {
-				if msg, ok := bad[i]; ok && i < len(part) {
+				if msg, ok := bad[i]; ok {
 					r.fail(f, StageUpload, ae.Code, strings.TrimSpace(msg))
 				} else {
 					files = append(files, f)
