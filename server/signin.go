@@ -34,6 +34,12 @@ var (
 	signInsPerIP    = perPeriod(30, 10*time.Minute)
 )
 
+// allowSignIn spends one of the client address's sign-in calls, answering
+// 429 when none is left: login, verify and refresh share the budget.
+func (s *Server) allowSignIn(c *gin.Context) bool {
+	return s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1)
+}
+
 type signInJSON struct {
 	AccessToken  string    `json:"accessToken"`
 	RefreshToken string    `json:"refreshToken"`
@@ -45,7 +51,7 @@ type signInJSON struct {
 // for an address no user has, and so is its timing: the mail goes out
 // after the answer.
 func (s *Server) login(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
+	if !s.allowSignIn(c) {
 		return
 	}
 	var in struct {
@@ -91,7 +97,7 @@ func (s *Server) login(c *gin.Context) {
 // verify exchanges a challenge's code for tokens: an access token for an
 // hour and a refresh token, both of a new API key for this device.
 func (s *Server) verify(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
+	if !s.allowSignIn(c) {
 		return
 	}
 	var in struct {
@@ -137,7 +143,7 @@ func (s *Server) verify(c *gin.Context) {
 // refresh spends a refresh token for a new pair. A refresh token that
 // comes back a second time was copied: the device's key is revoked.
 func (s *Server) refresh(c *gin.Context) {
-	if !s.allow(c, "signin-ip:"+c.ClientIP(), signInsPerIP, 1) {
+	if !s.allowSignIn(c) {
 		return
 	}
 	var in struct {
