@@ -84,15 +84,16 @@ func (s *SMTP) Send(ctx context.Context, to, subject, body string) error {
 		return fmt.Errorf("mail: %w", err)
 	}
 	defer c.Close()
-	if err := send(c, s, rcpt.Address, []byte(msg)); err != nil {
+	if err := s.send(c, host, rcpt.Address, []byte(msg)); err != nil {
 		return fmt.Errorf("mail: %w", err)
 	}
 	return c.Quit()
 }
 
-func send(c *smtp.Client, s *SMTP, to string, msg []byte) error {
+// send speaks the SMTP conversation of one mail on c, an open connection
+// to host.
+func (s *SMTP) send(c *smtp.Client, host, to string, msg []byte) error {
 	if ok, _ := c.Extension("STARTTLS"); ok {
-		host, _, _ := net.SplitHostPort(s.addr)
 		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}); err != nil {
 			return err
 		}
