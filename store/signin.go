@@ -114,13 +114,14 @@ var ErrRefreshReused = errors.New("store: refresh token used twice; its key is r
 func (s *Store) UseRefreshToken(ctx context.Context, token string) (*Principal, error) {
 	var p *Principal
 	var refusal error // returned after the commit, so the revocation stands
+	hash := HashSecret(token)
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var r struct {
 			KeyID  uuid.UUID  `db:"api_key_id"`
 			UsedAt *time.Time `db:"used_at"`
 		}
 		err := tx.db.GetContext(ctx, &r, `SELECT api_key_id, used_at FROM refresh_tokens
-			WHERE token_hash = $1 AND expires_at > now() FOR UPDATE`, HashSecret(token))
+			WHERE token_hash = $1 AND expires_at > now() FOR UPDATE`, hash)
 		if err != nil {
 			return notFound(err)
 		}
@@ -129,7 +130,7 @@ func (s *Store) UseRefreshToken(ctx context.Context, token string) (*Principal, 
 			_, err := tx.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, r.KeyID)
 			return err
 		}
-		if _, err := tx.db.ExecContext(ctx, `UPDATE refresh_tokens SET used_at = now() WHERE token_hash = $1`, HashSecret(token)); err != nil {
+		if _, err := tx.db.ExecContext(ctx, `UPDATE refresh_tokens SET used_at = now() WHERE token_hash = $1`, hash); err != nil {
 			return err
 		}
 		p, err = tx.PrincipalByKeyID(ctx, r.KeyID)

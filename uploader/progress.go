@@ -29,7 +29,6 @@ type tracker struct {
 }
 
 type batchState struct {
-	status                   string
 	total, completed, failed int
 	done                     bool
 	heard                    time.Time
@@ -80,7 +79,7 @@ var batchEnded = map[string]bool{"completed": true, "partial": true, "failed": t
 func (t *tracker) heard(b batchJSON, ended bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.batches[b.ID] = &batchState{status: b.Status, total: b.Total, completed: b.Completed, failed: b.Failed,
+	t.batches[b.ID] = &batchState{total: b.Total, completed: b.Completed, failed: b.Failed,
 		done: ended || b.CompletedAt != nil || batchEnded[b.Status], heard: time.Now()}
 	t.notify()
 }

@@ -231,6 +231,13 @@ func (r *run) result() *Result {
 	return &out
 }
 
+// chunkSize is the most files a prepare or finalize call takes now.
+func (r *run) chunkSize() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.chunk
+}
+
 // fail records a file that did not make it.
 func (r *run) fail(f *file, stage, code, msg string) {
 	r.mu.Lock()
@@ -418,10 +425,7 @@ func (r *run) gather(ctx context.Context, in <-chan *file, keep func(*file) bool
 	var out []*file
 	var linger <-chan time.Time
 	for {
-		r.mu.Lock()
-		limit := r.chunk
-		r.mu.Unlock()
-		if len(out) >= limit {
+		if len(out) >= r.chunkSize() {
 			return out
 		}
 		select {
@@ -500,9 +504,7 @@ var fileField = regexp.MustCompile(`^files\[(\d+)\]\.(\w+)$`)
 func (r *run) prepare(ctx context.Context, files []*file) ([]*upload, error) {
 	var out []*upload
 	for len(files) > 0 {
-		r.mu.Lock()
-		n := min(len(files), r.chunk)
-		r.mu.Unlock()
+		n := min(len(files), r.chunkSize())
 		part := files[:n]
 		type fileJSON struct {
 			ClientFileID string `json:"clientFileId"`
@@ -560,7 +562,7 @@ func (r *run) prepare(ctx context.Context, files []*file) ([]*upload, error) {
 			rest := append([]*file(nil), files[n:]...)
 			files = files[:0:0]
 			for i, f := range part {
-				if msg, ok := bad[i]; ok && i < len(part) {
+				if msg, ok := bad[i]; ok {
 					r.fail(f, StageUpload, ae.Code, strings.TrimSpace(msg))
 				} else {
 					files = append(files, f)
@@ -715,10 +717,7 @@ func (r *run) finalizeLoop(ctx context.Context, in <-chan *upload) error {
 			if due == nil {
 				due = time.After(time.Second)
 			}
-			r.mu.Lock()
-			full := len(batch) >= r.chunk
-			r.mu.Unlock()
-			if !full {
+			if len(batch) < r.chunkSize() {
 				continue
 			}
 		case <-due:

@@ -59,7 +59,7 @@ func (s *SMTP) Send(ctx context.Context, to, subject, body string) error {
 	msg := strings.Join([]string{
 		"From: " + s.from.String(),
 		"To: " + rcpt.String(),
-		"Subject: " + mimeWord(subject),
+		"Subject: " + mime.QEncoding.Encode("utf-8", subject), // unchanged when plain ASCII
 		"Date: " + time.Now().Format(time.RFC1123Z),
 		"MIME-Version: 1.0",
 		"Content-Type: text/plain; charset=utf-8",
@@ -84,15 +84,16 @@ func (s *SMTP) Send(ctx context.Context, to, subject, body string) error {
 		return fmt.Errorf("mail: %w", err)
 	}
 	defer c.Close()
-	if err := send(c, s, rcpt.Address, []byte(msg)); err != nil {
+	if err := s.send(c, host, rcpt.Address, []byte(msg)); err != nil {
 		return fmt.Errorf("mail: %w", err)
 	}
 	return c.Quit()
 }
 
-func send(c *smtp.Client, s *SMTP, to string, msg []byte) error {
+// send speaks the SMTP conversation of one mail on c, an open connection
+// to host.
+func (s *SMTP) send(c *smtp.Client, host, to string, msg []byte) error {
 	if ok, _ := c.Extension("STARTTLS"); ok {
-		host, _, _ := net.SplitHostPort(s.addr)
 		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}); err != nil {
 			return err
 		}
@@ -116,16 +117,6 @@ func send(c *smtp.Client, s *SMTP, to string, msg []byte) error {
 		return err
 	}
 	return w.Close()
-}
-
-// mimeWord encodes a header value that is not plain ASCII.
-func mimeWord(s string) string {
-	for _, r := range s {
-		if r >= 0x80 {
-			return mime.QEncoding.Encode("utf-8", s)
-		}
-	}
-	return s
 }
 
 // logSender writes mails to the log, for development without SMTP.
