@@ -51,12 +51,8 @@ type webhookJSON struct {
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
-	out := webhookJSON{ID: w.ID, URL: w.URL, Events: w.Events, Disabled: w.DisabledAt != nil, CreatedAt: w.CreatedAt.UTC()}
-	if w.DisabledAt != nil {
-		at := w.DisabledAt.UTC()
-		out.DisabledAt = &at
-	}
-	return out
+	return webhookJSON{ID: w.ID, URL: w.URL, Events: w.Events, Disabled: w.DisabledAt != nil, DisabledAt: utcPtr(w.DisabledAt),
+		CreatedAt: w.CreatedAt.UTC()}
 }
 
 type deliveryJSON struct {
@@ -74,13 +70,9 @@ type deliveryJSON struct {
 }
 
 func toDeliveryJSON(d store.Delivery) deliveryJSON {
-	out := deliveryJSON{ID: d.ID, JobID: d.ID, WebhookID: d.WebhookID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
-		ResponseStatus: d.ResponseStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
-	if d.DeliveredAt != nil {
-		at := d.DeliveredAt.UTC()
-		out.DeliveredAt = &at
-	}
-	return out
+	return deliveryJSON{ID: d.ID, JobID: d.ID, WebhookID: d.WebhookID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
+		ResponseStatus: d.ResponseStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+		DeliveredAt: utcPtr(d.DeliveredAt)}
 }
 
 func (s *Server) ownWebhook(c *gin.Context) (*store.Webhook, error) {
