@@ -15,8 +15,6 @@ package server
 //     like any other; its project is the event's, and a ping has none.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -114,7 +112,7 @@ func (s *Server) createWebhook(c *gin.Context) {
 	secret := ""
 	switch {
 	case in.Secret == nil:
-		secret = newWebhookSecret()
+		secret = store.NewSecret("whsec_")
 	case len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret:
 		errs.add("secret", "must be 16 to 256 characters, or left out to have one made")
 	default:
@@ -181,13 +179,6 @@ func checkWebhookEvents(errs fieldErrors, in []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// newWebhookSecret makes a secret for a webhook created without one.
-func newWebhookSecret() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return "whsec_" + hex.EncodeToString(b)
 }
 
 func (s *Server) getWebhook(c *gin.Context) {
