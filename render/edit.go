@@ -8,7 +8,6 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/nfnt/resize"
@@ -95,11 +94,9 @@ func ParseEdit(raw json.RawMessage) (e Edit, problems map[string]string) {
 	return e, problems
 }
 
-// EditParams lists the parameter names an edit takes.
+// EditParams lists the parameter names an edit takes, sorted.
 func EditParams() []string {
-	names := []string{"exposure", "contrast", "saturation", "vibrance", "temperature", "tint", "crop", "rotate", "straighten"}
-	sort.Strings(names)
-	return names
+	return []string{"contrast", "crop", "exposure", "rotate", "saturation", "straighten", "temperature", "tint", "vibrance"}
 }
 
 func (c Crop) valid() bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	"image/jpeg"
 
 	"golang.org/x/image/font"
@@ -35,9 +34,8 @@ func Watermark(src []byte, text string, quality int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode preview: %w", err)
 	}
-	b := img.Bounds()
-	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
-	draw.Draw(out, out.Rect, img, b.Min, draw.Src)
+	out := toRGBA(img)
+	b := out.Rect
 
 	f, err := sheetFont()
 	if err != nil {

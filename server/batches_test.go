@@ -31,6 +31,23 @@ func (a *app) batch(key, id string) batchReply {
 	return b
 }
 
+// waitBatch waits for batch id to reach status want, for minutes at most;
+// a batch that fails instead ends the test at once.
+func (a *app) waitBatch(key, id, want string) batchReply {
+	a.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		b := a.batch(key, id)
+		if b.Batch.Status == want {
+			return b
+		}
+		if b.Batch.Status == "failed" || time.Now().After(deadline) {
+			a.t.Fatalf("batch %+v, want %s", b, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	a := newApp(t)
 	key := a.user("ana@example.org", false)

@@ -107,13 +107,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 	r = applyTo(map[string]any{"assetIds": []uuid.UUID{path, broken}, "mode": "create_versions", "name": "Warm too"})
 	expect(t, r, 202, "")
 	batch := r.json(t)["batchId"].(string)
-	deadline := time.Now().Add(3 * time.Minute)
-	for b := a.batch(key, batch); b.Batch.Status != "partial"; b = a.batch(key, batch) {
-		if time.Now().After(deadline) {
-			t.Fatalf("edit batch %+v, want partial", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	a.waitBatch(key, batch, "partial")
 	if preview, _ := a.editFiles(key, path); preview != [2]int{1600, 1280} {
 		t.Fatalf("applied edit on the second photo: %v", preview)
 	}

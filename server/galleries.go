@@ -61,15 +61,10 @@ type galleryJSON struct {
 }
 
 func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
-	out := galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, Slug: g.Slug,
+	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, Slug: g.Slug,
 		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresAuth: g.PasswordHash != nil,
 		Watermark: g.Watermark, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
-		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC()}
-	if g.ExpiresAt != nil {
-		at := g.ExpiresAt.UTC()
-		out.ExpiresAt = &at
-	}
-	return out
+		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 
 // answerGalleryChange enqueues the renders a change recorded and answers

@@ -139,8 +139,8 @@ func (s *Server) applyCullActions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	user := principal(c).ID
-	if err := s.store.CullActions(c.Request.Context(), user, p.ID, changes); err != nil {
+	ratings, err := s.store.CullActions(c.Request.Context(), principal(c).ID, p.ID, changes)
+	if err != nil {
 		fail(c, foreignAssets(err, "actions"))
 		return
 	}
@@ -150,15 +150,7 @@ func (s *Server) applyCullActions(c *gin.Context) {
 		if !seen[ch.AssetID] {
 			seen[ch.AssetID] = true
 			ids = append(ids, ch.AssetID)
-		}
-	}
-	ratings, err := s.store.Ratings(c.Request.Context(), user, ids)
-	if err != nil {
-		s.log.WarnContext(c.Request.Context(), "read ratings to publish", "err", err)
-	}
-	for _, id := range ids {
-		if r, ok := ratings[id]; ok {
-			s.ratingChanged(c, p.ID, r)
+			s.ratingChanged(c, p.ID, ratings[ch.AssetID])
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids})

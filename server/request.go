@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -138,6 +139,15 @@ func toPaged[S, T any](p store.Page[S], conv func(S) T) paged[T] {
 		out.PageInfo.NextCursor = &next
 	}
 	return out
+}
+
+// utcPtr is t in UTC, as answers show times; nil stays nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // optional is a JSON field that tells absent from null, for PATCH.

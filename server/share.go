@@ -122,11 +122,7 @@ type shareJSON struct {
 func (s *Server) getShare(c *gin.Context) {
 	ctx := c.Request.Context()
 	g, v := shareGallery(c), shareViewer(c)
-	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, AllowDownloads: g.AllowDownloads}
-	if g.ExpiresAt != nil {
-		at := g.ExpiresAt.UTC()
-		out.ExpiresAt = &at
-	}
+	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, ExpiresAt: utcPtr(g.ExpiresAt), AllowDownloads: g.AllowDownloads}
 	if g.PasswordHash != nil && v == nil {
 		c.JSON(http.StatusOK, out)
 		return

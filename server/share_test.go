@@ -245,17 +245,7 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	if batch == "" {
 		t.Fatalf("no render batch: %v", g)
 	}
-	waitBatch := func(batch string) {
-		deadline := time.Now().Add(3 * time.Minute)
-		for b := a.batch(key, batch); b.Batch.Status != "completed"; b = a.batch(key, batch) {
-			if time.Now().After(deadline) || b.Batch.Status == "failed" {
-				t.Fatalf("render batch %+v", b)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitBatch(batch)
-	if b := a.batch(key, batch); b.Batch.Total != 1 || len(b.Jobs) != 1 || b.Jobs[0].AssetID != photos[0] {
+	if b := a.waitBatch(key, batch, "completed"); b.Batch.Total != 1 || len(b.Jobs) != 1 || b.Jobs[0].AssetID != photos[0] {
 		t.Fatalf("render batch %+v", b)
 	}
 
@@ -287,7 +277,7 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	if s := a.share(slug, ""); len(s.Assets) != 2 || (s.Assets[1].Pending != (s.Assets[1].PreviewURL == nil)) {
 		t.Fatalf("assets %+v", s.Assets)
 	}
-	waitBatch(batch)
+	a.waitBatch(key, batch, "completed")
 	if s := a.share(slug, ""); s.Assets[1].Pending || !strings.Contains(*s.Assets[1].PreviewURL, "/galleries/") {
 		t.Fatalf("assets %+v", s.Assets)
 	}

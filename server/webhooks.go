@@ -15,8 +15,6 @@ package server
 //     like any other; its project is the event's, and a ping has none.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -51,12 +49,8 @@ type webhookJSON struct {
 }
 
 func toWebhookJSON(w store.Webhook) webhookJSON {
-	out := webhookJSON{ID: w.ID, URL: w.URL, Events: w.Events, Disabled: w.DisabledAt != nil, CreatedAt: w.CreatedAt.UTC()}
-	if w.DisabledAt != nil {
-		at := w.DisabledAt.UTC()
-		out.DisabledAt = &at
-	}
-	return out
+	return webhookJSON{ID: w.ID, URL: w.URL, Events: w.Events, Disabled: w.DisabledAt != nil, DisabledAt: utcPtr(w.DisabledAt),
+		CreatedAt: w.CreatedAt.UTC()}
 }
 
 type deliveryJSON struct {
@@ -74,13 +68,9 @@ type deliveryJSON struct {
 }
 
 func toDeliveryJSON(d store.Delivery) deliveryJSON {
-	out := deliveryJSON{ID: d.ID, JobID: d.ID, WebhookID: d.WebhookID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
-		ResponseStatus: d.ResponseStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
-	if d.DeliveredAt != nil {
-		at := d.DeliveredAt.UTC()
-		out.DeliveredAt = &at
-	}
-	return out
+	return deliveryJSON{ID: d.ID, JobID: d.ID, WebhookID: d.WebhookID, Event: d.Event, Status: d.Status, Attempts: d.Attempts,
+		ResponseStatus: d.ResponseStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(),
+		DeliveredAt: utcPtr(d.DeliveredAt)}
 }
 
 func (s *Server) ownWebhook(c *gin.Context) (*store.Webhook, error) {
@@ -122,7 +112,7 @@ func (s *Server) createWebhook(c *gin.Context) {
 	secret := ""
 	switch {
 	case in.Secret == nil:
-		secret = newWebhookSecret()
+		secret = store.NewSecret("whsec_")
 	case len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret:
 		errs.add("secret", "must be 16 to 256 characters, or left out to have one made")
 	default:
@@ -189,13 +179,6 @@ func checkWebhookEvents(errs fieldErrors, in []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// newWebhookSecret makes a secret for a webhook created without one.
-func newWebhookSecret() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return "whsec_" + hex.EncodeToString(b)
 }
 
 func (s *Server) getWebhook(c *gin.Context) {

@@ -89,13 +89,6 @@ func (s *Store) Gallery(ctx context.Context, owner, id uuid.UUID) (*Gallery, err
 	return g, notFound(err)
 }
 
-// GalleryByID returns a gallery whatever its owner; for the worker.
-func (s *Store) GalleryByID(ctx context.Context, id uuid.UUID) (*Gallery, error) {
-	g := &Gallery{}
-	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1`, id)
-	return g, notFound(err)
-}
-
 // GalleryBySlug returns the gallery at slug, for its public pages.
 func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error) {
 	g := &Gallery{}

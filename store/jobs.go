@@ -55,8 +55,13 @@ func (s *Store) insertBatch(ctx context.Context, b *Batch) error {
 		b.ID, b.ProjectID, b.UserID, b.Kind, b.Total)
 }
 
-// insertJobs records jobs in one statement.
+// insertJobs records jobs of one project in one statement; jobs of no
+// project (a webhook ping's) have uuid.Nil there.
 func (s *Store) insertJobs(ctx context.Context, jobs []Job) error {
+	var project *uuid.UUID
+	if p := jobs[0].ProjectID; p != uuid.Nil {
+		project = &p
+	}
 	n := len(jobs)
 	ids, assets, batches := make([]string, n), make([]*string, n), make([]*string, n)
 	types, queues, taskIDs, payloads := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -76,7 +81,7 @@ func (s *Store) insertJobs(ctx context.Context, jobs []Job) error {
 		SELECT u.id, $1, u.asset, u.batch, u.type, u.queue, u.task, u.payload
 		FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
 			AS u(id, asset, batch, type, queue, task, payload)`,
-		jobs[0].ProjectID, pq.Array(ids), pq.Array(assets), pq.Array(batches), pq.Array(types),
+		project, pq.Array(ids), pq.Array(assets), pq.Array(batches), pq.Array(types),
 		pq.Array(queues), pq.Array(taskIDs), pq.Array(payloads))
 	return err
 }

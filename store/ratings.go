@@ -62,13 +62,15 @@ func (s *Store) Rate(ctx context.Context, user uuid.UUID, change RatingChange) (
 
 // CullActions applies several rating changes of user's to assets of project
 // in one transaction: all of them, or none when any asset is not in the
-// project (ErrForeignAssets, listing them).
-func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, changes []RatingChange) error {
+// project (ErrForeignAssets, listing them). It returns the ratings as the
+// changes left them, by asset.
+func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, changes []RatingChange) (map[uuid.UUID]Rating, error) {
 	ids := make([]uuid.UUID, len(changes))
 	for i, c := range changes {
 		ids[i] = c.AssetID
 	}
-	return s.WithTx(ctx, func(tx *Store) error {
+	out := make(map[uuid.UUID]Rating, len(changes))
+	err := s.WithTx(ctx, func(tx *Store) error {
 		foreign, err := tx.ForeignAssets(ctx, project, ids)
 		if err != nil {
 			return err
@@ -77,12 +79,18 @@ func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, change
 			return &ForeignAssetsError{IDs: foreign}
 		}
 		for _, c := range changes {
-			if _, err := tx.Rate(ctx, user, c); err != nil {
+			r, err := tx.Rate(ctx, user, c)
+			if err != nil {
 				return err
 			}
+			out[c.AssetID] = *r
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ForeignAssetsError names the assets of a request that are not in its

@@ -133,21 +133,14 @@ func (s *Store) AddDeliveries(ctx context.Context, hooks []Webhook, spec Deliver
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
+			if n, _ := res.RowsAffected(); n > 0 {
+				added = append(added, job)
 			}
-			// A ping's job belongs to no project.
-			var project *uuid.UUID
-			if job.ProjectID != uuid.Nil {
-				project = &job.ProjectID
-			}
-			if _, err := tx.db.ExecContext(ctx, `INSERT INTO jobs (id, project_id, type, queue, task_id, payload)
-				VALUES ($1, $2, $3, $4, $5, $6)`, job.ID, project, job.Type, job.Queue, job.TaskID, string(job.Payload)); err != nil {
-				return err
-			}
-			added = append(added, job)
 		}
-		return nil
+		if len(added) == 0 {
+			return nil
+		}
+		return tx.insertJobs(ctx, added)
 	})
 	return added, err
 }

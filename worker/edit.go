@@ -44,10 +44,9 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	out, err := render.ApplyEdit(ctx, w.engine, data, e)
-	if code := imaging.ErrorCode(err); code != "" {
-		var ie *imaging.Error
-		errors.As(err, &ie)
-		return badInput(code, "%s", ie.Message)
+	var ie *imaging.Error
+	if errors.As(err, &ie) {
+		return badInput(ie.Code, "%s", ie.Message)
 	}
 	if err != nil {
 		return err
