@@ -23,6 +23,7 @@ import (
 	"lightbox/events"
 	"lightbox/internal/mail"
 	"lightbox/jobs"
+	"lightbox/similar"
 	"lightbox/store"
 )
 
@@ -58,6 +59,7 @@ type Server struct {
 	limits     limits
 	jobs       *jobs.Dispatcher
 	embedModel string
+	vectors    *similar.Index // the vectors /similar ranks, kept in memory
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
 	events     *events.Publisher
@@ -73,6 +75,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
 		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, chainKey: d.ChainKey,
+		vectors: &similar.Index{Store: d.Store},
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			errors:  new(atomic.Int64),

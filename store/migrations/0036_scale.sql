@@ -74,3 +74,7 @@ CREATE TRIGGER assets_search_doc BEFORE INSERT OR UPDATE OF filename, camera_mak
 UPDATE assets SET filename = filename;
 
 CREATE INDEX assets_search ON assets USING gin (search_doc);
+
+-- The in-memory vector copies the server keeps for /similar catch up on
+-- the vectors stored since they last looked.
+CREATE INDEX embeddings_model_created ON embeddings (model, created_at);
