@@ -18,7 +18,8 @@ import (
 // unless LIGHTBOX_SCALE_ASSETS says otherwise) and measures, through the
 // real server, the p50 and p99 of: the first page of the asset list and a
 // page deep in it (by cursor), search, similar, and stats (computed, with
-// the 5 s cache emptied first, and cached). Run it with -benchtime=1x.
+// the 5 s cache emptied first, and cached), and each one's first call
+// (for similar, loading the project's vectors). Run it with -benchtime=1x.
 func BenchmarkScaleProject(b *testing.B) {
 	const calls = 200
 	n := seed.Size(b)
@@ -61,7 +62,9 @@ func BenchmarkScaleProject(b *testing.B) {
 		}
 	}
 	measure := func(name string, path func(i int) string, before func()) {
+		t := time.Now()
 		get(path(0)) // warm: plans, connections, caches built on first use
+		b.ReportMetric(ms(time.Since(t)), name+"_first_ms")
 		// Up to calls requests, or as many as 20 s allow (at least 20), so
 		// a slow baseline still finishes.
 		var ds []time.Duration

@@ -5,7 +5,8 @@
 //
 // Each server process keeps a copy of the vectors of the projects it was
 // asked about, loaded from Postgres on first use. Every query first reads
-// the vectors stored or replaced since the copy last looked (an index on
+// the vectors stored or replaced since the copy last looked, back to the
+// start of the oldest transaction then open (an index on
 // embeddings(model, created_at) makes that a short range scan), and the
 // best candidates are checked to still be assets of the project, so a
 // deleted asset never shows. The scores are those the SQL ranking gave:
@@ -28,11 +29,10 @@ import (
 	"lightbox/store"
 )
 
-// overlap is how far back each refresh reads before the last one's clock:
-// a vector's created_at is its transaction's start, so one committed just
-// after a refresh may carry an earlier time. Saving a vector is a short
-// transaction; a minute covers it.
-const overlap = time.Minute
+// overlap is how far back each refresh reads before the time the last
+// one was told to ask from, for the moment a transaction takes to appear
+// in pg_stat_activity.
+const overlap = time.Second
 
 // Hit is an asset and its cosine similarity to the query's.
 type Hit struct {
@@ -59,7 +59,7 @@ type key struct {
 type project struct {
 	mu      sync.Mutex
 	loaded  bool
-	since   time.Time // the clock of the last refresh, less overlap
+	since   time.Time // where the next refresh reads from
 	slot    map[uuid.UUID]int
 	ids     []uuid.UUID
 	vectors [][]float32 // nil where an asset was found gone
@@ -146,7 +146,7 @@ func (p *project) refresh(ctx context.Context, st *store.Store, id uuid.UUID, mo
 	if p.loaded {
 		since = p.since
 	}
-	rows, clock, err := st.ProjectVectors(ctx, id, model, since)
+	rows, next, err := st.ProjectVectors(ctx, id, model, since)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (p *project) refresh(ctx context.Context, st *store.Store, id uuid.UUID, mo
 		}
 		p.vectors[i] = r.Vector
 	}
-	p.loaded, p.since = true, clock.Add(-overlap)
+	p.loaded, p.since = true, next.Add(-overlap)
 	return nil
 }
 

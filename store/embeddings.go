@@ -56,18 +56,23 @@ type StoredVector struct {
 }
 
 // ProjectVectors returns project's vectors of model stored or replaced
-// after since (every one for the zero time), and the database's clock
-// before it looked, from which a caller asks again.
+// since since (every one for the zero time), and the time from which the
+// next call must ask to miss nothing: a vector's created_at is its
+// transaction's start, so that is the start of the oldest transaction
+// still open (of this database user; others' are hidden from it and do
+// not write here), or now when none is.
 func (s *Store) ProjectVectors(ctx context.Context, project uuid.UUID, model string, since time.Time) ([]StoredVector, time.Time, error) {
-	var clock time.Time
-	if err := s.db.GetContext(ctx, &clock, `SELECT statement_timestamp()`); err != nil {
-		return nil, clock, err
+	var next time.Time
+	if err := s.db.GetContext(ctx, &next, `
+		SELECT least(statement_timestamp(), (SELECT min(xact_start) FROM pg_stat_activity
+		                                         WHERE datname = current_database() AND pid <> pg_backend_pid()))`); err != nil {
+		return nil, next, err
 	}
 	var out []StoredVector
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT e.asset_id, e.vector FROM embeddings e JOIN assets a ON a.id = e.asset_id
-		WHERE a.project_id = $1 AND e.model = $2 AND e.created_at > $3`, project, model, since)
-	return out, clock, err
+		WHERE a.project_id = $1 AND e.model = $2 AND e.created_at >= $3`, project, model, since)
+	return out, next, err
 }
 
 // AssetsInProject returns those of ids that are still assets of project.
