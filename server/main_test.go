@@ -58,6 +58,7 @@ type options struct {
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 	store    blob.Store     // the disk backend under dataDir by default
 	texts    embed.TextEmbedder
+	model    string // the embedding model /similar compares; testEmbedModel by default
 }
 
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
@@ -111,7 +112,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	}
 	pub, key, _ := ed25519.GenerateKey(nil)
 	srv := server.New(server.Deps{
-		ChainKey: pub, EmbedModel: testEmbedModel, TextEmbedder: o.texts,
+		ChainKey: pub, EmbedModel: cmp.Or(o.model, testEmbedModel), TextEmbedder: o.texts,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
 	})

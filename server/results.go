@@ -179,7 +179,7 @@ func (s *Server) similar(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	sims, err := s.store.SimilarAssets(c.Request.Context(), a.ID, s.embedModel, limit)
+	sims, err := s.vectors.Similar(c.Request.Context(), a.ProjectID, a.ID, s.embedModel, limit)
 	if err != nil {
 		fail(c, err)
 		return

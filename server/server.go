@@ -25,6 +25,7 @@ import (
 	"lightbox/events"
 	"lightbox/internal/mail"
 	"lightbox/jobs"
+	"lightbox/similar"
 	"lightbox/store"
 )
 
@@ -65,6 +66,7 @@ type Server struct {
 	jobs       *jobs.Dispatcher
 	embedModel string
 	texts      embed.TextEmbedder
+	vectors    *similar.Index // the vectors /similar ranks, kept in memory
 	chainKey   ed25519.PublicKey
 	hub        *events.Hub
 	events     *events.Publisher
@@ -80,6 +82,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
 		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, texts: d.TextEmbedder, chainKey: d.ChainKey,
+		vectors: &similar.Index{Store: d.Store},
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			errors:  new(atomic.Int64),

@@ -141,29 +141,8 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM clusters WHERE project_id = $1`, project); err != nil {
 			return err
 		}
-		for _, c := range cs {
-			id := c.ID
-			if id == uuid.Nil {
-				id = uuid.New()
-			}
-			if _, err := tx.db.ExecContext(ctx, `
-				INSERT INTO clusters (id, project_id, kind, title, start_time, end_time, score, winner_asset_id, why_winner,
-				                      reviewed, manual_title, manual_winner, manual_overrides)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-				id, project, c.Kind, c.Title, c.Start, c.End, c.Score, c.Winner, pq.Array(c.WhyWinner),
-				c.Reviewed, c.ManualTitle, c.ManualWinner, nullJSON(c.Overrides)); err != nil {
-				return err
-			}
-			ids, ranks, roles, signals := make([]string, len(c.Members)), make([]int64, len(c.Members)), make([]string, len(c.Members)), make([]string, len(c.Members))
-			for i, m := range c.Members {
-				ids[i], ranks[i], roles[i], signals[i] = m.AssetID.String(), int64(m.Rank), m.Role, string(m.Signals)
-			}
-			if _, err := tx.db.ExecContext(ctx, `
-				INSERT INTO cluster_assets (cluster_id, asset_id, rank, role, signals)
-				SELECT $1, u.id, u.rank, u.role, u.signals FROM unnest($2::uuid[], $3::int[], $4::text[], $5::jsonb[]) AS u(id, rank, role, signals)`,
-				id, pq.Array(ids), pq.Array(ranks), pq.Array(roles), pq.Array(signals)); err != nil {
-				return err
-			}
+		if err := tx.insertClusters(ctx, project, cs); err != nil {
+			return err
 		}
 		ids := make([]string, len(ready))
 		for i, id := range ready {
@@ -179,6 +158,62 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 		return err
 	})
 	return moved, err
+}
+
+// insertClusters writes cs and their members in two statements, however
+// many there are: a project of 100,000 photos has tens of thousands of
+// groups, and a statement each would take most of a cluster run.
+func (s *Store) insertClusters(ctx context.Context, project uuid.UUID, cs []NewCluster) error {
+	n := len(cs)
+	ids, kinds, titles, winners, whys := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	starts, ends, overrides := make([]*time.Time, n), make([]*time.Time, n), make([]*string, n)
+	scores := make([]float64, n)
+	reviewed, manualTitle, manualWinner := make([]bool, n), make([]bool, n), make([]bool, n)
+	var members struct {
+		clusters, assets, roles, signals []string
+		ranks                            []int64
+	}
+	for i, c := range cs {
+		id := c.ID
+		if id == uuid.Nil {
+			id = uuid.New()
+		}
+		why, _ := json.Marshal(append([]string{}, c.WhyWinner...))
+		ids[i], kinds[i], titles[i], winners[i], whys[i] = id.String(), c.Kind, c.Title, c.Winner.String(), string(why)
+		starts[i], ends[i], scores[i] = c.Start, c.End, c.Score
+		reviewed[i], manualTitle[i], manualWinner[i] = c.Reviewed, c.ManualTitle, c.ManualWinner
+		if len(c.Overrides) > 0 {
+			o := string(c.Overrides)
+			overrides[i] = &o
+		}
+		for _, m := range c.Members {
+			members.clusters = append(members.clusters, ids[i])
+			members.assets = append(members.assets, m.AssetID.String())
+			members.ranks = append(members.ranks, int64(m.Rank))
+			members.roles = append(members.roles, m.Role)
+			members.signals = append(members.signals, string(m.Signals))
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `
+		INSERT INTO clusters (id, project_id, kind, title, start_time, end_time, score, winner_asset_id, why_winner,
+		                      reviewed, manual_title, manual_winner, manual_overrides)
+		SELECT u.id, $1, u.kind, u.title, u.start_time, u.end_time, u.score, u.winner,
+		       ARRAY(SELECT jsonb_array_elements_text(u.why)), u.reviewed, u.manual_title, u.manual_winner, u.overrides
+		FROM unnest($2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::float8[], $8::uuid[],
+		            $9::jsonb[], $10::boolean[], $11::boolean[], $12::boolean[], $13::jsonb[])
+		    AS u(id, kind, title, start_time, end_time, score, winner, why, reviewed, manual_title, manual_winner, overrides)`,
+		project, pq.Array(ids), pq.Array(kinds), pq.Array(titles), pq.Array(starts), pq.Array(ends), pq.Array(scores),
+		pq.Array(winners), pq.Array(whys), pq.Array(reviewed), pq.Array(manualTitle), pq.Array(manualWinner),
+		pq.Array(overrides)); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, `
+		INSERT INTO cluster_assets (cluster_id, asset_id, rank, role, signals)
+		SELECT u.cluster_id, u.asset_id, u.rank, u.role, u.signals
+		FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::text[], $5::jsonb[]) AS u(cluster_id, asset_id, rank, role, signals)`,
+		pq.Array(members.clusters), pq.Array(members.assets), pq.Array(members.ranks), pq.Array(members.roles),
+		pq.Array(members.signals))
+	return err
 }
 
 // Cluster is a stored group with its members.

@@ -31,21 +31,22 @@ type ProjectStats struct {
 	Failed     int `db:"failed" json:"failed"`
 }
 
-// statsColumns aggregates assets into ProjectStats; duplicates are not counted
+// statsColumns sums a project's asset counts (project_asset_counts c, kept
+// by triggers on assets) into ProjectStats; duplicates are not counted
 // since they point at another asset.
 const statsColumns = `
-	count(*) FILTER (WHERE a.status <> 'duplicate') AS total,
-	count(*) FILTER (WHERE a.status = 'pending_upload') AS uploading,
-	count(*) FILTER (WHERE a.status = 'uploaded') AS processing,
-	count(*) FILTER (WHERE a.status = 'cull') AS embedding,
-	count(*) FILTER (WHERE a.status IN ('search', 'ai')) AS ready,
-	count(*) FILTER (WHERE a.status = 'failed') AS failed`
+	coalesce(sum(c.n) FILTER (WHERE c.status <> 'duplicate'), 0)::bigint AS total,
+	coalesce(sum(c.n) FILTER (WHERE c.status = 'pending_upload'), 0)::bigint AS uploading,
+	coalesce(sum(c.n) FILTER (WHERE c.status = 'uploaded'), 0)::bigint AS processing,
+	coalesce(sum(c.n) FILTER (WHERE c.status = 'cull'), 0)::bigint AS embedding,
+	coalesce(sum(c.n) FILTER (WHERE c.status IN ('search', 'ai')), 0)::bigint AS ready,
+	coalesce(sum(c.n) FILTER (WHERE c.status = 'failed'), 0)::bigint AS failed`
 
 const projectSelect = `
 	SELECT p.id, p.owner_user_id, p.title, p.description, p.shoot_date, p.timezone, p.status,
 	       p.created_at, p.updated_at, st.*
 	FROM projects p
-	CROSS JOIN LATERAL (SELECT ` + statsColumns + ` FROM assets a WHERE a.project_id = p.id) st`
+	CROSS JOIN LATERAL (SELECT ` + statsColumns + ` FROM project_asset_counts c WHERE c.project_id = p.id) st`
 
 // ProjectInput holds the fields a client may set. Nil leaves a field alone.
 type ProjectInput struct {

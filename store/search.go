@@ -18,14 +18,6 @@ type SearchHit struct {
 	Highlights Strings   `db:"highlights"`
 }
 
-// searchDoc is what a search matches: file name (split on separators),
-// camera, lens and capture date in words. The 'simple' configuration keeps
-// names and models as they are written, without stemming.
-const searchDoc = `
-	setweight(to_tsvector('simple', regexp_replace(a.filename, '[._-]+', ' ', 'g')), 'A') ||
-	setweight(to_tsvector('simple', concat_ws(' ', a.camera_make, a.camera_model, a.lens_model)), 'B') ||
-	setweight(to_tsvector('simple', coalesce(to_char(a.captured_at AT TIME ZONE 'UTC', 'YYYY-MM-DD YYYY FMMonth FMDay'), '')), 'C')`
-
 // SearchFilter narrows a search; zero fields do not filter. The rating
 // filters read User's ratings.
 type SearchFilter struct {
@@ -65,25 +57,31 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 }
 
 // Search finds a project's assets matching q (web search syntax: words,
-// "quoted phrases", -exclusions, or) and f. An empty q matches every asset
-// f lets through, newest capture first. It scans the project's rows; the
-// project_id index bounds that to one project.
+// "quoted phrases", -exclusions, or) and f. q is matched against
+// assets.search_doc, which a trigger keeps: file name (split on
+// separators), camera, lens and capture date in words, in the 'simple'
+// configuration, which keeps names and models as they are written. The GIN
+// index finds the matches; only the page of best ones is split into
+// highlights. An empty q matches every asset f lets through, newest
+// capture first.
 func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, f SearchFilter, limit int) ([]SearchHit, error) {
 	join, where, args := f.filterSQL(4)
 	var hits []SearchHit
 	err := s.db.SelectContext(ctx, &hits, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $2) AS query),
-		docs AS (SELECT a.id, a.filename, a.camera_make, a.camera_model, a.lens_model, a.captured_at, `+searchDoc+` AS doc
-		         FROM assets a`+join+` WHERE a.project_id = $1`+where+`)
-		SELECT d.id AS asset_id, CASE WHEN $2 = '' THEN 0 ELSE ts_rank(d.doc, q.query) END AS score,
+		top AS (SELECT a.id, a.captured_at, CASE WHEN $2 = '' THEN 0 ELSE ts_rank(a.search_doc, q.query) END AS score
+		        FROM assets a`+join+`, q
+		        WHERE a.project_id = $1`+where+` AND ($2 = '' OR a.search_doc @@ q.query)
+		        ORDER BY score DESC, a.captured_at DESC NULLS LAST, a.id LIMIT $3)
+		SELECT d.id AS asset_id, top.score,
 		       CASE WHEN $2 = '' THEN '{}' ELSE array_remove(ARRAY[
 		           CASE WHEN to_tsvector('simple', regexp_replace(d.filename, '[._-]+', ' ', 'g')) @@ q.query THEN 'filename' END,
 		           CASE WHEN to_tsvector('simple', concat_ws(' ', d.camera_make, d.camera_model)) @@ q.query THEN 'camera' END,
 		           CASE WHEN to_tsvector('simple', coalesce(d.lens_model, '')) @@ q.query THEN 'lens' END,
 		           CASE WHEN to_tsvector('simple', coalesce(to_char(d.captured_at AT TIME ZONE 'UTC', 'YYYY-MM-DD YYYY FMMonth FMDay'), '')) @@ q.query THEN 'capturedAt' END
 		       ], NULL) END AS highlights
-		FROM docs d, q WHERE $2 = '' OR d.doc @@ q.query
-		ORDER BY score DESC, d.captured_at DESC NULLS LAST, d.id LIMIT $3`, append([]any{project, q, limit}, args...)...)
+		FROM top JOIN assets d ON d.id = top.id, q
+		ORDER BY top.score DESC, top.captured_at DESC NULLS LAST, d.id`, append([]any{project, q, limit}, args...)...)
 	return hits, err
 }
 
@@ -163,9 +161,10 @@ func fuse(text []SearchHit, near []Similar, limit int) []SearchHit {
 	return out[:min(len(out), limit)]
 }
 
-// Stats counts a project's assets by stage in one aggregate query.
+// Stats counts a project's assets by stage, from the counts the triggers
+// keep.
 func (s *Store) Stats(ctx context.Context, project uuid.UUID) (ProjectStats, error) {
 	var st ProjectStats
-	err := s.db.GetContext(ctx, &st, `SELECT `+statsColumns+` FROM assets a WHERE a.project_id = $1`, project)
+	err := s.db.GetContext(ctx, &st, `SELECT `+statsColumns+` FROM project_asset_counts c WHERE c.project_id = $1`, project)
 	return st, err
 }
