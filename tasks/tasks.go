@@ -69,6 +69,17 @@ var table = map[string]spec{
 	TypeGallery: {QueueDefault, 2 * time.Minute, []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}, true, false},
 }
 
+// Define adds a task type to the table, on queue, recorded as job rows
+// when hasJob: for task types that live outside Lightbox's own, such as a
+// benchmark's no-op. Call it before any worker starts; it panics on a
+// type the table has.
+func Define(typ, queue string, hasJob bool) {
+	if _, ok := table[typ]; ok {
+		panic("tasks: " + typ + " is defined already")
+	}
+	table[typ] = spec{queue: queue, timeout: time.Minute, hasJob: hasJob}
+}
+
 // QueueOf is the queue tasks of type typ go to.
 func QueueOf(typ string) string { return table[typ].queue }
 
