@@ -31,7 +31,7 @@ help:
 run:
 	@scripts/run.sh
 
-## test: services (with fsync off), Chromium for e2e/, the whole test suite, then each fuzz target for FUZZTIME (5s); RACE= to skip -race, FUZZ= to skip fuzzing
+## test: services (with fsync off), Chromium for e2e/, the whole test suite, then each fuzz target for FUZZTIME (20000x); RACE= to skip -race, FUZZ= to skip fuzzing
 test:
 	@scripts/e2e-deps.sh
 	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' TIMEOUT='$(TIMEOUT)' \

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -19,10 +20,7 @@ func (s *Server) healthz(c *gin.Context) {
 // else 503 naming which did not. It is public, so the errors themselves
 // only go to the log, and the chain shows its length but no cid.
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{}
-	failed := map[string]any{}
+	ctx := c.Request.Context()
 	pings := map[string]func(context.Context) error{
 		"postgres": s.store.Ping,
 		"redis":    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
@@ -30,14 +28,28 @@ func (s *Server) readyz(c *gin.Context) {
 	if p, ok := s.blobs.(blob.Pinger); ok {
 		pings["blobs"] = p.Ping
 	}
+	// All at once, each with its own deadline: a service that hangs must
+	// not use up the time of the others and get them named too.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	checks := map[string]string{}
+	failed := map[string]any{}
 	for name, ping := range pings {
-		if err := ping(ctx); err != nil {
-			logger(c).WarnContext(ctx, "not ready", "service", name, "err", err)
-			failed[name] = "unavailable"
-		} else {
-			checks[name] = "ok"
-		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			err := ping(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				logger(c).WarnContext(ctx, "not ready", "service", name, "err", err)
+				failed[name] = "unavailable"
+			} else {
+				checks[name] = "ok"
+			}
+		})
 	}
+	wg.Wait()
 	if len(failed) > 0 {
 		e := apiError(http.StatusServiceUnavailable, "not_ready", "A service this server needs does not answer.")
 		e.Details = failed
@@ -45,6 +57,8 @@ func (s *Server) readyz(c *gin.Context) {
 		return
 	}
 	out := gin.H{"status": "ok", "checks": checks, "limiterErrors": s.limits.errors.Load()}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	if h, err := chain.ReadHead(ctx, s.store); err == nil {
 		out["chain"] = gin.H{"seq": h.Seq, "updatedAt": h.UpdatedAt}
 	}
