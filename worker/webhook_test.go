@@ -205,8 +205,10 @@ func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
 	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
 	h.run()
 
-	h.waitFor("the batch's delivery", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) > 0
+	// The delivery row is done inside the handler, its job just after it.
+	h.waitFor("the batch's delivery and its job", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) > 0 &&
+			h.count(`SELECT count(*) FROM jobs WHERE type = 'webhook:deliver' AND status = 'done'`) > 0
 	})
 	var batch store.Batch
 	if err := h.env.DB.Get(&batch, `SELECT b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed,
