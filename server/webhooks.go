@@ -15,6 +15,7 @@ package server
 //     like any other; its project is the event's, and a ping has none.
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -123,15 +124,11 @@ func (s *Server) createWebhook(c *gin.Context) {
 		return
 	}
 	owner := principal(c).ID
-	if n, err := s.store.CountWebhooks(ctx, owner); err != nil {
-		fail(c, err)
-		return
-	} else if n >= maxWebhooks {
-		fail(c, apiError(http.StatusConflict, "too_many_webhooks", "You have %d webhooks, the most one user may have; delete one first.", n))
-		return
-	}
 	w := &store.Webhook{ID: uuid.New(), UserID: owner, URL: in.URL, Events: events, Secret: secret}
-	if err := s.store.CreateWebhook(ctx, w); err != nil {
+	if err := s.store.CreateWebhook(ctx, w, maxWebhooks); errors.Is(err, store.ErrTooManyWebhooks) {
+		fail(c, apiError(http.StatusConflict, "too_many_webhooks", "You have %d webhooks, the most one user may have; delete one first.", maxWebhooks))
+		return
+	} else if err != nil {
 		fail(c, err)
 		return
 	}

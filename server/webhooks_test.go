@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -167,4 +169,37 @@ func TestCancelledBatchIsReportedToWebhooks(t *testing.T) {
 		AND j.project_id = $2 AND j.type = 'webhook:deliver'`, batch, project); n != 1 {
 		t.Fatalf("%d deliveries of the cancelled batch, want 1", n)
 	}
+}
+
+func TestWebhookLimitHoldsUnderConcurrentCreation(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	const tries = 40
+	statuses := make(chan int, tries)
+	var wg sync.WaitGroup
+	for i := range tries {
+		wg.Go(func() {
+			r := a.do("POST", "/v1/webhooks", key, map[string]any{
+				"url": fmt.Sprintf("https://example.com/hook/%d", i), "events": []string{"batch.completed"}})
+			statuses <- r.status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	created, refused := 0, 0
+	for s := range statuses {
+		switch s {
+		case 201:
+			created++
+		case 409:
+			refused++
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	if n := a.count(`SELECT count(*) FROM webhooks`); created != 25 || refused != tries-25 || n != 25 {
+		t.Fatalf("%d created, %d refused, %d recorded; want 25, %d, 25", created, refused, n, tries-25)
+	}
+	expect(t, a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/more", "events": []string{"batch.completed"}}),
+		409, "too_many_webhooks")
 }

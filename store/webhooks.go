@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,17 +48,28 @@ const (
 	d.created_at, d.updated_at, d.delivered_at`
 )
 
-// CreateWebhook records w.
-func (s *Store) CreateWebhook(ctx context.Context, w *Webhook) error {
-	return s.db.GetContext(ctx, w, `INSERT INTO webhooks AS w (id, user_id, url, events, secret) VALUES ($1, $2, $3, $4, $5)
-		RETURNING `+webhookColumns, w.ID, w.UserID, w.URL, w.Events, w.Secret)
-}
+// ErrTooManyWebhooks is CreateWebhook's answer when the owner already has
+// the most webhooks allowed.
+var ErrTooManyWebhooks = errors.New("store: too many webhooks")
 
-// CountWebhooks is how many webhooks owner has.
-func (s *Store) CountWebhooks(ctx context.Context, owner uuid.UUID) (int, error) {
-	var n int
-	err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM webhooks WHERE user_id = $1`, owner)
-	return n, err
+// CreateWebhook records w unless its owner already has max webhooks. The
+// owner's row is locked for the count, so two creations at once cannot
+// both pass it.
+func (s *Store) CreateWebhook(ctx context.Context, w *Webhook, max int) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, w.UserID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.db.GetContext(ctx, &n, `SELECT count(*) FROM webhooks WHERE user_id = $1`, w.UserID); err != nil {
+			return err
+		}
+		if n >= max {
+			return ErrTooManyWebhooks
+		}
+		return tx.db.GetContext(ctx, w, `INSERT INTO webhooks AS w (id, user_id, url, events, secret) VALUES ($1, $2, $3, $4, $5)
+			RETURNING `+webhookColumns, w.ID, w.UserID, w.URL, w.Events, w.Secret)
+	})
 }
 
 // Webhooks lists owner's webhooks, newest first.

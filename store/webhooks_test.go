@@ -18,7 +18,7 @@ import (
 func hookOf(t *testing.T, env *testenv.Env, owner uuid.UUID, events ...string) store.Webhook {
 	t.Helper()
 	w := store.Webhook{ID: uuid.New(), UserID: owner, URL: "https://example.com/hook", Events: events, Secret: "0123456789abcdef"}
-	if err := env.Store.CreateWebhook(context.Background(), &w); err != nil {
+	if err := env.Store.CreateWebhook(context.Background(), &w, 25); err != nil {
 		t.Fatal(err)
 	}
 	return w

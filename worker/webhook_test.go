@@ -111,7 +111,7 @@ func checkSignature(secret, header string, body []byte) error {
 func (h *harness) webhook(url, secret string, events ...string) store.Webhook {
 	h.t.Helper()
 	w := store.Webhook{ID: uuid.New(), UserID: h.owner, URL: url, Events: events, Secret: secret}
-	if err := h.env.Store.CreateWebhook(context.Background(), &w); err != nil {
+	if err := h.env.Store.CreateWebhook(context.Background(), &w, 25); err != nil {
 		h.t.Fatal(err)
 	}
 	return w
