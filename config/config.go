@@ -356,25 +356,34 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 // bytes reads a positive size in bytes; see size.
 func (r *reader) bytes(name string, def int64) int64 { return r.size(name, def, 1) }
 
-// size reads a size in bytes of at least lo, with an optional KiB, MiB,
-// GiB or TiB suffix.
+// size reads a size in bytes of at least lo; see ParseSize.
 func (r *reader) size(name string, def, lo int64) int64 {
 	s := r.str(name, "")
 	if s == "" {
 		return def
 	}
-	mult := int64(1)
+	n, err := ParseSize(s)
+	if err != nil || n < lo {
+		r.fail(name, "%q is not a size of at least %d such as 4194304 or 4MiB", s, lo)
+		return def
+	}
+	return n
+}
+
+// ParseSize reads a size in bytes, with an optional KiB, MiB, GiB or TiB
+// suffix.
+func ParseSize(in string) (int64, error) {
+	s, mult := in, int64(1)
 	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40} {
-		if strings.HasSuffix(s, suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, suffix)), m
+		if v, ok := strings.CutSuffix(s, suffix); ok {
+			s, mult = strings.TrimSpace(v), m
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < lo || n > math.MaxInt64/mult {
-		r.fail(name, "%q is not a size of at least %d such as 4194304 or 4MiB", r.str(name, ""), lo)
-		return def
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size such as 4194304 or 4MiB", in)
 	}
-	return n * mult
+	return n * mult, nil
 }
 
 func (r *reader) level(name string, def slog.Level) slog.Level {
