@@ -4,6 +4,7 @@
 //	lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
 //	lightbox migrate
 //	lightbox users create --email E [--admin]   prints only the new API key
+//	lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
 //	lightbox keys create --email E [--name N]   prints only the new API key
 //	lightbox keys list --email E
 //	lightbox keys revoke KEY_ID
@@ -44,6 +45,10 @@ const usage = `usage:
                                                LIGHTBOX_URL with LIGHTBOX_API_KEY
   lightbox migrate                             apply pending database migrations
   lightbox users create --email E [--admin]    make a user; prints only its API key
+  lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
+                                               show a user's quotas and usage, or set
+                                               limits: a number (bytes take KiB..TiB),
+                                               none, or default (the QUOTA_* setting)
   lightbox keys create --email E [--name N]    prints only the new API key
   lightbox keys list --email E
   lightbox keys revoke KEY_ID
@@ -144,6 +149,8 @@ func parse(args []string) (command, error) {
 		return withFlags(fs, rest, 0, []string{"email"}, command{db: true, run: func(ctx context.Context, st *store.Store, out, _ io.Writer) error {
 			return createUser(ctx, st, *email, *admin, out)
 		}})
+	case "users quota":
+		return parseQuota(fs, rest)
 	case "keys create":
 		email := fs.String("email", "", "the user's email")
 		keyName := fs.String("name", "", "what the key is for")

@@ -50,6 +50,9 @@ func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 		{[]string{"users", "create", "--email"}, "flag needs an argument"},
 		{[]string{"users", "create", "--email", "a@example.org", "--root"}, "flag provided but not defined: -root"},
 		{[]string{"keys", "list", "--email", "a@example.org", "extra"}, `unexpected argument "extra"`},
+		{[]string{"users", "quota", "--bytes", "1GiB"}, "--email is required"},
+		{[]string{"users", "quota", "--email", "a@example.org", "--bytes", "lots"}, `"lots" is not default, none or a limit`},
+		{[]string{"users", "quota", "--email", "a@example.org", "--exports", "-1"}, `"-1" is not default, none or a limit`},
 		{[]string{"keys", "revoke"}, "missing argument"},
 		{[]string{"keys", "revoke", "not-a-uuid"}, "is not a key id"},
 		{[]string{"migrate", "now"}, `unexpected argument "now"`},
@@ -79,5 +82,64 @@ func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 	// The control: a command that needs the database does try it, and fails.
 	if status, _, stderr := lightbox("migrate"); status != 1 || !strings.Contains(stderr, "127.0.0.1:1") {
 		t.Errorf("lightbox migrate without a database: status %d, stderr %q; want 1 naming the address", status, stderr)
+	}
+}
+
+// TestUserQuotas sets and shows a user's own quota limits with
+// `lightbox users quota`, as the server then reads them.
+func TestUserQuotas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
+	defer cancel()
+	env := testenv.New(t)
+	cmd := testenv.BuildCommand(ctx, t, ".")
+	cmd.Env = []string{"DATABASE_URL=" + env.DSN, "REDIS_URL=" + env.RedisURL, "DATA_DIR=" + t.TempDir()}
+	lightbox := func(args ...string) string {
+		t.Helper()
+		status, stdout, stderr := cmd.Run(args...)
+		if status != 0 {
+			t.Fatalf("lightbox %q: status %d, stderr %q", args, status, stderr)
+		}
+		return stdout
+	}
+	lightbox("users", "create", "--email", "ana@example.org")
+	table := func(out string) [][]string {
+		var rows [][]string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			rows = append(rows, strings.Fields(line))
+		}
+		return rows
+	}
+	want := func(out string, limits ...string) {
+		t.Helper()
+		rows := table(out)
+		if len(rows) != 3 {
+			t.Fatalf("printed %q", out)
+		}
+		for i, name := range []string{"bytes", "files-in-flight", "exports"} {
+			if rows[i][0] != name || rows[i][1] != limits[i] || rows[i][2] != "0" {
+				t.Errorf("row %q, want %s %s 0 (all of %q)", rows[i], name, limits[i], out)
+			}
+		}
+	}
+	want(lightbox("users", "quota", "--email", "ana@example.org"), "default", "default", "default")
+	want(lightbox("users", "quota", "--email", "ana@example.org", "--bytes", "2GiB", "--exports", "none"), "2147483648", "default", "none")
+	// Setting one leaves the others as they were.
+	want(lightbox("users", "quota", "--email", "ana@example.org", "--files-in-flight", "300"), "2147483648", "300", "none")
+	want(lightbox("users", "quota", "--email", "ana@example.org", "--bytes", "default"), "default", "300", "none")
+
+	u, err := env.Store.UserByEmail(ctx, "ana@example.org")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage, err := env.Store.Usage(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage.QuotaBytes != nil || usage.QuotaFilesInFlight == nil || *usage.QuotaFilesInFlight != 300 ||
+		usage.QuotaExports == nil || *usage.QuotaExports != 0 {
+		t.Fatalf("stored limits %v %v %v", usage.QuotaBytes, usage.QuotaFilesInFlight, usage.QuotaExports)
+	}
+	if status, _, stderr := cmd.Run("users", "quota", "--email", "nobody@example.org"); status != 1 || !strings.Contains(stderr, "nobody@example.org") {
+		t.Errorf("an unknown user: status %d, stderr %q", status, stderr)
 	}
 }
