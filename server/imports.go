@@ -56,6 +56,18 @@ func (s *Server) importURLs(c *gin.Context) {
 	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(items)) {
 		return
 	}
+	// Sizes are known only once fetched, where each download is checked;
+	// an account already full is told now.
+	u, err := s.store.Usage(c.Request.Context(), principal(c).ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if q, used := s.quotasOf(u), u.BytesStored+u.BytesInFlight; q.Bytes > 0 && used >= q.Bytes {
+		fail(c, errQuota(http.StatusForbidden, "bytes", q.Bytes, used, 0,
+			"This account holds %d of the %d bytes it may; delete photos before importing more.", used, q.Bytes))
+		return
+	}
 	batch, recorded, err := s.store.CreateImport(c.Request.Context(), principal(c).ID, p.ID, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
 		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: p.ID}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
 	})

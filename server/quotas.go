@@ -41,21 +41,9 @@ type quotasJSON struct {
 	Exports       quotaJSON      `json:"exports"`
 }
 
-// quotas are the limits that apply to one user; 0 is none.
-type quotas struct{ bytes, files, exports int64 }
-
-func (s *Server) quotasOf(u *store.Usage) quotas {
-	q := quotas{bytes: s.cfg.QuotaBytes, files: int64(s.cfg.QuotaFilesInFlight), exports: int64(s.cfg.QuotaExports)}
-	if u.QuotaBytes != nil {
-		q.bytes = *u.QuotaBytes
-	}
-	if u.QuotaFilesInFlight != nil {
-		q.files = int64(*u.QuotaFilesInFlight)
-	}
-	if u.QuotaExports != nil {
-		q.exports = int64(*u.QuotaExports)
-	}
-	return q
+// quotasOf are the limits that apply to u's user; 0 is none.
+func (s *Server) quotasOf(u *store.Usage) store.Limits {
+	return u.Limits(store.Limits{Bytes: s.cfg.QuotaBytes, FilesInFlight: int64(s.cfg.QuotaFilesInFlight), Exports: int64(s.cfg.QuotaExports)})
 }
 
 func limitJSON(n int64) *int64 {
@@ -68,10 +56,10 @@ func limitJSON(n int64) *int64 {
 func (s *Server) toQuotasJSON(u *store.Usage) quotasJSON {
 	q := s.quotasOf(u)
 	return quotasJSON{
-		Bytes: bytesQuotaJSON{quotaJSON: quotaJSON{Limit: limitJSON(q.bytes), Used: u.BytesStored + u.BytesInFlight},
+		Bytes: bytesQuotaJSON{quotaJSON: quotaJSON{Limit: limitJSON(q.Bytes), Used: u.BytesStored + u.BytesInFlight},
 			Stored: u.BytesStored, InFlight: u.BytesInFlight},
-		FilesInFlight: quotaJSON{Limit: limitJSON(q.files), Used: int64(u.FilesInFlight)},
-		Exports:       quotaJSON{Limit: limitJSON(q.exports), Used: int64(u.Exports)},
+		FilesInFlight: quotaJSON{Limit: limitJSON(q.FilesInFlight), Used: int64(u.FilesInFlight)},
+		Exports:       quotaJSON{Limit: limitJSON(q.Exports), Used: int64(u.Exports)},
 	}
 }
 
@@ -85,15 +73,15 @@ func errQuota(status int, quota string, limit, used, requested int64, format str
 // waiting for uploads in flight to expire would help.
 func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, bytes int64) error {
 	q := s.quotasOf(u)
-	if used := u.BytesStored + u.BytesInFlight; q.bytes > 0 && used+bytes > q.bytes {
-		return errQuota(http.StatusForbidden, "bytes", q.bytes, used, bytes,
-			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", bytes, used, q.bytes)
+	if used := u.BytesStored + u.BytesInFlight; q.Bytes > 0 && used+bytes > q.Bytes {
+		return errQuota(http.StatusForbidden, "bytes", q.Bytes, used, bytes,
+			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", bytes, used, q.Bytes)
 	}
-	if used := int64(u.FilesInFlight); q.files > 0 && used+int64(files) > q.files {
-		e := errQuota(http.StatusTooManyRequests, "filesInFlight", q.files, used, int64(files),
-			"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", used, q.files)
-		if int64(files) > q.files {
-			return e.with("retryAfter", nil).with("maxAtOnce", q.files)
+	if used := int64(u.FilesInFlight); q.FilesInFlight > 0 && used+int64(files) > q.FilesInFlight {
+		e := errQuota(http.StatusTooManyRequests, "filesInFlight", q.FilesInFlight, used, int64(files),
+			"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", used, q.FilesInFlight)
+		if int64(files) > q.FilesInFlight {
+			return e.with("retryAfter", nil).with("maxAtOnce", q.FilesInFlight)
 		}
 		retry := 1
 		if u.NextExpiry != nil {
@@ -107,9 +95,9 @@ func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, byt
 
 // checkExportQuota refuses one more export past the user's exports quota.
 func (s *Server) checkExportQuota(u *store.Usage) error {
-	if q := s.quotasOf(u); q.exports > 0 && int64(u.Exports)+1 > q.exports {
-		return errQuota(http.StatusForbidden, "exports", q.exports, int64(u.Exports), 1,
-			"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", u.Exports, q.exports)
+	if q := s.quotasOf(u); q.Exports > 0 && int64(u.Exports)+1 > q.Exports {
+		return errQuota(http.StatusForbidden, "exports", q.Exports, int64(u.Exports), 1,
+			"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", u.Exports, q.Exports)
 	}
 	return nil
 }

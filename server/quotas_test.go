@@ -177,3 +177,23 @@ func TestExportsQuota(t *testing.T) {
 	expect(t, a.do("POST", "/v1/exports/"+first.ID+"/cancel", key, nil), 200, "")
 	a.newExport(key, project, body)
 }
+
+// A URL import is refused at once when the account is already full: the
+// sizes are known only once fetched, where each download is checked.
+func TestImportIntoAFullAccountIsRefused(t *testing.T) {
+	a := appWithEnv(t, "QUOTA_BYTES", "1000")
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	imp := map[string]any{"urls": []string{"https://photos.example.org/a.jpg"}}
+
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:import", key, imp), 202, "")
+	expect(t, a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, prepareBody(1000)), 200, "")
+	r := a.do("POST", "/v1/projects/"+project+"/assets:import", key, imp)
+	expect(t, r, 403, "quota_exceeded")
+	if d := details(t, r); d["quota"] != "bytes" || d["limit"] != 1000.0 || d["used"] != 1000.0 {
+		t.Fatalf("details %v", d)
+	}
+	if n := a.count(`SELECT count(*) FROM jobs WHERE type = 'asset:download'`); n != 1 {
+		t.Fatalf("%d download jobs, want the first import's only", n)
+	}
+}

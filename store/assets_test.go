@@ -92,7 +92,7 @@ func TestImportFinalizesIntoItsBatch(t *testing.T) {
 		t.Fatalf("import %+v %+v %v", b, downloads, err)
 	}
 	data := []byte("downloaded")
-	if err := env.Store.RecordDownload(ctx, items[0].AssetID, testenv.Checksum(data), int64(len(data)), "image/jpeg"); err != nil {
+	if err := env.Store.RecordDownload(ctx, owner, items[0].AssetID, testenv.Checksum(data), int64(len(data)), "image/jpeg", store.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	env.FinishJob(t, downloads[0].ID)

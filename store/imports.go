@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,11 +39,29 @@ func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, item
 	return b, jobs, err
 }
 
+// BytesQuotaError is RecordDownload's answer when a download does not fit
+// its owner's bytes quota.
+type BytesQuotaError struct {
+	Limit, Used, Requested int64
+}
+
+func (e *BytesQuotaError) Error() string {
+	return fmt.Sprintf("store: %d bytes more do not fit a quota of %d with %d used", e.Requested, e.Limit, e.Used)
+}
+
 // RecordDownload stores what a download brought: its size, checksum and
-// sniffed content type, while the asset still waits for bytes.
-func (s *Store) RecordDownload(ctx context.Context, asset uuid.UUID, sha string, size int64, contentType string) error {
-	_, err := s.db.ExecContext(ctx, `
-		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()
-		WHERE id = $1 AND status = 'pending_upload'`, asset, sha, size, contentType)
-	return err
+// sniffed content type, while the asset still waits for bytes, unless the
+// bytes would pass owner's bytes quota (a *BytesQuotaError). It counts as
+// in flight until finalized, and the owner's row is held for the check, so
+// two downloads at once cannot both take the last of the quota.
+func (s *Store) RecordDownload(ctx context.Context, owner, asset uuid.UUID, sha string, size int64, contentType string, defaults Limits) error {
+	return s.WithUsage(ctx, owner, func(tx *Store, u *Usage) error {
+		if l := u.Limits(defaults); l.Bytes > 0 && u.BytesStored+u.BytesInFlight+size > l.Bytes {
+			return &BytesQuotaError{Limit: l.Bytes, Used: u.BytesStored + u.BytesInFlight, Requested: size}
+		}
+		_, err := tx.db.ExecContext(ctx, `
+			UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()
+			WHERE id = $1 AND status = 'pending_upload'`, asset, sha, size, contentType)
+		return err
+	})
 }

@@ -14,7 +14,8 @@ type Usage struct {
 	// those whose processing failed.
 	BytesStored int64 `db:"bytes_stored"`
 	// FilesInFlight and BytesInFlight count uploads prepared but neither
-	// finalized nor expired, with their declared sizes.
+	// finalized nor expired, with their declared sizes, and URL imports
+	// fetched but not yet finalized.
 	FilesInFlight int   `db:"files_in_flight"`
 	BytesInFlight int64 `db:"bytes_in_flight"`
 	// NextExpiry is when the first upload in flight expires, if any.
@@ -43,7 +44,8 @@ const usageQuery = `
 		SELECT count(*) AS files_in_flight, coalesce(sum(a.byte_size), 0) AS bytes_in_flight,
 			min(a.upload_expires_at) AS next_expiry
 		FROM projects p JOIN assets a ON a.project_id = p.id
-		WHERE p.owner_user_id = u.id AND a.status = 'pending_upload' AND a.upload_expires_at > now()
+		WHERE p.owner_user_id = u.id AND a.status = 'pending_upload'
+		  AND (a.upload_expires_at > now() OR (a.upload_expires_at IS NULL AND a.upload_size IS NOT NULL))
 	) f
 	WHERE u.id = $1`
 
@@ -65,6 +67,26 @@ func (s *Store) WithUsage(ctx context.Context, user uuid.UUID, fn func(tx *Store
 		}
 		return fn(tx, u)
 	})
+}
+
+// Limits are the quota limits that apply to a user; 0 is none.
+type Limits struct {
+	Bytes, FilesInFlight, Exports int64
+}
+
+// Limits are u's own limits where set, else defaults.
+func (u *Usage) Limits(defaults Limits) Limits {
+	l := defaults
+	if u.QuotaBytes != nil {
+		l.Bytes = *u.QuotaBytes
+	}
+	if u.QuotaFilesInFlight != nil {
+		l.FilesInFlight = int64(*u.QuotaFilesInFlight)
+	}
+	if u.QuotaExports != nil {
+		l.Exports = int64(*u.QuotaExports)
+	}
+	return l
 }
 
 // Quotas are the limits set on one user; nil leaves the configured

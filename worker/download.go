@@ -91,18 +91,26 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 		return tasks.RateLimited("downloads from "+u.Hostname(), res.RetryAfter)
 	}
 
+	owner, err := w.st.ProjectOwner(ctx, a.ProjectID)
+	if err != nil {
+		return err
+	}
 	info, contentType, err := w.fetch(ctx, p.URL, a.BlobKey)
 	if err != nil {
 		return err
 	}
-	if err := w.st.RecordDownload(ctx, a.ID, info.SHA256, info.Size, contentType); err != nil {
+	quota := store.Limits{Bytes: w.cfg.QuotaBytes}
+	var over *store.BytesQuotaError
+	if err := w.st.RecordDownload(ctx, owner, a.ID, info.SHA256, info.Size, contentType, quota); errors.As(err, &over) {
+		if err := w.blobs.Delete(ctx, a.BlobKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return err
+		}
+		return badInput("quota_exceeded", "This photo needs %d bytes; %d of the %d bytes this account may hold are used or on their way.",
+			over.Requested, over.Used, over.Limit)
+	} else if err != nil {
 		return err
 	}
 	job, err := w.st.JobByID(ctx, p.JobID)
-	if err != nil {
-		return err
-	}
-	owner, err := w.st.ProjectOwner(ctx, a.ProjectID)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -111,5 +112,51 @@ func TestImportRefusesLoopbackWithoutTheAllowlist(t *testing.T) {
 	}
 	if n := h.count(`SELECT attempt FROM jobs WHERE asset_id = $1`, ids[0]); n != 1 {
 		t.Fatalf("refused import ran %d times, want once", n)
+	}
+}
+
+// Downloads are checked against the owner's bytes quota once their size is
+// known: of two photos that do not both fit, one is kept and the other
+// fails with quota_exceeded, its bytes deleted.
+func TestImportPastTheBytesQuotaFailsWithQuotaExceeded(t *testing.T) {
+	t.Parallel()
+	photos := map[string][]byte{"/a.jpg": readCorpus(t, "photos/wood.jpg"), "/b.jpg": readCorpus(t, "photos/dune.jpg")}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(photos[r.URL.Path]) }))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
+	a, b := int64(len(photos["/a.jpg"])), int64(len(photos["/b.jpg"]))
+	limit := max(a, b) + min(a, b) - 1
+	if err := h.env.Store.SetQuotas(context.Background(), h.owner, store.Quotas{Bytes: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	project := h.project()
+	ids := h.importURLs(project, srv.URL+"/a.jpg", srv.URL+"/b.jpg")
+	h.run()
+	h.waitFor("imports to settle", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0
+	})
+	kept, refused := -1, -1
+	for i, id := range ids {
+		switch st, code := h.importStatus(id); {
+		case st == "failed" && code == "quota_exceeded":
+			refused = i
+		case st == "search" || st == "ai":
+			kept = i
+		default:
+			t.Fatalf("import %d: %s %s", i, st, code)
+		}
+	}
+	if kept < 0 || refused < 0 {
+		t.Fatalf("kept %d, refused %d: want one of each", kept, refused)
+	}
+	if _, err := h.blobs.Stat(context.Background(), blob.OriginalKey(project, ids[refused])); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the refused download's bytes: %v, want deleted", err)
+	}
+	u, err := h.env.Store.Usage(context.Background(), h.owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(len(photos[[]string{"/a.jpg", "/b.jpg"}[kept]])); u.BytesStored != want || u.BytesInFlight != 0 {
+		t.Fatalf("stored %d, in flight %d; want %d and 0", u.BytesStored, u.BytesInFlight, want)
 	}
 }
