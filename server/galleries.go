@@ -274,16 +274,62 @@ func (s *Server) removeGalleryAssets(c *gin.Context) {
 	}
 	// A render still running writes its preview after this; it finds the
 	// photo gone and deletes what it wrote.
-	for _, k := range keys {
-		if err := s.blobs.Delete(context.WithoutCancel(ctx), k); err != nil {
-			logger(c).Warn("delete watermarked preview", "key", k, "err", err)
-		}
-	}
+	s.deleteWatermarks(c, keys)
 	if g, err = s.store.Gallery(ctx, principal(c).ID, g.ID); err != nil {
 		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, s.toGalleryJSON(g))
+}
+
+// listGalleries lists a project's galleries, newest first.
+func (s *Server) listGalleries(c *gin.Context) {
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cur, limit, err := pageParams(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	page, err := s.store.Galleries(c.Request.Context(), p.ID, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toPaged(page, func(g store.Gallery) galleryJSON { return s.toGalleryJSON(&g) }))
+}
+
+// deleteGallery ends a gallery: its link answers 404 from now on, and its
+// watermarked previews are deleted (a render still running finds the
+// gallery gone and deletes what it wrote).
+func (s *Server) deleteGallery(c *gin.Context) {
+	ctx := c.Request.Context()
+	id, err := pathID(c, "id")
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	keys, err := s.store.DeleteGallery(ctx, principal(c).ID, id)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.deleteWatermarks(c, keys)
+	c.Status(http.StatusNoContent)
+}
+
+// deleteWatermarks deletes watermarked previews no longer wanted; one that
+// fails stays as an unreferenced blob, logged.
+func (s *Server) deleteWatermarks(c *gin.Context, keys []string) {
+	ctx := context.WithoutCancel(c.Request.Context())
+	for _, k := range keys {
+		if err := s.blobs.Delete(ctx, k); err != nil {
+			logger(c).Warn("delete watermarked preview", "key", k, "err", err)
+		}
+	}
 }
 
 type commentJSON struct {

@@ -103,9 +103,11 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/exports/:id/download", s.exportDownload)
 	api.POST("/exports/:id/cancel", s.cancelExport)
 
+	api.GET("/projects/:id/galleries", s.listGalleries)
 	api.POST("/projects/:id/galleries", s.idempotent, s.createGallery)
 	api.GET("/galleries/:id", s.getGallery)
 	api.PATCH("/galleries/:id", s.patchGallery)
+	api.DELETE("/galleries/:id", s.deleteGallery)
 	api.POST("/galleries/:id/assets", s.addGalleryAssets)
 	api.DELETE("/galleries/:id/assets", s.removeGalleryAssets)
 	api.GET("/galleries/:id/comments", s.galleryComments)

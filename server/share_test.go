@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"image"
 	"image/jpeg"
 	"io"
+	"lightbox/blob"
 	"net/http"
 	"strconv"
 	"strings"
@@ -280,6 +283,40 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	a.waitBatch(key, batch, "completed")
 	if s := a.share(slug, ""); s.Assets[1].Pending || !strings.Contains(*s.Assets[1].PreviewURL, "/galleries/") {
 		t.Fatalf("assets %+v", s.Assets)
+	}
+
+	// Listed with the project's others; deleted, its link and its
+	// watermarked previews are gone.
+	other := a.newGallery(key, project, map[string]any{"title": "Plain"})
+	r = a.do("GET", "/v1/projects/"+project+"/galleries?limit=1", key, nil)
+	expect(t, r, 200, "")
+	page := r.json(t)
+	first := page["items"].([]any)
+	cursor, _ := page["pageInfo"].(map[string]any)["nextCursor"].(string)
+	r = a.do("GET", "/v1/projects/"+project+"/galleries?limit=1&cursor="+cursor, key, nil)
+	expect(t, r, 200, "")
+	second := r.json(t)["items"].([]any)
+	if len(first) != 1 || len(second) != 1 || first[0].(map[string]any)["id"] != other["id"] || second[0].(map[string]any)["id"] != id {
+		t.Fatalf("listed %v then %v", first, second)
+	}
+	var keys []string
+	a.env.DB.Select(&keys, `SELECT watermark_key FROM gallery_assets WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, id)
+	if len(keys) != 2 {
+		t.Fatalf("watermarked previews %v, want 2", keys)
+	}
+	bob := a.user("bob@example.org", false)
+	expect(t, a.do("DELETE", "/v1/galleries/"+id, bob, nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/projects/"+project+"/galleries", bob, nil), 404, "not_found")
+	expect(t, a.do("DELETE", "/v1/galleries/"+id, key, nil), 204, "")
+	expect(t, a.viewer("GET", slug, "", "", nil), 404, "not_found")
+	expect(t, a.do("DELETE", "/v1/galleries/"+id, key, nil), 404, "not_found")
+	for _, k := range keys {
+		if _, err := a.blobs.Stat(context.Background(), k); !errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("watermarked preview %s after the gallery was deleted: %v", k, err)
+		}
+	}
+	if n := a.count(`SELECT count(*) FROM gallery_assets WHERE gallery_id = $1`, id); n != 0 {
+		t.Errorf("%d photos left in the deleted gallery", n)
 	}
 }
 

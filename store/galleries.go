@@ -89,6 +89,45 @@ func (s *Store) Gallery(ctx context.Context, owner, id uuid.UUID) (*Gallery, err
 	return g, notFound(err)
 }
 
+// Galleries lists a project's galleries, newest first.
+func (s *Store) Galleries(ctx context.Context, project uuid.UUID, after *Cursor, limit int) (Page[Gallery], error) {
+	var rows []Gallery
+	afterTime, afterID := time.Now().Add(time.Hour), uuid.Max
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
+	}
+	err := s.db.SelectContext(ctx, &rows, gallerySelect+` WHERE g.project_id = $1 AND (g.created_at, g.id) < ($2, $3)
+		ORDER BY g.created_at DESC, g.id DESC LIMIT $4`, project, afterTime, afterID, limit+1)
+	if err != nil {
+		return Page[Gallery]{}, err
+	}
+	return pageOf(rows, limit, func(g Gallery) Cursor { return Cursor{g.CreatedAt, g.ID} }), nil
+}
+
+// DeleteGallery removes owner's gallery id with its photos list, viewers,
+// favourites and comments, and returns the keys of its watermarked
+// previews, which nothing needs any more.
+func (s *Store) DeleteGallery(ctx context.Context, owner, id uuid.UUID) ([]string, error) {
+	var keys []string
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var gone []uuid.UUID
+		if err := tx.db.SelectContext(ctx, &gone, `SELECT g.id FROM galleries g JOIN projects p ON p.id = g.project_id
+			WHERE g.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF g`, id, owner); err != nil {
+			return err
+		}
+		if len(gone) == 0 {
+			return ErrNotFound
+		}
+		if err := tx.db.SelectContext(ctx, &keys, `SELECT watermark_key FROM gallery_assets
+			WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, id); err != nil {
+			return err
+		}
+		_, err := tx.db.ExecContext(ctx, `DELETE FROM galleries WHERE id = $1`, id)
+		return err
+	})
+	return keys, err
+}
+
 // GalleryBySlug returns the gallery at slug, for its public pages.
 func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error) {
 	g := &Gallery{}
