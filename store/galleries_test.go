@@ -143,3 +143,40 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 		t.Fatalf("a token from before the password changed: %v", err)
 	}
 }
+
+// Expired viewers go with the purge unless they left favourites, which the
+// owner still reads; comments outlive their viewer.
+func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	_, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(1)...)
+	g := galleryOf(t, env, project, "proofs", false, assets...).Gallery
+	viewer := func(token string, ttl time.Duration) uuid.UUID {
+		v, err := env.Store.CreateViewer(ctx, g, []byte(token), ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	live, commented, favoured := viewer("live", time.Hour), viewer("commented", -time.Hour), viewer("favoured", -time.Hour)
+	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[0], commented, "lovely"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Favorite(ctx, g.ID, assets[0], favoured, true); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.Store.PurgeExpired(ctx)
+	if err != nil || p.Viewers != 1 {
+		t.Fatalf("purged %+v, %v; want one viewer", p, err)
+	}
+	var left []uuid.UUID
+	env.DB.Select(&left, `SELECT id FROM gallery_viewers ORDER BY created_at`)
+	if len(left) != 2 || !slices.Contains(left, live) || !slices.Contains(left, favoured) {
+		t.Fatalf("viewers left %v, want the live and the favouring one", left)
+	}
+	items, err := env.Store.GalleryItems(ctx, g.ID, nil)
+	if err != nil || len(items) != 1 || items[0].Favorites != 1 || items[0].Comments != 1 {
+		t.Fatalf("items %+v, %v", items, err)
+	}
+}

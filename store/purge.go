@@ -7,12 +7,16 @@ type Purged struct {
 	IdempotencyKeys int64
 	Sessions        int64 // browser sessions and access tokens
 	SignIns         int64 // sign-in challenges and refresh tokens
+	Viewers         int64 // gallery viewer tokens that ended with no favourites
 }
 
 // PurgeExpired deletes idempotency keys older than IdempotencyWindow (a
 // repeat would no longer replay them) and sessions that have ended, by
 // expiry or by their key's revocation, with spent sign-in challenges and
-// refresh tokens. These tables otherwise only grow.
+// refresh tokens, and expired gallery viewers who left no favourites (the
+// favourites a viewer marked are the owner's to read, so those viewers
+// stay; their comments outlive them either way). These tables otherwise
+// only grow.
 func (s *Store) PurgeExpired(ctx context.Context) (Purged, error) {
 	var p Purged
 	res, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < now() - $1::interval`, IdempotencyWindow.String())
@@ -37,5 +41,11 @@ func (s *Store) PurgeExpired(ctx context.Context) (Purged, error) {
 		n, _ := res.RowsAffected()
 		p.SignIns += n
 	}
+	res, err = s.db.ExecContext(ctx, `DELETE FROM gallery_viewers v WHERE v.expires_at < now()
+		AND NOT EXISTS (SELECT 1 FROM gallery_favorites f WHERE f.viewer_id = v.id)`)
+	if err != nil {
+		return p, err
+	}
+	p.Viewers, _ = res.RowsAffected()
 	return p, nil
 }
