@@ -55,7 +55,7 @@ func TestDeleteAsset(t *testing.T) {
 }
 
 // waitCount waits, up to minutes, for query to count want.
-func waitCount(t *testing.T, a *app, what string, want int, query string, args ...any) {
+func waitCount(t testing.TB, a *app, what string, want int, query string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for a.count(query, args...) != want {
