@@ -339,3 +339,24 @@ func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
 		t.Errorf("limit %q, Retry-After %q", limit, r.header.Get("Retry-After"))
 	}
 }
+
+// A photo that fails (or is a duplicate) has no preview to show or mark:
+// clients do not see it, rather than a photo pending for ever.
+func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
+	a := newApp(t)
+	a.startWorker()
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "bad/truncated-progressive.jpg"))
+	good, broken := ups[0].AssetID, ups[1].AssetID
+	g := a.newGallery(key, project, map[string]any{"title": "Proofs", "watermark": true, "assetIds": []string{good, broken}})
+	waitCount(t, a, "the broken photo failed", 1, `SELECT count(*) FROM assets WHERE id = $1 AND status = 'failed'`, broken)
+	a.waitBatch(key, g["renderBatchId"].(string), "partial")
+	s := a.share(g["slug"].(string), "")
+	if len(s.Assets) != 1 || s.Assets[0].AssetID != good || s.Assets[0].Pending {
+		t.Fatalf("gallery shows %+v, want only the good photo, marked", s.Assets)
+	}
+	if n := a.do("GET", "/v1/galleries/"+g["id"].(string), key, nil).json(t)["assetCount"]; n != 2.0 {
+		t.Fatalf("the owner's count %v, want both photos", n)
+	}
+}

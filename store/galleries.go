@@ -337,6 +337,8 @@ type GalleryItem struct {
 
 // GalleryItems lists a gallery's photos in the order they were added,
 // with their counts and whether viewer (when not nil) favourited each.
+// Photos that failed or were duplicates have no preview of their own and
+// never will, so clients never see them (the owner's count keeps them).
 func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uuid.UUID) ([]GalleryItem, error) {
 	var out []GalleryItem
 	err := s.db.SelectContext(ctx, &out, `
@@ -346,7 +348,7 @@ func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uui
 		       EXISTS (SELECT 1 FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id
 		               AND f.viewer_id = $2) AS favorited
 		FROM gallery_assets ga JOIN assets a ON a.id = ga.asset_id
-		WHERE ga.gallery_id = $1 ORDER BY ga.seq`, gallery, viewer)
+		WHERE ga.gallery_id = $1 AND a.status NOT IN ('failed', 'duplicate') ORDER BY ga.seq`, gallery, viewer)
 	return out, err
 }
 
