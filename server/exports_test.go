@@ -89,10 +89,11 @@ func (a *app) startWorker() *worker.Worker {
 	return w
 }
 
-// waitExport polls the export until cond holds.
+// waitExport polls the export until cond holds, ten times a second: under
+// the API's rate limit (20 a second), however long the wait.
 func (a *app) waitExport(key, id string, what string, cond func(exportReply) bool) exportReply {
 	a.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		e := a.export(key, id)
 		if cond(e) {
@@ -101,7 +102,7 @@ func (a *app) waitExport(key, id string, what string, cond func(exportReply) boo
 		if time.Now().After(deadline) {
 			a.t.Fatalf("timed out waiting for %s; export %+v", what, e)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
