@@ -29,13 +29,7 @@ func toBatchJSON(b *store.Batch) batchJSON {
 		Completed: b.Completed, Failed: b.Failed, CreatedAt: b.CreatedAt.UTC(), CompletedAt: b.CompletedAt}
 }
 
-func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Batch(c.Request.Context(), principal(c).ID, id)
-}
+func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) { return owned(c, s.store.Batch) }
 
 // getBatch is the polling fallback of the batch's event stream.
 func (s *Server) getBatch(c *gin.Context) {

@@ -65,11 +65,7 @@ func (s *Server) getEdit(c *gin.Context) {
 }
 
 func (s *Server) ownEdit(c *gin.Context) (*store.EditVersion, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.EditVersion(c.Request.Context(), principal(c).ID, id)
+	return owned(c, s.store.EditVersion)
 }
 
 // checkEditName checks a version's name, which may be empty.

@@ -156,13 +156,7 @@ func (s *Server) checkProjectAssets(ctx context.Context, project uuid.UUID, ids 
 
 // ownExport loads the caller's export named by the path; another user's
 // export does not exist for this caller.
-func (s *Server) ownExport(c *gin.Context) (*store.Export, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Export(c.Request.Context(), principal(c).ID, id)
-}
+func (s *Server) ownExport(c *gin.Context) (*store.Export, error) { return owned(c, s.store.Export) }
 
 func (s *Server) getExport(c *gin.Context) {
 	e, err := s.ownExport(c)

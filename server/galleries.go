@@ -76,13 +76,7 @@ func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.Galle
 	c.JSON(status, out)
 }
 
-func (s *Server) ownGallery(c *gin.Context) (*store.Gallery, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Gallery(c.Request.Context(), principal(c).ID, id)
-}
+func (s *Server) ownGallery(c *gin.Context) (*store.Gallery, error) { return owned(c, s.store.Gallery) }
 
 func (s *Server) createGallery(c *gin.Context) {
 	ctx := c.Request.Context()

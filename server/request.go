@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +99,16 @@ func pathID(c *gin.Context, name string) (uuid.UUID, error) {
 		return uuid.Nil, errNotFound()
 	}
 	return id, nil
+}
+
+// owned reads the caller's resource named by the path's id with get, which
+// finds it only among what owner has; anything else is not found.
+func owned[T any](c *gin.Context, get func(ctx context.Context, owner, id uuid.UUID) (*T, error)) (*T, error) {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return get(c.Request.Context(), principal(c).ID, id)
 }
 
 const (

@@ -15,13 +15,7 @@ import (
 )
 
 // ownProject loads the caller's project named by the path.
-func (s *Server) ownProject(c *gin.Context) (*store.Project, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Project(c.Request.Context(), principal(c).ID, id)
-}
+func (s *Server) ownProject(c *gin.Context) (*store.Project, error) { return owned(c, s.store.Project) }
 
 type hitJSON struct {
 	AssetID    uuid.UUID `json:"assetId"`

@@ -74,13 +74,7 @@ func toDeliveryJSON(d store.Delivery) deliveryJSON {
 		DeliveredAt: utcPtr(d.DeliveredAt)}
 }
 
-func (s *Server) ownWebhook(c *gin.Context) (*store.Webhook, error) {
-	id, err := pathID(c, "id")
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Webhook(c.Request.Context(), principal(c).ID, id)
-}
+func (s *Server) ownWebhook(c *gin.Context) (*store.Webhook, error) { return owned(c, s.store.Webhook) }
 
 func (s *Server) listWebhooks(c *gin.Context) {
 	cur, limit, err := pageParams(c)
