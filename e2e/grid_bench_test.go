@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -57,7 +59,8 @@ type gridFigures struct {
 // at a time and far down, opens the upload list and does the same there.
 // A PerformanceObserver records the long tasks (over 50 ms, the browser's
 // own threshold) all along. The baseline is the same run on a project of
-// 100 photos. Run it with -benchtime=1x.
+// 100 photos. LIGHTBOX_GRID_CPU_SLOWDOWN=N has Chromium run its pages N
+// times slower, as on a slow laptop or phone. Run it with -benchtime=1x.
 func BenchmarkGrid100k(b *testing.B) {
 	chrome := chromium(b)
 	n := seed.Size(b)
@@ -87,6 +90,16 @@ func BenchmarkGrid100k(b *testing.B) {
 		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: perfProbe})
 		return err
 	}))
+	if v := os.Getenv("LIGHTBOX_GRID_CPU_SLOWDOWN"); v != "" {
+		rate, err := strconv.ParseFloat(v, 64)
+		if err != nil || rate < 1 {
+			b.Fatalf("LIGHTBOX_GRID_CPU_SLOWDOWN=%q: want a factor of at least 1", v)
+		}
+		br.run("slow the CPU down", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: rate})
+			return err
+		}))
+	}
 	br.run("sign in", chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")),
 		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter), chromedp.WaitVisible(chromedp.CSS("#new-title")))
 
