@@ -492,7 +492,9 @@ function photosTab(root, state) {
       filter = k;
       for (const x of buttons) x.setAttribute('aria-pressed', String(x === b));
       draw();
-      window.scrollTo(0, Math.min(window.scrollY, grid.offsetTop));
+      // Back to the filters if the page was further down the grid.
+      const top = filterBox.getBoundingClientRect().top + window.scrollY;
+      if (window.scrollY > top) window.scrollTo(0, top);
     });
     filterBox.append(b);
     return b;
