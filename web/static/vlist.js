@@ -12,6 +12,28 @@ class Drawn {
       this.draw();
     });
   }
+
+  // heldFocus notes which item has the focus, if one of the pool's
+  // elements holds it: draw may hand that element to another item.
+  heldFocus() {
+    const a = document.activeElement;
+    const el = a && this.pool.find((e) => !e.hidden && e.contains(a));
+    if (!el) return null;
+    const path = [];
+    for (let n = a; n !== el; n = n.parentElement) path.unshift([...n.parentElement.children].indexOf(n));
+    return { index: el.vindex, el, path };
+  }
+
+  // keepFocus moves the focus to the element that now shows the item that
+  // had it, so the keyboard's place (and Tab's order) stays with the item.
+  keepFocus(held, first, need) {
+    if (!held) return;
+    const k = held.index - first;
+    if (k < 0 || k >= need || this.pool[k] === held.el) return;
+    let target = this.pool[k];
+    for (const i of held.path) target = target && target.children[i];
+    if (target) target.focus({ preventScroll: true });
+  }
 }
 
 // VirtualList is a list scrolled in its own viewport. Rows have one fixed
@@ -38,7 +60,6 @@ export class VirtualList extends Drawn {
     this.refresh();
   }
 
-
   draw() {
     const n = this.count();
     const h = this.rowHeight;
@@ -57,6 +78,7 @@ export class VirtualList extends Drawn {
       this.spacer.append(el);
       this.pool.push(el);
     }
+    const held = this.heldFocus();
     for (let k = 0; k < this.pool.length; k++) {
       const el = this.pool[k];
       const i = first + k;
@@ -65,11 +87,13 @@ export class VirtualList extends Drawn {
         continue;
       }
       el.hidden = false;
+      el.vindex = i;
       el.style.transform = `translateY(${i * h}px)`;
       el.setAttribute('aria-posinset', String(i + 1));
       el.setAttribute('aria-setsize', String(n));
       this.render(i, el);
     }
+    this.keepFocus(held, first, need);
   }
 
   // scrollTo brings row i into view.
@@ -108,7 +132,6 @@ export class VirtualGrid extends Drawn {
     if (this.resize) this.resize.observe(list);
     this.refresh();
   }
-
 
   draw() {
     const n = this.count();
@@ -149,6 +172,7 @@ export class VirtualGrid extends Drawn {
       this.list.append(el);
       this.pool.push(el);
     }
+    const held = this.heldFocus();
     for (let k = 0; k < this.pool.length; k++) {
       const el = this.pool[k];
       if (k >= need) {
@@ -159,12 +183,14 @@ export class VirtualGrid extends Drawn {
       const row = Math.floor(i / cols);
       const col = i % cols;
       el.hidden = false;
+      el.vindex = i;
       el.style.width = `${tileWidth}px`;
       el.style.transform = `translate(${col * (tileWidth + gap)}px, ${row * rowH}px)`;
       el.setAttribute('aria-posinset', String(i + 1));
       el.setAttribute('aria-setsize', String(n));
       this.render(i, el);
     }
+    this.keepFocus(held, first, need);
     // The first draw had no tile to measure: draw again with one.
     if (!this.rowHeight && need) this.refresh();
   }

@@ -64,26 +64,9 @@ type gridFigures struct {
 func BenchmarkGrid100k(b *testing.B) {
 	chrome := chromium(b)
 	n := seed.Size(b)
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(artifacts, "grid-bench-stack.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-	s := startStack(b, logFile, nil)
-	key := s.user("grid@example.org", false)
-	newProject := func(title string, size int) string {
-		var p struct{ ID string }
-		if code := s.call("POST", "/v1/projects", key, map[string]any{"title": title}, &p); code != 201 {
-			b.Fatalf("create project: %d", code)
-		}
-		seed.Fill(b, s.env, uuid.MustParse(p.ID), size)
-		return p.ID
-	}
-	small := newProject("Small shoot", 100)
-	big := newProject("Season", n)
+	s, key := gridStack(b, "grid-bench-stack.log")
+	small := s.seeded(key, "Small shoot", 100)
+	big := s.seeded(key, "Season", n)
 
 	br := newBrowser(b, chrome)
 	br.run("probe every document", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -184,4 +167,65 @@ func openProject(br *browser, url, project string, n int, shot string) gridFigur
 	  }
 	  return f;
 	})()`)
+}
+
+// TestPhotoGridOfThousands opens a project of 3,000 photos: the grid holds
+// only the tiles in view, reaches the last photo when scrolled far down,
+// and the keyboard walks the photos in order while tiles are reused under
+// it.
+func TestPhotoGridOfThousands(t *testing.T) {
+	const n = 3000
+	chrome := chromium(t)
+	s, key := gridStack(t, "grid-stack.log")
+	project := s.seeded(key, "Season", n)
+
+	br := newBrowser(t, chrome)
+	br.run("sign in", chromedp.Navigate(s.url+"/#/projects/"+project+"/photos"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+	br.waitJS("every photo listed", `document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (3,000)'`)
+	if tiles := eval[int](br, `document.querySelectorAll('#grid > li').length`); tiles == 0 || tiles > 300 {
+		t.Errorf("the grid holds %d tiles for %d photos; it should hold only those in view", tiles, n)
+	}
+
+	// Tab from the first photo on, past the screen's end: each press
+	// lands on the next photo, though the tiles under it are reused.
+	br.run("focus the first photo", chromedp.Focus(chromedp.CSS(`#grid li:first-child button.tile`)))
+	for want := 2; want <= 80; want++ {
+		br.run("press Tab", chromedp.KeyEvent(kb.Tab))
+		br.waitJS("the next photo's tile to have the focus", fmt.Sprintf(
+			`document.activeElement.closest('#grid > li')?.getAttribute('aria-posinset') === '%d'`, want))
+	}
+	br.viewShot("grid-keyboard")
+
+	eval[bool](br, `(window.scrollTo(0, document.documentElement.scrollHeight), true)`)
+	br.waitJS("the last photo after scrolling far down", fmt.Sprintf(
+		`[...document.querySelectorAll('#grid > li:not([hidden])')].some((li) => li.getAttribute('aria-posinset') === '%d')`, n))
+	br.viewShot("grid-far")
+}
+
+// gridStack starts a stack logging to artifacts/e2e/logName, with one
+// user, whose API key it returns.
+func gridStack(tb testing.TB, logName string) (*stack, string) {
+	tb.Helper()
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(artifacts, logName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { logFile.Close() }) // after the stack has stopped
+	s := startStack(tb, logFile, nil)
+	return s, s.user("grid@example.org", false)
+}
+
+// seeded creates a project and fills it with n processed photos.
+func (s *stack) seeded(key, title string, n int) string {
+	s.t.Helper()
+	var p struct{ ID string }
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": title}, &p); code != 201 {
+		s.t.Fatalf("create project: %d", code)
+	}
+	seed.Fill(s.t, s.env, uuid.MustParse(p.ID), n)
+	return p.ID
 }
