@@ -49,13 +49,13 @@ const pipelinePatience = 10 * time.Minute
 // stack is a server and a worker on loopback, wired as cmd/server and
 // cmd/worker wire them, on the test's own schema and Redis database.
 type stack struct {
-	t       *testing.T
+	t       testing.TB
 	env     *testenv.Env
 	url     string
 	dataDir string
 }
 
-func startStack(t *testing.T, logTo *os.File, extra map[string]string) *stack {
+func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 	t.Helper()
 	env := testenv.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -157,7 +157,7 @@ func (s *stack) waitUntil(what string, timeout, every time.Duration, cond func()
 }
 
 // waitUntil polls cond until it holds, failing the test after timeout.
-func waitUntil(t *testing.T, what string, timeout, every time.Duration, cond func() bool) {
+func waitUntil(t testing.TB, what string, timeout, every time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -239,13 +239,13 @@ func (s *stack) apiGet(key, path string, into any) {
 
 // browser is one headless Chromium tab.
 type browser struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 }
 
 // chromium finds the browser. Its absence fails the test: `make test`
 // installs it, and a skipped browser test would hide a broken page.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -257,7 +257,7 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func newBrowser(t *testing.T, path string) *browser {
+func newBrowser(t testing.TB, path string) *browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),

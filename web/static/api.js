@@ -55,13 +55,25 @@ export async function api(method, path, body, headers = {}) {
 }
 
 // pages walks a paged list, calling each(items) per page, until the end or
-// max items.
-export async function pages(path, each, { limit = 200, max = Infinity } = {}) {
+// max items. A page that fails for a transient reason is asked for again
+// after a pause, up to retries times: a project of 100,000 photos is 500
+// pages, more than the API's rate budget lets through at once.
+export async function pages(path, each, { limit = 200, max = Infinity, retries = 8 } = {}) {
   let cursor = '';
   let seen = 0;
   for (;;) {
     const sep = path.includes('?') ? '&' : '?';
-    const page = await api('GET', `${path}${sep}limit=${limit}${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`);
+    const url = `${path}${sep}limit=${limit}${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`;
+    let page;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        page = await api('GET', url);
+        break;
+      } catch (err) {
+        if (!(err instanceof ApiError) || !err.transient || attempt > retries) throw err;
+        await sleep(waitFor(err, attempt));
+      }
+    }
     seen += page.items.length;
     await each(page.items);
     cursor = page.pageInfo && page.pageInfo.nextCursor;

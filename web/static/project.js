@@ -4,11 +4,11 @@
 // upload goes on while the user looks elsewhere, and coming back shows the
 // same state (rebuilt from the API after a reload).
 
-import { api, pages, ApiError } from './api.js';
+import { api, pages, ApiError, sleep, waitFor } from './api.js';
 import { h, clear, announce, bytes, duration, when, plural, table } from './ui.js';
 import { ProjectModel, STAGES, stageOf } from './model.js';
 import { Uploader, ACCEPT, FORMAT_NAMES } from './uploader.js';
-import { VirtualList } from './vlist.js';
+import { VirtualList, VirtualGrid } from './vlist.js';
 
 const open = new Map(); // project id → {model, uploader}
 let current = null; // the project on screen: {id, model, teardown: [fn]}
@@ -388,6 +388,11 @@ class Thumbs {
   watch(img, row) {
     img.row = row;
     if (img.dataset.loaded === row.assetId) return;
+    if (img.dataset.loaded) {
+      // A reused tile: not the last photo's thumbnail under this one's name.
+      img.removeAttribute('src');
+      delete img.dataset.loaded;
+    }
     const ready = row.stage === 'cull' || row.stage === 'searchable';
     if (!ready) return;
     const hit = this.urls.get(row.assetId);
@@ -400,9 +405,11 @@ class Thumbs {
   }
 
   async next() {
-    while (this.running < 4 && this.queue.length) {
+    while (this.running < 4 && this.queue.length && !this.paused) {
       const img = this.queue.shift();
-      if (!img.isConnected) continue;
+      // Gone, or a reused tile that scrolled on to another photo (which
+      // watch has asked for again) or already has its thumbnail.
+      if (!img.isConnected || img.hidden || img.closest('[hidden]') || img.dataset.loaded === img.row.assetId) continue;
       this.running++;
       const id = img.row.assetId;
       try {
@@ -410,34 +417,53 @@ class Thumbs {
         const f = files.find((x) => x.kind === 'thumbnail') || files.find((x) => x.kind === 'preview');
         if (f) {
           this.urls.set(id, { url: f.url, expires: Date.parse(f.expiresAt) });
-          img.src = f.url;
-          img.dataset.loaded = id;
+          if (img.row.assetId === id) {
+            img.src = f.url;
+            img.dataset.loaded = id;
+          }
         }
       } catch (err) {
-        if (err instanceof ApiError && err.status === 429) this.queue.push(img);
+        if (err instanceof ApiError && err.status === 429) {
+          // Over the rate budget: ask again once the server says it has room.
+          this.queue.push(img);
+          this.pause(waitFor(err, 1));
+        }
       } finally {
         this.running--;
       }
     }
   }
 
+  async pause(ms) {
+    if (this.paused) return;
+    this.paused = true;
+    await sleep(ms);
+    this.paused = false;
+    this.next();
+  }
+
   stop() { this.io.disconnect(); this.queue = []; }
 }
 
+// tile is a photo's button; update(row) shows another photo in it, as the
+// photo grid does when it reuses tiles.
 function tile(row, thumbs, onOpen) {
   const img = h('img', { alt: '', loading: 'lazy', width: 160, height: 120 });
+  const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
-  const b = h('button', { type: 'button', class: 'tile', 'data-asset': row.assetId }, img, h('span', { class: 'caption' }, row.name), badge);
+  const b = h('button', { type: 'button', class: 'tile' }, img, caption, badge);
   b.addEventListener('click', () => onOpen(b.row));
   b.update = (r) => {
     b.row = r;
     const st = stageOf(r);
+    b.dataset.asset = r.assetId;
     b.dataset.stage = st;
+    caption.textContent = r.name;
     badge.textContent = `${ICONS[st] || ''} ${STAGES[st]}`;
     b.setAttribute('aria-label', `${r.name}, ${STAGES[st]}`);
     thumbs.watch(img, r);
   };
-  b.update(row);
+  if (row) b.update(row);
   return b;
 }
 
@@ -455,23 +481,30 @@ const PHOTO_FILTERS = [
 function photosTab(root, state) {
   const { model } = state;
   const thumbs = new Thumbs();
-  const tiles = new Map();
   let filter = 'all';
-  let limit = 120;
-  const grid = h('ul', { class: 'grid', id: 'grid', 'aria-label': 'Photos' });
-  const more = h('button', { type: 'button', id: 'more', hidden: true, onclick: () => { limit += 240; draw(); } }, 'Show more');
+  let matching = [];
+  const grid = h('ul', { class: 'grid vgrid', id: 'grid', 'aria-label': 'Photos' });
   const note = h('p', { class: 'muted' });
   const filterBox = h('div', { class: 'segmented', role: 'group', 'aria-label': 'Show photos' });
   const buttons = PHOTO_FILTERS.map(([k, label]) => {
     const b = h('button', { type: 'button', 'aria-pressed': String(k === filter), 'data-filter': k }, label);
     b.addEventListener('click', () => {
       filter = k;
-      limit = 120;
       for (const x of buttons) x.setAttribute('aria-pressed', String(x === b));
       draw();
+      // Back to the filters if the page was further down the grid.
+      const top = filterBox.getBoundingClientRect().top + window.scrollY;
+      if (window.scrollY > top) window.scrollTo(0, top);
     });
     filterBox.append(b);
     return b;
+  });
+  // Only the tiles in view exist; each is reused for whichever photo
+  // scrolls under it.
+  const view = new VirtualGrid(grid, {
+    count: () => matching.length,
+    make: () => h('li', {}, tile(null, thumbs, (row) => showDetails(row, state))),
+    render: (i, el) => el.firstChild.update(matching[i]),
   });
 
   let last = 0;
@@ -481,38 +514,36 @@ function photosTab(root, state) {
     if (timer) return;
     timer = setTimeout(() => { timer = null; draw(); }, Math.max(0, 1000 - (Date.now() - last)));
   };
+  // draw counts each filter's photos and picks the matching ones, in one
+  // pass over the rows, then lets the grid redraw what is in view.
   function draw() {
     last = Date.now();
-    const rows = model.counts().visible.filter((r) => r.assetId);
-    const counts = {};
-    for (const [k, , test] of PHOTO_FILTERS) counts[k] = rows.filter((r) => test(r.stage)).length;
-    buttons.forEach((b, i) => { b.textContent = `${PHOTO_FILTERS[i][1]} (${counts[PHOTO_FILTERS[i][0]].toLocaleString()})`; });
+    const rows = model.counts().visible;
+    const tests = PHOTO_FILTERS.map(([, , test]) => test);
+    const counts = PHOTO_FILTERS.map(() => 0);
     const test = PHOTO_FILTERS.find(([k]) => k === filter)[2];
-    const matching = rows.filter((r) => test(r.stage));
-    const items = [];
-    for (const r of matching.slice(0, limit)) {
-      let t = tiles.get(r.assetId);
-      if (!t) {
-        t = h('li', {}, tile(r, thumbs, (row) => showDetails(row, state)));
-        tiles.set(r.assetId, t);
-      } else {
-        t.firstChild.update(r);
-      }
-      items.push(t);
+    const picked = [];
+    let total = 0;
+    for (const r of rows) {
+      if (!r.assetId) continue;
+      total++;
+      for (let k = 0; k < tests.length; k++) if (tests[k](r.stage)) counts[k]++;
+      if (test(r.stage)) picked.push(r);
     }
-    grid.replaceChildren(...items);
-    more.hidden = matching.length <= limit;
-    more.textContent = `Show more (${(matching.length - limit).toLocaleString()} left)`;
-    note.textContent = !model.loaded && !rows.length ? 'Loading the photos…' : matching.length ? '' : 'No photos here.';
+    matching = picked;
+    buttons.forEach((b, i) => { b.textContent = `${PHOTO_FILTERS[i][1]} (${counts[i].toLocaleString()})`; });
+    note.textContent = !model.loaded && !total ? 'Loading the photos…' : matching.length ? '' : 'No photos here.';
+    view.refresh();
   }
   model.addEventListener('change', schedule);
   current.teardown.push(() => {
     model.removeEventListener('change', schedule);
     clearTimeout(timer);
+    view.destroy();
     thumbs.stop();
   });
   clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
-    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), filterBox), note, grid, more));
+    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), filterBox), note, grid));
   draw();
 }
 

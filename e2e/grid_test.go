@@ -1,0 +1,231 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
+
+	"lightbox/internal/seed"
+)
+
+// perfProbe runs in every new document before the page's own scripts: it
+// keeps the long tasks (buffered, so none from before it ran are lost),
+// the time the photo grid first painted a tile, and marks the benchmark
+// sets between its phases.
+const perfProbe = `(() => {
+  const p = window.__perf = { tasks: [], gridPaint: 0, marks: {}, nodes: 0 };
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) p.tasks.push([e.startTime, e.duration]);
+    }).observe({ type: 'longtask', buffered: true });
+    p.observed = true;
+  } catch (e) { p.observed = false; }
+  const look = () => {
+    if (document.querySelector('#grid li')) {
+      requestAnimationFrame(() => setTimeout(() => { p.gridPaint = performance.now(); }));
+      return;
+    }
+    requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+  p.count = () => { p.nodes = Math.max(p.nodes, document.getElementsByTagName('*').length); return true; };
+})()`
+
+// gridFigures is what one opening of a project's pages measured.
+type gridFigures struct {
+	Observed        bool
+	Longest         float64 // ms, the longest task of the whole run
+	LongestOpen     float64 // ms, from navigation until every photo is listed
+	LongestScroll   float64 // ms, while scrolling the grid and the upload list
+	Over50, Over200 int
+	GridPaint       float64 // ms from navigation to the first tile painted
+	Loaded          float64 // ms from navigation until the page lists every photo
+	Nodes           int     // the most DOM elements seen
+}
+
+// BenchmarkGrid100k opens a project of seed.Size photos (100,000 unless
+// LIGHTBOX_SCALE_ASSETS says otherwise) in headless Chromium: the photo
+// grid, until it lists every photo, then scrolls through the grid a screen
+// at a time and far down, opens the upload list and does the same there.
+// A PerformanceObserver records the long tasks (over 50 ms, the browser's
+// own threshold) all along. The baseline is the same run on a project of
+// 100 photos. LIGHTBOX_GRID_CPU_SLOWDOWN=N has Chromium run its pages N
+// times slower, as on a slow laptop or phone. Run it with -benchtime=1x.
+func BenchmarkGrid100k(b *testing.B) {
+	chrome := chromium(b)
+	n := seed.Size(b)
+	s, key := gridStack(b, "grid-bench-stack.log")
+	small := s.seeded(key, "Small shoot", 100)
+	big := s.seeded(key, "Season", n)
+
+	br := newBrowser(b, chrome)
+	br.run("probe every document", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: perfProbe})
+		return err
+	}))
+	if v := os.Getenv("LIGHTBOX_GRID_CPU_SLOWDOWN"); v != "" {
+		rate, err := strconv.ParseFloat(v, 64)
+		if err != nil || rate < 1 {
+			b.Fatalf("LIGHTBOX_GRID_CPU_SLOWDOWN=%q: want a factor of at least 1", v)
+		}
+		br.run("slow the CPU down", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, emulation.SetCPUThrottlingRate, emulation.SetCPUThrottlingRateParams{Rate: rate})
+			return err
+		}))
+	}
+	br.run("sign in", chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter), chromedp.WaitVisible(chromedp.CSS("#new-title")))
+
+	// The probe must see a long task the page makes on purpose, or its
+	// silence would mean nothing.
+	eval[bool](br, `(() => { setTimeout(() => { const t = performance.now(); while (performance.now() - t < 120); }); return true; })()`)
+	br.waitJS("the probe to see a long task", `__perf.tasks.some(([, d]) => d >= 100)`)
+
+	b.ResetTimer()
+	for range b.N {
+		base := openProject(br, s.url, small, 100, "grid-base")
+		got := openProject(br, s.url, big, n, "grid-100k")
+		if !got.Observed {
+			b.Fatal("this Chromium reports no long tasks")
+		}
+		for _, m := range []struct {
+			prefix string
+			f      gridFigures
+		}{{"base_", base}, {"", got}} {
+			b.ReportMetric(m.f.Longest, m.prefix+"longest_task_ms")
+			b.ReportMetric(m.f.LongestOpen, m.prefix+"longest_open_ms")
+			b.ReportMetric(m.f.LongestScroll, m.prefix+"longest_scroll_ms")
+			b.ReportMetric(float64(m.f.Over50), m.prefix+"tasks_over_50ms")
+			b.ReportMetric(float64(m.f.Over200), m.prefix+"tasks_over_200ms")
+			b.ReportMetric(m.f.GridPaint, m.prefix+"first_grid_ms")
+			b.ReportMetric(m.f.Loaded, m.prefix+"all_listed_ms")
+			b.ReportMetric(float64(m.f.Nodes), m.prefix+"dom_nodes")
+		}
+		b.Logf("base %+v", base)
+		b.Logf("%d photos %+v", n, got)
+	}
+}
+
+// openProject opens the project's photo grid in a new document, waits
+// until it lists all n photos, scrolls the grid and the upload list, and
+// reads the probe's figures.
+func openProject(br *browser, url, project string, n int, shot string) gridFigures {
+	br.t.Helper()
+	br.run("open the photos of "+project, chromedp.Navigate("about:blank"),
+		chromedp.Navigate(url+"/#/projects/"+project+"/photos"))
+	br.waitJS("the first tile painted", `window.__perf && window.__perf.gridPaint > 0`)
+	eval[bool](br, `__perf.count()`)
+	br.waitJS("every photo listed", fmt.Sprintf(`(() => {
+	  const all = document.querySelector('#tab-body [data-filter=all]');
+	  if (!all || all.textContent.replace(/\D/g, '') !== '%d') return false;
+	  __perf.marks.loaded = performance.now();
+	  return __perf.count();
+	})()`, n))
+	br.viewShot(shot + "-grid")
+
+	// A screen at a time, then far down, letting each step paint.
+	const frames = `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50))))`
+	for range 20 {
+		eval[bool](br, `(async () => { window.scrollBy(0, innerHeight); await `+frames+`; return __perf.count(); })()`)
+	}
+	eval[bool](br, `(async () => { window.scrollTo(0, document.documentElement.scrollHeight); await `+frames+`;
+	  await new Promise((r) => setTimeout(r, 500)); return __perf.count(); })()`)
+	br.viewShot(shot + "-grid-far")
+
+	br.run("open the upload list", chromedp.Click(chromedp.CSS("#tab-upload")))
+	br.waitJS("the upload list", fmt.Sprintf(`(() => {
+	  const all = document.querySelector('#tab-body [data-filter=all]');
+	  return !!document.querySelector('#file-list .frow:not([hidden])') && !!all && all.textContent.replace(/\D/g, '') === '%d';
+	})()`, n))
+	for range 20 {
+		eval[bool](br, `(async () => { const l = document.querySelector('#file-list'); l.scrollTop += l.clientHeight; await `+frames+`; return __perf.count(); })()`)
+	}
+	eval[bool](br, `(async () => { document.querySelector('#file-list').scrollTop = 1e9; await `+frames+`;
+	  await new Promise((r) => setTimeout(r, 1000)); return __perf.count(); })()`)
+	br.viewShot(shot + "-uploads")
+
+	return eval[gridFigures](br, `(() => {
+	  const p = __perf;
+	  const f = { Observed: p.observed, Longest: 0, LongestOpen: 0, LongestScroll: 0, Over50: 0, Over200: 0,
+	    GridPaint: p.gridPaint, Loaded: p.marks.loaded, Nodes: p.nodes };
+	  for (const [start, d] of p.tasks) {
+	    f.Longest = Math.max(f.Longest, d);
+	    if (start < p.marks.loaded) f.LongestOpen = Math.max(f.LongestOpen, d);
+	    else f.LongestScroll = Math.max(f.LongestScroll, d);
+	    if (d > 50) f.Over50++;
+	    if (d > 200) f.Over200++;
+	  }
+	  return f;
+	})()`)
+}
+
+// TestPhotoGridOfThousands opens a project of 3,000 photos: the grid holds
+// only the tiles in view, reaches the last photo when scrolled far down,
+// and the keyboard walks the photos in order while tiles are reused under
+// it.
+func TestPhotoGridOfThousands(t *testing.T) {
+	const n = 3000
+	chrome := chromium(t)
+	s, key := gridStack(t, "grid-stack.log")
+	project := s.seeded(key, "Season", n)
+
+	br := newBrowser(t, chrome)
+	br.run("sign in", chromedp.Navigate(s.url+"/#/projects/"+project+"/photos"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+	br.waitJS("every photo listed", `document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (3,000)'`)
+	if tiles := eval[int](br, `document.querySelectorAll('#grid > li').length`); tiles == 0 || tiles > 300 {
+		t.Errorf("the grid holds %d tiles for %d photos; it should hold only those in view", tiles, n)
+	}
+
+	// Tab from the first photo on, past the screen's end: each press
+	// lands on the next photo, though the tiles under it are reused.
+	br.run("focus the first photo", chromedp.Focus(chromedp.CSS(`#grid li:first-child button.tile`)))
+	for want := 2; want <= 80; want++ {
+		br.run("press Tab", chromedp.KeyEvent(kb.Tab))
+		br.waitJS("the next photo's tile to have the focus", fmt.Sprintf(
+			`document.activeElement.closest('#grid > li')?.getAttribute('aria-posinset') === '%d'`, want))
+	}
+	br.viewShot("grid-keyboard")
+
+	eval[bool](br, `(window.scrollTo(0, document.documentElement.scrollHeight), true)`)
+	br.waitJS("the last photo after scrolling far down", fmt.Sprintf(
+		`[...document.querySelectorAll('#grid > li:not([hidden])')].some((li) => li.getAttribute('aria-posinset') === '%d')`, n))
+	br.viewShot("grid-far")
+}
+
+// gridStack starts a stack logging to artifacts/e2e/logName, with one
+// user, whose API key it returns.
+func gridStack(tb testing.TB, logName string) (*stack, string) {
+	tb.Helper()
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(artifacts, logName))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { logFile.Close() }) // after the stack has stopped
+	s := startStack(tb, logFile, nil)
+	return s, s.user("grid@example.org", false)
+}
+
+// seeded creates a project and fills it with n processed photos.
+func (s *stack) seeded(key, title string, n int) string {
+	s.t.Helper()
+	var p struct{ ID string }
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": title}, &p); code != 201 {
+		s.t.Fatalf("create project: %d", code)
+	}
+	seed.Fill(s.t, s.env, uuid.MustParse(p.ID), n)
+	return p.ID
+}
