@@ -98,6 +98,12 @@ type StaleRemover interface {
 // Writer is an object being written.
 type Writer interface {
 	io.Writer
+	// Written gives the size and SHA-256 of the bytes written so far, so
+	// they can be recorded before Commit makes them visible.
+	Written() Info
+	// Sync makes the bytes written so far durable ahead of Commit, so
+	// that wait can run beside other work; Commit does what Sync did not.
+	Sync() error
 	// Commit makes the object durable and visible.
 	Commit() (Info, error)
 	// Abort discards it. Safe after Commit.

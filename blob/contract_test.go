@@ -112,13 +112,17 @@ func TestStoreContract(t *testing.T) {
 		}
 		w, _ = st.Create(ctx, "exports/e/archive.zip")
 		w.Write([]byte("zip "))
-		w.Write([]byte("bytes"))
+		if err := w.Sync(); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		w.Write([]byte("bytes")) // after Sync: Commit keeps these too
+		written := w.Written()
 		if _, err := st.Stat(ctx, "exports/e/archive.zip"); !errors.Is(err, blob.ErrNotFound) {
 			t.Fatalf("visible before commit: %v", err)
 		}
 		info, err := w.Commit()
-		if err != nil || info.Size != 9 {
-			t.Fatalf("commit %+v %v", info, err)
+		if err != nil || info.Size != 9 || written.Size != 9 || info.SHA256 != written.SHA256 {
+			t.Fatalf("commit %+v %v; written before %+v", info, err, written)
 		}
 		if err := w.Abort(); err != nil {
 			t.Fatalf("abort after commit: %v", err)

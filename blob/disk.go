@@ -82,13 +82,26 @@ type diskWriter struct {
 	h     hash.Hash
 	n     int64
 	done  bool
+	// synced is whether Sync made every byte written durable.
+	synced bool
 }
 
 func (w *diskWriter) Write(b []byte) (int, error) {
+	w.synced = false
 	n, err := w.f.Write(b)
 	w.h.Write(b[:n])
 	w.n += int64(n)
 	return n, err
+}
+
+func (w *diskWriter) Written() Info {
+	return Info{Key: w.key, Size: w.n, SHA256: hex.EncodeToString(w.h.Sum(nil))}
+}
+
+func (w *diskWriter) Sync() error {
+	err := w.f.Sync()
+	w.synced = err == nil
+	return err
 }
 
 func (w *diskWriter) Commit() (Info, error) {
@@ -96,10 +109,12 @@ func (w *diskWriter) Commit() (Info, error) {
 		return Info{}, errors.New("blob: writer already closed")
 	}
 	w.done = true
-	if err := w.f.Sync(); err != nil {
-		w.f.Close()
-		os.Remove(w.f.Name())
-		return Info{}, err
+	if !w.synced {
+		if err := w.f.Sync(); err != nil {
+			w.f.Close()
+			os.Remove(w.f.Name())
+			return Info{}, err
+		}
 	}
 	if err := w.f.Close(); err != nil {
 		os.Remove(w.f.Name())
@@ -118,7 +133,9 @@ func (w *diskWriter) Commit() (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Key: w.key, Size: w.n, SHA256: hex.EncodeToString(w.h.Sum(nil)), ModTime: st.ModTime()}, nil
+	info := w.Written()
+	info.ModTime = st.ModTime()
+	return info, nil
 }
 
 func (w *diskWriter) Abort() error {

@@ -197,6 +197,13 @@ func (w *s3Writer) Write(b []byte) (int, error) {
 	return n, err
 }
 
+func (w *s3Writer) Written() Info {
+	return Info{Key: w.key, Size: w.n, SHA256: hex.EncodeToString(w.h.Sum(nil))}
+}
+
+// Sync implements Writer: the bucket makes the object durable on Commit.
+func (w *s3Writer) Sync() error { return nil }
+
 func (w *s3Writer) Commit() (Info, error) {
 	if w.closed {
 		return Info{}, errors.New("blob: writer already closed")
@@ -206,7 +213,9 @@ func (w *s3Writer) Commit() (Info, error) {
 	if err := <-w.done; err != nil {
 		return Info{}, err
 	}
-	return Info{Key: w.key, Size: w.n, SHA256: hex.EncodeToString(w.h.Sum(nil)), ModTime: time.Now()}, nil
+	info := w.Written()
+	info.ModTime = time.Now()
+	return info, nil
 }
 
 func (w *s3Writer) Abort() error {

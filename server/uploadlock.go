@@ -3,11 +3,11 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 )
 
@@ -17,22 +17,21 @@ const uploadLockTTL = 30 * time.Second
 
 // lockUpload lets one PUT at a time write an asset's bytes, across every
 // server process: a replayed URL cannot stream many copies of a large file
-// into temporary files at once. It answers 409 upload_in_progress and
-// returns false when another PUT holds the asset. The lock is renewed while
-// the upload runs and released by the returned function. When Redis does
-// not answer, the upload goes on unlocked (the row lock at commit still
-// orders the writes): an outage of the lock must not stop uploads.
-func (s *Server) lockUpload(c *gin.Context, asset uuid.UUID) (release func(), ok bool) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
+// into temporary files at once. It answers 409 upload_in_progress when
+// another PUT holds the asset. The lock is renewed until the returned
+// function releases it. When Redis does not answer, the upload goes on
+// unlocked (the row lock at commit still orders the writes): an outage of
+// the lock must not stop uploads.
+func (s *Server) lockUpload(ctx context.Context, log *slog.Logger, asset uuid.UUID) (release func(), err error) {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	lock, err := s.uploads.Obtain(ctx, "lightbox:upload-lock:"+asset.String(), uploadLockTTL, nil)
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
-		fail(c, apiError(http.StatusConflict, "upload_in_progress", "Another upload to this URL is in progress; wait for it to end."))
-		return nil, false
+		return nil, apiError(http.StatusConflict, "upload_in_progress", "Another upload to this URL is in progress; wait for it to end.")
 	case err != nil:
-		logger(c).Warn("upload lock unavailable; upload goes on unlocked", "assetId", asset, "err", err)
-		return func() {}, true
+		log.Warn("upload lock unavailable; upload goes on unlocked", "assetId", asset, "err", err)
+		return func() {}, nil
 	}
 	done := make(chan struct{})
 	go func() {
@@ -45,7 +44,7 @@ func (s *Server) lockUpload(c *gin.Context, asset uuid.UUID) (release func(), ok
 			case <-tick.C:
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				if err := lock.Refresh(ctx, uploadLockTTL, nil); err != nil {
-					logger(c).Warn("upload lock not renewed", "assetId", asset, "err", err)
+					log.Warn("upload lock not renewed", "assetId", asset, "err", err)
 				}
 				cancel()
 			}
@@ -56,7 +55,7 @@ func (s *Server) lockUpload(c *gin.Context, asset uuid.UUID) (release func(), ok
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := lock.Release(ctx); err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
-			logger(c).Warn("upload lock not released; it expires", "assetId", asset, "err", err)
+			log.Warn("upload lock not released; it expires", "assetId", asset, "err", err)
 		}
-	}, true
+	}, nil
 }

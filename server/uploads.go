@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -214,49 +216,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
 		return
 	}
-	assetID := uuid.MustParse(m[1])
-	if a, err := s.store.AssetByID(c.Request.Context(), assetID); err != nil {
-		fail(c, err)
-		return
-	} else if a.Status != store.AssetPendingUpload {
-		fail(c, errAlreadyFinalized())
-		return
-	}
-	release, ok := s.lockUpload(c, assetID)
-	if !ok {
-		return
-	}
-	defer release()
-
-	w, err := s.blobs.Create(c.Request.Context(), key)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	defer w.Abort()
-	if n, err := copyLimited(c, w, limit); err != nil {
-		fail(c, err)
-		return
-	} else if n > limit {
-		fail(c, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit))
-		return
-	}
-	// The row lock orders this upload against a finalize of the same asset:
-	// bytes never change under an asset that was already accepted.
-	var info blob.Info
-	err = s.store.WithTx(c.Request.Context(), func(tx *store.Store) error {
-		pending, err := tx.LockPendingUpload(c.Request.Context(), assetID)
-		if err != nil {
-			return err
-		}
-		if !pending {
-			return errAlreadyFinalized()
-		}
-		if info, err = w.Commit(); err != nil {
-			return err
-		}
-		return tx.RecordUpload(c.Request.Context(), assetID, info.SHA256, info.Size)
-	})
+	info, err := s.receiveUpload(c, key, uuid.MustParse(m[1]), limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -264,16 +224,96 @@ func (s *Server) putBlob(c *gin.Context) {
 	c.JSON(http.StatusCreated, gin.H{"key": key, "byteSize": info.Size, "checksumSha256": info.SHA256})
 }
 
+// receiveUpload streams the body into key and records the upload. The
+// upload lock is held while the bytes stream and released by the time it
+// returns, so the next PUT of the URL finds the upload free. Each wait on
+// Postgres or Redis that the answer does not depend on yet runs beside
+// work that does not need it.
+func (s *Server) receiveUpload(c *gin.Context, key string, asset uuid.UUID, limit int64) (blob.Info, error) {
+	ctx := c.Request.Context()
+	pending := s.checkPending(ctx, asset)
+	release, err := s.lockUpload(ctx, logger(c), asset)
+	if err != nil {
+		// A finalized asset is refused as such, locked or not.
+		if perr := <-pending; perr != nil {
+			return blob.Info{}, perr
+		}
+		return blob.Info{}, err
+	}
+	unlocked := make(chan struct{})
+	unlock := sync.OnceFunc(func() { go func() { release(); close(unlocked) }() })
+	defer func() { unlock(); <-unlocked }()
+
+	w, err := s.blobs.Create(ctx, key)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	defer w.Abort()
+	if n, err := copyLimited(c, w, limit, pending); err != nil {
+		return blob.Info{}, err
+	} else if n > limit {
+		return blob.Info{}, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit)
+	}
+	// The body is in: the lock, which guards the streaming, is released
+	// while the bytes are made durable and recorded.
+	unlock()
+	info := w.Written()
+	synced := make(chan error, 1)
+	go func() { synced <- w.Sync() }()
+	// The record goes first and takes the row lock, which orders this
+	// upload against a finalize of the same asset: bytes never change under
+	// an asset that was already accepted, and no finalize sees a record
+	// before its bytes are in place.
+	err = s.store.WithTx(ctx, func(tx *store.Store) error {
+		recorded, err := tx.RecordPendingUpload(ctx, asset, info.SHA256, info.Size)
+		syncErr := <-synced
+		switch {
+		case err != nil:
+			return err
+		case !recorded:
+			return errAlreadyFinalized()
+		case syncErr != nil:
+			return syncErr
+		}
+		_, err = w.Commit()
+		return err
+	})
+	return info, err
+}
+
+// checkPending looks up whether asset still takes bytes while the caller
+// goes on: the channel gives nil if it does, else the refusal.
+func (s *Server) checkPending(ctx context.Context, asset uuid.UUID) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		a, err := s.store.AssetByID(ctx, asset)
+		if err == nil && a.Status != store.AssetPendingUpload {
+			err = errAlreadyFinalized()
+		}
+		out <- err
+	}()
+	return out
+}
+
 func errAlreadyFinalized() *Error {
 	return apiError(http.StatusConflict, "already_finalized", "This asset has been finalized; its bytes can no longer change.")
 }
 
 // copyLimited copies the request body into w, reading one byte past limit
-// so the caller can tell a body that is too long.
-func copyLimited(c *gin.Context, w blob.Writer, limit int64) (int64, error) {
+// so the caller can tell a body that is too long. It stops as soon as
+// pending gives a refusal, and returns only once pending has answered.
+func copyLimited(c *gin.Context, w blob.Writer, limit int64, pending <-chan error) (int64, error) {
 	buf := make([]byte, 256<<10)
 	var n int64
 	for n <= limit {
+		select {
+		case err := <-pending:
+			if err != nil {
+				return n, err
+			}
+			pending = nil
+		default:
+		}
 		k, err := c.Request.Body.Read(buf[:min(int64(len(buf)), limit+1-n)])
 		if k > 0 {
 			if _, werr := w.Write(buf[:k]); werr != nil {
@@ -281,12 +321,15 @@ func copyLimited(c *gin.Context, w blob.Writer, limit int64) (int64, error) {
 			}
 			n += int64(k)
 		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
 			return n, apiError(http.StatusBadRequest, "upload_interrupted", "The upload ended before all bytes arrived.")
 		}
+	}
+	if pending != nil {
+		return n, <-pending
 	}
 	return n, nil
 }

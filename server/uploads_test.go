@@ -82,11 +82,17 @@ func (a *app) prepare(key, project string, ps []photo) []upload {
 // put sends bytes to a signed URL exactly as a browser would: no API key.
 func (a *app) put(rawURL string, headers map[string]string, body []byte) reply {
 	a.t.Helper()
+	return a.putWith(http.DefaultClient, rawURL, headers, body)
+}
+
+// putWith is put through client.
+func (a *app) putWith(client *http.Client, rawURL string, headers map[string]string, body []byte) reply {
+	a.t.Helper()
 	req, _ := http.NewRequest("PUT", rawURL, bytes.NewReader(body))
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -164,6 +164,26 @@ func (s *Store) LockPendingUpload(ctx context.Context, id uuid.UUID) (bool, erro
 	return status == AssetPendingUpload, nil
 }
 
+// RecordPendingUpload stores the size and SHA-256 the server computed for
+// an upload if the asset still takes bytes, and reports whether it did. The
+// row stays locked until the transaction of s ends, so the bytes can be put
+// in place before a finalize sees the record: call it inside WithTx. An
+// unknown asset is ErrNotFound.
+func (s *Store) RecordPendingUpload(ctx context.Context, id uuid.UUID, sha string, size int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE assets SET checksum_sha256 = $2, upload_size = $3, uploaded_at = now(), updated_at = now()
+		WHERE id = $1 AND status = $4`, id, sha, size, AssetPendingUpload)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	// Not recorded: tell an unknown asset from one that was finalized.
+	_, err = s.LockPendingUpload(ctx, id)
+	return false, err
+}
+
 // RecordUpload stores the size and SHA-256 the server computed for an upload.
 func (s *Store) RecordUpload(ctx context.Context, id uuid.UUID, sha string, size int64) error {
 	_, err := s.db.ExecContext(ctx, `

@@ -17,7 +17,7 @@ import (
 )
 
 // An upload takes bytes while it is pending, under a row lock that orders it
-// against finalize.
+// against finalize: it is recorded then, and only then.
 func TestLockPendingUpload(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
@@ -25,31 +25,51 @@ func TestLockPendingUpload(t *testing.T) {
 	data := []byte("bytes")
 	id := env.Upload(t, project, testenv.Upload{Data: data})[0]
 
-	lock := func() bool {
-		var pending bool
+	inTx := func(f func(tx *store.Store) (bool, error)) (bool, error) {
+		var ok bool
 		err := env.Store.WithTx(ctx, func(tx *store.Store) error {
 			var err error
-			pending, err = tx.LockPendingUpload(ctx, id)
+			ok, err = f(tx)
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
+		return ok, err
+	}
+	lock := func(id uuid.UUID) (bool, error) {
+		return inTx(func(tx *store.Store) (bool, error) { return tx.LockPendingUpload(ctx, id) })
+	}
+	record := func(id uuid.UUID, sum string) (bool, error) {
+		return inTx(func(tx *store.Store) (bool, error) { return tx.RecordPendingUpload(ctx, id, sum, 5) })
+	}
+	checksum := func() string {
+		a, err := env.Store.AssetByID(ctx, id)
+		if err != nil || a.ChecksumSHA256 == nil {
+			t.Fatalf("asset %+v %v", a, err)
 		}
-		return pending
+		return *a.ChecksumSHA256
 	}
-	if !lock() {
-		t.Fatal("a pending upload does not take bytes")
+
+	if ok, err := lock(id); err != nil || !ok {
+		t.Fatalf("a pending upload does not take bytes: %v", err)
 	}
-	finalize(t, env, owner, project, store.FinalizeItem{AssetID: id, Checksum: testenv.Checksum(data)})
-	if lock() {
-		t.Fatal("a finalized asset still takes bytes")
+	other, sum := testenv.Checksum([]byte("other")), testenv.Checksum(data)
+	if ok, err := record(id, other); err != nil || !ok || checksum() != other {
+		t.Fatalf("a pending upload was not recorded: %v", err)
 	}
-	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
-		_, err := tx.LockPendingUpload(ctx, uuid.New())
-		return err
-	})
-	if !errors.Is(err, store.ErrNotFound) {
+	if ok, err := record(id, sum); err != nil || !ok || checksum() != sum {
+		t.Fatalf("an upload sent again was not recorded: %v", err)
+	}
+	finalize(t, env, owner, project, store.FinalizeItem{AssetID: id, Checksum: sum})
+	if ok, err := lock(id); err != nil || ok {
+		t.Fatalf("a finalized asset still takes bytes: %v", err)
+	}
+	if ok, err := record(id, other); err != nil || ok || checksum() != sum {
+		t.Fatalf("a finalized asset took a record: %v", err)
+	}
+	if _, err := lock(uuid.New()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("locking an unknown asset: %v", err)
+	}
+	if _, err := record(uuid.New(), other); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("recording an unknown asset: %v", err)
 	}
 }
 
