@@ -33,8 +33,8 @@ type SearchFilter struct {
 // searchable are the states whose assets a search finds.
 var searchable = []string{AssetCull, AssetSearch, AssetAI}
 
-// filterSQL is f as a join and conditions on assets a, with its arguments
-// numbered from n.
+// filterSQL is f as a join and conditions on asset_search a, with its
+// arguments numbered from n.
 func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 	states := f.Readiness
 	if len(states) == 0 {
@@ -45,12 +45,12 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 		camera = "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(f.Camera) + "%"
 	}
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	join = ` LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = ` + p(0)
+	join = ` LEFT JOIN ratings r ON r.asset_id = a.asset_id AND r.user_id = ` + p(0)
 	where = ` AND a.status = ANY(` + p(1) + `::text[])
 		AND (` + p(2) + `::boolean IS NULL OR coalesce(r.picked, false) = ` + p(2) + `)
 		AND (` + p(3) + `::boolean IS NULL OR coalesce(r.rejected, false) = ` + p(3) + `)
 		AND (` + p(4) + `::int IS NULL OR r.rating >= ` + p(4) + `)
-		AND (` + p(5) + ` = '' OR concat_ws(' ', a.camera_make, a.camera_model) ILIKE ` + p(5) + `)
+		AND (` + p(5) + ` = '' OR a.camera ILIKE ` + p(5) + `)
 		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
 		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)`
 	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To}
@@ -58,21 +58,24 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 
 // Search finds a project's assets matching q (web search syntax: words,
 // "quoted phrases", -exclusions, or) and f. q is matched against
-// assets.search_doc, which a trigger keeps: file name (split on
+// asset_search.doc, which triggers on assets keep: file name (split on
 // separators), camera, lens and capture date in words, in the 'simple'
-// configuration, which keeps names and models as they are written. The GIN
-// index finds the matches; only the page of best ones is split into
-// highlights. An empty q matches every asset f lets through, newest
-// capture first.
+// configuration, which keeps names and models as they are written. Every
+// match is ranked (a narrow table keeps that scan short); only the page of
+// best ones is split into highlights. The query is written out where it
+// filters rather than read from the CTE, so the planner sees it and
+// estimates how much it matches: a query matching most of a project is
+// scanned in parallel, one matching a few photos through the GIN index. An empty q matches every asset f lets
+// through, newest capture first.
 func (s *Store) Search(ctx context.Context, project uuid.UUID, q string, f SearchFilter, limit int) ([]SearchHit, error) {
 	join, where, args := f.filterSQL(4)
 	var hits []SearchHit
 	err := s.db.SelectContext(ctx, &hits, `
 		WITH q AS (SELECT websearch_to_tsquery('simple', $2) AS query),
-		top AS (SELECT a.id, a.captured_at, CASE WHEN $2 = '' THEN 0 ELSE ts_rank(a.search_doc, q.query) END AS score
-		        FROM assets a`+join+`, q
-		        WHERE a.project_id = $1`+where+` AND ($2 = '' OR a.search_doc @@ q.query)
-		        ORDER BY score DESC, a.captured_at DESC NULLS LAST, a.id LIMIT $3)
+		top AS (SELECT a.asset_id AS id, a.captured_at, CASE WHEN $2 = '' THEN 0 ELSE ts_rank(a.doc, websearch_to_tsquery('simple', $2)) END AS score
+		        FROM asset_search a`+join+`
+		        WHERE a.project_id = $1`+where+` AND ($2 = '' OR a.doc @@ websearch_to_tsquery('simple', $2))
+		        ORDER BY score DESC, a.captured_at DESC NULLS LAST, a.asset_id LIMIT $3)
 		SELECT d.id AS asset_id, top.score,
 		       CASE WHEN $2 = '' THEN '{}' ELSE array_remove(ARRAY[
 		           CASE WHEN to_tsvector('simple', regexp_replace(d.filename, '[._-]+', ' ', 'g')) @@ q.query THEN 'filename' END,
@@ -93,7 +96,7 @@ func (s *Store) NearestAssets(ctx context.Context, project uuid.UUID, model stri
 	var out []Similar
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT e.asset_id, (SELECT sum(x * y) FROM unnest(e.vector, $3::real[]) AS v(x, y)) AS score
-		FROM assets a JOIN embeddings e ON e.asset_id = a.id AND e.model = $2`+join+`
+		FROM asset_search a JOIN embeddings e ON e.asset_id = a.asset_id AND e.model = $2`+join+`
 		WHERE a.project_id = $1`+where+`
 		ORDER BY score DESC, e.asset_id LIMIT $4`, append([]any{project, model, pq.Array(vec), limit}, args...)...)
 	return out, err
