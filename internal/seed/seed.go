@@ -216,7 +216,7 @@ func Fill(tb testing.TB, env *testenv.Env, project uuid.UUID, n int) *Seeded {
 		tb.Fatal(err)
 	}
 	// What autovacuum would have done by the time anyone browses them.
-	for _, table := range []string{"assets", "perceptual_hashes", "embeddings"} {
+	for _, table := range []string{"assets", "asset_search", "perceptual_hashes", "embeddings"} {
 		if _, err := env.DB.ExecContext(ctx, "VACUUM ANALYZE "+table); err != nil {
 			tb.Fatal(err)
 		}
