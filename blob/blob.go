@@ -21,6 +21,9 @@ var (
 	// ErrUnavailable is a storage service that does not answer: it may
 	// answer later, unlike a refusal.
 	ErrUnavailable = errors.New("blob storage unavailable")
+	// ErrFull is storage out of space (or over its quota): nothing was
+	// kept, and the same write can succeed once space is freed.
+	ErrFull = errors.New("blob storage full")
 )
 
 // Info describes a stored object.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -70,7 +71,7 @@ func (d *Disk) Create(ctx context.Context, key string) (Writer, error) {
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), ".upload-*")
 	if err != nil {
-		return nil, err
+		return nil, full(err)
 	}
 	return &diskWriter{f: f, final: p, key: key, h: sha256.New()}, nil
 }
@@ -91,7 +92,7 @@ func (w *diskWriter) Write(b []byte) (int, error) {
 	n, err := w.f.Write(b)
 	w.h.Write(b[:n])
 	w.n += int64(n)
-	return n, err
+	return n, full(err)
 }
 
 func (w *diskWriter) Written() Info {
@@ -101,7 +102,7 @@ func (w *diskWriter) Written() Info {
 func (w *diskWriter) Sync() error {
 	err := w.f.Sync()
 	w.synced = err == nil
-	return err
+	return full(err)
 }
 
 func (w *diskWriter) Commit() (Info, error) {
@@ -113,12 +114,12 @@ func (w *diskWriter) Commit() (Info, error) {
 		if err := w.f.Sync(); err != nil {
 			w.f.Close()
 			os.Remove(w.f.Name())
-			return Info{}, err
+			return Info{}, full(err)
 		}
 	}
 	if err := w.f.Close(); err != nil {
 		os.Remove(w.f.Name())
-		return Info{}, err
+		return Info{}, full(err)
 	}
 	if err := os.Rename(w.f.Name(), w.final); err != nil {
 		os.Remove(w.f.Name())
@@ -145,6 +146,14 @@ func (w *diskWriter) Abort() error {
 	w.done = true
 	w.f.Close()
 	return os.Remove(w.f.Name())
+}
+
+// full marks a write the disk refused for want of space as ErrFull.
+func full(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrFull, err)
+	}
+	return err
 }
 
 // Stat implements Store. It reads the object to give its checksum.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"lightbox/blob"
 	"lightbox/store"
 )
 
@@ -71,6 +72,12 @@ func fail(c *gin.Context, err error) {
 		e = errNotFound()
 	case errors.Is(err, store.ErrBadCursor):
 		e = apiError(http.StatusBadRequest, "invalid_cursor", "The cursor is not one this service issued.")
+	case errors.Is(err, blob.ErrFull):
+		logger(c).ErrorContext(c, "storage full", "err", err)
+		e = apiError(http.StatusInsufficientStorage, "storage_full", "The server's storage is full, so nothing was kept; send the same request again once space is freed.")
+	case errors.Is(err, blob.ErrUnavailable):
+		logger(c).ErrorContext(c, "storage unavailable", "err", err)
+		e = apiError(http.StatusServiceUnavailable, "storage_unavailable", "Storage does not answer, so nothing was kept; send the same request again.")
 	default:
 		logger(c).ErrorContext(c, "request failed", "err", err)
 		e = apiError(http.StatusInternalServerError, "internal", "Something went wrong on our side; the request id helps us find it.")

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -443,4 +445,52 @@ func TestAssetsListAcrossPages(t *testing.T) {
 	expect(t, a.do("GET", "/v1/projects/"+project+"/assets", bob, nil), 404, "not_found")
 	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID, bob, nil), 404, "not_found")
 	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID, key, nil), 200, "")
+}
+
+// A PUT that meets a full disk is refused as such and keeps nothing; the
+// same URL works once space is freed.
+func TestPutOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (%v): this needs root or CAP_SYS_ADMIN", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{dataDir: dir})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	p := corpus(t, "photos/wood.jpg")[0]
+	u := a.prepare(key, project, []photo{p})[0]
+
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := make([]byte, 64<<10); err == nil; {
+		_, err = f.Write(chunk)
+	}
+	f.Close()
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("filling the disk: %v", err)
+	}
+
+	expect(t, a.put(u.UploadURL, u.Headers, p.data), 507, "storage_full")
+	if asset, err := a.env.Store.AssetByID(context.Background(), uuid.MustParse(u.AssetID)); err != nil || asset.UploadedAt != nil {
+		t.Fatalf("the refused upload was recorded (%v)", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "blobs", "originals", "*", ".upload-*"))
+	if len(left) > 0 {
+		t.Fatalf("partial files left: %v", left)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, a.put(u.UploadURL, u.Headers, p.data), 201, "")
+	expect(t, a.finalize(key, project, []upload{u}, []string{p.sum()}), 200, "")
 }
