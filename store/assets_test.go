@@ -95,11 +95,9 @@ func TestExpiredUploadsFailOnce(t *testing.T) {
 	}
 }
 
-// An import's downloads finalize into the import's own batch.
-func TestImportFinalizesIntoItsBatch(t *testing.T) {
-	env := testenv.New(t)
-	ctx := context.Background()
-	owner, project := env.Project(t)
+// createImport imports two URLs into project.
+func createImport(t *testing.T, env *testenv.Env, owner, project uuid.UUID) ([]store.NewImport, *store.Batch, []store.Job) {
+	t.Helper()
 	items := []store.NewImport{
 		{AssetID: uuid.New(), URL: "https://example.com/a.jpg", Filename: "a.jpg", BlobKey: "k/a"},
 		{AssetID: uuid.New(), URL: "https://example.com/b.jpg", Filename: "b.jpg", BlobKey: "k/b"},
@@ -107,9 +105,21 @@ func TestImportFinalizesIntoItsBatch(t *testing.T) {
 	download := func(it store.NewImport, batch, job uuid.UUID) store.Job {
 		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
 	}
-	b, downloads, err := env.Store.CreateImport(ctx, owner, project, items, download)
-	if err != nil || b.Kind != "import" || b.Total != 2 || len(downloads) != 2 {
-		t.Fatalf("import %+v %+v %v", b, downloads, err)
+	b, downloads, err := env.Store.CreateImport(context.Background(), owner, project, items, download)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items, b, downloads
+}
+
+// An import's downloads finalize into the import's own batch.
+func TestImportFinalizesIntoItsBatch(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	items, b, downloads := createImport(t, env, owner, project)
+	if b.Kind != "import" || b.Total != 2 || len(downloads) != 2 {
+		t.Fatalf("import %+v %+v", b, downloads)
 	}
 	data := []byte("downloaded")
 	if err := env.Store.RecordDownload(ctx, owner, items[0].AssetID, testenv.Checksum(data), int64(len(data)), "image/jpeg", store.Limits{}); err != nil {

@@ -61,8 +61,15 @@ func (s *Store) Usage(ctx context.Context, user uuid.UUID) (*Usage, error) {
 // one.
 func (s *Store) WithUsage(ctx context.Context, user uuid.UUID, fn func(tx *Store, u *Usage) error) error {
 	return s.WithTx(ctx, func(tx *Store) error {
+		// The lock is its own statement: a statement that waits for a lock
+		// still reads the other tables as they were when it began, so one
+		// that locked and summed at once would miss the bytes recorded by
+		// the transaction it waited for.
+		if _, err := tx.db.ExecContext(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, user); err != nil {
+			return err
+		}
 		u := &Usage{}
-		if err := tx.db.GetContext(ctx, u, usageQuery+` FOR NO KEY UPDATE OF u`, user); err != nil {
+		if err := tx.db.GetContext(ctx, u, usageQuery, user); err != nil {
 			return notFound(err)
 		}
 		return fn(tx, u)

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"lightbox/internal/testenv"
 	"lightbox/store"
@@ -69,5 +71,57 @@ func TestUsageFollowsAssets(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two downloads that do not both fit the bytes quota, recorded at once:
+// the one that waits for the other's lock sees the bytes the other
+// recorded, and is refused.
+func TestBytesQuotaHoldsBetweenConcurrentDownloads(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	items, _, _ := createImport(t, env, owner, project)
+	limit := int64(150)
+	if err := env.Store.SetQuotas(ctx, owner, store.Quotas{Bytes: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	sha := testenv.Checksum([]byte("photo"))
+
+	second := make(chan error, 1)
+	err := env.Store.WithUsage(ctx, owner, func(tx *store.Store, u *store.Usage) error {
+		if err := tx.RecordDownload(ctx, owner, items[0].AssetID, sha, 100, "image/jpeg", store.Limits{}); err != nil {
+			return err
+		}
+		// This transaction is the only writer to the test's assets table.
+		var holder int
+		if err := env.DB.Get(&holder, `SELECT pid FROM pg_locks
+			WHERE locktype = 'relation' AND relation = 'assets'::regclass AND mode = 'RowExclusiveLock' AND granted`); err != nil {
+			return err
+		}
+		go func() {
+			second <- env.Store.RecordDownload(ctx, owner, items[1].AssetID, sha, 100, "image/jpeg", store.Limits{})
+		}()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var waiting int
+			if err := env.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder); err != nil {
+				return err
+			}
+			if waiting > 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the second download never waited for the first")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var over *store.BytesQuotaError
+	if err := <-second; !errors.As(err, &over) || over.Used != 100 || over.Requested != 100 {
+		t.Fatalf("second download: %v, want refused with 100 of 150 bytes used", err)
 	}
 }
