@@ -63,21 +63,11 @@ func NewPublisher(rdb redis.UniversalClient, opts PublisherOptions) *Publisher {
 // Publish assigns ev the project's next id, keeps it for replay and sends it
 // to every hub listening to the project. It returns ev as published.
 func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
-	if err := ev.validate(); err != nil {
+	body, err := prepare(&ev)
+	if err != nil {
 		return Event{}, err
 	}
-	ev.ID = 0 // omitted from the JSON; the script writes the real one
-	if ev.Time.IsZero() {
-		ev.Time = time.Now().UTC()
-	}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	id, err := publishScript.Run(ctx, p.rdb,
-		[]string{seqKey(ev.ProjectID), logKey(ev.ProjectID)},
-		body, channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds(),
-	).Text()
+	id, err := publishScript.Run(ctx, p.rdb, scriptKeys(ev), p.scriptArgs(ev, body)...).Text()
 	if err != nil {
 		return Event{}, fmt.Errorf("publish %s: %w", ev.Name, err)
 	}
@@ -85,6 +75,50 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
 		return Event{}, fmt.Errorf("publish %s: bad id %q", ev.Name, id)
 	}
 	return ev, nil
+}
+
+// PublishAll publishes evs, in order, in one round trip: each as Publish
+// would, for a writer with many events at once. It returns the first error.
+func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	pipe := p.rdb.Pipeline()
+	for _, ev := range evs {
+		body, err := prepare(&ev)
+		if err != nil {
+			return err
+		}
+		// Eval, not EvalSha: a pipeline cannot load the script on a miss.
+		publishScript.Eval(ctx, pipe, scriptKeys(ev), p.scriptArgs(ev, body)...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("publish %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// prepare validates ev, stamps its time and encodes it without its id,
+// which the publish script writes.
+func prepare(ev *Event) ([]byte, error) {
+	if err := ev.validate(); err != nil {
+		return nil, err
+	}
+	ev.ID = 0
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return body, nil
+}
+
+func scriptKeys(ev Event) []string { return []string{seqKey(ev.ProjectID), logKey(ev.ProjectID)} }
+
+func (p *Publisher) scriptArgs(ev Event, body []byte) []any {
+	return []any{body, channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds()}
 }
 
 // Latest is the newest id published for the project, 0 before the first.
