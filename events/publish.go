@@ -31,6 +31,22 @@ redis.call('PUBLISH', ARGV[2], payload)
 return id
 `)
 
+// publishAllScript is publishScript for many events of one project:
+// ARGV[1] is the channel, ARGV[2] and ARGV[3] the log's length and age,
+// and each further ARGV an event's JSON without its id.
+var publishAllScript = redis.NewScript(`
+local n = #ARGV - 3
+local first = redis.call('INCRBY', KEYS[1], n) - n
+for i = 1, n do
+	local id = string.format('%d', first + i)
+	local payload = '{"id":' .. id .. ',' .. string.sub(ARGV[3 + i], 2)
+	redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], id .. '-0', 'e', payload)
+	redis.call('PUBLISH', ARGV[1], payload)
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return first + n
+`)
+
 // PublisherOptions tune the replay log; zero values take the defaults.
 type PublisherOptions struct {
 	// Keep is how many of a project's newest events can be replayed.
@@ -67,7 +83,10 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	id, err := publishScript.Run(ctx, p.rdb, scriptKeys(ev), p.scriptArgs(ev, body)...).Text()
+	id, err := publishScript.Run(ctx, p.rdb,
+		[]string{seqKey(ev.ProjectID), logKey(ev.ProjectID)},
+		body, channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds(),
+	).Text()
 	if err != nil {
 		return Event{}, fmt.Errorf("publish %s: %w", ev.Name, err)
 	}
@@ -77,23 +96,48 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
 	return ev, nil
 }
 
-// PublishAll publishes evs, in order, in one round trip: each as Publish
-// would, for a writer with many events at once. It returns the first error.
+// PublishAll publishes evs, in order, each as Publish would, for a writer
+// with many events at once: one script call per project (and per
+// publishAllMax events, so one call cannot hold Redis long), which takes as
+// many ids as it has events. It returns the first error.
 func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	pipe := p.rdb.Pipeline()
+	var order []uuid.UUID
+	bodies := map[uuid.UUID][]any{}
 	for _, ev := range evs {
 		body, err := prepare(&ev)
 		if err != nil {
 			return err
 		}
-		// Eval, not EvalSha: a pipeline cannot load the script on a miss.
-		publishScript.Eval(ctx, pipe, scriptKeys(ev), p.scriptArgs(ev, body)...)
+		args := bodies[ev.ProjectID]
+		if args == nil {
+			order = append(order, ev.ProjectID)
+		}
+		if args == nil || len(args) == 3+publishAllMax {
+			if err := p.publishAll(ctx, ev.ProjectID, args); err != nil {
+				return err
+			}
+			bodies[ev.ProjectID] = []any{channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds()}
+		}
+		bodies[ev.ProjectID] = append(bodies[ev.ProjectID], body)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("publish %d events: %w", len(evs), err)
+	for _, project := range order {
+		if err := p.publishAll(ctx, project, bodies[project]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishAllMax is the most events one script call publishes.
+const publishAllMax = 256
+
+// publishAll runs publishAllScript with args, if they hold any event.
+func (p *Publisher) publishAll(ctx context.Context, project uuid.UUID, args []any) error {
+	if len(args) <= 3 {
+		return nil
+	}
+	if err := publishAllScript.Run(ctx, p.rdb, []string{seqKey(project), logKey(project)}, args...).Err(); err != nil {
+		return fmt.Errorf("publish %d events: %w", len(args)-3, err)
 	}
 	return nil
 }
@@ -113,12 +157,6 @@ func prepare(ev *Event) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return body, nil
-}
-
-func scriptKeys(ev Event) []string { return []string{seqKey(ev.ProjectID), logKey(ev.ProjectID)} }
-
-func (p *Publisher) scriptArgs(ev Event, body []byte) []any {
-	return []any{body, channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds()}
 }
 
 // Latest is the newest id published for the project, 0 before the first.
