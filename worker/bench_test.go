@@ -142,7 +142,7 @@ func benchRounds() int {
 	if n, err := strconv.Atoi(os.Getenv("LIGHTBOX_BENCH_ROUNDS")); err == nil && n > 0 {
 		return n
 	}
-	return 3
+	return 5
 }
 
 // BenchmarkQueueOverhead runs 2,000 no-op tasks through our path (job rows
