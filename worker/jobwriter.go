@@ -122,14 +122,17 @@ func (jw *jobWriter) write(changes []store.JobState) {
 	}
 	ctx := context.Background()
 	w := jw.w
-	last := make(map[uuid.UUID]int, len(changes))
+	// at is where each job's state is in states; final, its last change.
+	at := make(map[uuid.UUID]int, len(changes))
+	final := make(map[uuid.UUID]int, len(changes))
 	states := make([]store.JobState, 0, len(changes))
-	for _, c := range changes {
-		if i, ok := last[c.ID]; ok {
-			states[i] = c
+	for i, c := range changes {
+		final[c.ID] = i
+		if k, ok := at[c.ID]; ok {
+			states[k] = c
 			continue
 		}
-		last[c.ID] = len(states)
+		at[c.ID] = len(states)
 		states = append(states, c)
 	}
 	var jobs []store.Job
@@ -163,7 +166,7 @@ func (jw *jobWriter) write(changes []store.JobState) {
 			continue // canceled meanwhile, or gone with its project
 		}
 		u := jobUpdate{job: j}
-		if c.Status != j.Status || c.Attempt != j.Attempt {
+		if final[c.ID] != i {
 			// An earlier state of the same write: its event as it was.
 			earlier := *j
 			earlier.Status, earlier.Attempt, earlier.Progress = c.Status, c.Attempt, 0
