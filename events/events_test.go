@@ -573,3 +573,38 @@ func TestSilentConnectionIsReplaced(t *testing.T) {
 	want := publish(t, pub, project, uuid.Nil, 1)
 	sameEvent(t, next(t, again), want)
 }
+
+func TestPublishAllNumbersEachProjectsEventsInOrder(t *testing.T) {
+	_, pub, _ := setup(t)
+	ctx := context.Background()
+	a, b := uuid.New(), uuid.New()
+	publish(t, pub, a, uuid.Nil, 0)
+	// More than one script call's worth, interleaved across two projects.
+	var evs []Event
+	for i := 1; i <= publishAllMax+2; i++ {
+		for _, project := range []uuid.UUID{a, b} {
+			ev, err := New(JobProgress, project, uuid.Nil, map[string]int{"n": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+	}
+	if err := pub.PublishAll(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	for project, first := range map[uuid.UUID]int{a: 1, b: 0} {
+		got, complete, err := pub.Since(ctx, project, uint64(first))
+		if err != nil || !complete || len(got) != publishAllMax+2 {
+			t.Fatalf("%d events, complete %v, %v", len(got), complete, err)
+		}
+		for i, ev := range got {
+			if ev.ID != uint64(first+i+1) || string(ev.Data) != `{"n":`+strconv.Itoa(i+1)+`}` {
+				t.Fatalf("event %d: id %d, data %s", i, ev.ID, ev.Data)
+			}
+		}
+	}
+	if err := pub.PublishAll(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,22 @@ redis.call('PUBLISH', ARGV[2], payload)
 return id
 `)
 
+// publishAllScript is publishScript for many events of one project:
+// ARGV[1] is the channel, ARGV[2] and ARGV[3] the log's length and age,
+// and each further ARGV an event's JSON without its id.
+var publishAllScript = redis.NewScript(`
+local n = #ARGV - 3
+local first = redis.call('INCRBY', KEYS[1], n) - n
+for i = 1, n do
+	local id = string.format('%d', first + i)
+	local payload = '{"id":' .. id .. ',' .. string.sub(ARGV[3 + i], 2)
+	redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], id .. '-0', 'e', payload)
+	redis.call('PUBLISH', ARGV[1], payload)
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return first + n
+`)
+
 // PublisherOptions tune the replay log; zero values take the defaults.
 type PublisherOptions struct {
 	// Keep is how many of a project's newest events can be replayed.
@@ -63,16 +79,9 @@ func NewPublisher(rdb redis.UniversalClient, opts PublisherOptions) *Publisher {
 // Publish assigns ev the project's next id, keeps it for replay and sends it
 // to every hub listening to the project. It returns ev as published.
 func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
-	if err := ev.validate(); err != nil {
-		return Event{}, err
-	}
-	ev.ID = 0 // omitted from the JSON; the script writes the real one
-	if ev.Time.IsZero() {
-		ev.Time = time.Now().UTC()
-	}
-	body, err := json.Marshal(ev)
+	body, err := prepare(&ev)
 	if err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return Event{}, err
 	}
 	id, err := publishScript.Run(ctx, p.rdb,
 		[]string{seqKey(ev.ProjectID), logKey(ev.ProjectID)},
@@ -85,6 +94,69 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
 		return Event{}, fmt.Errorf("publish %s: bad id %q", ev.Name, id)
 	}
 	return ev, nil
+}
+
+// PublishAll publishes evs, in order, each as Publish would, for a writer
+// with many events at once: one script call per project (and per
+// publishAllMax events, so one call cannot hold Redis long), which takes as
+// many ids as it has events. It returns the first error.
+func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
+	var order []uuid.UUID
+	bodies := map[uuid.UUID][]any{}
+	for _, ev := range evs {
+		body, err := prepare(&ev)
+		if err != nil {
+			return err
+		}
+		args := bodies[ev.ProjectID]
+		if args == nil {
+			order = append(order, ev.ProjectID)
+		}
+		if args == nil || len(args) == 3+publishAllMax {
+			if err := p.publishAll(ctx, ev.ProjectID, args); err != nil {
+				return err
+			}
+			bodies[ev.ProjectID] = []any{channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds()}
+		}
+		bodies[ev.ProjectID] = append(bodies[ev.ProjectID], body)
+	}
+	for _, project := range order {
+		if err := p.publishAll(ctx, project, bodies[project]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishAllMax is the most events one script call publishes.
+const publishAllMax = 256
+
+// publishAll runs publishAllScript with args, if they hold any event.
+func (p *Publisher) publishAll(ctx context.Context, project uuid.UUID, args []any) error {
+	if len(args) <= 3 {
+		return nil
+	}
+	if err := publishAllScript.Run(ctx, p.rdb, []string{seqKey(project), logKey(project)}, args...).Err(); err != nil {
+		return fmt.Errorf("publish %d events: %w", len(args)-3, err)
+	}
+	return nil
+}
+
+// prepare validates ev, stamps its time and encodes it without its id,
+// which the publish script writes.
+func prepare(ev *Event) ([]byte, error) {
+	if err := ev.validate(); err != nil {
+		return nil, err
+	}
+	ev.ID = 0
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return body, nil
 }
 
 // Latest is the newest id published for the project, 0 before the first.

@@ -235,3 +235,78 @@ func TestBatchCountsJobsThatEndTogether(t *testing.T) {
 		t.Fatalf("after %d jobs ended together the batch says %d completed, %s", len(ids), b.Completed, b.Status)
 	}
 }
+
+func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 4)
+	otherBatch, other := batchOf(t, env, owner, project, 1)
+
+	started := []store.JobState{{ID: ids[0], Status: store.JobRunning, Attempt: 1}, {ID: ids[1], Status: store.JobRunning, Attempt: 2}}
+	jobs, batches, err := env.Store.RecordJobStates(ctx, started)
+	if err != nil || len(jobs) != 2 || len(batches) != 0 {
+		t.Fatalf("started: %d jobs, %d batches, %v", len(jobs), len(batches), err)
+	}
+	for _, j := range jobs {
+		if j.Status != store.JobRunning || j.EnqueuedAt == nil || (j.ID == ids[1]) != (j.Attempt == 2) {
+			t.Fatalf("started: %+v", j)
+		}
+	}
+
+	next := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
+	ended := []store.JobState{
+		{ID: ids[0], Status: store.JobDone, Attempt: 1},
+		{ID: ids[1], Status: store.JobQueued, Attempt: 2, Code: "timeout", Message: "took too long", NextRun: next},
+		{ID: ids[2], Status: store.JobFailed, Attempt: 3, Code: "decode_failed", Message: "not a photo", FailAsset: true},
+		{ID: other[0], Status: store.JobDone, Attempt: 1},
+		{ID: uuid.New(), Status: store.JobDone, Attempt: 1},
+	}
+	if _, err := env.DB.Exec(`UPDATE jobs SET status = 'canceled' WHERE id = $1`, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	ended = append(ended, store.JobState{ID: ids[3], Status: store.JobDone, Attempt: 1})
+	jobs, batches, err = env.Store.RecordJobStates(ctx, ended)
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("ended: %d jobs, %v", len(jobs), err)
+	}
+	got := map[uuid.UUID]store.Job{}
+	for _, j := range jobs {
+		got[j.ID] = j
+	}
+	if j := got[ids[0]]; j.Status != store.JobDone || j.Progress != 1 || j.ErrorCode != nil {
+		t.Fatalf("done: %+v", j)
+	}
+	if j := got[ids[1]]; j.Status != store.JobQueued || j.NextRunAt == nil || !j.NextRunAt.Equal(next) || *j.ErrorCode != "timeout" {
+		t.Fatalf("retrying: %+v", j)
+	}
+	if j := got[ids[2]]; j.Status != store.JobFailed || *j.ErrorCode != "decode_failed" || env.AssetStatus(t, *j.AssetID) != store.AssetFailed {
+		t.Fatalf("failed: %+v", j)
+	}
+	if j, _ := env.Store.JobByID(ctx, ids[3]); j.Status != store.JobCanceled {
+		t.Fatalf("a canceled job did not stay canceled: %+v", j)
+	}
+	if len(batches) != 2 {
+		t.Fatalf("%d batches recounted, want 2", len(batches))
+	}
+	for _, b := range batches {
+		switch b.ID {
+		case batch:
+			if b.Status != "running" || b.Completed != 1 || b.Failed != 1 {
+				t.Fatalf("batch: %+v", b)
+			}
+		case otherBatch:
+			if b.Status != "completed" || b.Completed != 1 {
+				t.Fatalf("other batch: %+v", b)
+			}
+		default:
+			t.Fatalf("batch %s recounted", b.ID)
+		}
+	}
+	if st, err := env.Store.JobStatus(ctx, ids[3]); err != nil || st != store.JobCanceled {
+		t.Fatalf("status: %q %v", st, err)
+	}
+	if _, err := env.Store.JobStatus(ctx, uuid.New()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("status of an unknown job: %v", err)
+	}
+}

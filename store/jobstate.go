@@ -1,10 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 )
 
 // Job states.
@@ -15,6 +19,19 @@ const (
 	JobFailed   = "failed"
 	JobCanceled = "canceled"
 )
+
+// JobStatus is a job's status, read outside any transaction on a prepared
+// statement: a worker asks it before every task it runs, and a prepared
+// statement answers in one round trip where a query with parameters takes
+// two.
+func (s *Store) JobStatus(ctx context.Context, id uuid.UUID) (string, error) {
+	stmt, err := s.prepared(ctx, &s.stmts.jobStatus, `SELECT status FROM jobs WHERE id = $1`)
+	if err != nil {
+		return "", err
+	}
+	var status string
+	return status, notFound(stmt.GetContext(ctx, &status, id))
+}
 
 // JobStarted records that attempt (1-based) of a job began. A job already
 // canceled stays so and the caller should stop.
@@ -97,4 +114,88 @@ func (s *Store) RecountBatch(ctx context.Context, id uuid.UUID) (*Batch, error) 
 		RETURNING b.id, b.project_id, b.user_id, b.kind, b.status, b.total, b.completed, b.failed, b.created_at, b.completed_at`, id))
 	})
 	return b, err
+}
+
+// JobState is one change of a job's state for RecordJobStates.
+type JobState struct {
+	ID      uuid.UUID
+	Status  string // running, queued (to run again at NextRun), done or failed
+	Attempt int    // 1-based
+	Code    string // the error of a failed attempt
+	Message string
+	NextRun time.Time // when a queued job runs again
+	// FailAsset marks the job's asset failed with the job's error when the
+	// job failed for good.
+	FailAsset bool
+}
+
+// RecordJobStates writes many jobs' state changes at once: one statement
+// for the jobs, then the counters of the batches whose jobs ended, in one
+// transaction, so a batch never counts a job the jobs table does not show
+// ended. A canceled job stays canceled; it and a job that no longer exists
+// are left out of the jobs returned. A job must appear at most once.
+func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, []Batch, error) {
+	if len(states) == 0 {
+		return nil, nil, nil
+	}
+	ids := make([]uuid.UUID, len(states))
+	status := make([]string, len(states))
+	attempts := make([]int64, len(states))
+	codes := make([]string, len(states))
+	messages := make([]string, len(states))
+	next := make([]string, len(states))
+	failAsset := map[uuid.UUID]bool{}
+	for i, st := range states {
+		ids[i], status[i], attempts[i], codes[i], messages[i] = st.ID, st.Status, int64(st.Attempt), st.Code, st.Message
+		if !st.NextRun.IsZero() {
+			next[i] = st.NextRun.UTC().Format(time.RFC3339Nano)
+		}
+		if st.FailAsset {
+			failAsset[st.ID] = true
+		}
+	}
+	var jobs []Job
+	var batches []Batch
+	err := s.WithTx(ctx, func(tx *Store) error {
+		jobs, batches = nil, nil
+		err := tx.db.SelectContext(ctx, &jobs, `
+			UPDATE jobs j SET status = s.status, attempt = s.attempt,
+				progress = CASE WHEN s.status = 'done' THEN 1 ELSE j.progress END,
+				error_code = nullif(s.code, ''), error_message = nullif(s.message, ''),
+				next_run_at = nullif(s.next_run, '')::timestamptz,
+				enqueued_at = coalesce(j.enqueued_at, now()), updated_at = now()
+			FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+				AS s(id, status, attempt, code, message, next_run)
+			WHERE j.id = s.id AND j.status <> 'canceled'
+			RETURNING `+jobColumns,
+			pq.Array(ids), pq.Array(status), pq.Array(attempts), pq.Array(codes), pq.Array(messages), pq.Array(next))
+		if err != nil {
+			return err
+		}
+		ended := map[uuid.UUID]bool{}
+		for _, j := range jobs {
+			if j.Status != JobDone && j.Status != JobFailed {
+				continue
+			}
+			if j.BatchID != nil {
+				ended[*j.BatchID] = true
+			}
+			if j.Status == JobFailed && failAsset[j.ID] && j.AssetID != nil {
+				if err := tx.FailAsset(ctx, *j.AssetID, deref(j.ErrorCode), deref(j.ErrorMessage)); err != nil {
+					return err
+				}
+			}
+		}
+		// Batches are locked in one order, so two writers cannot deadlock.
+		order := slices.SortedFunc(maps.Keys(ended), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+		for _, id := range order {
+			b, err := tx.RecountBatch(ctx, id)
+			if err != nil {
+				return err
+			}
+			batches = append(batches, *b)
+		}
+		return nil
+	})
+	return jobs, batches, err
 }

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -21,9 +22,33 @@ var ErrNotFound = errors.New("not found")
 // Store is the Postgres-backed data layer. A Store made by WithTx runs
 // every method inside that transaction; the one Open returns uses the pool.
 type Store struct {
-	db   querier
-	pool *sqlx.DB
-	tx   bool // db is a transaction
+	db    querier
+	pool  *sqlx.DB
+	tx    bool // db is a transaction
+	stmts *statements
+}
+
+// statements are the pool's prepared statements, for queries hot enough
+// that the round trip a prepare costs matters; each is prepared on first
+// use, and again after a failed prepare.
+type statements struct {
+	mu        sync.Mutex
+	jobStatus *sqlx.Stmt
+}
+
+// prepared is the statement *p holds, preparing query into it first if
+// it is still nil.
+func (s *Store) prepared(ctx context.Context, p **sqlx.Stmt, query string) (*sqlx.Stmt, error) {
+	s.stmts.mu.Lock()
+	defer s.stmts.mu.Unlock()
+	if *p == nil {
+		stmt, err := s.pool.PreparexContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		*p = stmt
+	}
+	return *p, nil
 }
 
 // querier is what the pool and a transaction both offer, so every method
@@ -49,7 +74,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
-	return &Store{db: db, pool: db}, nil
+	return &Store{db: db, pool: db, stmts: &statements{}}, nil
 }
 
 // Close closes the connection pool.
@@ -69,7 +94,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(&Store{db: tx, pool: s.pool, tx: true}); err != nil {
+	if err := fn(&Store{db: tx, pool: s.pool, tx: true, stmts: s.stmts}); err != nil {
 		tx.Rollback()
 		return err
 	}

@@ -136,71 +136,98 @@ func peakRSS(pid int) int64 {
 // so the middleware records its states as it does every job's.
 var defineNoop sync.Once
 
+// benchRounds is how many times the queue benchmark alternates the
+// baseline and our path; LIGHTBOX_BENCH_ROUNDS overrides it.
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("LIGHTBOX_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 5
+}
+
 // BenchmarkQueueOverhead runs 2,000 no-op tasks through our path (job rows
 // recorded in Postgres, parallel enqueue, the worker's middleware writing
 // each job's states and publishing its events) beside raw Asynq enqueue
-// and process of the same number of no-op tasks, in the same run.
+// and process of the same number of no-op tasks, in the same run. The two
+// alternate for a few rounds and each reports its fastest round: on a
+// machine shared with other work, one round of either can be several
+// times slower than the next.
 func BenchmarkQueueOverhead(b *testing.B) {
 	const n = 2000
 	defineNoop.Do(func() { tasks.Define("bench:noop", tasks.QueueDefault, true) })
 	for range b.N {
-		// Raw Asynq.
-		h := newHarness(b, nil)
-		opt, _ := asynq.ParseRedisURI(h.env.RedisURL)
-		var done atomic.Int64
-		srv := asynq.NewServer(opt, asynq.Config{Concurrency: h.cfg.WorkerConcurrency, Queues: tasks.DefaultWeights,
-			TaskCheckInterval: 200 * time.Millisecond, LogLevel: asynq.FatalLevel})
-		mux := asynq.NewServeMux()
-		mux.HandleFunc("bench:noop", func(context.Context, *asynq.Task) error { done.Add(1); return nil })
-		srv.Start(mux)
-		start := time.Now()
-		// Enqueued as ours are, the same number at once, so the two
-		// differ only in what our path adds.
-		raws := make([]*asynq.Task, n)
-		for i := range raws {
-			raws[i] = asynq.NewTask("bench:noop", []byte(strconv.Itoa(i)), asynq.Queue("default"))
-		}
-		for _, err := range tasks.EnqueueAll(context.Background(), h.queue, raws) {
-			if err != nil {
-				b.Fatal(err)
+		var raw, ours time.Duration
+		for range benchRounds() {
+			r, o := rawAsynq(b, n), ourQueue(b, n)
+			if raw == 0 || r < raw {
+				raw = r
+			}
+			if ours == 0 || o < ours {
+				ours = o
 			}
 		}
-		for done.Load() < n {
-			time.Sleep(5 * time.Millisecond)
-		}
-		raw := time.Since(start)
-		srv.Shutdown()
-
-		// Ours: the same no-op behind the worker's middleware, with job rows.
-		h = newHarness(b, nil)
-		project := h.project()
-		done.Store(0)
-		h.w.Handle("bench:noop", asynq.HandlerFunc(func(context.Context, *asynq.Task) error { done.Add(1); return nil }))
-		h.run()
-		start = time.Now()
-		jobs := make([]store.Job, n)
-		ts := make([]*asynq.Task, n)
-		for i := range jobs {
-			id := uuid.New()
-			payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
-			jobs[i] = store.Job{ID: id, ProjectID: project, Type: "bench:noop", Queue: "default", TaskID: "noop:" + id.String(), Payload: payload}
-			ts[i] = asynq.NewTask("bench:noop", payload, asynq.Queue("default"), asynq.TaskID(jobs[i].TaskID))
-		}
-		if err := h.env.Store.RecordJobs(context.Background(), jobs); err != nil {
-			b.Fatal(err)
-		}
-		for _, err := range tasks.EnqueueAll(context.Background(), h.queue, ts) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		for done.Load() < n || h.count(`SELECT count(*) FROM jobs WHERE status = 'done'`) < n {
-			time.Sleep(5 * time.Millisecond)
-		}
-		ours := time.Since(start)
-
 		b.ReportMetric(n/raw.Seconds(), "raw_tasks/s")
 		b.ReportMetric(n/ours.Seconds(), "our_tasks/s")
 		b.ReportMetric(raw.Seconds()/ours.Seconds(), "ours/raw")
 	}
+}
+
+// rawAsynq is how long raw Asynq takes to enqueue and process n no-op
+// tasks, enqueued as ours are, the same number at once, so the two differ
+// only in what our path adds.
+func rawAsynq(b *testing.B, n int) time.Duration {
+	h := newHarness(b, nil)
+	opt, _ := asynq.ParseRedisURI(h.env.RedisURL)
+	var done atomic.Int64
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: h.cfg.WorkerConcurrency, Queues: tasks.DefaultWeights,
+		TaskCheckInterval: 200 * time.Millisecond, LogLevel: asynq.FatalLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("bench:noop", func(context.Context, *asynq.Task) error { done.Add(1); return nil })
+	srv.Start(mux)
+	defer srv.Shutdown()
+	start := time.Now()
+	raws := make([]*asynq.Task, n)
+	for i := range raws {
+		raws[i] = asynq.NewTask("bench:noop", []byte(strconv.Itoa(i)), asynq.Queue("default"))
+	}
+	for _, err := range tasks.EnqueueAll(context.Background(), h.queue, raws) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for done.Load() < int64(n) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// ourQueue is how long n no-op tasks take through our path, from recording
+// their jobs to every job's row saying done.
+func ourQueue(b *testing.B, n int) time.Duration {
+	h := newHarness(b, nil)
+	project := h.project()
+	var done atomic.Int64
+	h.w.Handle("bench:noop", asynq.HandlerFunc(func(context.Context, *asynq.Task) error { done.Add(1); return nil }))
+	h.run()
+	start := time.Now()
+	jobs := make([]store.Job, n)
+	ts := make([]*asynq.Task, n)
+	for i := range jobs {
+		id := uuid.New()
+		payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
+		jobs[i] = store.Job{ID: id, ProjectID: project, Type: "bench:noop", Queue: "default", TaskID: "noop:" + id.String(), Payload: payload}
+		ts[i] = asynq.NewTask("bench:noop", payload, asynq.Queue("default"), asynq.TaskID(jobs[i].TaskID))
+	}
+	if err := h.env.Store.RecordJobs(context.Background(), jobs); err != nil {
+		b.Fatal(err)
+	}
+	for _, err := range tasks.EnqueueAll(context.Background(), h.queue, ts) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for done.Load() < int64(n) || h.count(`SELECT count(*) FROM jobs WHERE status = 'done'`) < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
 }

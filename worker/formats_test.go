@@ -61,7 +61,8 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 	}
 	h.run()
 	h.waitFor("every file to finish", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0 &&
+			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})
 	for name, want := range formatsWant {
 		r := h.asset(ids[name])

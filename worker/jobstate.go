@@ -63,7 +63,8 @@ func waitOutStorage(next asynq.Handler) asynq.Handler {
 // trackJobs records each run in the job's row: running with its attempt,
 // then done, failed with a code, or queued again with the next run time.
 // The worker writes these, not the enqueuer, so a retry started anywhere
-// (the API, Asynqmon) shows in the job.
+// (the API, Asynqmon) shows in the job. Only the check that the job is
+// still wanted waits for Postgres; the states go to the job-state writer.
 func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var ref tasks.Job
@@ -72,7 +73,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		job, err := w.st.JobStarted(ctx, ref.JobID, retried+1)
+		status, err := w.st.JobStatus(ctx, ref.JobID)
 		if errors.Is(err, store.ErrNotFound) {
 			// Its project was deleted: there is nothing left to work for.
 			return tasks.Permanent(errors.New("job no longer exists"))
@@ -80,39 +81,26 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		if err != nil {
 			return err
 		}
-		if job.Status == store.JobCanceled {
+		if status == store.JobCanceled {
 			return nil
 		}
-		w.jobChanged(ctx, job, nil)
+		state := store.JobState{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
+		w.states.record(state)
 
 		runErr := next.ProcessTask(ctx, t)
 
-		// Record the outcome even when the task's own context has ended.
-		ctx = context.WithoutCancel(ctx)
-		code, msg := "", ""
 		if runErr != nil {
-			code, msg = errorCode(runErr)
+			state.Code, state.Message = errorCode(runErr)
 		}
-		var batch *store.Batch
 		switch {
 		case runErr == nil:
-			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobDone, "", "")
+			state.Status = store.JobDone
 		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
-			job, err = w.st.JobRetrying(ctx, ref.JobID, time.Now().Add(tasks.RetryDelay(retried, runErr, t)), code, msg)
+			state.Status, state.NextRun = store.JobQueued, time.Now().Add(tasks.RetryDelay(retried, runErr, t))
 		default:
-			job, batch, err = w.st.JobFinished(ctx, ref.JobID, store.JobFailed, code, msg)
-			if err == nil && job.AssetID != nil && tasks.FailsAsset(t.Type()) {
-				err = w.st.FailAsset(ctx, *job.AssetID, code, msg)
-			}
+			state.Status, state.FailAsset = store.JobFailed, tasks.FailsAsset(t.Type())
 		}
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			w.log.Error("record job state", "job", ref.JobID, "err", err)
-		} else if err == nil {
-			w.jobChanged(ctx, job, batch)
-			if batch != nil {
-				w.jobs.Release(ctx, w.log, batch.ID)
-			}
-		}
+		w.states.record(state)
 		return runErr
 	})
 }

@@ -110,7 +110,8 @@ func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
 	}
 	h.run()
 	h.waitFor("every file to finish", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0 &&
+			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})
 
 	for name, id := range ids {

@@ -58,37 +58,68 @@ func (w *Worker) publish(ctx context.Context, name events.Name, project, batch u
 // jobChanged tells listeners of a job's new state, its asset's, and its
 // batch's when the job ended.
 func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
-	batch := uuid.Nil
-	if j.BatchID != nil {
-		batch = *j.BatchID
+	w.jobsChanged(ctx, []jobUpdate{{job: j, batch: b}})
+}
+
+// jobUpdate is a job's new state and, when it ended in a batch, the
+// batch's (nil when another update of the same round carries it).
+type jobUpdate struct {
+	job   *store.Job
+	batch *store.Batch
+}
+
+// jobsChanged tells listeners of jobs' new states, their assets' and their
+// batches', all in one round trip to Redis, and webhooks of the assets that
+// failed and the batches that ended.
+func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
+	var evs []events.Event
+	add := func(name events.Name, project, batch uuid.UUID, data any) {
+		ev, err := events.New(name, project, batch, data)
+		if err != nil {
+			w.log.Warn("publish event", "event", name, "project", project, "err", err)
+			return
+		}
+		evs = append(evs, ev)
 	}
-	ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, JobType: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
-	if j.ErrorCode != nil {
-		ev.Error = &errorInfo{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
-	}
-	name := events.JobProgress
-	if j.Status == store.JobDone || j.Status == store.JobFailed {
-		name = events.JobDone
-	}
-	if j.ProjectID == uuid.Nil {
-		return // a webhook ping: no project's stream is about it
-	}
-	w.publish(ctx, name, j.ProjectID, batch, ev)
-	if j.AssetID != nil && name == events.JobDone {
-		if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
-			w.publish(ctx, events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
-			if a.Status == store.AssetFailed && j.Status == store.JobFailed && tasks.FailsAsset(j.Type) {
-				w.jobs.AssetFailed(ctx, w.log, a, j)
+	for _, u := range us {
+		j, b := u.job, u.batch
+		batch := uuid.Nil
+		if j.BatchID != nil {
+			batch = *j.BatchID
+		}
+		ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, JobType: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
+		if j.ErrorCode != nil {
+			ev.Error = &errorInfo{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+		}
+		name := events.JobProgress
+		if j.Status == store.JobDone || j.Status == store.JobFailed {
+			name = events.JobDone
+		}
+		if j.ProjectID == uuid.Nil {
+			continue // a webhook ping: no project's stream is about it
+		}
+		add(name, j.ProjectID, batch, ev)
+		if j.AssetID != nil && name == events.JobDone {
+			if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
+				add(events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
+				if a.Status == store.AssetFailed && j.Status == store.JobFailed && tasks.FailsAsset(j.Type) {
+					w.jobs.AssetFailed(ctx, w.log, a, j)
+				}
 			}
 		}
-	}
-	if b != nil {
-		name := events.BatchUpdated
-		if b.CompletedAt != nil {
-			name = events.BatchCompleted
+		if b != nil {
+			name := events.BatchUpdated
+			if b.CompletedAt != nil {
+				name = events.BatchCompleted
+			}
+			add(name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
+			w.jobs.BatchEnded(ctx, w.log, b)
 		}
-		w.publish(ctx, name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
-		w.jobs.BatchEnded(ctx, w.log, b)
+	}
+	// A lost event is logged, never a task failure: clients resync from
+	// Postgres.
+	if err := w.events.PublishAll(ctx, evs); err != nil {
+		w.log.Warn("publish events", "count", len(evs), "err", err)
 	}
 }
 

@@ -27,6 +27,29 @@ func buildWorker(t testing.TB) string {
 	return bin
 }
 
+// startBinary starts the worker binary bin on the harness's services with
+// the chain key in keyFile; the test's end kills it.
+func (h *harness) startBinary(bin, keyFile string) *exec.Cmd {
+	h.t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
+		"CHAIN_KEY_FILE="+keyFile, "WORKER_CONCURRENCY=2", "CLUSTER_DELAY=1h", "LOG_LEVEL=error")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if h.t.Failed() {
+			h.t.Logf("worker output:\n%s", out.String())
+		}
+	})
+	return cmd
+}
+
 // TestKilledWorkerLosesNothing kills a worker with SIGKILL in the middle of
 // 100 assets and starts another: every asset ends processed exactly once
 // in the data, whatever ran twice. Asynq hands the dead worker's leased
@@ -47,25 +70,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildWorker(t)
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(),
-			"DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
-			"CHAIN_KEY_FILE="+keyFile, "WORKER_CONCURRENCY=2", "CLUSTER_DELAY=1h", "LOG_LEVEL=error")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			if t.Failed() {
-				t.Logf("worker output:\n%s", out.String())
-			}
-		})
-		return cmd
-	}
+	start := func() *exec.Cmd { return h.startBinary(bin, keyFile) }
 	culled := func() int {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('cull', 'search', 'ai')`)
 	}

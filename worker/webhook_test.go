@@ -161,7 +161,9 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ {
 		h.waitFor("a failed attempt waiting to retry", 5*time.Minute, func() bool {
 			info, err := h.in.GetTaskInfo(queue, taskID)
-			return err == nil && info.State == asynq.TaskStateRetry && h.delivery(job.ID).Attempts == attempt
+			d := h.delivery(job.ID)
+			// The job's row follows the task a few milliseconds later.
+			return err == nil && info.State == asynq.TaskStateRetry && d.Attempts == attempt && d.JobStatus == "queued"
 		})
 		d := h.delivery(job.ID)
 		if d.Status != store.DeliveryPending || d.ResponseStatus == nil || *d.ResponseStatus != 500 || d.JobStatus != "queued" {
@@ -171,7 +173,10 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitFor("the delivery to succeed", 5*time.Minute, func() bool { return h.delivery(job.ID).Status == store.DeliveryDone })
+	h.waitFor("the delivery to succeed and its job to end", 5*time.Minute, func() bool {
+		d := h.delivery(job.ID)
+		return d.Status == store.DeliveryDone && d.JobStatus != "running"
+	})
 
 	d := h.delivery(job.ID)
 	if d.Attempts != 3 || d.JobStatus != "done" || d.JobAttempt != 3 || *d.ResponseStatus != 200 {

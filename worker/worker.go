@@ -67,6 +67,7 @@ type Worker struct {
 	fetcher    *http.Client
 	hooks      *http.Client // posts webhook deliveries
 	metrics    *taskMetrics
+	states     *jobWriter
 
 	// reconcileAt is where the next sweep's comparison of jobs with
 	// their tasks starts.
@@ -112,6 +113,7 @@ func New(d Deps) (*Worker, error) {
 		}),
 	})
 	w.metrics = newTaskMetrics()
+	w.states = newJobWriter(w)
 	w.mux = asynq.NewServeMux()
 	w.mux.Use(w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, waitOutStorage)
 	w.routes()
@@ -146,8 +148,15 @@ func (w *Worker) routes() {
 func (w *Worker) Handle(typ string, h asynq.Handler) { w.mux.Handle(typ, h) }
 
 // Handler is the worker's whole task table with its middleware, for tests
-// that run tasks without a server.
-func (w *Worker) Handler() asynq.Handler { return w.mux }
+// that run tasks without a server. It returns once the task's job states
+// are written.
+func (w *Worker) Handler() asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		err := w.mux.ProcessTask(ctx, t)
+		w.states.sync()
+		return err
+	})
+}
 
 // Run processes tasks until ctx ends, then stops fetching, waits for running
 // tasks up to the shutdown timeout and hands unfinished ones back to Redis.
@@ -168,6 +177,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	w.sched.Shutdown()
 	w.srv.Shutdown()
+	w.states.close()
 	w.jobs.Inspector.Close()
 	return w.queue.Close()
 }

@@ -1,0 +1,189 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+// Job-state writer timing: how often it writes at most, and how it waits
+// out a database that refuses a write.
+const (
+	jobStateEvery   = 5 * time.Millisecond
+	jobStateTries   = 4
+	jobStateBackoff = 50 * time.Millisecond
+)
+
+// jobWriter records the states of the jobs this process runs, many at a
+// time: a task hands over its job's running state and its outcome without
+// waiting, and the writer sends everything handed over since its last
+// write in one transaction (store.RecordJobStates) and the events in one
+// Redis pipeline, at most every jobStateEvery. Two round trips per task
+// become two per write, whatever the number of tasks.
+//
+// A process that dies before a write loses the states it held; the job's
+// row then shows it queued or running while Asynq no longer has its task
+// (a completed task is not kept), and the sweeper's reconcile runs the
+// task again once the row has been quiet a while: at least once, as
+// every task already is.
+type jobWriter struct {
+	w *Worker
+
+	mu      sync.Mutex
+	pending []store.JobState
+	waiters []chan struct{} // closed once what was pending when they came is written
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func newJobWriter(w *Worker) *jobWriter {
+	jw := &jobWriter{w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go jw.run()
+	return jw
+}
+
+// record hands over a job's new state.
+func (jw *jobWriter) record(c store.JobState) {
+	jw.mu.Lock()
+	if jw.closed {
+		jw.mu.Unlock()
+		jw.write([]store.JobState{c})
+		return
+	}
+	jw.pending = append(jw.pending, c)
+	jw.mu.Unlock()
+	jw.poke()
+}
+
+// sync waits until every state handed over before it is written.
+func (jw *jobWriter) sync() {
+	ch := make(chan struct{})
+	jw.mu.Lock()
+	if jw.closed {
+		jw.mu.Unlock()
+		return
+	}
+	jw.waiters = append(jw.waiters, ch)
+	jw.mu.Unlock()
+	jw.poke()
+	<-ch
+}
+
+// close writes what is pending and stops the writer; states handed over
+// later are written at once by the caller.
+func (jw *jobWriter) close() {
+	jw.mu.Lock()
+	jw.closed = true
+	jw.mu.Unlock()
+	jw.poke()
+	<-jw.done
+}
+
+func (jw *jobWriter) poke() {
+	select {
+	case jw.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (jw *jobWriter) run() {
+	defer close(jw.done)
+	var last time.Time
+	for range jw.wake {
+		// Gather what arrives within the interval into one write.
+		time.Sleep(time.Until(last.Add(jobStateEvery)))
+		last = time.Now()
+		jw.mu.Lock()
+		changes, waiters, closed := jw.pending, jw.waiters, jw.closed
+		jw.pending, jw.waiters = nil, nil
+		jw.mu.Unlock()
+		jw.write(changes)
+		for _, ch := range waiters {
+			close(ch)
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// write records changes, in the order they were handed over, and tells
+// listeners. A job's later state replaces an earlier one of the same
+// write; the events of both are sent.
+func (jw *jobWriter) write(changes []store.JobState) {
+	if len(changes) == 0 {
+		return
+	}
+	ctx := context.Background()
+	w := jw.w
+	// at is where each job's state is in states; final, its last change.
+	at := make(map[uuid.UUID]int, len(changes))
+	final := make(map[uuid.UUID]int, len(changes))
+	states := make([]store.JobState, 0, len(changes))
+	for i, c := range changes {
+		final[c.ID] = i
+		if k, ok := at[c.ID]; ok {
+			states[k] = c
+			continue
+		}
+		at[c.ID] = len(states)
+		states = append(states, c)
+	}
+	var jobs []store.Job
+	var batches []store.Batch
+	var err error
+	for try := 1; ; try++ {
+		if jobs, batches, err = w.st.RecordJobStates(ctx, states); err == nil || try == jobStateTries {
+			break
+		}
+		time.Sleep(jobStateBackoff << try)
+	}
+	if err != nil {
+		// The sweeper's reconcile repairs rows left behind.
+		w.log.Error("record job states", "jobs", len(states), "err", err)
+		return
+	}
+	byID := make(map[uuid.UUID]*store.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	// Each batch's news goes with the last of its jobs to end here.
+	lastOfBatch := map[uuid.UUID]*store.Batch{}
+	for i := range batches {
+		lastOfBatch[batches[i].ID] = &batches[i]
+	}
+	var updates []jobUpdate
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		j := byID[c.ID]
+		if j == nil {
+			continue // canceled meanwhile, or gone with its project
+		}
+		u := jobUpdate{job: j}
+		if final[c.ID] != i {
+			// An earlier state of the same write: its event as it was.
+			earlier := *j
+			earlier.Status, earlier.Attempt, earlier.Progress = c.Status, c.Attempt, 0
+			earlier.ErrorCode, earlier.ErrorMessage = nil, nil
+			if c.Code != "" {
+				earlier.ErrorCode, earlier.ErrorMessage = &c.Code, &c.Message
+			}
+			u.job = &earlier
+		} else if j.BatchID != nil && lastOfBatch[*j.BatchID] != nil {
+			u.batch = lastOfBatch[*j.BatchID]
+			delete(lastOfBatch, *j.BatchID)
+		}
+		updates = append(updates, u)
+	}
+	slices.Reverse(updates)
+	w.jobsChanged(ctx, updates)
+	for i := range batches {
+		w.jobs.Release(ctx, w.log, batches[i].ID)
+	}
+}
