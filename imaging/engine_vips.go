@@ -91,8 +91,8 @@ func importParams() *vips.ImportParams {
 }
 
 // derive makes the preview with shrink-on-load, the only time the original
-// is decoded, then makes the thumbnail and the analysis image from the
-// encoded preview, which is small and cheap to decode again.
+// is decoded, then encodes it and makes the thumbnail and the analysis
+// image from its pixels in memory (fromPreview).
 func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, opt Options) (*derived, error) {
 	src, turn := data, 1
 	if h.format.IsRaw() {
@@ -121,58 +121,23 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, o
 	if pw, ph := ref.Width(), ref.Height(); (pw > ph) != (h.width > h.height) && pw != ph {
 		d.width, d.height = h.height, h.width
 	}
-	d.preview, err = exportJPEG(ref, opt.PreviewQuality)
+	// The pixels are taken once, from the decode; the preview is encoded
+	// from them, and the thumbnail and the analysis image are made from
+	// them in memory rather than by decoding the encoded preview again.
+	raw, err := ref.ToBytes()
 	if err != nil {
 		return nil, vipsDecodeError(h.format, err)
+	}
+	if ref.Bands() != 3 {
+		return nil, fmt.Errorf("imaging: libvips gave %d bands for sRGB", ref.Bands())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if d.thumb, d.small, err = shrinkJPEG(d.preview.Data, opt.ThumbSize, opt.ThumbQuality); err != nil {
-		return nil, err
-	}
-	if _, d.mid, err = shrinkJPEG(d.preview.Data, analysisSize, 0); err != nil {
+	if err := fromPreview(raw, ref.Width(), ref.Height(), opt, d); err != nil {
 		return nil, err
 	}
 	return d, nil
-}
-
-// shrinkJPEG scales an encoded preview to a long edge of size and returns
-// its pixels, and when quality > 0 also the image encoded as JPEG. The
-// loader reads sequentially, so each result loads the preview again: at
-// this size shrink-on-load makes that cheaper than holding a copy.
-func shrinkJPEG(preview []byte, size, quality int) (Output, *image.RGBA, error) {
-	var out Output
-	if quality > 0 {
-		ref, err := loadOpaque(preview, size)
-		if err != nil {
-			return out, nil, err
-		}
-		out, err = exportJPEG(ref, quality)
-		ref.Close()
-		if err != nil {
-			return out, nil, err
-		}
-	}
-	ref, err := loadOpaque(preview, size)
-	if err != nil {
-		return out, nil, err
-	}
-	defer ref.Close()
-	img, err := toRGBA(ref)
-	return out, img, err
-}
-
-func loadOpaque(data []byte, size int) (*vips.ImageRef, error) {
-	ref, err := vips.LoadThumbnailFromBuffer(data, size, size, vips.InterestingNone, vips.SizeDown, importParams())
-	if err != nil {
-		return nil, err
-	}
-	if err := toOpaqueSRGB(ref); err != nil {
-		ref.Close()
-		return nil, err
-	}
-	return ref, nil
 }
 
 // toOpaqueSRGB converts to 8-bit sRGB (from CMYK, grey, 16-bit) and
@@ -262,14 +227,10 @@ func toRGBA(ref *vips.ImageRef) (*image.RGBA, error) {
 		return nil, err
 	}
 	w, h, bands := ref.Width(), ref.Height(), ref.Bands()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	if bands != 3 || len(raw) < 3*w*h {
 		return nil, fmt.Errorf("imaging: libvips gave %d bands, %d bytes for %d×%d sRGB", bands, len(raw), w, h)
 	}
-	for i, j := 0, 0; j < len(img.Pix); i, j = i+3, j+4 {
-		img.Pix[j], img.Pix[j+1], img.Pix[j+2], img.Pix[j+3] = raw[i], raw[i+1], raw[i+2], 255
-	}
-	return img, nil
+	return boxRGB(raw, w, h, 1), nil
 }
 
 func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error) {

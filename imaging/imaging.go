@@ -7,8 +7,8 @@
 //
 //   - "vips": libvips through govips, built only with cgo. It uses
 //     shrink-on-load (vips_thumbnail_buffer) for the preview, so a large JPEG
-//     is never decoded at full size, then derives the thumbnail and the
-//     analysis images from the encoded preview.
+//     is never decoded at full size, then encodes the preview and derives
+//     the thumbnail and the analysis images from its pixels in memory.
 //   - "go": the standard library decoders plus golang.org/x/image for WebP
 //     and TIFF, resized with github.com/nfnt/resize (it has fast paths for
 //     YCbCr and grey images and spreads work over all cores, where

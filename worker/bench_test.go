@@ -70,16 +70,28 @@ func twelveMP(b *testing.B, n int) [][]byte {
 // seconds, photos/s, time to cull per photo and the worker's peak memory.
 // Base images are 40 distinct crops; each photo differs from the others
 // by its bytes, so the run also exercises duplicate grouping.
+//
+// Before the worker starts, the same photos are decoded by libvips at the
+// preview's scale and nothing else (decodeFloor): of_decode_floor is that
+// floor's seconds over ours to all cull, 1 meaning ingest costs no more
+// than its unavoidable decode; the CPU time per photo of each is reported
+// too. LIGHTBOX_BENCH_PERF=file records the worker with `perf record -g`
+// for a profile.
 func BenchmarkPipeline(b *testing.B) {
 	n := benchPhotos()
 	bases := twelveMP(b, 40)
+	photo := func(i int) []byte {
+		return append(bytes.Clone(bases[i%len(bases)]), []byte(fmt.Sprintf("photo %d", i))...)
+	}
 	for range b.N {
 		h := newHarness(b, map[string]string{"CLUSTER_DELAY": "2s"})
 		project := h.project()
 		for i := range n {
-			data := append(bytes.Clone(bases[i%len(bases)]), []byte(fmt.Sprintf("photo %d", i))...)
-			h.finalize(project, fmt.Sprintf("%04d.jpg", i), data)
+			h.finalize(project, fmt.Sprintf("%04d.jpg", i), photo(i))
 		}
+		cpuBefore := cpuTime(os.Getpid())
+		floor := decodeFloor(b, n, photo)
+		floorCPU := cpuTime(os.Getpid()) - cpuBefore
 
 		keyFile := filepath.Join(b.TempDir(), "chain.key")
 		chain.GenerateKeyFile(keyFile)
@@ -90,10 +102,13 @@ func BenchmarkPipeline(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		stopPerf := recordPerf(b, cmd.Process.Pid)
 		h.waitFor("all cull-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded')`) == 0
 		})
 		toCull := time.Since(start)
+		stopPerf()
+		cpu := cpuTime(cmd.Process.Pid)
 		h.waitFor("all ai-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status = 'ai' OR status = 'failed'`) == n
 		})
@@ -108,13 +123,54 @@ func BenchmarkPipeline(b *testing.B) {
 		if failed := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); failed > 0 {
 			b.Fatalf("%d photos failed", failed)
 		}
+		b.ReportMetric(floor.Seconds(), "floor_s")
+		b.ReportMetric(floor.Seconds()/toCull.Seconds(), "of_decode_floor")
 		b.ReportMetric(toCull.Seconds(), "s_to_all_cull")
 		b.ReportMetric(toAI.Seconds(), "s_to_all_ai")
 		b.ReportMetric(float64(n)/toCull.Seconds(), "photos/s")
 		b.ReportMetric(lat[len(lat)/2], "p50_s_to_cull")
 		b.ReportMetric(lat[len(lat)*95/100], "p95_s_to_cull")
 		b.ReportMetric(float64(peak)/(1<<20), "worker_peak_MiB")
+		// CPU per photo compares the two without the load of other
+		// processes on the machine, which the seconds include.
+		b.ReportMetric(cpu.Seconds()/float64(n)*1000, "worker_cpu_ms/photo")
+		b.ReportMetric(floorCPU.Seconds()/float64(n)*1000, "floor_cpu_ms/photo")
 	}
+}
+
+// recordPerf runs `perf record -g` on a process until the returned func
+// is called, when LIGHTBOX_BENCH_PERF names the file to write.
+func recordPerf(b *testing.B, pid int) (stop func()) {
+	out := os.Getenv("LIGHTBOX_BENCH_PERF")
+	if out == "" {
+		return func() {}
+	}
+	perf := exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(pid))
+	if err := perf.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		perf.Process.Signal(os.Interrupt)
+		perf.Wait()
+	}
+}
+
+// cpuTime reads the CPU time a process has used so far, user and system.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis; utime and stime
+	// are the 12th and 13th of them, in clock ticks (100 a second).
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
 // peakRSS reads a process's high-water resident memory, in bytes.
