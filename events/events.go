@@ -75,6 +75,10 @@ type Event struct {
 	BatchID   uuid.UUID       `json:"batchId,omitzero"` // uuid.Nil when the event belongs to no batch
 	Data      json.RawMessage `json:"data"`
 	Time      time.Time       `json:"time"`
+
+	// frame is the event as one SSE message, encoded once by the hub for
+	// all the streams it goes to; nil on an event built any other way.
+	frame []byte
 }
 
 // ErrInvalid is wrapped by the errors New and Publish return for an event

@@ -354,6 +354,11 @@ func (h *Hub) fanOut(m *redis.Message) {
 		h.log.Warn("events: dropped an unreadable message", "channel", m.Channel, "err", err)
 		return
 	}
+	// Encoded here once rather than by each of the streams; one that does
+	// not encode is left to fail in Stream, as one built by hand would.
+	if frame, err := appendEvent(nil, ev); err == nil {
+		ev.frame = frame
+	}
 	h.mu.Lock()
 	p := h.projects[m.Channel]
 	if p == nil {

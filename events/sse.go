@@ -106,12 +106,19 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts 
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	rc := http.NewResponseController(w)
+	// A deadline per write, so a client that stopped reading cannot hold
+	// the handler forever; the server's own WriteTimeout no longer applies
+	// to a stream. Moving it costs about as much as the write, so it moves
+	// only once it is more than slack nearer than WriteTimeout: each write
+	// still gets at least WriteTimeout-slack.
+	slack := min(opts.WriteTimeout/8, time.Second)
+	var deadline time.Time
 	send := func(b []byte) error {
-		// A deadline per write, so a client that stopped reading cannot hold
-		// the handler forever; the server's own WriteTimeout no longer
-		// applies to a stream.
-		if err := rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
+		if now := time.Now(); deadline.Sub(now) < opts.WriteTimeout-slack {
+			deadline = now.Add(opts.WriteTimeout)
+			if err := rc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return err
+			}
 		}
 		if _, err := w.Write(b); err != nil {
 			return err
@@ -122,13 +129,19 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts 
 	heartbeat := time.NewTicker(opts.Heartbeat)
 	defer heartbeat.Stop()
 	after := opts.After
-	add := func(b []byte, ev *Event) ([]byte, error) {
+	// next is ev as an SSE message, or nil when it went out already.
+	next := func(ev *Event) ([]byte, error) {
 		if ev.ID <= after {
-			return b, nil
+			return nil, nil
 		}
 		after = ev.ID
-		return appendEvent(b, ev)
+		if ev.frame != nil {
+			return ev.frame, nil
+		}
+		return appendEvent(nil, ev)
 	}
+	// buf gathers the events that wait together, to flush once for all of
+	// them; a lone event goes out from the frame the hub shares.
 	var buf []byte
 	events := sub.Events()
 	for {
@@ -143,30 +156,43 @@ func Stream(ctx context.Context, w http.ResponseWriter, sub *Subscription, opts 
 			if !ok {
 				return sub.Err()
 			}
-			var err error
-			if buf, err = add(buf[:0], ev); err != nil {
+			out, err := next(ev)
+			if err != nil {
 				return err
 			}
-			// Take what else is waiting, to flush once for all of it.
 		more:
-			for len(buf) < maxBatch {
+			for len(out) < maxBatch {
 				select {
 				case ev, ok = <-events:
 					if !ok {
 						break more
 					}
-					if buf, err = add(buf, ev); err != nil {
+					f, err := next(ev)
+					if err != nil {
 						return err
 					}
+					if len(f) == 0 {
+						continue
+					}
+					if len(buf) == 0 {
+						buf = append(buf, out...)
+					}
+					buf = append(buf, f...)
+					out = buf
 				default:
 					break more
 				}
 			}
-			if len(buf) > 0 {
-				if err := send(buf); err != nil {
+			if len(out) > 0 {
+				if err := send(out); err != nil {
 					return err
 				}
 			}
+			// A burst's buffer is not kept for the life of the stream.
+			if cap(buf) > 4<<10 {
+				buf = nil
+			}
+			buf = buf[:0]
 			if !ok {
 				return sub.Err()
 			}

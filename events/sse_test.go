@@ -3,9 +3,12 @@ package events
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -132,6 +135,21 @@ func streamHandler(hub *Hub, pub *Publisher, project uuid.UUID, heartbeat time.D
 	}
 }
 
+// liveHandler streams a project's live events, with no replay, and sends
+// what Stream returned to ended.
+func liveHandler(hub *Hub, project uuid.UUID, opts StreamOptions, ended chan<- error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sub, err := hub.Subscribe(r.Context(), project, SubscribeOptions{})
+		if err != nil {
+			ended <- err
+			return
+		}
+		defer sub.Close()
+		WriteHeaders(w)
+		ended <- Stream(r.Context(), w, sub, opts)
+	}
+}
+
 func connect(t *testing.T, url, lastEventID string) <-chan message {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -239,16 +257,7 @@ func TestStreamEndsWhenTheClientLeaves(t *testing.T) {
 	rdb, _, hub := setup(t)
 	project := uuid.New()
 	ended := make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sub, err := hub.Subscribe(r.Context(), project, SubscribeOptions{})
-		if err != nil {
-			ended <- err
-			return
-		}
-		defer sub.Close()
-		WriteHeaders(w)
-		ended <- Stream(r.Context(), w, sub, StreamOptions{})
-	}))
+	srv := httptest.NewServer(liveHandler(hub, project, StreamOptions{}, ended))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Get(srv.URL)
@@ -300,5 +309,48 @@ func TestWriteEventFraming(t *testing.T) {
 	}
 	if err := WriteComment(&b, "two\nlines"); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("comment with a line break: %v, want ErrInvalid", err)
+	}
+}
+
+// A client that stops reading must not hold its stream for ever: once the
+// connection's buffers are full, the write deadline ends the stream.
+func TestStreamGivesUpOnAClientThatStopsReading(t *testing.T) {
+	rdb, _, hub := setup(t)
+	pub := NewPublisher(rdb, PublisherOptions{Keep: 10})
+	project := uuid.New()
+	ended := make(chan error, 1)
+	srv := httptest.NewServer(liveHandler(hub, project, StreamOptions{WriteTimeout: 500 * time.Millisecond}, ended))
+	t.Cleanup(srv.Close)
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr())
+	eventually(t, "the stream did not subscribe", func() bool { return numSub(t, rdb, project) == 1 })
+
+	// Enough to fill both ends' socket buffers (a few MiB) and the
+	// subscription's; the client reads none of it.
+	pad := strings.Repeat("x", 16<<10)
+	for range 1500 {
+		ev, err := New(JobProgress, project, uuid.Nil, map[string]string{"pad": pad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		if len(ended) > 0 {
+			break
+		}
+	}
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("Stream returned nil for a client that stopped reading, want the write's error")
+		}
+	case <-time.After(wait):
+		t.Fatalf("Stream still writing %v after the client stopped reading", wait)
 	}
 }

@@ -36,7 +36,10 @@ const sseRate = 20
 // process, as a worker would, and reports publish-to-client latency, the
 // server's resident memory per connection and the CPU it spent, beside a
 // raw Redis PUBLISH to one subscriber at the same rate in the same run.
-// LIGHTBOX_BENCH_STREAMS sets the number of connections.
+// LIGHTBOX_BENCH_STREAMS sets the number of connections;
+// LIGHTBOX_BENCH_SERVER_PERF names a file to record the server's CPU
+// profile in with perf while events flow (go test's -cpuprofile covers the
+// clients).
 func BenchmarkSSEOverHTTP(b *testing.B) {
 	n := 5000
 	if v, err := strconv.Atoi(os.Getenv("LIGHTBOX_BENCH_STREAMS")); err == nil && v > 0 {
@@ -95,6 +98,7 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	rssAfter := procField(srv.pid, "VmRSS")
 	cpuBefore := procCPU(srv.pid)
 
+	stopPerf := recordPerf(b, srv.pid, os.Getenv("LIGHTBOX_BENCH_SERVER_PERF"))
 	tick := time.NewTicker(time.Second / sseRate)
 	defer tick.Stop()
 	b.ResetTimer()
@@ -114,6 +118,7 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	b.StopTimer()
 	elapsed := time.Since(start)
 	cpu := procCPU(srv.pid) - cpuBefore
+	stopPerf()
 
 	var all []time.Duration
 	for _, l := range latencies {
@@ -129,6 +134,9 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	b.ReportMetric(ms(rawP99), "raw-p99-ms")
 	b.ReportMetric(float64(rssAfter-rssBefore)/float64(n)/1024, "server-KiB/stream")
 	b.ReportMetric(cpu.Seconds()/elapsed.Seconds()*100, "server-cpu-%")
+	// The CPU per event delivered depends less than the percentage on how
+	// busy the machine is, which stretches the run.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "server-µs/delivery")
 	b.ReportMetric(float64(failed.Load()), "streams-failed")
 	if failed.Load() > 0 || len(all) < n*b.N {
 		b.Errorf("%d streams failed; %d of %d events arrived", failed.Load(), len(all), n*b.N)
@@ -248,6 +256,24 @@ func raiseFileLimit(b *testing.B, n int) {
 	}
 	if lim.Cur < uint64(n) {
 		b.Skipf("the open-file limit is %d; %d streams need %d", lim.Cur, n/2, n)
+	}
+}
+
+// recordPerf samples pid's call stacks with perf into file until the
+// returned function is called; with no file it does nothing. Read the
+// result with perf report -i file.
+func recordPerf(b *testing.B, pid int, file string) func() {
+	if file == "" {
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", file)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("perf: %v", err)
+	}
+	return func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
 	}
 }
 

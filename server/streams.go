@@ -48,20 +48,31 @@ func (sc *streamCounts) release(user uuid.UUID) {
 func (s *Server) untilKeyRevoked(ctx context.Context, keyID uuid.UUID) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	every := max(4*s.cfg.SSEHeartbeat, time.Second)
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := s.store.PrincipalByKeyID(ctx, keyID); errors.Is(err, store.ErrNotFound) {
-					cancel()
-					return
-				}
-			}
+	// A timer rather than a goroutine per stream: thousands of streams
+	// would otherwise each hold a parked goroutine's stack for this.
+	var (
+		mu sync.Mutex // orders setting t with its use by check
+		t  *time.Timer
+	)
+	check := func() {
+		if ctx.Err() != nil {
+			return
 		}
-	}()
-	return ctx, cancel
+		if _, err := s.store.PrincipalByKeyID(ctx, keyID); errors.Is(err, store.ErrNotFound) {
+			cancel()
+			return
+		}
+		mu.Lock()
+		t.Reset(every)
+		mu.Unlock()
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, check)
+	mu.Unlock()
+	return ctx, func() {
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
+		cancel()
+	}
 }
