@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,23 +19,13 @@ func seqKey(project uuid.UUID) string  { return "lightbox:events:{" + project.St
 func logKey(project uuid.UUID) string  { return "lightbox:events:{" + project.String() + "}:log" }
 func channel(project uuid.UUID) string { return "lightbox:events:" + project.String() }
 
-// publishScript takes the next id, logs the event under it and publishes it,
-// all in one step, so ids on the channel grow in publish order and every id
-// up to the counter is in the log (until trimmed). ARGV[1] is the event's JSON
-// without its id, which the script puts first.
-var publishScript = redis.NewScript(`
-local id = string.format('%d', redis.call('INCR', KEYS[1]))
-local payload = '{"id":' .. id .. ',' .. string.sub(ARGV[1], 2)
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], id .. '-0', 'e', payload)
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('PUBLISH', ARGV[2], payload)
-return id
-`)
-
-// publishAllScript is publishScript for many events of one project:
+// publishScript takes the next ids, logs the events under them and
+// publishes them, all in one step, so ids on the channel grow in publish
+// order and every id up to the counter is in the log (until trimmed).
 // ARGV[1] is the channel, ARGV[2] and ARGV[3] the log's length and age,
-// and each further ARGV an event's JSON without its id.
-var publishAllScript = redis.NewScript(`
+// and each further ARGV an event's JSON without its id, which the script
+// puts first. It returns the last id.
+var publishScript = redis.NewScript(`
 local n = #ARGV - 3
 local first = redis.call('INCRBY', KEYS[1], n) - n
 for i = 1, n do
@@ -83,23 +74,18 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	id, err := publishScript.Run(ctx, p.rdb,
-		[]string{seqKey(ev.ProjectID), logKey(ev.ProjectID)},
-		body, channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds(),
-	).Text()
+	id, err := p.publish(ctx, ev.ProjectID, []any{body})
 	if err != nil {
 		return Event{}, fmt.Errorf("publish %s: %w", ev.Name, err)
 	}
-	if ev.ID, err = strconv.ParseUint(id, 10, 64); err != nil {
-		return Event{}, fmt.Errorf("publish %s: bad id %q", ev.Name, id)
-	}
+	ev.ID = id
 	return ev, nil
 }
 
 // PublishAll publishes evs, in order, each as Publish would, for a writer
 // with many events at once: one script call per project (and per
-// publishAllMax events, so one call cannot hold Redis long), which takes as
-// many ids as it has events. It returns the first error.
+// publishAllMax events, so one call cannot hold Redis long). It returns
+// the first error.
 func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
 	var order []uuid.UUID
 	bodies := map[uuid.UUID][]any{}
@@ -108,21 +94,16 @@ func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
 		if err != nil {
 			return err
 		}
-		args := bodies[ev.ProjectID]
-		if args == nil {
+		if _, ok := bodies[ev.ProjectID]; !ok {
 			order = append(order, ev.ProjectID)
-		}
-		if args == nil || len(args) == 3+publishAllMax {
-			if err := p.publishAll(ctx, ev.ProjectID, args); err != nil {
-				return err
-			}
-			bodies[ev.ProjectID] = []any{channel(ev.ProjectID), p.keep, p.maxAge.Milliseconds()}
 		}
 		bodies[ev.ProjectID] = append(bodies[ev.ProjectID], body)
 	}
 	for _, project := range order {
-		if err := p.publishAll(ctx, project, bodies[project]); err != nil {
-			return err
+		for chunk := range slices.Chunk(bodies[project], publishAllMax) {
+			if _, err := p.publish(ctx, project, chunk); err != nil {
+				return fmt.Errorf("publish %d events: %w", len(chunk), err)
+			}
 		}
 	}
 	return nil
@@ -131,15 +112,11 @@ func (p *Publisher) PublishAll(ctx context.Context, evs []Event) error {
 // publishAllMax is the most events one script call publishes.
 const publishAllMax = 256
 
-// publishAll runs publishAllScript with args, if they hold any event.
-func (p *Publisher) publishAll(ctx context.Context, project uuid.UUID, args []any) error {
-	if len(args) <= 3 {
-		return nil
-	}
-	if err := publishAllScript.Run(ctx, p.rdb, []string{seqKey(project), logKey(project)}, args...).Err(); err != nil {
-		return fmt.Errorf("publish %d events: %w", len(args)-3, err)
-	}
-	return nil
+// publish runs publishScript for bodies, events of project, and returns
+// the last id it took.
+func (p *Publisher) publish(ctx context.Context, project uuid.UUID, bodies []any) (uint64, error) {
+	args := append([]any{channel(project), p.keep, p.maxAge.Milliseconds()}, bodies...)
+	return publishScript.Run(ctx, p.rdb, []string{seqKey(project), logKey(project)}, args...).Uint64()
 }
 
 // prepare validates ev, stamps its time and encodes it without its id,
