@@ -72,8 +72,7 @@ func encodeRGB(pix []byte, w, h, quality int) (Output, error) {
 	if rc != 0 {
 		msg := C.GoString(cerr)
 		C.g_free(C.gpointer(cerr))
-		msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
-		return Output{}, errors.New("imaging: libvips cannot encode the JPEG: " + msg)
+		return Output{}, errors.New("imaging: libvips cannot encode the JPEG: " + firstLine(errors.New(strings.TrimSpace(msg))))
 	}
 	defer C.g_free(C.gpointer(buf))
 	return Output{Data: C.GoBytes(buf, C.int(n)), ContentType: contentTypeJPEG, Width: w, Height: h}, nil
