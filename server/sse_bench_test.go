@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
+	"lightbox/internal/procstat"
 	"lightbox/internal/testenv"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	srv := startServerProcess(b, env, map[string]string{
 		"SSE_STREAMS_PER_USER": strconv.Itoa(n), "RATE_API_PER_MINUTE": "1000000", "RATE_API_BURST": "1000000",
 	})
-	rssBefore := procField(srv.pid, "VmRSS")
+	rssBefore := procstat.Memory(srv.pid, "VmRSS")
 
 	// Event ids of a fresh project are 1, 2, ...: sentAt[id] is when the
 	// publisher started publishing it. A stream subscribes before it
@@ -95,10 +96,10 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	}
 	opened.Wait()
 	pub := events.NewPublisher(env.Redis, events.PublisherOptions{})
-	rssAfter := procField(srv.pid, "VmRSS")
-	cpuBefore := procCPU(srv.pid)
+	rssAfter := procstat.Memory(srv.pid, "VmRSS")
+	cpuBefore := procstat.CPU(srv.pid)
 
-	stopPerf := recordPerf(b, srv.pid, os.Getenv("LIGHTBOX_BENCH_SERVER_PERF"))
+	stopPerf := procstat.Perf(b, srv.pid, os.Getenv("LIGHTBOX_BENCH_SERVER_PERF"))
 	tick := time.NewTicker(time.Second / sseRate)
 	defer tick.Stop()
 	b.ResetTimer()
@@ -117,7 +118,7 @@ func BenchmarkSSEOverHTTP(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	elapsed := time.Since(start)
-	cpu := procCPU(srv.pid) - cpuBefore
+	cpu := procstat.CPU(srv.pid) - cpuBefore
 	stopPerf()
 
 	var all []time.Duration
@@ -257,51 +258,4 @@ func raiseFileLimit(b *testing.B, n int) {
 	if lim.Cur < uint64(n) {
 		b.Skipf("the open-file limit is %d; %d streams need %d", lim.Cur, n/2, n)
 	}
-}
-
-// recordPerf samples pid's call stacks with perf into file until the
-// returned function is called; with no file it does nothing. Read the
-// result with perf report -i file.
-func recordPerf(b *testing.B, pid int, file string) func() {
-	if file == "" {
-		return func() {}
-	}
-	cmd := exec.Command("perf", "record", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", file)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("perf: %v", err)
-	}
-	return func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		cmd.Wait()
-	}
-}
-
-// procField reads a kB field of /proc/pid/status, in bytes.
-func procField(pid int, name string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// procCPU is the user and system CPU time pid has used.
-func procCPU(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command's closing parenthesis; utime and stime are
-	// the 14th and 15th of the line, in clock ticks (100 a second here).
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
+	"lightbox/internal/procstat"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -89,9 +89,9 @@ func BenchmarkPipeline(b *testing.B) {
 		for i := range n {
 			h.finalize(project, fmt.Sprintf("%04d.jpg", i), photo(i))
 		}
-		cpuBefore := cpuTime(os.Getpid())
+		cpuBefore := procstat.CPU(os.Getpid())
 		floor := decodeFloor(b, n, photo)
-		floorCPU := cpuTime(os.Getpid()) - cpuBefore
+		floorCPU := procstat.CPU(os.Getpid()) - cpuBefore
 
 		keyFile := filepath.Join(b.TempDir(), "chain.key")
 		chain.GenerateKeyFile(keyFile)
@@ -102,18 +102,18 @@ func BenchmarkPipeline(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		stopPerf := recordPerf(b, cmd.Process.Pid)
+		stopPerf := procstat.Perf(b, cmd.Process.Pid, os.Getenv("LIGHTBOX_BENCH_PERF"))
 		h.waitFor("all cull-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded')`) == 0
 		})
 		toCull := time.Since(start)
 		stopPerf()
-		cpu := cpuTime(cmd.Process.Pid)
+		cpu := procstat.CPU(cmd.Process.Pid)
 		h.waitFor("all ai-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status = 'ai' OR status = 'failed'`) == n
 		})
 		toAI := time.Since(start)
-		peak := peakRSS(cmd.Process.Pid)
+		peak := procstat.Memory(cmd.Process.Pid, "VmHWM")
 		cmd.Process.Kill()
 		cmd.Wait()
 
@@ -136,56 +136,6 @@ func BenchmarkPipeline(b *testing.B) {
 		b.ReportMetric(cpu.Seconds()/float64(n)*1000, "worker_cpu_ms/photo")
 		b.ReportMetric(floorCPU.Seconds()/float64(n)*1000, "floor_cpu_ms/photo")
 	}
-}
-
-// recordPerf runs `perf record -g` on a process until the returned func
-// is called, when LIGHTBOX_BENCH_PERF names the file to write.
-func recordPerf(b *testing.B, pid int) (stop func()) {
-	out := os.Getenv("LIGHTBOX_BENCH_PERF")
-	if out == "" {
-		return func() {}
-	}
-	perf := exec.Command("perf", "record", "-g", "-o", out, "-p", strconv.Itoa(pid))
-	if err := perf.Start(); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		perf.Process.Signal(os.Interrupt)
-		perf.Wait()
-	}
-}
-
-// cpuTime reads the CPU time a process has used so far, user and system.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command's closing parenthesis; utime and stime
-	// are the 12th and 13th of them, in clock ticks (100 a second).
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * 10 * time.Millisecond
-}
-
-// peakRSS reads a process's high-water resident memory, in bytes.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // defineNoop puts the no-op task in the task table once: with job rows,

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
+	"lightbox/internal/procstat"
 	"lightbox/internal/testenv"
 	"lightbox/render"
 	"lightbox/tasks"
@@ -204,7 +205,7 @@ func measure(f func()) (heapMiB, rssMiB float64) {
 	heapBefore := m.HeapInuse
 	// Writing 5 to clear_refs resets the process's resident high-water mark.
 	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	rssBefore := peakRSS(os.Getpid())
+	rssBefore := procstat.Memory(os.Getpid(), "VmHWM")
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -230,7 +231,7 @@ func measure(f func()) (heapMiB, rssMiB float64) {
 	close(stop)
 	<-done
 	const mib = 1 << 20
-	return float64(peak.Load()-min(peak.Load(), heapBefore)) / mib, float64(peakRSS(os.Getpid())-rssBefore) / mib
+	return float64(peak.Load()-min(peak.Load(), heapBefore)) / mib, float64(procstat.Memory(os.Getpid(), "VmHWM")-rssBefore) / mib
 }
 
 func median(ds []time.Duration) time.Duration {
