@@ -201,6 +201,9 @@ func (s *Server) adminDeleteJob(c *gin.Context) {
 		fail(c, errQueueUnavailable())
 		return
 	}
+	if !s.markCanceling(c, j.ProjectID) {
+		return
+	}
 	dj, err := s.store.DismissJob(c.Request.Context(), j.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = apiError(http.StatusConflict, "job_not_failed", "The job is no longer failed.")

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -88,6 +89,9 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
+	if !s.markCanceling(c, b.ProjectID) {
+		return
+	}
 	jobs, nb, err := s.store.CancelBatch(c.Request.Context(), b.ID)
 	if err != nil {
 		fail(c, err)
@@ -102,6 +106,18 @@ func (s *Server) cancelBatch(c *gin.Context) {
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
 	s.jobs.BatchEnded(context.WithoutCancel(c.Request.Context()), logger(c), nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
+}
+
+// markCanceling marks project before any of its jobs is canceled, so
+// workers read the status of its jobs before running them (see
+// jobs.MarkCanceling). False means it failed and c holds the error.
+func (s *Server) markCanceling(c *gin.Context, project uuid.UUID) bool {
+	if err := jobs.MarkCanceling(c.Request.Context(), s.rdb, project); err != nil {
+		logger(c).Warn("mark project for cancel", "project", project, "err", err)
+		fail(c, errQueueUnavailable())
+		return false
+	}
+	return true
 }
 
 func (s *Server) retryBatch(c *gin.Context) { s.retry(c, nil) }

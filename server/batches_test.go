@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/jobs"
 	"lightbox/tasks"
 )
 
@@ -95,8 +96,22 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 		t.Fatal("the worker did not start the task")
 	}
 
+	marked := func() bool {
+		ok, err := jobs.MayBeCanceled(context.Background(), a.env.Redis, uuid.MustParse(project))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if marked() {
+		t.Fatal("setup: the project is marked for cancels before any")
+	}
 	r = a.do("POST", "/v1/batches/"+batch+"/cancel", key, nil)
 	expect(t, r, 200, "")
+	// Workers now read the status of the project's jobs before running one.
+	if !marked() {
+		t.Fatal("the cancel did not mark the project for workers")
+	}
 	select {
 	case err := <-stopped:
 		if err == nil {

@@ -210,6 +210,9 @@ func (s *Server) cancelExport(c *gin.Context) {
 	}
 	// The job is canceled first: the worker takes a canceled job to mean a
 	// canceled export, so a build that ends meanwhile cannot be kept.
+	if !s.markCanceling(c, e.ProjectID) {
+		return
+	}
 	if e.BatchID != nil && (e.Status == store.JobQueued || e.Status == store.JobRunning) {
 		if _, _, err := s.store.CancelBatch(ctx, *e.BatchID); err != nil {
 			fail(c, err)

@@ -14,6 +14,7 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -124,7 +125,9 @@ func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEv
 // listeners are told.
 func (w *Worker) exportCanceled(ctx context.Context, e *store.Export) {
 	if e.BatchID != nil {
-		if _, _, err := w.st.CancelBatch(ctx, *e.BatchID); err != nil {
+		if err := jobs.MarkCanceling(ctx, w.rdb, e.ProjectID); err != nil {
+			w.log.Warn("mark project for cancel", "export", e.ID, "err", err)
+		} else if _, _, err := w.st.CancelBatch(ctx, *e.BatchID); err != nil {
 			w.log.Warn("cancel export batch", "export", e.ID, "err", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -43,6 +44,28 @@ func errorCode(err error) (string, string) {
 	return "task_failed", "The task failed on our side; it is retried while attempts remain."
 }
 
+// stillWanted reports whether a job's task should run: not when the job
+// was canceled, and a permanent error when it is gone with its project.
+// Postgres is asked only in a project marked for cancels
+// (jobs.MarkCanceling); in the others no job can be canceled, and one
+// Redis read costs less than the Postgres round trip. A job deleted with its
+// asset or project may then run: its handler finds nothing to work on,
+// as it does when the delete comes while it runs.
+func (w *Worker) stillWanted(ctx context.Context, ref tasks.Job) (bool, error) {
+	if ref.ProjectID != uuid.Nil {
+		marked, err := jobs.MayBeCanceled(ctx, w.rdb, ref.ProjectID)
+		if err != nil || !marked {
+			return err == nil, err
+		}
+	}
+	status, err := w.st.JobStatus(ctx, ref.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		// Its project was deleted: there is nothing left to work for.
+		return false, tasks.Permanent(errors.New("job no longer exists"))
+	}
+	return err == nil && status != store.JobCanceled, err
+}
+
 // storageRetry is how long a task waits for a blob store that does not
 // answer before it runs again.
 const storageRetry = 10 * time.Second
@@ -64,7 +87,7 @@ func waitOutStorage(next asynq.Handler) asynq.Handler {
 // then done, failed with a code, or queued again with the next run time.
 // The worker writes these, not the enqueuer, so a retry started anywhere
 // (the API, Asynqmon) shows in the job. Only the check that the job is
-// still wanted waits for Postgres; the states go to the job-state writer.
+// still wanted is waited for; the states go to the job-state writer.
 func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		var ref tasks.Job
@@ -73,16 +96,8 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		status, err := w.st.JobStatus(ctx, ref.JobID)
-		if errors.Is(err, store.ErrNotFound) {
-			// Its project was deleted: there is nothing left to work for.
-			return tasks.Permanent(errors.New("job no longer exists"))
-		}
-		if err != nil {
+		if wanted, err := w.stillWanted(ctx, ref); !wanted || err != nil {
 			return err
-		}
-		if status == store.JobCanceled {
-			return nil
 		}
 		state := store.JobState{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
 		w.states.record(state)

@@ -50,6 +50,7 @@ type Deps struct {
 type Worker struct {
 	cfg   *config.Config
 	st    *store.Store
+	rdb   *redis.Client
 	log   *slog.Logger
 	blobs blob.Store
 	queue *asynq.Client
@@ -84,7 +85,7 @@ func New(d Deps) (*Worker, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	redisOpt := conn.Asynq()
-	w := &Worker{cfg: d.Config, st: d.Store, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
+	w := &Worker{cfg: d.Config, st: d.Store, rdb: d.Redis, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
 		hooks: webhookClient(d.Config.DownloadAllow)}
