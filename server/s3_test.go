@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
+	"lightbox/tasks"
+	"lightbox/worker"
 )
 
 // s3App is an app whose blobs live in the test's own bucket, reached
@@ -136,4 +140,67 @@ func TestS3OutageIsNamedAndRetryable(t *testing.T) {
 
 func keyOf(project, asset string) string {
 	return blob.OriginalKey(uuid.MustParse(project), uuid.MustParse(asset))
+}
+
+// TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires uploads two
+// copies of one photo to the bucket. Finalize makes the second a duplicate
+// and deletes its object, but its URL still lives and the bucket takes a
+// second PUT. The sweep leaves that object while the URL lives and
+// deletes it once the URL has expired.
+func TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires(t *testing.T) {
+	a, s3, _ := s3App(t, nil)
+	key := a.user("sam@example.org", false)
+	project := a.newProject(key)
+	ctx := context.Background()
+	data := []byte("the same bytes, uploaded twice")
+	ps := []photo{{name: "a.jpg", data: data}, {name: "b.jpg", data: data}}
+	ups := a.prepare(key, project, ps)
+	for _, u := range ups {
+		if code, err := testenv.Put(u.UploadURL, u.Headers, data); err != nil || code != http.StatusOK {
+			t.Fatalf("PUT: %d %v", code, err)
+		}
+	}
+	r := a.finalize(key, project, ups, []string{ps[0].sum(), ps[1].sum()})
+	expect(t, r, 200, "")
+	if got := r.json(t)["assets"].([]any)[1].(map[string]any); got["status"] != "duplicate" {
+		t.Fatalf("finalize of the second copy: %v", got)
+	}
+	dup := keyOf(project, ups[1].AssetID)
+	stored := func() bool {
+		_, err := s3.Stat(ctx, dup)
+		if err != nil && !errors.Is(err, blob.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if stored() {
+		t.Fatal("finalize kept the duplicate's object")
+	}
+	if code, err := testenv.Put(ups[1].UploadURL, ups[1].Headers, data); err != nil || code != http.StatusOK {
+		t.Fatalf("setup: the bucket refused the second PUT to a live URL: %d %v", code, err)
+	}
+
+	sweep := func() {
+		t.Helper()
+		w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: s3, Redis: a.env.Redis,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Handler().ProcessTask(ctx, tasks.NewSweep()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep()
+	if !stored() {
+		t.Fatal("the sweep deleted the object while its URL lives")
+	}
+	a.env.DB.MustExec(`UPDATE blob_discards SET url_expires_at = now() - interval '10 minutes' WHERE blob_key = $1`, dup)
+	sweep()
+	if stored() {
+		t.Fatal("the object put back after finalize outlived its URL")
+	}
+	if _, err := s3.Stat(ctx, keyOf(project, ups[0].AssetID)); err != nil {
+		t.Fatalf("the original's object: %v", err)
+	}
 }

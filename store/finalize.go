@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/lib/pq"
@@ -90,6 +91,7 @@ type lockedAsset struct {
 	Filename    string     `db:"filename"`
 	ContentType string     `db:"content_type"`
 	UploadSize  *int64     `db:"upload_size"`
+	URLExpires  *time.Time `db:"upload_expires_at"`
 }
 
 func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
@@ -104,7 +106,8 @@ func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []
 	var rows []lockedAsset
 	// Locked in id order so concurrent finalizes cannot deadlock.
 	if err := s.db.SelectContext(ctx, &rows, `
-		SELECT id, status, checksum_sha256, duplicate_of, error_code, error_message, blob_key, filename, content_type, upload_size
+		SELECT id, status, checksum_sha256, duplicate_of, error_code, error_message, blob_key, filename, content_type, upload_size,
+		       upload_expires_at
 		FROM assets WHERE project_id = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`, project, pq.Array(ids)); err != nil {
 		return nil, err
 	}
@@ -149,6 +152,9 @@ func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []
 		return nil, err
 	}
 	if err := s.findEarlierJobs(ctx, earlier, res); err != nil {
+		return nil, err
+	}
+	if err := s.recordDiscards(ctx, rows, res.Discard); err != nil {
 		return nil, err
 	}
 	return res, nil

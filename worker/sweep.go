@@ -21,13 +21,15 @@ const (
 	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
 	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
 	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
+	discardedURLOK  = 5 * time.Minute  // a storage server's clock may run behind ours
 )
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs committed but never enqueued, jobs whose task Redis lost or an
 // outage archived, cluster runs scheduled but never enqueued, attestations
-// stuck in signing or never flushed, uploads never finalized, and expired
-// export files.
+// stuck in signing or never flushed, uploads never finalized, originals
+// discarded at finalize that a late PUT brought back, and expired export
+// files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -73,6 +75,8 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 		w.log.Info("sweep failed expired uploads", "count", len(keys))
 	}
 
+	errs = append(errs, w.deleteDiscards(ctx, now.Add(-discardedURLOK)))
+
 	exports, err := w.st.ExpiredExports(ctx, now, sweepBatch)
 	errs = append(errs, err)
 	for _, e := range exports {
@@ -80,6 +84,27 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	errs = append(errs, w.purgeExpired(ctx))
 	return errors.Join(errs...)
+}
+
+// deleteDiscards deletes for good the originals finalize discarded whose
+// upload URL expired before cutoff: finalize deleted them at once, but an
+// S3 URL can put the object back while it lives, and that first delete
+// may have failed.
+func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
+	keys, err := w.st.DueDiscards(ctx, cutoff, sweepBatch)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	deleted := keys[:0:0]
+	for _, k := range keys {
+		if err := w.blobs.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, k)
+	}
+	return errors.Join(append(errs, w.st.ForgetDiscards(ctx, deleted))...)
 }
 
 // reconcile compares one page of live jobs with their tasks in Asynq (see

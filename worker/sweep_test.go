@@ -185,3 +185,54 @@ func TestSweepPutsBackEveryJobAfterRedisLosesEverything(t *testing.T) {
 		t.Fatalf("%d jobs left as never enqueued", n)
 	}
 }
+
+// TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires finalizes two
+// copies of one photo: the second is a duplicate and its bytes are
+// discarded. They are in storage again, as a late PUT to its S3 URL puts
+// them back. While the URL lives the sweep leaves them; once it has
+// expired, the sweep deletes them and forgets the key.
+func TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1h"})
+	ctx := context.Background()
+	project := h.project()
+	data := readCorpus(t, "photos/kite-2560x1600.jpg")
+	var uploads []testenv.Upload
+	for range 2 {
+		id := uuid.New()
+		key := "originals/" + project.String() + "/" + id.String()
+		if _, err := h.blobs.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		uploads = append(uploads, testenv.Upload{ID: id, Filename: "kite.jpg", Data: data, BlobKey: key})
+	}
+	res := h.env.Finalize(t, h.owner, project, jobs.IngestSpec(project), uploads...)
+	if len(res.Discard) != 1 || res.Discard[0] != uploads[1].BlobKey {
+		t.Fatalf("setup: discarded %v, want the second copy's key", res.Discard)
+	}
+	dup := uploads[1].BlobKey
+	stored := func() bool {
+		_, err := h.blobs.Stat(ctx, dup)
+		return err == nil
+	}
+
+	h.sweep()
+	if !stored() {
+		t.Fatal("the sweep deleted a discarded original while its upload URL still lives")
+	}
+	if _, err := h.blobs.Stat(ctx, uploads[0].BlobKey); err != nil {
+		t.Fatal("the original's bytes are gone")
+	}
+
+	h.exec(`UPDATE blob_discards SET url_expires_at = now() - interval '10 minutes' WHERE blob_key = $1`, dup)
+	h.sweep()
+	if stored() {
+		t.Fatal("the sweep kept a discarded original whose URL has expired")
+	}
+	if n := h.count(`SELECT count(*) FROM blob_discards WHERE blob_key = $1`, dup); n != 0 {
+		t.Fatal("the deleted key is still listed for deletion")
+	}
+	if _, err := h.blobs.Stat(ctx, uploads[0].BlobKey); err != nil {
+		t.Fatal("the original's bytes are gone")
+	}
+}
