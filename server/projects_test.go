@@ -109,7 +109,7 @@ func TestProjectPagination(t *testing.T) {
 	}
 
 	expect(t, a.do("GET", "/v1/projects?limit=0", key, nil), 400, "validation_failed")
-	expect(t, a.do("GET", "/v1/projects?limit=500", key, nil), 400, "validation_failed")
+	expect(t, a.do("GET", "/v1/projects?limit=1001", key, nil), 400, "validation_failed")
 	expect(t, a.do("GET", "/v1/projects?cursor=garbage", key, nil), 400, "invalid_cursor")
 }
 

@@ -111,9 +111,12 @@ func owned[T any](c *gin.Context, get func(ctx context.Context, owner, id uuid.U
 	return get(c.Request.Context(), principal(c).ID, id)
 }
 
+// A page holds at most maxPageSize items: a client walking a project of
+// 100,000 photos needs 100 requests, within one burst of the default API
+// rate limit.
 const (
 	defaultPageSize = 50
-	maxPageSize     = 200
+	maxPageSize     = 1000
 )
 
 // pageParams reads ?cursor=&limit=.

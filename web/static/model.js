@@ -4,7 +4,7 @@
 // come over Server-Sent Events; when the stream is down the model polls the
 // project's stats and reloads the list when they disagree.
 
-import { api, pages, backoff, ApiError } from './api.js';
+import { api, pages, backoff, sleep, ApiError } from './api.js';
 
 // Display stages, in pipeline order.
 export const STAGES = {
@@ -225,15 +225,22 @@ export class ProjectModel extends EventTarget {
     this.changed();
   }
 
-  // load fills the rows from the API: every asset, 200 at a time.
+  // load fills the rows from the API: every asset, the most a page holds
+  // at a time. Pages come one after another (each needs the cursor of the
+  // one before), so fewer, larger pages list a large project sooner.
   load() {
     if (this.loading) return this.loading;
     this.loading = (async () => {
       try {
-        await pages(`/v1/projects/${this.projectId}/assets`, (items) => {
-          for (const a of items) this.applyAsset(a);
-          this.changed();
-        });
+        await pages(`/v1/projects/${this.projectId}/assets`, async (items) => {
+          // A slice at a time, yielding between, so a slow device never
+          // spends one long task on a whole page.
+          for (let i = 0; i < items.length; i += 200) {
+            if (i > 0) await sleep(0);
+            for (const a of items.slice(i, i + 200)) this.applyAsset(a);
+            this.changed();
+          }
+        }, { limit: 1000 });
         this.loaded = true;
         this.lastHydrate = Date.now();
         if (this.buffer) {
