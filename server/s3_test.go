@@ -180,13 +180,13 @@ func TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires(t *testing.T) {
 		t.Fatalf("setup: the bucket refused the second PUT to a live URL: %d %v", code, err)
 	}
 
+	w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: s3, Redis: a.env.Redis,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sweep := func() {
 		t.Helper()
-		w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: s3, Redis: a.env.Redis,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := w.Handler().ProcessTask(ctx, tasks.NewSweep()); err != nil {
 			t.Fatal(err)
 		}

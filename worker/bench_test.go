@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
@@ -228,10 +227,8 @@ func ourQueue(b *testing.B, n int) time.Duration {
 	jobs := make([]store.Job, n)
 	ts := make([]*asynq.Task, n)
 	for i := range jobs {
-		id := uuid.New()
-		payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
-		jobs[i] = store.Job{ID: id, ProjectID: project, Type: "bench:noop", Queue: "default", TaskID: "noop:" + id.String(), Payload: payload}
-		ts[i] = asynq.NewTask("bench:noop", payload, asynq.Queue("default"), asynq.TaskID(jobs[i].TaskID))
+		jobs[i] = plainJob("bench:noop", project)
+		ts[i] = asynq.NewTask("bench:noop", jobs[i].Payload, asynq.Queue("default"), asynq.TaskID(jobs[i].TaskID))
 	}
 	if err := h.env.Store.RecordJobs(context.Background(), jobs); err != nil {
 		b.Fatal(err)

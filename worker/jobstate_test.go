@@ -29,9 +29,7 @@ func TestCanceledJobsDoNotRun(t *testing.T) {
 	}))
 
 	newJob := func(project uuid.UUID) store.Job {
-		id := uuid.New()
-		payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
-		j := store.Job{ID: id, ProjectID: project, Type: "test:count", Queue: "default", TaskID: "count:" + id.String(), Payload: payload}
+		j := plainJob("test:count", project)
 		if err := h.env.Store.RecordJobs(ctx, []store.Job{j}); err != nil {
 			t.Fatal(err)
 		}
@@ -77,6 +75,14 @@ func TestCanceledJobsDoNotRun(t *testing.T) {
 	if _, ok := ran.Load(string(gone.Payload)); ok {
 		t.Error("the deleted job's handler ran")
 	}
+}
+
+// plainJob is a job row of typ in project, on the default queue, whose
+// task carries nothing but the job reference.
+func plainJob(typ string, project uuid.UUID) store.Job {
+	id := uuid.New()
+	payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
+	return store.Job{ID: id, ProjectID: project, Type: typ, Queue: "default", TaskID: typ + ":" + id.String(), Payload: payload}
 }
 
 // test:count has job rows, as every task of Lightbox's own that a user

@@ -98,7 +98,7 @@ func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
 	var errs []error
 	deleted := keys[:0:0]
 	for _, k := range keys {
-		if err := w.blobs.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		if err := w.blobs.Delete(ctx, k); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
@@ -200,7 +201,7 @@ func TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires(t *testing.T) {
 	var uploads []testenv.Upload
 	for range 2 {
 		id := uuid.New()
-		key := "originals/" + project.String() + "/" + id.String()
+		key := blob.OriginalKey(project, id)
 		if _, err := h.blobs.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
 			t.Fatal(err)
 		}
