@@ -129,10 +129,9 @@ func measureQuality(img *image.RGBA) Quality {
 	if w == 0 || h == 0 {
 		return q
 	}
-	var sum float64
-	var hi, lo int
+	var sum, hi, lo int
 	for _, v := range g.Pix {
-		sum += float64(v)
+		sum += int(v)
 		if v >= highlightLevel {
 			hi++
 		}
@@ -141,25 +140,26 @@ func measureQuality(img *image.RGBA) Quality {
 		}
 	}
 	n := float64(len(g.Pix))
-	q.MeanLuminance = round(sum/n/255, 4)
+	q.MeanLuminance = round(float64(sum)/n/255, 4)
 	q.HighlightsClipped = round(float64(hi)/n, 4)
 	q.ShadowsClipped = round(float64(lo)/n, 4)
 
-	// Variance of the 4-neighbour Laplacian over the interior.
+	// Variance of the 4-neighbour Laplacian over the interior, summed in
+	// integers: exact, and faster than the same sums in floats.
 	if w < 3 || h < 3 {
 		return q
 	}
-	var s, s2 float64
+	var s, s2 int64
 	for y := 1; y < h-1; y++ {
+		up, row, down := g.Pix[(y-1)*g.Stride:][:w], g.Pix[y*g.Stride:][:w], g.Pix[(y+1)*g.Stride:][:w]
 		for x := 1; x < w-1; x++ {
-			i := y*g.Stride + x
-			l := float64(g.Pix[i-1]) + float64(g.Pix[i+1]) + float64(g.Pix[i-g.Stride]) + float64(g.Pix[i+g.Stride]) - 4*float64(g.Pix[i])
+			l := int64(row[x-1]) + int64(row[x+1]) + int64(up[x]) + int64(down[x]) - 4*int64(row[x])
 			s += l
 			s2 += l * l
 		}
 	}
 	m := float64((w - 2) * (h - 2))
-	mean := s / m
-	q.Sharpness = round(s2/m-mean*mean, 2)
+	mean := float64(s) / m
+	q.Sharpness = round(float64(s2)/m-mean*mean, 2)
 	return q
 }
