@@ -47,6 +47,10 @@ func boxRGB(pix []byte, w, h, k int) *image.RGBA {
 		box2(pix, w, img)
 		return img
 	}
+	if k == 3 {
+		box3(pix, w, img)
+		return img
+	}
 	// (s+half)*inv>>32 is (s+half)/n exactly while s+half < 2³²/n, which
 	// holds for any box a photo needs (k ≤ 255).
 	n := uint64(k * k)
@@ -93,6 +97,28 @@ func box2(pix []byte, w int, img *image.RGBA) {
 			o[0] = uint8((uint32(a[0]) + uint32(a[3]) + uint32(b[0]) + uint32(b[3]) + 2) >> 2)
 			o[1] = uint8((uint32(a[1]) + uint32(a[4]) + uint32(b[1]) + uint32(b[4]) + 2) >> 2)
 			o[2] = uint8((uint32(a[2]) + uint32(a[5]) + uint32(b[2]) + uint32(b[5]) + 2) >> 2)
+			o[3] = 255
+		}
+	}
+}
+
+// box3 is boxRGB for 3×3 boxes, the thumbnail's usual case.
+func box3(pix []byte, w int, img *image.RGBA) {
+	ow, oh := img.Rect.Dx(), img.Rect.Dy()
+	const inv = (1<<32 + 8) / 9
+	for oy := range oh {
+		r0 := pix[3*w*3*oy:][:9*ow]
+		r1 := pix[3*w*(3*oy+1):][:9*ow]
+		r2 := pix[3*w*(3*oy+2):][:9*ow]
+		out := img.Pix[oy*img.Stride:][:4*ow]
+		for x := range ow {
+			a, b, c, o := r0[9*x:][:9], r1[9*x:][:9], r2[9*x:][:9], out[4*x:][:4]
+			for ch := range 3 {
+				s := uint32(a[ch]) + uint32(a[ch+3]) + uint32(a[ch+6]) +
+					uint32(b[ch]) + uint32(b[ch+3]) + uint32(b[ch+6]) +
+					uint32(c[ch]) + uint32(c[ch+3]) + uint32(c[ch+6])
+				o[ch] = uint8(uint64(s+4) * inv >> 32)
+			}
 			o[3] = 255
 		}
 	}
