@@ -51,10 +51,10 @@ func boxRGB(pix []byte, w, h, k int) *image.RGBA {
 		box3(pix, w, img)
 		return img
 	}
-	// (s+half)*inv>>32 is (s+half)/n exactly while s+half < 2³²/n, which
-	// holds for any box a photo needs (k ≤ 255).
+	// (s+half)*inv>>48 is (s+half)/n exactly while s+half < 2⁴⁸/n, which
+	// holds for boxes up to 1,023 pixels on a side.
 	n := uint64(k * k)
-	inv, half := (1<<32+n-1)/n, uint32(n/2)
+	inv, half := (1<<48+n-1)/n, uint32(n/2)
 	cols := 3 * ow * k // the bytes of a row that fall in whole boxes
 	sums := make([]uint32, cols)
 	for oy := range oh {
@@ -75,9 +75,9 @@ func boxRGB(pix []byte, w, h, k int) *image.RGBA {
 				b += s[j+2]
 			}
 			o := out[4*x:][:4]
-			o[0] = uint8(uint64(r+half) * inv >> 32)
-			o[1] = uint8(uint64(g+half) * inv >> 32)
-			o[2] = uint8(uint64(b+half) * inv >> 32)
+			o[0] = uint8(uint64(r+half) * inv >> 48)
+			o[1] = uint8(uint64(g+half) * inv >> 48)
+			o[2] = uint8(uint64(b+half) * inv >> 48)
 			o[3] = 255
 		}
 	}

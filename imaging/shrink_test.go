@@ -10,19 +10,25 @@ import (
 // picture sizes whose last columns and rows fall outside any whole box.
 func TestBoxRGB(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, k := range []int{1, 2, 3, 4, 7, 16} {
+	for _, k := range []int{1, 2, 3, 4, 7, 16, 100} {
 		w, h := 5*k+k-1, 3*k+1
 		pix := make([]byte, 3*w*h)
 		for i := range pix {
 			pix[i] = byte(rng.IntN(256))
 		}
 		// The brightest and darkest boxes catch an overflow or a rounding
-		// that drifts at the ends of the scale.
+		// that drifts at the ends of the scale, and a bright box whose mean
+		// falls just short of a half (254.4999 for k=100) catches a
+		// reciprocal too coarse for its k.
 		for y := range k {
 			for x := range k {
 				for c := range 3 {
 					pix[3*(w*y+x)+c] = 255
 					pix[3*(w*y+k+x)+c] = 0
+					pix[3*(w*y+2*k+x)+c] = 254
+					if y*k+x < (k*k-1)/2 {
+						pix[3*(w*y+2*k+x)+c] = 255
+					}
 				}
 			}
 		}
