@@ -67,7 +67,11 @@ func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 	vars := map[string]string{
 		"DATABASE_URL": env.DSN, "REDIS_URL": env.RedisURL, "DATA_DIR": dataDir,
 		"HTTP_ADDR": ln.Addr().String(), "PUBLIC_URL": url, "UPLOAD_SECRET": "e2e-secret-0123456789abcdef0123456789",
-		"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "2", "SHUTDOWN_TIMEOUT": "5s",
+		// net/http's Shutdown waits up to 5 s for a connection that never
+		// sent a request (a client's spare dial, a browser's preconnect)
+		// before it counts it idle: a timeout of 5 s then fails the test
+		// at random. 15 s leaves it room.
+		"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "2", "SHUTDOWN_TIMEOUT": "15s",
 	}
 	for k, v := range extra {
 		vars[k] = v
