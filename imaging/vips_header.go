@@ -10,7 +10,9 @@ package imaging
 // lb_header opens an image without decoding its pixels (libvips loads
 // lazily) and reports its size, as the decoder will deliver it: libheif and
 // libjxl apply the file's own rotation.
-static int lb_header(const void *buf, size_t len, int *w, int *h, char **err) {
+// swap says whether its orientation turns it a quarter, as libvips will
+// apply it.
+static int lb_header(const void *buf, size_t len, int *w, int *h, int *swap, char **err) {
 	VipsImage *im = vips_image_new_from_buffer(buf, len, "", NULL);
 	if (im == NULL) {
 		*err = g_strdup(vips_error_buffer());
@@ -19,6 +21,7 @@ static int lb_header(const void *buf, size_t len, int *w, int *h, char **err) {
 	}
 	*w = vips_image_get_width(im);
 	*h = vips_image_get_height(im);
+	*swap = vips_image_get_orientation_swap(im);
 	g_object_unref(im);
 	return 0;
 }
@@ -26,6 +29,7 @@ static int lb_header(const void *buf, size_t len, int *w, int *h, char **err) {
 import "C"
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -36,16 +40,26 @@ func (e *vipsEngine) readHeader(data []byte, h *header) error {
 	if h.format.IsRaw() {
 		return e.readRawHeader(data, h)
 	}
-	var w, ht C.int
+	w, ht, _, err := vipsGeometry(data)
+	if err != nil {
+		return newError(CodeCorruptImage, nil, "the %s header cannot be read: %s", formatName(h.format), err)
+	}
+	h.width, h.height = w, ht
+	return nil
+}
+
+// vipsGeometry reads an image's stored size, and whether libvips will turn
+// it a quarter to apply its orientation, from its header alone.
+func vipsGeometry(data []byte) (w, h int, swap bool, err error) {
+	var cw, ch, cswap C.int
 	var cerr *C.char
-	rc := C.lb_header(unsafe.Pointer(&data[0]), C.size_t(len(data)), &w, &ht, &cerr)
+	rc := C.lb_header(unsafe.Pointer(&data[0]), C.size_t(len(data)), &cw, &ch, &cswap, &cerr)
 	runtime.KeepAlive(data)
 	if rc != 0 {
 		msg := C.GoString(cerr)
 		C.g_free(C.gpointer(cerr))
 		msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
-		return newError(CodeCorruptImage, nil, "the %s header cannot be read: %s", formatName(h.format), msg)
+		return 0, 0, false, errors.New(msg)
 	}
-	h.width, h.height = int(w), int(ht)
-	return nil
+	return int(cw), int(ch), cswap != 0, nil
 }
