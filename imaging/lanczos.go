@@ -150,17 +150,22 @@ import (
 
 // lanczosRGB resamples packed 3-band pixels from w×h to ow×oh with
 // Lanczos3, one axis at a time (height first), shrinking both by shrink,
-// from which the sizes were rounded. libvips 8.14 does its vertical pass
+// from which the sizes were rounded, or with shrink 0 each by the ratio
+// of its sizes. libvips 8.14 does its vertical pass
 // with vector instructions but its horizontal one in plain C, which took
 // as long as decoding the photo; this one lays four rows side by side so
 // both passes vectorise.
 func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
-	if w <= 0 || h <= 0 || ow <= 0 || oh <= 0 || len(pix) < 3*w*h || shrink <= 0 {
+	if w <= 0 || h <= 0 || ow <= 0 || oh <= 0 || len(pix) < 3*w*h || shrink < 0 {
 		return nil, errors.New("imaging: resample of an empty or short image")
+	}
+	vs, hs := shrink, shrink
+	if shrink == 0 {
+		vs, hs = float64(h)/float64(oh), float64(w)/float64(ow)
 	}
 	if oh != h {
 		out := make([]byte, 3*w*oh)
-		if C.lb_reducev((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(oh), C.double(shrink)) != 0 {
+		if C.lb_reducev((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(oh), C.double(vs)) != 0 {
 			return nil, errors.New("imaging: out of memory resampling")
 		}
 		runtime.KeepAlive(pix)
@@ -168,7 +173,7 @@ func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 	}
 	if ow != w {
 		out := make([]byte, 3*ow*h)
-		if C.lb_reduceh((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(ow), C.double(shrink)) != 0 {
+		if C.lb_reduceh((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(ow), C.double(hs)) != 0 {
 			return nil, errors.New("imaging: out of memory resampling")
 		}
 		runtime.KeepAlive(pix)

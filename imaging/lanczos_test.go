@@ -26,6 +26,7 @@ func TestLanczosRGB(t *testing.T) {
 		{101, 9, 100, 9, 1.01},        // barely shrunk
 		{400, 6, 103, 6, 400.0 / 103}, // nearly four
 		{64, 50, 33, 26, 64.0 / 33},   // both axes
+		{65, 50, 33, 26, 0},           // both axes, each by its own ratio
 		{50, 70, 29, 70, 1.75},        // a size rounded from the shrink: a fraction over
 		{5, 3, 1, 3, 5},               // to one column
 		{300, 200, 154, 200, 300.0 / 154},
@@ -44,7 +45,11 @@ func TestLanczosRGB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := lanczosReference(lanczosReference(pix, tc.w, tc.h, tc.w, tc.oh, tc.shrink), tc.w, tc.oh, tc.ow, tc.oh, tc.shrink)
+			vs, hs := tc.shrink, tc.shrink
+			if tc.shrink == 0 {
+				vs, hs = float64(tc.h)/float64(tc.oh), float64(tc.w)/float64(tc.ow)
+			}
+			want := lanczosReference(lanczosReference(pix, tc.w, tc.h, tc.w, tc.oh, vs), tc.w, tc.oh, tc.ow, tc.oh, hs)
 			if len(got) != len(want) {
 				t.Fatalf("%d bytes, want %d", len(got), len(want))
 			}

@@ -1,18 +1,18 @@
+//go:build cgo
+
 package imaging
 
 import (
 	"image"
-
-	"github.com/nfnt/resize"
 )
 
 // shrinkRGB scales packed 3-band pixels (w×h) to fit a long edge of long
 // (never enlarging), as opaque RGBA of the size fitSize gives. It first
 // averages whole k×k boxes, by the largest k that leaves at least twice
 // the target or lands on it exactly (2×2 for 2048 → 1024), and finishes
-// with Lanczos3 on what is left: what Lanczos3 all the way would give, at
-// a fraction of the work.
-func shrinkRGB(pix []byte, w, h, long int) *image.RGBA {
+// with Lanczos3 (lanczosRGB) on what is left: what Lanczos3 all the way
+// would give, at a fraction of the work.
+func shrinkRGB(pix []byte, w, h, long int) (*image.RGBA, error) {
 	tw, th := fitSize(w, h, long)
 	n := max(w, h)
 	k := 1
@@ -23,10 +23,24 @@ func shrinkRGB(pix []byte, w, h, long int) *image.RGBA {
 		}
 	}
 	img := boxRGB(pix, w, h, k)
-	if img.Rect.Dx() == tw && img.Rect.Dy() == th {
-		return img
+	bw, bh := img.Rect.Dx(), img.Rect.Dy()
+	if bw == tw && bh == th {
+		return img, nil
 	}
-	return resize.Resize(uint(tw), uint(th), img, resize.Lanczos3).(*image.RGBA)
+	rgb := make([]byte, 0, 3*bw*bh)
+	for i := 0; i < len(img.Pix); i += 4 {
+		rgb = append(rgb, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
+	}
+	// Each axis by its own ratio: the boxes dropped a few edge pixels.
+	rgb, err := lanczosRGB(rgb, bw, bh, tw, th, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := image.NewRGBA(image.Rect(0, 0, tw, th))
+	for i, j := 0, 0; i < len(rgb); i, j = i+3, j+4 {
+		out.Pix[j], out.Pix[j+1], out.Pix[j+2], out.Pix[j+3] = rgb[i], rgb[i+1], rgb[i+2], 0xff
+	}
+	return out, nil
 }
 
 // boxRGB averages k×k boxes of packed 3-band pixels into opaque RGBA,

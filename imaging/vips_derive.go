@@ -49,7 +49,9 @@ func fromPreview(pix []byte, w, h int, opt Options, d *derived) error {
 	if d.preview, err = encodeRGB(pix, w, h, opt.PreviewQuality); err != nil {
 		return err
 	}
-	d.small = shrinkRGB(pix, w, h, opt.ThumbSize)
+	if d.small, err = shrinkRGB(pix, w, h, opt.ThumbSize); err != nil {
+		return err
+	}
 	small := d.small
 	rgb := make([]byte, 0, 3*small.Rect.Dx()*small.Rect.Dy())
 	for i := 0; i < len(small.Pix); i += 4 {
@@ -58,8 +60,8 @@ func fromPreview(pix []byte, w, h int, opt Options, d *derived) error {
 	if d.thumb, err = encodeRGB(rgb, small.Rect.Dx(), small.Rect.Dy(), opt.ThumbQuality); err != nil {
 		return err
 	}
-	d.mid = shrinkRGB(pix, w, h, analysisSize)
-	return nil
+	d.mid, err = shrinkRGB(pix, w, h, analysisSize)
+	return err
 }
 
 // encodeRGB encodes packed 3-band sRGB pixels as a JPEG with libvips.
