@@ -155,14 +155,14 @@ func previewPixels(src []byte, h header, turn int, opt Options) ([]byte, int, in
 }
 
 // loadPreview decodes src with libvips' thumbnail loader, which shrinks on
-// load where the format can and applies the orientation. A JPEG it would
-// not shrink on load (one under four times the preview size) it reduces in
-// height only, and the preview's final size comes back as fw×fh, with the
-// shrink that size is rounded from, for lanczosRGB to finish across:
-// libvips 8.14's horizontal Lanczos3 is plain C and cost a 12 MP photo as
-// much as its decode. fw is 0 when the image is already the preview.
+// load where the format can and applies the orientation. An image it would
+// not shrink on load (splitFormats) it reduces in height only, and the
+// preview's final size comes back as fw×fh, with the shrink that size is
+// rounded from, for lanczosRGB to finish across: libvips 8.14's
+// horizontal Lanczos3 is plain C and cost a 12 MP photo as much as its
+// decode. fw is 0 when the image is already the preview.
 func loadPreview(src []byte, h header, opt Options) (*vips.ImageRef, int, int, float64, error) {
-	if long := max(h.width, h.height); h.format == JPEG && long > opt.PreviewSize && long < 4*opt.PreviewSize {
+	if long := max(h.width, h.height); splitFormats[h.format] && long > opt.PreviewSize && long < 4*opt.PreviewSize {
 		// Sizes and orientation as libvips reads them: the request is of
 		// the upright image, so it must turn with the picture.
 		w, ht, swap, err := vipsGeometry(src)
@@ -180,6 +180,12 @@ func loadPreview(src []byte, h header, opt Options) (*vips.ImageRef, int, int, f
 	ref, err := vips.LoadThumbnailFromBuffer(src, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
 	return ref, 0, 0, 0, err
 }
+
+// splitFormats are those libvips 8.14 does not shrink on load for a
+// preview under four times smaller than the image: JPEG's smallest
+// shrink-on-load is 2× when 4× is asked for, and HEIF, AVIF and JPEG XL
+// have none. (WebP and TIFF do, and raws come with a turn of their own.)
+var splitFormats = map[Format]bool{JPEG: true, HEIF: true, AVIF: true, JXL: true}
 
 // vipsFit is the size libvips' thumbnail gives w×h fit in a box of long
 // on each side, and the shrink it rounds that size from, so either way of

@@ -114,11 +114,12 @@ func transposeRGB(pix []byte, w, h int) []byte {
 	return out
 }
 
-// TestPreviewLikeLibvips checks that a JPEG's preview, which libvips now
-// shrinks in height and lanczosRGB across, is the size libvips' thumbnail
-// gives and looks the same to within JPEG noise, in every orientation: a
-// mistake in which axis is whose would change the size or scramble the
-// picture.
+// TestPreviewLikeLibvips checks that a preview libvips shrinks in height
+// and lanczosRGB across is the size libvips' thumbnail gives and looks the
+// same to within JPEG noise: in every orientation (a mistake in which axis
+// is whose would change the size or scramble the picture), through colour
+// profiles, CMYK, grey and 10-bit, and from phone HEICs whose decoder
+// turns them itself.
 func TestPreviewLikeLibvips(t *testing.T) {
 	libvips(t, "the split preview is the libvips engine's")
 	cfg := Config{}.withDefaults()
@@ -131,20 +132,27 @@ func TestPreviewLikeLibvips(t *testing.T) {
 		file  string
 		size  int
 		minDB float64
+		read  func(testing.TB, string) []byte
 	}
 	var inputs []input
 	for _, f := range []string{"blinds.jpg", "dune.jpg", "storm.jpg", "bythewater-2560x1600.jpg",
 		"elephants-3840x2160-progressive.jpg", "kleiber-6028x3391.jpg"} {
-		inputs = append(inputs, input{filepath.Join("photos", f), 1000, 38}, input{filepath.Join("photos", f), 2048, 38})
+		inputs = append(inputs, input{filepath.Join("photos", f), 1000, 38, readCorpus}, input{filepath.Join("photos", f), 2048, 38, readCorpus})
 	}
 	for n := 1; n <= 8; n++ {
-		inputs = append(inputs, input{filepath.Join("odd", "orientation-"+strconv.Itoa(n)+".jpg"), 40, 30})
+		inputs = append(inputs, input{filepath.Join("odd", "orientation-"+strconv.Itoa(n)+".jpg"), 40, 30, readCorpus})
 	}
-	inputs = append(inputs, input{"odd/cmyk.jpg", 100, 30}, input{"odd/grayscale.jpg", 100, 30})
+	inputs = append(inputs, input{"odd/cmyk.jpg", 100, 30, readCorpus}, input{"odd/grayscale.jpg", 100, 30, readCorpus},
+		input{"icc/cmyk-swop-icc.jpg", 500, 38, readFormat}, input{"icc/iphone13mini-displayp3-gainmap.jpg", 300, 38, readFormat},
+		input{"heic/iphone8plus-grid-orientation6-p3.heic", 2048, 38, readFormat},
+		input{"heic/iphone13pro-portrait-depthmap-p3.heic", 2048, 38, readFormat},
+		input{"heic/sony-a7siii-camera-10bit.hif", 2048, 38, readFormat},
+		input{"avif/sofa-grid1x5-420.avif", 600, 38, readFormat},
+		input{"jxl/bicycles-codestream.jxl", 600, 38, readFormat}, input{"jxl/isobmff-container.jxl", 400, 38, readFormat})
 	for _, in := range inputs {
 		t.Run(fmt.Sprintf("%s@%d", in.file, in.size), func(t *testing.T) {
-			data := readCorpus(t, in.file)
-			h, err := inspect(data, cfg)
+			data := in.read(t, in.file)
+			h, err := inspectFor(data, cfg, &vipsEngine{cfg: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +161,7 @@ func TestPreviewLikeLibvips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Every JPEG libvips would not shrink on load takes the split path.
+			// Every image libvips would not shrink on load takes the split path.
 			long := max(h.width, h.height)
 			if split := long > in.size && long < 4*in.size; (fw != 0) != split {
 				t.Fatalf("split path taken: %v, want %v", fw != 0, split)
