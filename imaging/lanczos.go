@@ -151,7 +151,7 @@ import (
 // lanczosRGB resamples packed 3-band pixels from w×h to ow×oh with
 // Lanczos3, one axis at a time (height first), shrinking both by shrink,
 // from which the sizes were rounded, or with shrink 0 each by the ratio
-// of its sizes. libvips 8.14 does its vertical pass
+// of its sizes. pix is overwritten: the result may share its memory. libvips 8.14 does its vertical pass
 // with vector instructions but its horizontal one in plain C, which took
 // as long as decoding the photo; this one lays four rows side by side so
 // both passes vectorise.
@@ -172,7 +172,14 @@ func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 		pix, h = out, oh
 	}
 	if ow != w {
-		out := make([]byte, 3*ow*h)
+		// Each group of rows is read before its results are written, and
+		// a narrower row never reaches past the start of the next group,
+		// so a shrink works in place: the preview's pass needs no second
+		// buffer.
+		out := pix[:3*ow*h]
+		if ow > w {
+			out = make([]byte, 3*ow*h)
+		}
 		if C.lb_reduceh((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(ow), C.double(hs)) != 0 {
 			return nil, errors.New("imaging: out of memory resampling")
 		}

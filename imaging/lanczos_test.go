@@ -3,6 +3,7 @@
 package imaging
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestLanczosRGB(t *testing.T) {
 					pix[i+2] = byte((x*7919 + y*104729) >> 3) // noise
 				}
 			}
-			got, err := lanczosRGB(pix, tc.w, tc.h, tc.ow, tc.oh, tc.shrink)
+			got, err := lanczosRGB(bytes.Clone(pix), tc.w, tc.h, tc.ow, tc.oh, tc.shrink)
 			if err != nil {
 				t.Fatal(err)
 			}
