@@ -251,10 +251,7 @@ func rewritePixels(ref *vips.ImageRef, fn func(*image.RGBA) *image.RGBA) (*vips.
 	img = fn(img)
 	w, ht := img.Rect.Dx(), img.Rect.Dy()
 	ppm := make([]byte, 0, 32+3*w*ht)
-	ppm = fmt.Appendf(ppm, "P6\n%d %d\n255\n", w, ht)
-	for i := 0; i < len(img.Pix); i += 4 {
-		ppm = append(ppm, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
-	}
+	ppm = appendRGB(fmt.Appendf(ppm, "P6\n%d %d\n255\n", w, ht), img)
 	out, err := vips.LoadThumbnailFromBuffer(ppm, w, ht, vips.InterestingNone, vips.SizeDown, importParams())
 	if err != nil {
 		return ref, err

@@ -14,11 +14,12 @@ package imaging
 // from the scale leaves a fraction of a sample over, split between the
 // edges). The kernel is stretched by the scale so it filters what would
 // alias, and each window is normalised to sum to 1. Windows reach past
-// the edges, where the edge sample repeats. This is how libvips resizes.
+// the edges, where the edge sample repeats, as in libvips' resize
+// (TestPreviewLikeLibvips measures how close the two come).
 typedef struct {
 	int taps;     // weights per output sample (the widest window)
 	int *first;   // first input sample of each window (maybe before 0)
-	int *n;       // samples in each window (fewer at the edges)
+	int *n;       // samples in each window (at most taps)
 	float *w;     // taps weights per output sample
 } lb_windows;
 
@@ -43,7 +44,7 @@ static int lb_windows_make(lb_windows *win, int in, int out, double scale) {
 	for (int o = 0; o < out; o++) {
 		double centre = (o + 0.5) * scale + (in - out * scale) / 2, sum = 0;
 		int a = (int) floor(centre - support + 0.5), b = (int) floor(centre + support + 0.5);
-		if (b - a > win->taps) b = a + win->taps;
+		if (b - a > win->taps) b = a + win->taps; // never, but w must not overflow
 		for (int i = a; i < b; i++) sum += tmp[i - a] = lb_lanczos3((i - centre + 0.5) / fs);
 		for (int i = a; i < b; i++) win->w[(size_t) o * win->taps + i - a] = tmp[i - a] / sum;
 		win->first[o] = a;
@@ -151,10 +152,10 @@ import (
 // lanczosRGB resamples packed 3-band pixels from w×h to ow×oh with
 // Lanczos3, one axis at a time (height first), shrinking both by shrink,
 // from which the sizes were rounded, or with shrink 0 each by the ratio
-// of its sizes. pix is overwritten: the result may share its memory. libvips 8.14 does its vertical pass
-// with vector instructions but its horizontal one in plain C, which took
-// as long as decoding the photo; this one lays four rows side by side so
-// both passes vectorise.
+// of its sizes. pix is overwritten: the result may share its memory.
+// libvips 8.14 does its vertical pass with vector instructions but its
+// horizontal one in plain C, which took as long as decoding the photo;
+// this one lays four rows side by side so both passes vectorise.
 func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 	if w <= 0 || h <= 0 || ow <= 0 || oh <= 0 || len(pix) < 3*w*h || shrink < 0 {
 		return nil, errors.New("imaging: resample of an empty or short image")

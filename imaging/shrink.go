@@ -4,6 +4,7 @@ package imaging
 
 import (
 	"image"
+	"slices"
 )
 
 // shrinkRGB scales packed 3-band pixels (w×h) to fit a long edge of long
@@ -27,20 +28,21 @@ func shrinkRGB(pix []byte, w, h, long int) (*image.RGBA, error) {
 	if bw == tw && bh == th {
 		return img, nil
 	}
-	rgb := make([]byte, 0, 3*bw*bh)
-	for i := 0; i < len(img.Pix); i += 4 {
-		rgb = append(rgb, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
-	}
 	// Each axis by its own ratio: the boxes dropped a few edge pixels.
-	rgb, err := lanczosRGB(rgb, bw, bh, tw, th, 0)
+	rgb, err := lanczosRGB(appendRGB(nil, img), bw, bh, tw, th, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := image.NewRGBA(image.Rect(0, 0, tw, th))
-	for i, j := 0, 0; i < len(rgb); i, j = i+3, j+4 {
-		out.Pix[j], out.Pix[j+1], out.Pix[j+2], out.Pix[j+3] = rgb[i], rgb[i+1], rgb[i+2], 0xff
+	return boxRGB(rgb, tw, th, 1), nil
+}
+
+// appendRGB appends an opaque RGBA image's pixels to dst, packed 3-band.
+func appendRGB(dst []byte, img *image.RGBA) []byte {
+	dst = slices.Grow(dst, 3*len(img.Pix)/4)
+	for i := 0; i < len(img.Pix); i += 4 {
+		dst = append(dst, img.Pix[i], img.Pix[i+1], img.Pix[i+2])
 	}
-	return out, nil
+	return dst
 }
 
 // boxRGB averages k×k boxes of packed 3-band pixels into opaque RGBA,

@@ -53,11 +53,7 @@ func fromPreview(pix []byte, w, h int, opt Options, d *derived) error {
 		return err
 	}
 	small := d.small
-	rgb := make([]byte, 0, 3*small.Rect.Dx()*small.Rect.Dy())
-	for i := 0; i < len(small.Pix); i += 4 {
-		rgb = append(rgb, small.Pix[i], small.Pix[i+1], small.Pix[i+2])
-	}
-	if d.thumb, err = encodeRGB(rgb, small.Rect.Dx(), small.Rect.Dy(), opt.ThumbQuality); err != nil {
+	if d.thumb, err = encodeRGB(appendRGB(nil, small), small.Rect.Dx(), small.Rect.Dy(), opt.ThumbQuality); err != nil {
 		return err
 	}
 	d.mid, err = shrinkRGB(pix, w, h, analysisSize)
