@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 )
@@ -196,4 +197,60 @@ func TestPreviewLikeLibvips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkPreviewSplit makes the preview's pixels of each corpus photo
+// the split path takes (libvips shrinks the height, lanczosRGB across)
+// beside libvips' thumbnail making them alone, from the same files, one
+// libvips thread each, alternating photo by photo.
+func BenchmarkPreviewSplit(b *testing.B) {
+	// Starts libvips on one thread, as the worker does, if nothing has yet.
+	if _, err := New(EngineVips, Config{VipsConcurrency: 1}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{}.withDefaults()
+	opt := Options{}.withDefaults()
+	type photo struct {
+		data []byte
+		h    header
+	}
+	var photos []photo
+	for _, data := range benchPhotos(b) {
+		h, err := inspect(data, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if long := max(h.width, h.height); long > opt.PreviewSize && long < 4*opt.PreviewSize {
+			photos = append(photos, photo{data, h})
+		}
+	}
+	if len(photos) == 0 {
+		b.Skip("no corpus photo takes the split path")
+	}
+	var ours, theirs time.Duration
+	for b.Loop() {
+		for _, p := range photos {
+			start := time.Now()
+			if _, _, _, err := previewPixels(p.data, p.h, 1, opt); err != nil {
+				b.Fatal(err)
+			}
+			ours += time.Since(start)
+			start = time.Now()
+			ref, err := vips.LoadThumbnailFromBuffer(p.data, opt.PreviewSize, opt.PreviewSize, vips.InterestingNone, vips.SizeDown, importParams())
+			if err == nil {
+				if err = toOpaqueSRGB(ref); err == nil {
+					_, err = ref.ToBytes()
+				}
+				ref.Close()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			theirs += time.Since(start)
+		}
+	}
+	n := float64(b.N * len(photos))
+	b.ReportMetric(ours.Seconds()*1000/n, "ms/photo")
+	b.ReportMetric(theirs.Seconds()*1000/n, "libvips_ms/photo")
+	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x_libvips")
 }
