@@ -217,9 +217,13 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	})
 	t.Logf("primary lost with %d of the batch's jobs waiting; replica promoted", len(waiting))
 
-	// Events reach clients through the promoted replica too.
+	// Events reach clients through the promoted replica too. Until the
+	// server's own subscription has found it, a stream is refused with 503
+	// ("poll instead"), so the stream is opened once that is over; the
+	// waiting jobs run again only after the sweep's quiet period, later.
+	stream := s.openStream(key, "/v1/batches/"+batch+"/events")
 	completed := make(chan error, 1)
-	go func() { completed <- s.awaitEvent(key, "/v1/batches/"+batch+"/events", "batch.completed") }()
+	go func() { completed <- awaitEvent(stream, "batch.completed") }()
 
 	var b struct {
 		Batch struct {
@@ -228,6 +232,9 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 			Completed int    `json:"completed"`
 			Failed    int    `json:"failed"`
 		} `json:"batch"`
+	}
+	if s.apiGet(key, "/v1/batches/"+batch, &b); b.Batch.Status != "running" && b.Batch.Status != "queued" {
+		t.Fatalf("the batch ended (%s) before its event stream could open again", b.Batch.Status)
 	}
 	s.waitUntil("the batch to complete", pipelinePatience, time.Second, func() bool {
 		s.apiGet(key, "/v1/batches/"+batch, &b)
@@ -253,20 +260,41 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	}
 }
 
-// awaitEvent reads an event stream until an event of the given name.
-func (s *stack) awaitEvent(key, path, name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), pipelinePatience)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
+// openStream opens an event stream, asking again while the server answers
+// 503, as it does while its own Redis subscription is down.
+func (s *stack) openStream(key, path string) *http.Response {
+	s.t.Helper()
+	var res *http.Response
+	s.waitUntil("the server to open "+path, patience, 200*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), pipelinePatience)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			s.t.Fatalf("GET %s: %v", path, err)
+		}
+		if r.StatusCode == http.StatusServiceUnavailable {
+			r.Body.Close()
+			cancel()
+			return false
+		}
+		if r.StatusCode != http.StatusOK {
+			cancel()
+			s.t.Fatalf("GET %s: %d", path, r.StatusCode)
+		}
+		// The stream lives until its body is closed; the context ends
+		// with the test's patience.
+		s.t.Cleanup(cancel)
+		res = r
+		return true
+	})
+	return res
+}
+
+// awaitEvent reads an open event stream until an event of the given name.
+func awaitEvent(res *http.Response, name string) error {
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", path, res.StatusCode)
-	}
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
 		if sc.Text() == "event: "+name {
