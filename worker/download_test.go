@@ -68,8 +68,11 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg", srv.URL+"/moved", srv.URL+"/page.html", srv.URL+"/gone")
 	h.run()
+	// The batch ends once the last job's state is written, which can come
+	// after the assets' own.
 	h.waitFor("imports to settle", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
+			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
 	})
 	// The redirect leads to the same bytes: whichever finished second is
 	// a duplicate of the other, which went through the pipeline.
@@ -132,8 +135,11 @@ func TestImportPastTheBytesQuotaFailsWithQuotaExceeded(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/a.jpg", srv.URL+"/b.jpg")
 	h.run()
+	// The batch ends once the last job's state is written, which can come
+	// after the assets' own.
 	h.waitFor("imports to settle", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
+			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
 	})
 	kept, refused := -1, -1
 	for i, id := range ids {
