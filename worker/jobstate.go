@@ -11,7 +11,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -47,13 +46,13 @@ func errorCode(err error) (string, string) {
 // stillWanted reports whether a job's task should run: not when the job
 // was canceled, and a permanent error when it is gone with its project.
 // Postgres is asked only in a project marked for cancels
-// (jobs.MarkCanceling); in the others no job can be canceled, and one
-// Redis read costs less than the Postgres round trip. A job deleted with its
+// (jobs.MarkCanceling); in the others no job can be canceled, and the
+// process learns that from Redis a few times a second, not per task. A job deleted with its
 // asset or project may then run: its handler finds nothing to work on,
 // as it does when the delete comes while it runs.
 func (w *Worker) stillWanted(ctx context.Context, ref tasks.Job) (bool, error) {
 	if ref.ProjectID != uuid.Nil {
-		marked, err := jobs.MayBeCanceled(ctx, w.rdb, ref.ProjectID)
+		marked, err := w.marks.MayBeCanceled(ctx, ref.ProjectID)
 		if err != nil || !marked {
 			return err == nil, err
 		}

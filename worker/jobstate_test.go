@@ -17,7 +17,9 @@ import (
 // TestCanceledJobsDoNotRun cancels jobs the way the API does (the project
 // marked in Redis, then the job's row canceled) and runs their tasks: a
 // canceled job's handler never runs, while the project's other job, and a
-// job of a project that never had a cancel, run and end done.
+// job of a project that never had a cancel, run and end done. The worker
+// has run a job of the project just before the mark, so it has seen the
+// project unmarked.
 func TestCanceledJobsDoNotRun(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -40,6 +42,9 @@ func TestCanceledJobsDoNotRun(t *testing.T) {
 	}
 
 	marked, plain := h.project(), h.project()
+	if err := run(newJob(marked)); err != nil {
+		t.Fatal(err)
+	}
 	canceled, kept, other := newJob(marked), newJob(marked), newJob(plain)
 	if err := jobs.MarkCanceling(ctx, h.env.Redis, marked); err != nil {
 		t.Fatal(err)

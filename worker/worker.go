@@ -69,6 +69,7 @@ type Worker struct {
 	hooks      *http.Client // posts webhook deliveries
 	metrics    *taskMetrics
 	states     *jobWriter
+	marks      *jobs.Marks // which projects may have canceled jobs
 
 	// reconcileAt is where the next sweep's comparison of jobs with
 	// their tasks starts.
@@ -88,7 +89,7 @@ func New(d Deps) (*Worker, error) {
 	w := &Worker{cfg: d.Config, st: d.Store, rdb: d.Redis, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
-		hooks: webhookClient(d.Config.DownloadAllow)}
+		hooks: webhookClient(d.Config.DownloadAllow), marks: jobs.NewMarks(d.Redis)}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
