@@ -174,11 +174,17 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 			__m128i px = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s2));
 			unsigned char v[16];
 			_mm_storeu_si128((__m128i *) v, px);
+			// Four bytes at a time where the next pixel's store will
+			// overwrite the fourth.
 			for (int r = 0; r < rows; r++) {
 				unsigned char *dst = out + ((size_t) (y0 + r) * ow + x) * 3;
-				dst[0] = v[r * 3];
-				dst[1] = v[r * 3 + 1];
-				dst[2] = v[r * 3 + 2];
+				if (x + 1 < ow) {
+					memcpy(dst, v + r * 3, 4);
+				} else {
+					dst[0] = v[r * 3];
+					dst[1] = v[r * 3 + 1];
+					dst[2] = v[r * 3 + 2];
+				}
 			}
 		}
 	}
