@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
+	"lightbox/internal/wait"
 	"lightbox/store"
 )
 
@@ -21,14 +22,7 @@ const ledgerLatency = 50 * time.Millisecond
 type slowLedger struct{}
 
 func (slowLedger) Publish(ctx context.Context, tx *chain.Transaction) error {
-	t := time.NewTimer(ledgerLatency)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.For(ctx, ledgerLatency)
 }
 
 // BenchmarkAttest measures attestations per minute end to end, queue rows

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"lightbox/internal/wait"
 )
 
 // A project's cancel mark, kept in Redis, lets a worker skip the Postgres
@@ -55,14 +57,7 @@ func MarkCanceling(ctx context.Context, rdb redis.Scripter, project uuid.UUID) e
 		return err
 	}
 	// One millisecond more: PTTL rounds down.
-	t := time.NewTimer(time.Duration(left+1) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.For(ctx, time.Duration(left+1)*time.Millisecond)
 }
 
 // MayBeCanceled reports whether project carries the mark: when it does

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"lightbox/internal/wait"
 )
 
 // maxAttempts bounds the tries of one request that keeps failing for
@@ -77,21 +79,6 @@ type client struct {
 	holdUntil time.Time
 }
 
-// wait sleeps for d, or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // backoff is the pause before try n+1 (n from 1): exponential from half a
 // second to 30 s, with full jitter so many clients do not retry in step.
 func backoff(n int) time.Duration {
@@ -112,7 +99,7 @@ func (c *client) held(ctx context.Context) error {
 	c.mu.Lock()
 	d := time.Until(c.holdUntil)
 	c.mu.Unlock()
-	return wait(ctx, d)
+	return wait.For(ctx, d)
 }
 
 // newKey is an Idempotency-Key.
@@ -155,7 +142,7 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 			pause = backoff(attempt)
 			c.report(Event{Kind: EventRetry, Message: fmt.Sprintf("%s %s: %v", method, path, err), WaitSeconds: pause.Seconds()})
 		}
-		if err := wait(ctx, pause); err != nil {
+		if err := wait.For(ctx, pause); err != nil {
 			return err
 		}
 	}

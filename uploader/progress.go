@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"lightbox/internal/wait"
 )
 
 // tracker follows the project's event stream and tells how far the
@@ -101,7 +103,7 @@ func (t *tracker) follow(ctx context.Context) {
 		if ae, ok := err.(*APIError); ok && ae.RetryAfter > pause {
 			pause = ae.RetryAfter
 		}
-		if wait(ctx, pause) != nil {
+		if wait.For(ctx, pause) != nil {
 			return
 		}
 	}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"lightbox/internal/wait"
 )
 
 // Options say what to upload where.
@@ -628,7 +630,7 @@ func (r *run) put(ctx context.Context, u *upload) bool {
 			pause = backoff(attempt)
 			r.report(Event{Kind: EventRetry, Path: u.f.path, Message: err.Error(), WaitSeconds: pause.Seconds()})
 		}
-		if wait(ctx, pause) != nil {
+		if wait.For(ctx, pause) != nil {
 			return false
 		}
 	}
