@@ -97,16 +97,72 @@ static int lb_reducev(const unsigned char *in, int w, int h, unsigned char *out,
 // RGB triples would not. Four rows keep the sums in registers.
 #define LB_ROWS 4
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
 #include <stdint.h>
 
-// lb_reduceh resamples h rows of w packed RGB pixels to ow columns, in
-// 16-bit fixed point: weights in units of 1/16384, each pair of adjacent
-// taps multiplied and summed by one SSE2 pmaddwd, twice the samples per
-// instruction of the float version below, and within a level of it
-// (TestLanczosRGB). The interleaved rows carry pad columns on each side,
-// copies of the edge, for the windows that reach past it.
+// The horizontal pass works in 16-bit fixed point: weights in units of
+// 1/16384, and each column's 12 samples stored beside the next column's,
+// so a pair of taps is one multiply-add of sample pairs by weight pairs
+// (SSE2's pmaddwd: twice the samples per instruction of float).
+// lb_pair_columns lays out those pairs; lb_dot sums np pairs of taps from
+// col (a pair of taps spans two columns) for the 12 samples and writes
+// them to v[0..11], rounded and clamped.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+static void lb_pair_columns(const int16_t *t1, int16_t *t2, int tw) {
+	for (int c = 0; c + 1 < tw; c++) {
+		const int16_t *a = t1 + (size_t) c * 12, *b = a + 12;
+		__m128i a0 = _mm_loadu_si128((const __m128i *) a), b0 = _mm_loadu_si128((const __m128i *) b);
+		__m128i a1 = _mm_loadl_epi64((const __m128i *) (a + 8)), b1 = _mm_loadl_epi64((const __m128i *) (b + 8));
+		__m128i *d = (__m128i *) (t2 + (size_t) c * 24);
+		_mm_storeu_si128(d, _mm_unpacklo_epi16(a0, b0));
+		_mm_storeu_si128(d + 1, _mm_unpackhi_epi16(a0, b0));
+		_mm_storeu_si128(d + 2, _mm_unpacklo_epi16(a1, b1));
+	}
+}
+
+static void lb_dot(const int16_t *col, const int32_t *wp, int np, unsigned char v[16]) {
+	__m128i s0 = _mm_set1_epi32(1 << 13), s1 = s0, s2 = s0;
+	const __m128i *c = (const __m128i *) col;
+	for (int p = 0; p < np; p++, c += 6) {
+		__m128i wv = _mm_set1_epi32(wp[p]);
+		s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_loadu_si128(c), wv));
+		s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_loadu_si128(c + 1), wv));
+		s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_loadu_si128(c + 2), wv));
+	}
+	s0 = _mm_srai_epi32(s0, 14);
+	s1 = _mm_srai_epi32(s1, 14);
+	s2 = _mm_srai_epi32(s2, 14);
+	_mm_storeu_si128((__m128i *) v, _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s2)));
+}
+#else
+static void lb_pair_columns(const int16_t *t1, int16_t *t2, int tw) {
+	for (int c = 0; c + 1 < tw; c++)
+		for (int j = 0; j < 12; j++) {
+			t2[(size_t) c * 24 + 2 * j] = t1[(size_t) c * 12 + j];
+			t2[(size_t) c * 24 + 2 * j + 1] = t1[(size_t) (c + 1) * 12 + j];
+		}
+}
+
+static void lb_dot(const int16_t *col, const int32_t *wp, int np, unsigned char v[16]) {
+	int32_t s[12];
+	for (int j = 0; j < 12; j++) s[j] = 1 << 13;
+	for (int p = 0; p < np; p++, col += 48) {
+		int32_t w0 = (int16_t) (wp[p] & 0xffff), w1 = (int16_t) ((uint32_t) wp[p] >> 16);
+		for (int j = 0; j < 12; j++) s[j] += col[2 * j] * w0 + col[2 * j + 1] * w1;
+	}
+	for (int j = 0; j < 12; j++) {
+		int32_t x = s[j] >> 14;
+		v[j] = x < 0 ? 0 : x > 255 ? 255 : (unsigned char) x;
+	}
+	memset(v + 12, 0, 4);
+}
+#endif
+
+// lb_reduceh resamples h rows of w packed RGB pixels to ow columns (within
+// a level of float: TestLanczosRGB). The interleaved rows carry pad
+// columns on each side, copies of the edge, for the windows that reach
+// past it.
 static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out, int ow, double scale) {
 	lb_windows win = {0};
 	if (lb_windows_make(&win, w, ow, scale) != 0) {
@@ -114,12 +170,12 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 		return -1;
 	}
 	int pairs = (win.taps + 1) / 2, pad = win.taps + 2, tw = w + 2 * pad;
-	// wq: each output's weights, in pairs packed as one 32-bit lane for
-	// pmaddwd; a window's weights are rounded to sum to exactly 16384.
+	// wq: each output's weights, in pairs packed as one 32-bit lane; a
+	// window's weights are rounded to sum to exactly 16384.
 	int32_t *wq = calloc((size_t) ow * pairs, sizeof(int32_t));
-	// t1: the group's samples, column by column, LB_ROWS×3 each; t2: each
-	// column's beside the next one's, the pairs pmaddwd takes.
-	int16_t *t1 = malloc(sizeof(int16_t) * (size_t) tw * 12 + 16);
+	// t1: the group's samples, column by column, LB_ROWS×3 each; t2: the
+	// same in pairs of columns (lb_pair_columns).
+	int16_t *t1 = malloc(sizeof(int16_t) * (size_t) tw * 12);
 	int16_t *t2 = malloc(sizeof(int16_t) * (size_t) tw * 24);
 	int rc = wq && t1 && t2 ? 0 : -1;
 	for (int x = 0; rc == 0 && x < ow; x++) {
@@ -148,32 +204,10 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 				col[2] = src[sx * 3 + 2];
 			}
 		}
-		for (int c = 0; c + 1 < tw; c++) {
-			const int16_t *a = t1 + (size_t) c * 12, *b = a + 12;
-			__m128i a0 = _mm_loadu_si128((const __m128i *) a), b0 = _mm_loadu_si128((const __m128i *) b);
-			__m128i a1 = _mm_loadl_epi64((const __m128i *) (a + 8)), b1 = _mm_loadl_epi64((const __m128i *) (b + 8));
-			__m128i *d = (__m128i *) (t2 + (size_t) c * 24);
-			_mm_storeu_si128(d, _mm_unpacklo_epi16(a0, b0));
-			_mm_storeu_si128(d + 1, _mm_unpackhi_epi16(a0, b0));
-			_mm_storeu_si128(d + 2, _mm_unpacklo_epi16(a1, b1));
-		}
+		lb_pair_columns(t1, t2, tw);
 		for (int x = 0; x < ow; x++) {
-			__m128i s0 = _mm_set1_epi32(1 << 13), s1 = s0, s2 = s0;
-			const int32_t *wp = wq + (size_t) x * pairs;
-			const __m128i *col = (const __m128i *) (t2 + (size_t) (win.first[x] + pad) * 24);
-			int np = (win.n[x] + 1) / 2;
-			for (int p = 0; p < np; p++, col += 6) {
-				__m128i wv = _mm_set1_epi32(wp[p]);
-				s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_loadu_si128(col), wv));
-				s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_loadu_si128(col + 1), wv));
-				s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_loadu_si128(col + 2), wv));
-			}
-			s0 = _mm_srai_epi32(s0, 14);
-			s1 = _mm_srai_epi32(s1, 14);
-			s2 = _mm_srai_epi32(s2, 14);
-			__m128i px = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s2));
 			unsigned char v[16];
-			_mm_storeu_si128((__m128i *) v, px);
+			lb_dot(t2 + (size_t) (win.first[x] + pad) * 24, wq + (size_t) x * pairs, (win.n[x] + 1) / 2, v);
 			// Four bytes at a time where the next pixel's store will
 			// overwrite the fourth.
 			for (int r = 0; r < rows; r++) {
@@ -194,50 +228,6 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 	free(t2);
 	return rc;
 }
-#else
-// lb_reduceh resamples h rows of w packed RGB pixels to ow columns. The
-// interleaved rows carry pad columns on each side, copies of the edge, for
-// the windows that reach past it.
-static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out, int ow, double scale) {
-	lb_windows win = {0};
-	int rc = lb_windows_make(&win, w, ow, scale);
-	int pad = win.taps, tw = w + 2 * pad;
-	float *t = rc == 0 ? malloc(sizeof(float) * tw * LB_ROWS * 3) : NULL;
-	if (!t) rc = -1;
-	for (int y0 = 0; rc == 0 && y0 < h; y0 += LB_ROWS) {
-		int rows = h - y0 < LB_ROWS ? h - y0 : LB_ROWS;
-		if (rows < LB_ROWS) memset(t, 0, sizeof(float) * tw * LB_ROWS * 3);
-		for (int r = 0; r < rows; r++) {
-			const unsigned char *src = in + (size_t) (y0 + r) * w * 3;
-			float *col = t + r * 3;
-			for (int x = -pad; x < w + pad; x++, col += LB_ROWS * 3) {
-				int sx = x < 0 ? 0 : x >= w ? w - 1 : x;
-				col[0] = src[sx * 3];
-				col[1] = src[sx * 3 + 1];
-				col[2] = src[sx * 3 + 2];
-			}
-		}
-		for (int x = 0; x < ow; x++) {
-			float acc[LB_ROWS * 3] = {0};
-			const float *wt = win.w + (size_t) x * win.taps;
-			const float *col = t + (size_t) (win.first[x] + pad) * LB_ROWS * 3;
-			for (int k = 0; k < win.n[x]; k++, col += LB_ROWS * 3) {
-				float wk = wt[k];
-				for (int j = 0; j < LB_ROWS * 3; j++) acc[j] += wk * col[j];
-			}
-			for (int r = 0; r < rows; r++) {
-				unsigned char *dst = out + ((size_t) (y0 + r) * ow + x) * 3;
-				dst[0] = lb_clamp(acc[r * 3]);
-				dst[1] = lb_clamp(acc[r * 3 + 1]);
-				dst[2] = lb_clamp(acc[r * 3 + 2]);
-			}
-		}
-	}
-	lb_windows_free(&win);
-	free(t);
-	return rc;
-}
-#endif
 */
 import "C"
 
