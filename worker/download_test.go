@@ -40,6 +40,17 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 	return ids
 }
 
+// waitImportsSettled waits until every asset is past its import and
+// ingest, and the import batch has ended: the batch ends once the last
+// job's state is written, which can come after the assets' own.
+func (h *harness) waitImportsSettled() {
+	h.t.Helper()
+	h.waitFor("imports to settle", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
+			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
+	})
+}
+
 func (h *harness) importStatus(asset uuid.UUID) (status, code string) {
 	var r struct {
 		Status string  `db:"status"`
@@ -68,12 +79,7 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg", srv.URL+"/moved", srv.URL+"/page.html", srv.URL+"/gone")
 	h.run()
-	// The batch ends once the last job's state is written, which can come
-	// after the assets' own.
-	h.waitFor("imports to settle", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
-			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
-	})
+	h.waitImportsSettled()
 	// The redirect leads to the same bytes: whichever finished second is
 	// a duplicate of the other, which went through the pipeline.
 	direct, _ := h.importStatus(ids[0])
@@ -135,12 +141,7 @@ func TestImportPastTheBytesQuotaFailsWithQuotaExceeded(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/a.jpg", srv.URL+"/b.jpg")
 	h.run()
-	// The batch ends once the last job's state is written, which can come
-	// after the assets' own.
-	h.waitFor("imports to settle", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
-			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
-	})
+	h.waitImportsSettled()
 	kept, refused := -1, -1
 	for i, id := range ids {
 		switch st, code := h.importStatus(id); {
