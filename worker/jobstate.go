@@ -47,9 +47,9 @@ func errorCode(err error) (string, string) {
 // was canceled, and a permanent error when it is gone with its project.
 // Postgres is asked only in a project marked for cancels
 // (jobs.MarkCanceling); in the others no job can be canceled, and the
-// process learns that from Redis a few times a second, not per task. A job deleted with its
-// asset or project may then run: its handler finds nothing to work on,
-// as it does when the delete comes while it runs.
+// process learns that from Redis a few times a second, not per task. A
+// job deleted with its asset or project may then run: its handler finds
+// nothing to work on, as it does when the delete comes while it runs.
 func (w *Worker) stillWanted(ctx context.Context, ref tasks.Job) (bool, error) {
 	if ref.ProjectID != uuid.Nil {
 		marked, err := w.marks.MayBeCanceled(ctx, ref.ProjectID)
