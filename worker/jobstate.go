@@ -109,6 +109,11 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		switch {
 		case runErr == nil:
 			state.Status = store.JobDone
+		case w.stopping.Load() && errors.Is(ctx.Err(), context.Canceled):
+			// Asynq gave up on it at the shutdown timeout and put its task
+			// back in the queue: no attempt spent, nothing failed.
+			state.Status, state.NextRun = store.JobQueued, time.Now()
+			state.Code, state.Message = "interrupted", "The worker stopped while the task ran; it runs again on the next worker."
 		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
 			state.Status, state.NextRun = store.JobQueued, time.Now().Add(tasks.RetryDelay(retried, runErr, t))
 		default:

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,13 +29,15 @@ func buildWorker(t testing.TB) string {
 }
 
 // startBinary starts the worker binary bin on the harness's services with
-// the chain key in keyFile; the test's end kills it.
-func (h *harness) startBinary(bin, keyFile string) *exec.Cmd {
+// the chain key in keyFile and env's settings on top; the test's end kills
+// it.
+func (h *harness) startBinary(bin, keyFile string, env ...string) *exec.Cmd {
 	h.t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
 		"CHAIN_KEY_FILE="+keyFile, "WORKER_CONCURRENCY=2", "CLUSTER_DELAY=1h", "LOG_LEVEL=error")
+	cmd.Env = append(cmd.Env, env...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -107,4 +110,78 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		t.Errorf("%d assets have a job recorded twice", n)
 	}
 	t.Logf("killed after %d of 100; the second worker finished the rest", killedAt)
+}
+
+// TestStoppedWorkerHandsBackItsTasks stops a worker with SIGTERM while its
+// tasks run, with a SHUTDOWN_TIMEOUT too short for them to finish, as a
+// deploy that cannot wait would. The worker exits cleanly; the tasks it
+// gave up are back in the queue at once (no lease to wait out), spend no
+// attempt and fail no asset; the next worker finishes them.
+func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1h"})
+	project := h.project()
+	// The largest photo of the corpus: each ingest takes long enough to
+	// be caught running.
+	data := readCorpus(t, "photos/kleiber-6028x3391.jpg")
+	const n = 12
+	for i := range n {
+		h.finalize(project, fmt.Sprintf("%02d.jpg", i), append(data, []byte(fmt.Sprintf("copy %d", i))...))
+	}
+	keyFile := filepath.Join(t.TempDir(), "chain.key")
+	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildWorker(t)
+	done := func() int {
+		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'done'`)
+	}
+
+	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
+	h.waitFor("an ingest to run", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'running'`) > 0
+	})
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Errorf("the stopped worker exited with %v, want status 0", err)
+	}
+	if done() == n {
+		t.Skip("the first worker finished everything before it stopped; nothing was handed back")
+	}
+	// SIGKILL would leave the tasks active until their leases ran out.
+	for _, q := range []string{"critical", "default", "low"} {
+		if info, err := h.in.GetQueueInfo(q); err == nil && info.Active > 0 {
+			t.Errorf("queue %s: %d tasks still active after the worker stopped", q, info.Active)
+		}
+	}
+	// Each task it had started is either done or back in the queue,
+	// marked as handed back: none still shows running.
+	var started []struct {
+		Status  string `db:"status"`
+		Attempt int    `db:"attempt"`
+		Code    string `db:"code"`
+	}
+	h.env.DB.Select(&started, `SELECT status, attempt, coalesce(error_code, '') AS code FROM jobs
+		WHERE type = 'asset:ingest' AND status <> 'done' AND attempt > 0`)
+	if len(started) == 0 {
+		t.Error("no unfinished ingest shows it was started: the running ones were not handed back")
+	}
+	for _, j := range started {
+		if j.Status != "queued" || j.Attempt != 1 || j.Code != "interrupted" {
+			t.Errorf("an ingest the stop interrupted shows %+v, want queued at attempt 1 with code interrupted", j)
+		}
+	}
+
+	h.startBinary(bin, keyFile)
+	h.waitFor("every ingest to end", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('done', 'failed')`) == n
+	})
+	if f := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); f != 0 {
+		t.Errorf("%d assets failed after a stop", f)
+	}
+	if k := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND (status <> 'done' OR attempt <> 1)`); k != 0 {
+		t.Errorf("%d ingest jobs not done at their first attempt: a stop spent an attempt", k)
+	}
 }

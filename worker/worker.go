@@ -5,6 +5,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -77,6 +78,11 @@ type Worker struct {
 	reconcileAt *store.Cursor
 	// ledgerOutages counts the flushes in a row that found the ledger down.
 	ledgerOutages atomic.Int64
+
+	// running counts the handlers under way, stopping is set once Run
+	// shuts down: see Run.
+	running  sync.WaitGroup
+	stopping atomic.Bool
 }
 
 // New builds the worker and its handler table.
@@ -117,7 +123,7 @@ func New(d Deps) (*Worker, error) {
 	w.metrics = newTaskMetrics()
 	w.states = newJobWriter(w)
 	w.mux = asynq.NewServeMux()
-	w.mux.Use(w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, waitOutStorage)
+	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, waitOutStorage)
 	w.routes()
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period
@@ -160,8 +166,20 @@ func (w *Worker) Handler() asynq.Handler {
 	})
 }
 
+// ErrHandlersRunning is Run's answer when handlers Asynq gave up on at
+// shutdown were still running abandonedGrace later: their tasks are back in
+// the queue, but they may still be inside libvips.
+var ErrHandlersRunning = errors.New("tasks still running after the shutdown; they were handed back to the queue")
+
+// abandonedGrace is how long Run waits, after the shutdown timeout, for the
+// handlers Asynq gave up on to notice their context has ended.
+const abandonedGrace = 30 * time.Second
+
 // Run processes tasks until ctx ends, then stops fetching, waits for running
 // tasks up to the shutdown timeout and hands unfinished ones back to Redis.
+// Asynq does not wait for the handlers of the tasks it hands back, only
+// cancels their context; Run does, so their job states are written and
+// nothing of them runs once it returns.
 func (w *Worker) Run(ctx context.Context) error {
 	stopMetrics, err := w.serveMetrics(ctx)
 	if err != nil {
@@ -177,11 +195,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker started", "concurrency", w.cfg.WorkerConcurrency, "queues", w.cfg.QueueWeights)
 	<-ctx.Done()
+	w.stopping.Store(true)
 	w.sched.Shutdown()
 	w.srv.Shutdown()
+	ended := make(chan struct{})
+	go func() { w.running.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(abandonedGrace):
+		return ErrHandlersRunning
+	}
 	w.states.close()
 	w.jobs.Inspector.Close()
 	return w.queue.Close()
+}
+
+// countRunning keeps count of the handlers under way for Run. Asynq starts
+// none once its Shutdown has begun, so the count never rises under Run's
+// wait.
+func (w *Worker) countRunning(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		w.running.Add(1)
+		defer w.running.Done()
+		return next.ProcessTask(ctx, t)
+	})
 }
 
 func (w *Worker) logTasks(next asynq.Handler) asynq.Handler {

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -28,7 +29,6 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer imaging.Shutdown()
 	embedder, err := boot.Embedder(p.Config)
 	if err != nil {
 		return err
@@ -51,7 +51,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return w.Run(p.Ctx)
+	err = w.Run(p.Ctx)
+	if !errors.Is(err, worker.ErrHandlersRunning) {
+		// Not beneath a handler that may still be in libvips.
+		imaging.Shutdown()
+	}
+	return err
 }
 
 // embedRate limits only an outside provider; the built-in descriptor runs
