@@ -64,6 +64,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	b := &exportBuild{w: w, e: e, lastAt: time.Now()}
 	info, err := b.run(ctx)
 
+	err = w.interrupted(ctx, err)
 	// Record the outcome even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
 	if err == nil {
@@ -86,7 +87,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	status := store.JobQueued
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if tasks.IsPermanent(err) || retried >= maxRetry {
+	if !isInterrupted(err) && (tasks.IsPermanent(err) || retried >= maxRetry) {
 		status = store.JobFailed
 	}
 	code, msg := errorCode(err)

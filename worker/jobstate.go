@@ -65,6 +65,31 @@ func (w *Worker) stillWanted(ctx context.Context, ref tasks.Job) (bool, error) {
 	return err == nil && status != store.JobCanceled, err
 }
 
+// interruptedError is a run the worker's stop cut short: Asynq gave up on
+// it at the shutdown timeout and put its task back in the queue, so it
+// spends no attempt and fails nothing.
+type interruptedError struct{ cause error }
+
+func (e *interruptedError) Error() string {
+	return "The worker stopped while the task ran; it runs again on the next worker."
+}
+func (e *interruptedError) ErrorCode() string { return "interrupted" }
+func (e *interruptedError) Unwrap() error     { return e.cause }
+
+// interrupted gives a run's err as an interruptedError when it ended
+// because the worker is stopping, else as it is.
+func (w *Worker) interrupted(ctx context.Context, err error) error {
+	if err != nil && w.stopping.Load() && errors.Is(ctx.Err(), context.Canceled) && !isInterrupted(err) {
+		return &interruptedError{cause: err}
+	}
+	return err
+}
+
+func isInterrupted(err error) bool {
+	var ie *interruptedError
+	return errors.As(err, &ie)
+}
+
 // storageRetry is how long a task waits for a blob store that does not
 // answer before it runs again.
 const storageRetry = 10 * time.Second
@@ -101,7 +126,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		state := store.JobState{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
 		w.states.record(state)
 
-		runErr := next.ProcessTask(ctx, t)
+		runErr := w.interrupted(ctx, next.ProcessTask(ctx, t))
 
 		if runErr != nil {
 			state.Code, state.Message = errorCode(runErr)
@@ -109,11 +134,8 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		switch {
 		case runErr == nil:
 			state.Status = store.JobDone
-		case w.stopping.Load() && errors.Is(ctx.Err(), context.Canceled):
-			// Asynq gave up on it at the shutdown timeout and put its task
-			// back in the queue: no attempt spent, nothing failed.
+		case isInterrupted(runErr):
 			state.Status, state.NextRun = store.JobQueued, time.Now()
-			state.Code, state.Message = "interrupted", "The worker stopped while the task ran; it runs again on the next worker."
 		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
 			state.Status, state.NextRun = store.JobQueued, time.Now().Add(tasks.RetryDelay(retried, runErr, t))
 		default:

@@ -52,7 +52,7 @@ func outcome(ctx context.Context, err error) string {
 	switch {
 	case err == nil:
 		return "done"
-	case !tasks.IsFailure(err):
+	case !tasks.IsFailure(err) || isInterrupted(err):
 		return "deferred" // back in the queue without spending a retry
 	case tasks.IsPermanent(err) || retried >= maxRetry:
 		return "failed"

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"lightbox/chain"
+	"lightbox/render"
 )
 
 // buildWorker compiles the worker binary once per test run.
@@ -183,5 +186,58 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 	}
 	if k := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND (status <> 'done' OR attempt <> 1)`); k != 0 {
 		t.Errorf("%d ingest jobs not done at their first attempt: a stop spent an attempt", k)
+	}
+}
+
+// TestStoppedWorkerHandsBackAnExport stops a worker with SIGTERM while an
+// export builds on its only attempt: a stop counted as a failure would
+// fail it for good. It goes back to queued, marked interrupted, and the
+// next worker publishes the whole archive.
+func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	for i := range 12 {
+		h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
+	}
+	id, task := h.newExport(project, "web", render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true})
+	if _, err := h.queue.Enqueue(task, asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "chain.key")
+	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildWorker(t)
+
+	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
+	h.waitFor("the export to write its archive", 5*time.Minute, func() bool { return h.export(id).Progress > 0 })
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Errorf("the stopped worker exited with %v, want status 0", err)
+	}
+	e := h.export(id)
+	if e.Status == "done" {
+		t.Skip("the export was published before the worker stopped; nothing was handed back")
+	}
+	if e.Status != "queued" || deref(e.ErrorCode) != "interrupted" || e.BlobKey != nil {
+		t.Errorf("after the stop: export %s, code %q, file %v; want queued, interrupted, no file", e.Status, deref(e.ErrorCode), e.BlobKey)
+	}
+
+	h.startBinary(bin, keyFile)
+	h.waitFor("the export to end", 5*time.Minute, func() bool {
+		s := h.export(id).Status
+		return s == "done" || s == "failed"
+	})
+	if e := h.export(id); e.Status != "done" {
+		t.Fatalf("export %s after the next worker, want done", e.Status)
+	}
+	if z := h.archive(id); len(z.File) != 12 {
+		t.Errorf("%d entries, want 12", len(z.File))
+	}
+	if tmp := h.tempFiles(); len(tmp) != 0 {
+		t.Errorf("temporary files left: %v", tmp)
 	}
 }

@@ -77,6 +77,7 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 		return tasks.Permanent(err)
 	}
 	status, sendErr := w.postDelivery(ctx, hook, d.ID, body)
+	sendErr = w.interrupted(ctx, sendErr)
 
 	// Record the attempt even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
@@ -101,7 +102,7 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 		sendErr = badInput("forbidden_address", "The webhook URL leads to a private or local address, which deliveries may not reach.")
 	}
 	state := store.DeliveryPending
-	if tasks.IsPermanent(sendErr) || retried >= maxRetry {
+	if !isInterrupted(sendErr) && (tasks.IsPermanent(sendErr) || retried >= maxRetry) {
 		state = store.DeliveryFailed
 	}
 	_, msg := errorCode(sendErr)
