@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -201,6 +202,44 @@ func TestPhotoGridOfThousands(t *testing.T) {
 	br.waitJS("the last photo after scrolling far down", fmt.Sprintf(
 		`[...document.querySelectorAll('#grid > li:not([hidden])')].some((li) => li.getAttribute('aria-posinset') === '%d')`, n))
 	br.viewShot("grid-far")
+}
+
+// TestUploadCountsWholeWhileTheListLoads opens the upload view of a
+// project of 3,000 processed photos (some failed, some not yet embedded)
+// with each page of its list held back 1.5 s: its phase counts cover all
+// 3,000 while the list still holds fewer (they come from the project's
+// stats until the list is whole), and are the same once it is.
+func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
+	const n = 3000
+	chrome := chromium(t)
+	s, key := gridStack(t, "counts-stack.log")
+	project := s.seeded(key, "Season", n)
+
+	br := newBrowser(t, chrome)
+	br.run("hold back the list's pages", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+			MatchedNetworkConditions: []*network.Conditions{{
+				URLPattern: s.url + "/v1/projects/*/assets?*", Latency: 1500, DownloadThroughput: -1, UploadThroughput: -1,
+			}},
+		})
+		return err
+	}))
+	br.run("sign in", chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+	const listed = `document.querySelector('#tab-body [data-filter=all]')?.textContent`
+	const counts = `['uploading', 'processing', 'searchable'].map((id) => document.querySelector('#count-' + id)?.textContent).join(' ')`
+	br.waitJS("all 3,000 counted while the list is partial", fmt.Sprintf(
+		`/^All \([0-9,]+\)$/.test(%s ?? '') && %s !== 'All (3,000)' && /\/3,000$/.test(%s)`, listed, listed, counts))
+	early := eval[string](br, counts)
+	br.viewShot("counts-while-listing")
+	br.waitJS("the whole list", listed+` === 'All (3,000)'`)
+	if whole := eval[string](br, counts); whole != early {
+		t.Errorf("counts while listing %q, once listed %q", early, whole)
+	}
+	t.Logf("counts: %s", early)
 }
 
 // gridStack starts a stack logging to artifacts/e2e/logName, with one

@@ -169,11 +169,16 @@ export class ProjectModel extends EventTarget {
         case 'incomplete': c.incomplete++; break;
       }
     }
+    if (!this.loaded && this.stats) this.addUnlisted(c, this.stats);
     const now = Date.now();
-    this.rates.bytes.add(c.bytesSent, now);
-    this.rates.uploaded.add(c.uploaded, now);
-    this.rates.processed.add(c.processed, now);
-    this.rates.searchable.add(c.searchable, now);
+    // Rows arriving a page at a time are not progress: rates start once
+    // the list is whole.
+    if (this.loaded) {
+      this.rates.bytes.add(c.bytesSent, now);
+      this.rates.uploaded.add(c.uploaded, now);
+      this.rates.processed.add(c.processed, now);
+      this.rates.searchable.add(c.searchable, now);
+    }
     const eta = (remaining, rate) => (remaining <= 0 ? 0 : rate > 0 ? remaining / rate : Infinity);
     const upRemaining = c.total - c.uploaded - c.failed;
     c.eta = {
@@ -189,6 +194,26 @@ export class ProjectModel extends EventTarget {
     this.cache = c;
     this.dirty = false;
     return c;
+  }
+
+  // addUnlisted counts, while the list loads, the assets the project's
+  // stats hold that no row shows yet, so a large project's counts are
+  // whole at once rather than growing a page at a time. The stats do not
+  // say whether a failure came before or after the upload; such failures
+  // are counted as the commoner kind, in processing.
+  addUnlisted(c, stats) {
+    const rest = (n, ...statuses) => Math.max(0, n - statuses.reduce((sum, k) => sum + (c.server[k] || 0), 0));
+    const incomplete = rest(stats.uploading, 'pending_upload');
+    const processing = rest(stats.processing, 'uploaded');
+    const cull = rest(stats.embedding, 'cull');
+    const ready = rest(stats.ready, 'search', 'ai');
+    const failed = rest(stats.failed, 'failed');
+    c.total += incomplete + processing + cull + ready + failed;
+    c.incomplete += incomplete;
+    c.failed += failed;
+    c.searchable += ready;
+    c.processed += ready + cull;
+    c.uploaded += ready + cull + processing + failed;
   }
 
   // applyAsset takes an asset as the API shows it.
@@ -432,6 +457,7 @@ export class ProjectModel extends EventTarget {
     try {
       const stats = await api('GET', `/v1/projects/${this.projectId}/stats`);
       this.stats = stats;
+      if (!this.loaded) this.changed();
       this.compare(stats);
     } catch { /* the next poll tries again */ }
     this.pollTimer = setTimeout(() => this.poll(), this.live === 'live' ? 20000 : 3000);

@@ -62,6 +62,8 @@ export async function showProject(main, id, tab) {
   if (current) {
     for (const fn of current.teardown) fn();
   } else {
+    // The counts stand whole while the list loads (ProjectModel.addUnlisted).
+    if (!state.model.stats) state.model.stats = project.stats;
     state.model.start();
     state.model.load().catch((err) => announce(`The file list could not be loaded: ${err.message}`, 'error'));
   }
@@ -224,7 +226,8 @@ function uploadTab(root, state, project) {
       bits.push('✓ everything is searchable');
     }
     summary.textContent = bits.join(' · ');
-    retryAll.hidden = c.failed === 0;
+    // Only listed rows can be retried.
+    retryAll.hidden = c.failed === 0 || !model.loaded;
     retryAll.textContent = `Retry all failed (${c.failed.toLocaleString()})`;
   }
   model.addEventListener('change', redraw);
