@@ -1,12 +1,18 @@
 package worker_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +20,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
+	"lightbox/jobs"
 	"lightbox/render"
+	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // buildWorker compiles the worker binary once per test run.
@@ -56,6 +65,28 @@ func (h *harness) startBinary(bin, keyFile string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// chainKeyFile writes a fresh chain key for a worker binary.
+func chainKeyFile(t *testing.T) string {
+	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), "chain.key")
+	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
+}
+
+// stopBinary stops a worker binary with SIGTERM and waits for it: it must
+// exit with status 0.
+func stopBinary(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the stopped worker exited with %v, want status 0", err)
+	}
+}
+
 // TestKilledWorkerLosesNothing kills a worker with SIGKILL in the middle of
 // 100 assets and starts another: every asset ends processed exactly once
 // in the data, whatever ran twice. Asynq hands the dead worker's leased
@@ -71,10 +102,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		data := readCorpus(t, "photos/"+photos[i%len(photos)])
 		h.finalize(project, fmt.Sprintf("%03d.jpg", i), append(data, []byte(fmt.Sprintf("copy %d", i))...))
 	}
-	keyFile := filepath.Join(t.TempDir(), "chain.key")
-	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := chainKeyFile(t)
 	bin := buildWorker(t)
 	start := func() *exec.Cmd { return h.startBinary(bin, keyFile) }
 	culled := func() int {
@@ -131,10 +159,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 	for i := range n {
 		h.finalize(project, fmt.Sprintf("%02d.jpg", i), append(data, []byte(fmt.Sprintf("copy %d", i))...))
 	}
-	keyFile := filepath.Join(t.TempDir(), "chain.key")
-	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := chainKeyFile(t)
 	bin := buildWorker(t)
 	done := func() int {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'done'`)
@@ -144,12 +169,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 	h.waitFor("an ingest to run", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'running'`) > 0
 	})
-	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(); err != nil {
-		t.Errorf("the stopped worker exited with %v, want status 0", err)
-	}
+	stopBinary(t, first)
 	if done() == n {
 		t.Skip("the first worker finished everything before it stopped; nothing was handed back")
 	}
@@ -204,20 +224,12 @@ func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
 	if _, err := h.queue.Enqueue(task, asynq.MaxRetry(0)); err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(t.TempDir(), "chain.key")
-	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := chainKeyFile(t)
 	bin := buildWorker(t)
 
 	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
 	h.waitFor("the export to write its archive", 5*time.Minute, func() bool { return h.export(id).Progress > 0 })
-	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Wait(); err != nil {
-		t.Errorf("the stopped worker exited with %v, want status 0", err)
-	}
+	stopBinary(t, first)
 	e := h.export(id)
 	if e.Status == "done" {
 		t.Skip("the export was published before the worker stopped; nothing was handed back")
@@ -239,5 +251,67 @@ func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
 	}
 	if tmp := h.tempFiles(); len(tmp) != 0 {
 		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
+// TestStoppedWorkerHandsBackAWebhookDelivery stops a worker with SIGTERM
+// while a delivery on its only attempt waits for the endpoint's answer:
+// the delivery stays pending, not failed, and the next worker delivers it.
+func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
+	t.Parallel()
+	const secret = "a-secret-of-some-length"
+	arrived := make(chan struct{}, 10)
+	answer := make(chan struct{})
+	var answered atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		// The first request waits until the worker has stopped (it gives
+		// up on it); the next is answered.
+		if !answered.Swap(true) {
+			select {
+			case <-answer:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	defer close(answer)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	hook := h.webhook(srv.URL+"/hook", secret, jobs.EventBatchCompleted)
+	job, err := h.dispatcher().Ping(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its only attempt: a stop counted as a failure would fail it for good.
+	queue, taskID := tasks.QueueOf(tasks.TypeWebhook), tasks.WebhookID(job.ID)
+	info, err := h.in.GetTaskInfo(queue, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.DeleteTask(queue, taskID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.queue.Enqueue(asynq.NewTask(tasks.TypeWebhook, info.Payload), asynq.TaskID(taskID), asynq.Queue(queue), asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := chainKeyFile(t)
+	bin := buildWorker(t)
+
+	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms", "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
+	<-arrived
+	stopBinary(t, first)
+	if d := h.delivery(job.ID); d.Status != store.DeliveryPending || d.JobStatus != "queued" || d.JobAttempt != 1 {
+		t.Errorf("after the stop: %+v, want a pending delivery and its job queued at attempt 1", d)
+	}
+
+	h.startBinary(bin, keyFile, "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
+	h.waitFor("the delivery to end", 5*time.Minute, func() bool {
+		d := h.delivery(job.ID)
+		return d.Status != store.DeliveryPending && d.JobStatus != "running" && d.JobStatus != "queued"
+	})
+	if d := h.delivery(job.ID); d.Status != store.DeliveryDone || d.JobStatus != "done" {
+		t.Errorf("after the next worker: %+v, want delivered and done", d)
 	}
 }
