@@ -268,7 +268,9 @@ func stopPostgres(t *testing.T) {
 	rd := procs.StartRedis(t)
 	r := newRig(t, st, db, pg.URL, rd.URL)
 	r.midIngest()
-	pg.Stop()
+	if err := pg.Stop(); err != nil {
+		t.Fatalf("postgres did not stop cleanly: %v", err)
+	}
 	time.Sleep(current().postgres) // the outage itself
 	pg.Restart()
 	r.settle(fmt.Sprintf("Postgres stopped %v", current().postgres), time.Now())

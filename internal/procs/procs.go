@@ -95,6 +95,7 @@ type Proc struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	exit error // how the process last ended, once done is closed
 }
 
 // Options describe a process to start.
@@ -130,7 +131,11 @@ func Start(t testing.TB, o Options) *Proc {
 		p.env = append(p.env, k+"="+v)
 	}
 	t.Cleanup(func() {
-		p.Stop()
+		// A process asked to stop must stop cleanly: a crash or a hang on
+		// the way out is a failure like any other.
+		if err := p.Stop(); err != nil {
+			t.Errorf("%s did not stop cleanly: %v", p.Name, err)
+		}
 		if t.Failed() {
 			t.Logf("---- end of %s's log (%s)\n%s", p.Name, p.LogPath, tail(p.LogPath, 40))
 		}
@@ -158,8 +163,11 @@ func (p *Proc) Restart() {
 	}
 	done := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		err := cmd.Wait()
 		log.Close()
+		p.mu.Lock()
+		p.exit = err
+		p.mu.Unlock()
 		close(done)
 	}()
 	p.mu.Lock()
@@ -218,31 +226,36 @@ func (p *Proc) Running() bool {
 func (p *Proc) Kill() { p.signal(syscall.SIGKILL, 0) }
 
 // Stop asks the process to stop and waits for it, killing it after a
-// minute.
-func (p *Proc) Stop() { p.signal(p.stop, time.Minute) }
+// minute. It returns how the process ended when it was running: nil for a
+// clean exit.
+func (p *Proc) Stop() error { return p.signal(p.stop, time.Minute) }
 
-func (p *Proc) signal(sig syscall.Signal, grace time.Duration) {
+func (p *Proc) signal(sig syscall.Signal, grace time.Duration) error {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil {
-		return
+		return nil
 	}
 	select {
 	case <-done:
-		return
+		return nil
 	default:
 	}
 	syscall.Kill(-cmd.Process.Pid, sig)
 	if grace > 0 {
 		select {
 		case <-done:
-			return
 		case <-time.After(grace):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			return fmt.Errorf("still running %v after %v; killed", grace, sig)
 		}
 	}
 	<-done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit
 }
 
 // Log is the process's log so far.
