@@ -85,9 +85,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 	status := store.JobQueued
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if !isInterrupted(err) && (tasks.IsPermanent(err) || retried >= maxRetry) {
+	if failsForGood(ctx, err) {
 		status = store.JobFailed
 	}
 	code, msg := errorCode(err)

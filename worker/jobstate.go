@@ -90,6 +90,18 @@ func isInterrupted(err error) bool {
 	return errors.As(err, &ie)
 }
 
+// failsForGood reports whether a run that ended with err was its task's
+// last: a permanent error, or no retry left. A run the worker's stop cut
+// short never is, whatever its attempt: Asynq has put its task back.
+func failsForGood(ctx context.Context, err error) bool {
+	if err == nil || isInterrupted(err) {
+		return false
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	return tasks.IsPermanent(err) || retried >= maxRetry
+}
+
 // storageRetry is how long a task waits for a blob store that does not
 // answer before it runs again.
 const storageRetry = 10 * time.Second
@@ -119,7 +131,6 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 			return next.ProcessTask(ctx, t)
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
 		if wanted, err := w.stillWanted(ctx, ref); !wanted || err != nil {
 			return err
 		}
@@ -136,7 +147,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 			state.Status = store.JobDone
 		case isInterrupted(runErr):
 			state.Status, state.NextRun = store.JobQueued, time.Now()
-		case !tasks.IsFailure(runErr) || (!tasks.IsPermanent(runErr) && retried < maxRetry):
+		case !tasks.IsFailure(runErr) || !failsForGood(ctx, runErr):
 			state.Status, state.NextRun = store.JobQueued, time.Now().Add(tasks.RetryDelay(retried, runErr, t))
 		default:
 			state.Status, state.FailAsset = store.JobFailed, tasks.FailsAsset(t.Type())

@@ -47,14 +47,12 @@ func (m *taskMetrics) measure(next asynq.Handler) asynq.Handler {
 
 // outcome names what Asynq does next with a run that returned err.
 func outcome(ctx context.Context, err error) string {
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	switch {
 	case err == nil:
 		return "done"
 	case !tasks.IsFailure(err) || isInterrupted(err):
 		return "deferred" // back in the queue without spending a retry
-	case tasks.IsPermanent(err) || retried >= maxRetry:
+	case failsForGood(ctx, err):
 		return "failed"
 	}
 	return "retry"

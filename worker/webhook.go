@@ -81,8 +81,6 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 
 	// Record the attempt even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	switch {
 	case sendErr == nil:
 		w.recordAttempt(ctx, d.ID, store.DeliveryDone, status, "")
@@ -102,7 +100,7 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 		sendErr = badInput("forbidden_address", "The webhook URL leads to a private or local address, which deliveries may not reach.")
 	}
 	state := store.DeliveryPending
-	if !isInterrupted(sendErr) && (tasks.IsPermanent(sendErr) || retried >= maxRetry) {
+	if failsForGood(ctx, sendErr) {
 		state = store.DeliveryFailed
 	}
 	_, msg := errorCode(sendErr)
