@@ -174,7 +174,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 		t.Skip("the first worker finished everything before it stopped; nothing was handed back")
 	}
 	// SIGKILL would leave the tasks active until their leases ran out.
-	for _, q := range []string{"critical", "default", "low"} {
+	for _, q := range []string{tasks.QueueCritical, tasks.QueueDefault, tasks.QueueLow} {
 		if info, err := h.in.GetQueueInfo(q); err == nil && info.Active > 0 {
 			t.Errorf("queue %s: %d tasks still active after the worker stopped", q, info.Active)
 		}
@@ -186,8 +186,10 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 		Attempt int    `db:"attempt"`
 		Code    string `db:"code"`
 	}
-	h.env.DB.Select(&started, `SELECT status, attempt, coalesce(error_code, '') AS code FROM jobs
-		WHERE type = 'asset:ingest' AND status <> 'done' AND attempt > 0`)
+	if err := h.env.DB.Select(&started, `SELECT status, attempt, coalesce(error_code, '') AS code FROM jobs
+		WHERE type = 'asset:ingest' AND status <> 'done' AND attempt > 0`); err != nil {
+		t.Fatal(err)
+	}
 	if len(started) == 0 {
 		t.Error("no unfinished ingest shows it was started: the running ones were not handed back")
 	}
@@ -300,7 +302,11 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 	bin := buildWorker(t)
 
 	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms", "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
-	<-arrived
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the delivery never reached the endpoint")
+	}
 	stopBinary(t, first)
 	if d := h.delivery(job.ID); d.Status != store.DeliveryPending || d.JobStatus != "queued" || d.JobAttempt != 1 {
 		t.Errorf("after the stop: %+v, want a pending delivery and its job queued at attempt 1", d)
