@@ -617,6 +617,12 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	}
 }
 
+// signIn opens url and signs in there with key.
+func (b *browser) signIn(url, key string) {
+	b.run("sign in", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#api-key")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+}
+
 // newProject signs in at url with key and creates a project titled title,
 // whose id it returns.
 func (b *browser) newProject(url, key, title string) string {

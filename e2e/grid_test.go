@@ -84,8 +84,8 @@ func BenchmarkGrid100k(b *testing.B) {
 			return err
 		}))
 	}
-	br.run("sign in", chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS("#api-key")),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter), chromedp.WaitVisible(chromedp.CSS("#new-title")))
+	br.signIn(s.url, key)
+	br.run("the projects page", chromedp.WaitVisible(chromedp.CSS("#new-title")))
 
 	// The probe must see a long task the page makes on purpose, or its
 	// silence would mean nothing.
@@ -181,8 +181,7 @@ func TestPhotoGridOfThousands(t *testing.T) {
 	project := s.seeded(key, "Season", n)
 
 	br := newBrowser(t, chrome)
-	br.run("sign in", chromedp.Navigate(s.url+"/#/projects/"+project+"/photos"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+	br.signIn(s.url+"/#/projects/"+project+"/photos", key)
 	br.waitJS("every photo listed", `document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (3,000)'`)
 	if tiles := eval[int](br, `document.querySelectorAll('#grid > li').length`); tiles == 0 || tiles > 300 {
 		t.Errorf("the grid holds %d tiles for %d photos; it should hold only those in view", tiles, n)
@@ -227,8 +226,7 @@ func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
 		})
 		return err
 	}))
-	br.run("sign in", chromedp.Navigate(s.url+"/#/projects/"+project+"/upload"), chromedp.WaitVisible(chromedp.CSS("#api-key")),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key+kb.Enter))
+	br.signIn(s.url+"/#/projects/"+project+"/upload", key)
 	const listed = `document.querySelector('#tab-body [data-filter=all]')?.textContent`
 	const counts = `['uploading', 'processing', 'searchable'].map((id) => document.querySelector('#count-' + id)?.textContent).join(' ')`
 	br.waitJS("all 3,000 counted while the list is partial", fmt.Sprintf(
