@@ -166,7 +166,7 @@ func (f *Flusher) Flush(ctx context.Context) (FlushResult, error) {
 		for i, t := range txs[:k] {
 			c.Attested = append(c.Attested, store.AttestationRecord{
 				Seq: t.Seq, QueueID: items[i].ID, AssetID: items[i].AssetID, CID: t.CID,
-				TxID: t.TxID, PrevTx: t.PrevTx, PrevCID: t.PrevCID, Payload: t.Payload, Signature: t.Signature,
+				TxID: t.TxID, PrevTx: t.PrevTx, PrevCID: t.PrevCID, Payload: t.Payload, Signature: t.Signature, PublicKey: t.PublicKey,
 			})
 		}
 		if k < len(items) {

@@ -66,7 +66,7 @@ func TestFlushAllPublish(t *testing.T) {
 	}
 
 	// An asset's record is what an owner needs to check it offline.
-	a, err := chain.AttestationOf(ctx, f.st, f.pub, assets[6])
+	a, err := chain.AttestationOf(ctx, f.st, f.keys(), assets[6])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestFlushAbandonsAfterFiveFailures(t *testing.T) {
 		t.Fatalf("queue = %+v", c)
 	}
 	f.verifyOK(t, 2)
-	a, err := chain.AttestationOf(ctx, f.st, f.pub, *bad.AssetID)
+	a, err := chain.AttestationOf(ctx, f.st, f.keys(), *bad.AssetID)
 	if err != nil {
 		t.Fatal(err)
 	}

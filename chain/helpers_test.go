@@ -45,6 +45,9 @@ func newFixture(t testing.TB) *fixture {
 	return f
 }
 
+// keys is the chain's key set: f.key signs it, nothing was rotated.
+func (f *fixture) keys() chain.Keys { return chain.Keys{Current: f.pub} }
+
 // queue finalizes n assets, IMG_<k>.jpg of 1000+k bytes, which queues each
 // for attestation, and returns their ids in queue order.
 func (f *fixture) queue(t testing.TB, n int) []uuid.UUID {
@@ -72,7 +75,7 @@ func (f *fixture) flusher(l chain.Ledger, batch int) *chain.Flusher {
 // verifyOK fails t unless the whole chain verifies and holds want rows.
 func (f *fixture) verifyOK(t testing.TB, want int64) {
 	t.Helper()
-	res, err := chain.Verify(context.Background(), f.st, f.pub, 0, 0)
+	res, err := chain.Verify(context.Background(), f.st, f.keys(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

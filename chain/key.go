@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"lightbox/store"
 )
 
 // The signing key is an Ed25519 private key in PKCS#8, written as PEM
@@ -122,6 +124,79 @@ func DescribePublicKey(pub ed25519.PublicKey) PublicKey {
 		Hex:       hex.EncodeToString(pub),
 		PEM:       string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})),
 	}
+}
+
+// Keys are the public keys the chain is checked under: the one that signs
+// now, and those that signed before a rotation, so that older attestations
+// still verify. Each attestation names the key that signed it.
+type Keys struct {
+	Current ed25519.PublicKey
+	Retired []ed25519.PublicKey
+}
+
+// NewKeys is the key set of a chain signed now with current, before with
+// retired (hex), leaving out repeats and the current key itself.
+func NewKeys(current ed25519.PublicKey, retired ...string) (Keys, error) {
+	k := Keys{Current: current}
+	for _, h := range retired {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != ed25519.PublicKeySize {
+			return Keys{}, &Error{Code: CodeInvalidKey, Message: fmt.Sprintf("retired key %q is not an Ed25519 public key in hex", h)}
+		}
+		if k.find(hex.EncodeToString(b)) == nil {
+			k.Retired = append(k.Retired, ed25519.PublicKey(b))
+		}
+	}
+	return k, nil
+}
+
+func (k Keys) all() []ed25519.PublicKey {
+	return append([]ed25519.PublicKey{k.Current}, k.Retired...)
+}
+
+// find is the key whose lower-case hex is h, or nil.
+func (k Keys) find(h string) ed25519.PublicKey {
+	for _, pub := range k.all() {
+		if hex.EncodeToString(pub) == h {
+			return pub
+		}
+	}
+	return nil
+}
+
+// KeySet is GET /v1/chain/publicKey: the key that signs now, and the
+// retired ones older attestations name.
+type KeySet struct {
+	PublicKey
+	Retired []PublicKey `json:"retired"`
+}
+
+// Describe presents k.
+func (k Keys) Describe() KeySet {
+	s := KeySet{PublicKey: DescribePublicKey(k.Current), Retired: []PublicKey{}}
+	for _, pub := range k.Retired {
+		s.Retired = append(s.Retired, DescribePublicKey(pub))
+	}
+	return s
+}
+
+// signer is the key a row is checked under: the one it names, which must
+// be one of k, or, for a row signed before rows named their key, the first
+// of k its signature verifies under. A row naming a key k does not hold,
+// or naming none that verifies, is broken for the Reason returned.
+func (k Keys) signer(r *store.AttestationRecord) (ed25519.PublicKey, Reason, string) {
+	if r.PublicKey != "" {
+		if pub := k.find(r.PublicKey); pub != nil {
+			return pub, "", ""
+		}
+		return nil, ReasonUnknownKey, "signed by a key that is neither the chain's key nor one of its retired keys"
+	}
+	for _, pub := range k.all() {
+		if ed25519.Verify(pub, r.Payload, r.Signature) {
+			return pub, "", ""
+		}
+	}
+	return nil, ReasonBadSignature, "the signature verifies under none of the chain's keys"
 }
 
 func keyError(format string, args ...any) error {

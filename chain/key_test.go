@@ -13,6 +13,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -129,5 +130,29 @@ func TestDescribePublicKey(t *testing.T) {
 	back, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil || !pub.Equal(back) {
 		t.Fatalf("PEM does not hold the key: %v", err)
+	}
+}
+
+func TestNewKeys(t *testing.T) {
+	cur, _, _ := ed25519.GenerateKey(rand.Reader)
+	old, _, _ := ed25519.GenerateKey(rand.Reader)
+	h := hex.EncodeToString(old)
+	k, err := chain.NewKeys(cur, h, strings.ToUpper(h), hex.EncodeToString(cur))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.Current.Equal(cur) || len(k.Retired) != 1 || !k.Retired[0].Equal(old) {
+		t.Fatalf("keys = %+v, want the current key and the old one once", k)
+	}
+	d := k.Describe()
+	if d.Hex != hex.EncodeToString(cur) || len(d.Retired) != 1 || d.Retired[0].Hex != h {
+		t.Fatalf("described as %+v", d)
+	}
+	for _, bad := range []string{"xyz", h[:62], h + "00"} {
+		_, err := chain.NewKeys(cur, bad)
+		var ce *chain.Error
+		if !errors.As(err, &ce) || ce.Code != chain.CodeInvalidKey {
+			t.Errorf("NewKeys(%q): %v, want code invalid_key", bad, err)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func Sign(key ed25519.PrivateKey, p Payload) (*Transaction, error) {
 // or "" when tx is sound. Links to other transactions are Verify's job.
 func Check(pub ed25519.PublicKey, tx *Transaction) (Reason, string) {
 	if !ed25519.Verify(pub, tx.Payload, tx.Signature) {
-		return ReasonBadSignature, "the signature does not verify under the chain's public key"
+		return ReasonBadSignature, "the signature does not verify under the key that signed it"
 	}
 	if TxID(tx.Signature) != tx.TxID {
 		return ReasonTxIDMismatch, "tx_id is not the SHA-256 of the signature"

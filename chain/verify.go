@@ -2,7 +2,7 @@ package chain
 
 import (
 	"context"
-	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +20,7 @@ type Reason string
 const (
 	ReasonMissing         Reason = "missing"          // no row with this seq
 	ReasonBadSignature    Reason = "bad_signature"    // the signature does not verify: payload or signature altered
+	ReasonUnknownKey      Reason = "unknown_key"      // signed by a key that is not the chain's, current or retired
 	ReasonTxIDMismatch    Reason = "tx_id_mismatch"   // tx_id is not the SHA-256 of the signature
 	ReasonBadPayload      Reason = "bad_payload"      // the signed payload is not canonical version-1 JSON
 	ReasonPayloadMismatch Reason = "payload_mismatch" // the row's seq, cid or links differ from its signed payload
@@ -46,11 +47,11 @@ type VerifyResult struct {
 const verifyPage = 1000
 
 // Verify checks the chain from seq from to seq to (0 means the first, and
-// the head): each row's signature under pub, its tx_id, its payload against
+// the head): each row's signature under the key of keys it names, its tx_id, its payload against
 // its columns, seq continuity, and that each row links to the one before
 // (seq 1 to Genesis). A range reaching the head also checks the head row.
 // An impossible range is an Error with CodeInvalidRange.
-func Verify(ctx context.Context, st *store.Store, pub ed25519.PublicKey, from, to int64) (VerifyResult, error) {
+func Verify(ctx context.Context, st *store.Store, keys Keys, from, to int64) (VerifyResult, error) {
 	if from < 0 || to < 0 || (to > 0 && from > to) {
 		return VerifyResult{}, errorf(CodeInvalidRange, "fromSeq and toSeq must be positive with fromSeq <= toSeq (got %d, %d)", from, to)
 	}
@@ -98,6 +99,10 @@ func Verify(ctx context.Context, st *store.Store, pub ed25519.PublicKey, from, t
 		for _, r := range rows {
 			if r.Seq != next {
 				return broke(next, ReasonMissing, "no attestation has this seq")
+			}
+			pub, reason, msg := keys.signer(&r)
+			if reason != "" {
+				return broke(r.Seq, reason, msg)
 			}
 			tx := &Transaction{TxID: r.TxID, Seq: r.Seq, CID: r.CID, PrevTx: r.PrevTx, PrevCID: r.PrevCID, Payload: r.Payload, Signature: r.Signature}
 			if reason, msg := Check(pub, tx); reason != "" {
@@ -190,12 +195,12 @@ type Attestation struct {
 	// Signature is Ed25519 over Payload, standard padded base64.
 	Signature []byte `json:"signature"`
 	Algorithm string `json:"algorithm"` // "Ed25519"
-	PublicKey string `json:"publicKey"` // hex of the 32-byte key
+	PublicKey string `json:"publicKey"` // hex of the 32-byte key that signed it
 }
 
 // AttestationOf finds asset's ingest attestation; store.ErrNotFound when
 // the asset was never queued. The caller checks the asset is the user's.
-func AttestationOf(ctx context.Context, st *store.Store, pub ed25519.PublicKey, asset uuid.UUID) (*AssetAttestation, error) {
+func AttestationOf(ctx context.Context, st *store.Store, keys Keys, asset uuid.UUID) (*AssetAttestation, error) {
 	q, err := st.AssetAttestation(ctx, asset, "ingest")
 	if err != nil {
 		return nil, err
@@ -205,9 +210,19 @@ func AttestationOf(ctx context.Context, st *store.Store, pub ed25519.PublicKey, 
 		out.LastError = *q.LastError
 	}
 	if r := q.Record; r != nil {
+		signer := r.PublicKey
+		if signer == "" {
+			// Signed before rows named their key: the known key it verifies
+			// under, or the current one, and Verify says it is broken.
+			pub, _, _ := keys.signer(r)
+			if pub == nil {
+				pub = keys.Current
+			}
+			signer = hex.EncodeToString(pub)
+		}
 		a := &Attestation{
 			Seq: r.Seq, TxID: r.TxID, CID: r.CID, PrevTx: r.PrevTx, PrevCID: r.PrevCID, CreatedAt: r.CreatedAt.UTC(),
-			Payload: r.Payload, Signature: r.Signature, Algorithm: "Ed25519", PublicKey: DescribePublicKey(pub).Hex,
+			Payload: r.Payload, Signature: r.Signature, Algorithm: "Ed25519", PublicKey: signer,
 		}
 		// A stored payload always parses; if it was tampered with, show
 		// what is there and let Verify say so.

@@ -2,6 +2,9 @@ package chain_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"testing"
 
@@ -64,7 +67,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := chainOf10(t)
 			c.tamper(t, f)
-			res, err := chain.Verify(context.Background(), f.st, f.pub, 0, 0)
+			res, err := chain.Verify(context.Background(), f.st, f.keys(), 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +117,7 @@ func TestVerifyRanges(t *testing.T) {
 	for _, c := range []struct {
 		from, to, checked int64
 	}{{0, 0, 10}, {1, 10, 10}, {4, 7, 4}, {10, 0, 1}, {5, 99, 6}, {11, 0, 0}} {
-		res, err := chain.Verify(ctx, f.st, f.pub, c.from, c.to)
+		res, err := chain.Verify(ctx, f.st, f.keys(), c.from, c.to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +127,7 @@ func TestVerifyRanges(t *testing.T) {
 	}
 	// A range starting after a tampered row still checks its first link.
 	f.exec(t, `UPDATE attestations SET tx_id = repeat('0', 64) WHERE seq = 3`)
-	res, err := chain.Verify(ctx, f.st, f.pub, 4, 6)
+	res, err := chain.Verify(ctx, f.st, f.keys(), 4, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func TestVerifyRanges(t *testing.T) {
 	}
 
 	for _, bad := range [][2]int64{{-1, 0}, {0, -5}, {7, 3}} {
-		_, err := chain.Verify(ctx, f.st, f.pub, bad[0], bad[1])
+		_, err := chain.Verify(ctx, f.st, f.keys(), bad[0], bad[1])
 		var ce *chain.Error
 		if !errors.As(err, &ce) || ce.Code != chain.CodeInvalidRange {
 			t.Fatalf("verify(%d, %d): %v, want invalid_range", bad[0], bad[1], err)
@@ -141,15 +144,15 @@ func TestVerifyRanges(t *testing.T) {
 	}
 }
 
-// Verify checks against the chain's own key, not the one a row claims.
+// Verify checks against the chain's own keys, not the one a row claims.
 func TestVerifyUnderAnotherKeyFails(t *testing.T) {
 	f := chainOf10(t)
 	other := newFixture(t)
-	res, err := chain.Verify(context.Background(), f.st, other.pub, 0, 0)
+	res, err := chain.Verify(context.Background(), f.st, other.keys(), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.OK || res.FirstBroken.Seq != 1 || res.FirstBroken.Reason != chain.ReasonBadSignature {
+	if res.OK || res.FirstBroken.Seq != 1 || res.FirstBroken.Reason != chain.ReasonUnknownKey {
 		t.Fatalf("verify under another key = %+v", res)
 	}
 }
@@ -158,14 +161,103 @@ func TestAttestationOfQueuedAndUnknownAssets(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	ids := f.queue(t, 1)
-	a, err := chain.AttestationOf(ctx, f.st, f.pub, ids[0])
+	a, err := chain.AttestationOf(ctx, f.st, f.keys(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Status != store.AttestPending || a.Record != nil {
 		t.Fatalf("a queued asset's attestation = %+v, want pending without a record", a)
 	}
-	if _, err := chain.AttestationOf(ctx, f.st, f.pub, f.project); !errors.Is(err, store.ErrNotFound) {
+	if _, err := chain.AttestationOf(ctx, f.st, f.keys(), f.project); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("attestation of an unknown asset: %v, want not found", err)
+	}
+}
+
+// After a rotation, rows name the key that signed them: the chain verifies
+// with the old key retired, and not without it.
+func TestVerifyAcrossAKeyRotation(t *testing.T) {
+	f := chainOf10(t)
+	ctx := context.Background()
+	old := f.pub
+	f.pub, f.key, _ = ed25519.GenerateKey(rand.Reader)
+	f.queue(t, 5)
+	if res, err := f.flusher(&memLedger{}, 50).Drain(ctx); err != nil || res.Attested != 5 {
+		t.Fatalf("drain after the rotation = %+v, %v", res, err)
+	}
+
+	rows := f.chainRows(t)
+	for _, r := range rows {
+		want := old
+		if r.Seq > 10 {
+			want = f.pub
+		}
+		if r.PublicKey != hex.EncodeToString(want) {
+			t.Fatalf("seq %d names key %q, want the one that signed it, %x", r.Seq, r.PublicKey, want)
+		}
+	}
+	rotated, err := chain.NewKeys(f.pub, hex.EncodeToString(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(keys chain.Keys) chain.VerifyResult {
+		t.Helper()
+		res, err := chain.Verify(ctx, f.st, keys, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := verify(rotated); !res.OK || res.Checked != 15 {
+		t.Fatalf("verify with the old key retired = %+v (%+v), want ok with 15 checked", res, res.FirstBroken)
+	}
+	if res := verify(f.keys()); res.OK || res.FirstBroken.Seq != 1 || res.FirstBroken.Reason != chain.ReasonUnknownKey {
+		t.Fatalf("verify without the old key = %+v (%+v), want broken at seq 1: unknown_key", res, res.FirstBroken)
+	}
+	for _, c := range []struct {
+		seq  int64
+		want ed25519.PublicKey
+	}{{3, old}, {12, f.pub}} {
+		a, err := chain.AttestationOf(ctx, f.st, rotated, *rows[c.seq-1].AssetID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Record.PublicKey != hex.EncodeToString(c.want) || !ed25519.Verify(c.want, a.Record.Payload, a.Record.Signature) {
+			t.Fatalf("seq %d's attestation shows key %s, want %x", c.seq, a.Record.PublicKey, c.want)
+		}
+	}
+
+	// A row's key cannot be swapped for another the chain trusts.
+	f.exec(t, `UPDATE attestations SET public_key = $1 WHERE seq = 12`, hex.EncodeToString(old))
+	if res := verify(rotated); res.OK || res.FirstBroken.Seq != 12 || res.FirstBroken.Reason != chain.ReasonBadSignature {
+		t.Fatalf("verify with seq 12 naming the old key = %+v (%+v), want broken at 12: bad_signature", res, res.FirstBroken)
+	}
+}
+
+// Rows signed before rows named their key are checked under every key the
+// chain knows.
+func TestVerifyRowsThatNameNoKey(t *testing.T) {
+	f := chainOf10(t)
+	ctx := context.Background()
+	f.exec(t, `UPDATE attestations SET public_key = NULL`)
+	old := f.pub
+	newPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	rotated, err := chain.NewKeys(newPub, hex.EncodeToString(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := chain.Verify(ctx, f.st, rotated, 0, 0); err != nil || !res.OK || res.Checked != 10 {
+		t.Fatalf("verify with the signing key retired = %+v, %v; want ok with 10 checked", res, err)
+	}
+	res, err := chain.Verify(ctx, f.st, chain.Keys{Current: newPub}, 0, 0)
+	if err != nil || res.OK || res.FirstBroken.Seq != 1 || res.FirstBroken.Reason != chain.ReasonBadSignature {
+		t.Fatalf("verify without the signing key = %+v, %v; want broken at seq 1: bad_signature", res, err)
+	}
+	rows := f.chainRows(t)
+	a, err := chain.AttestationOf(ctx, f.st, rotated, *rows[4].AssetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Record.PublicKey != hex.EncodeToString(old) {
+		t.Fatalf("an unnamed row's attestation shows key %s, want the retired one that verifies it, %x", a.Record.PublicKey, old)
 	}
 }

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,10 +68,11 @@ type Config struct {
 	QuotaFilesInFlight int   // QUOTA_FILES_IN_FLIGHT, uploads prepared but neither finalized nor expired
 	QuotaExports       int   // QUOTA_EXPORTS, exports queued, running or kept
 
-	ChainKeyFile   string // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
-	ChainLedgerURL string // CHAIN_LEDGER_URL, an HTTP ledger; empty keeps a local append-only file under DATA_DIR
-	ChainBatchSize int    // CHAIN_BATCH_SIZE, attestations signed per flush
-	ChainParallel  int    // CHAIN_CONCURRENCY, publishes to the ledger in flight at once
+	ChainKeyFile     string   // CHAIN_KEY_FILE, the Ed25519 signing key of the attestation chain
+	ChainRetiredKeys []string // CHAIN_RETIRED_KEYS, public keys (hex) that signed the chain before its key was rotated
+	ChainLedgerURL   string   // CHAIN_LEDGER_URL, an HTTP ledger; empty keeps a local append-only file under DATA_DIR
+	ChainBatchSize   int      // CHAIN_BATCH_SIZE, attestations signed per flush
+	ChainParallel    int      // CHAIN_CONCURRENCY, publishes to the ledger in flight at once
 
 	ImagingEngine string // IMAGING_ENGINE: vips or go; empty picks vips when built with cgo
 	MaxPixels     int64  // MAX_PIXELS, refused before decoding
@@ -184,6 +186,13 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))
 	r.storage(c)
+	for _, k := range r.list("CHAIN_RETIRED_KEYS") {
+		if b, err := hex.DecodeString(k); err != nil || len(b) != 32 {
+			r.fail("CHAIN_RETIRED_KEYS", "%q is not an Ed25519 public key in hex (64 digits, as GET /v1/chain/publicKey shows it)", k)
+			continue
+		}
+		c.ChainRetiredKeys = append(c.ChainRetiredKeys, strings.ToLower(k))
+	}
 	c.ChainLedgerURL = r.str("CHAIN_LEDGER_URL", "")
 	c.ChainBatchSize = r.integer("CHAIN_BATCH_SIZE", 512, 1, 100_000)
 	c.ChainParallel = r.integer("CHAIN_CONCURRENCY", 256, 1, 10_000)

@@ -38,18 +38,33 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"LOG_FORMAT":         "xml",
 		"MAX_UPLOAD_BYTES":   "-3",
 		"EMBED_TEXT":         "true",
+		"CHAIN_RETIRED_KEYS": strings.Repeat("ab", 32) + ", not-a-key",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
 	}
 	if !strings.Contains(msg, "missing queue(s) default, low") {
 		t.Errorf("error does not name the missing queues:\n%s", msg)
+	}
+	if !strings.Contains(msg, `"not-a-key" is not an Ed25519 public key`) || strings.Contains(msg, `"abab`) {
+		t.Errorf("error does not name the one bad retired key:\n%s", msg)
+	}
+}
+
+func TestRetiredChainKeys(t *testing.T) {
+	a, b := strings.Repeat("ab", 32), strings.Repeat("0C", 32)
+	c, err := config.FromLookup(lookup(map[string]string{"CHAIN_RETIRED_KEYS": a + ", " + b + ","}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ChainRetiredKeys) != 2 || c.ChainRetiredKeys[0] != a || c.ChainRetiredKeys[1] != strings.ToLower(b) {
+		t.Fatalf("retired keys %q", c.ChainRetiredKeys)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"lightbox/blob"
+	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/internal/boot"
 	"lightbox/internal/testenv"
@@ -157,7 +158,7 @@ func serveFromBucket(t *testing.T, s *stack, bucket blob.S3Config) string {
 	queueOpt, _ := asynq.ParseRedisURI(cfg.RedisURL)
 	queue, inspector := asynq.NewClient(queueOpt), asynq.NewInspector(queueOpt)
 	srv := server.New(server.Deps{Config: cfg, Store: s.env.Store, Redis: s.env.Redis, Queue: queue, Inspector: inspector,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Blobs: blobs, Signer: signer, ChainKey: chainKey.Public().(ed25519.PublicKey)})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Blobs: blobs, Signer: signer, ChainKeys: chain.Keys{Current: chainKey.Public().(ed25519.PublicKey)}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()

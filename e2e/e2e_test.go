@@ -108,7 +108,7 @@ func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 	srv := server.New(server.Deps{
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: log,
 		Blobs: blobs, Signer: signer,
-		ChainKey: pub, EmbedModel: embedder.Model(),
+		ChainKeys: chain.Keys{Current: pub}, EmbedModel: embedder.Model(),
 	})
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Store: env.Store, Blobs: blobs, Redis: rdb, Logger: log, Engine: engine, Embedder: embedder,

@@ -311,7 +311,7 @@ func (s *Server) adminChain(c *gin.Context) {
 // adminVerifyChain checks the whole chain now and keeps the outcome.
 func (s *Server) adminVerifyChain(c *gin.Context) {
 	start := time.Now()
-	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKey, 0, 0)
+	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKeys, 0, 0)
 	if err != nil {
 		fail(c, err)
 		return

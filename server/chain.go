@@ -40,7 +40,7 @@ func (s *Server) cidVisible(ctx context.Context, p *store.Principal, seq int64) 
 }
 
 func (s *Server) chainPublicKey(c *gin.Context) {
-	c.JSON(http.StatusOK, chain.DescribePublicKey(s.chainKey))
+	c.JSON(http.StatusOK, s.chainKeys.Describe())
 }
 
 // maxVerifyRange is the most chain entries one verify call reads unless an
@@ -87,7 +87,7 @@ func (s *Server) chainVerify(c *gin.Context) {
 		}
 		from = max(1, to-maxVerifyRange+1)
 	}
-	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKey, from, to)
+	res, err := chain.Verify(c.Request.Context(), s.store, s.chainKeys, from, to)
 	var ce *chain.Error
 	if errors.As(err, &ce) {
 		err = apiError(http.StatusBadRequest, "validation_failed", "%s", ce.Message).with("fields", map[string]string{"fromSeq": ce.Message})
@@ -105,7 +105,7 @@ func (s *Server) assetAttestation(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	att, err := chain.AttestationOf(c.Request.Context(), s.store, s.chainKey, a.ID)
+	att, err := chain.AttestationOf(c.Request.Context(), s.store, s.chainKeys, a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = apiError(http.StatusNotFound, "not_attested", "This asset has no attestation: it was never finalized as a new original.")
 	}

@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"lightbox/chain"
+	"lightbox/internal/testenv"
 )
 
 func TestChainEndpoints(t *testing.T) {
@@ -71,6 +73,62 @@ func TestChainEndpoints(t *testing.T) {
 
 	bob := a.user("bob@example.org", false)
 	expect(t, a.do("GET", "/v1/assets/"+ups[0].AssetID+"/attestation", bob, nil), 404, "not_found")
+}
+
+// An operator rotates the chain's key: the new key signs what comes next,
+// the old one, retired, still verifies what it signed, and each
+// attestation names the key that signed it.
+func TestChainKeyRotation(t *testing.T) {
+	env := testenv.New(t)
+	before := startApp(t, env, env.Redis)
+	key := before.user("ana@example.org", false)
+	project := before.newProject(key)
+	r, ups := before.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	expect(t, r, 200, "")
+	before.attestAll(2)
+	r = before.do("GET", "/v1/chain/publicKey", key, nil)
+	expect(t, r, 200, "")
+	oldHex := r.json(t)["hex"].(string)
+
+	newKey := newChainKey(t)
+	after := startAppWith(t, env, env.Redis, options{env: map[string]string{"CHAIN_KEY": newKey, "CHAIN_RETIRED_KEYS": oldHex}})
+	r, more := after.uploadAll(key, project, corpus(t, "photos/storm.jpg"))
+	expect(t, r, 200, "")
+	after.attestAll(1)
+
+	r = after.do("GET", "/v1/chain/publicKey", key, nil)
+	expect(t, r, 200, "")
+	var keys chain.KeySet
+	json.Unmarshal(r.body, &keys)
+	if keys.Hex == oldHex || len(keys.Retired) != 1 || keys.Retired[0].Hex != oldHex {
+		t.Fatalf("public keys after the rotation: %s, want a new key and %s retired", r.body, oldHex)
+	}
+	r = after.do("GET", "/v1/chain/verify", key, nil)
+	expect(t, r, 200, "")
+	if v := r.json(t); v["ok"] != true || v["checked"] != 3.0 {
+		t.Fatalf("verify across the rotation: %s", r.body)
+	}
+	for _, c := range []struct{ asset, key string }{{ups[0].AssetID, oldHex}, {more[0].AssetID, keys.Hex}} {
+		r = after.do("GET", "/v1/assets/"+c.asset+"/attestation", key, nil)
+		expect(t, r, 200, "")
+		var att chain.AssetAttestation
+		json.Unmarshal(r.body, &att)
+		pub, _ := hex.DecodeString(c.key)
+		if att.Record == nil || att.Record.PublicKey != c.key || !ed25519.Verify(pub, att.Record.Payload, att.Record.Signature) {
+			t.Fatalf("attestation %s, want one signed by %s", r.body, c.key)
+		}
+	}
+
+	// The new key without the old one retired: what the old key signed
+	// no longer verifies, and the answer says why.
+	forgot := startAppWith(t, env, env.Redis, options{env: map[string]string{"CHAIN_KEY": newKey}})
+	r = forgot.do("GET", "/v1/chain/verify", key, nil)
+	expect(t, r, 200, "")
+	var v chain.VerifyResult
+	json.Unmarshal(r.body, &v)
+	if v.OK || v.FirstBroken == nil || v.FirstBroken.Seq != 1 || v.FirstBroken.Reason != chain.ReasonUnknownKey {
+		t.Fatalf("verify without the retired key: %s, want broken at seq 1: unknown_key", r.body)
+	}
 }
 
 // A cid is the SHA-256 of a private original: another user must not learn

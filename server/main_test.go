@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +24,7 @@ import (
 	"lightbox/blob"
 	"lightbox/config"
 	"lightbox/embed"
+	"lightbox/internal/boot"
 	"lightbox/internal/testenv"
 	"lightbox/server"
 )
@@ -61,6 +64,16 @@ type options struct {
 	model    string // the embedding model /similar compares; testEmbedModel by default
 }
 
+// newChainKey is a new chain signing key as CHAIN_KEY takes it.
+func newChainKey(t testing.TB) string {
+	_, key, _ := ed25519.GenerateKey(nil)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
+}
+
 func startApp(t testing.TB, env *testenv.Env, rdb *redis.Client) *app {
 	return startAppWith(t, env, rdb, options{})
 }
@@ -80,6 +93,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		"DATA_DIR":      o.dataDir,
 		"PUBLIC_URL":    ts.URL,
 		"UPLOAD_SECRET": testUploadSecret,
+		"CHAIN_KEY":     newChainKey(t),
 	}
 	for k, v := range o.env {
 		vars[k] = v
@@ -110,9 +124,16 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	if o.signer == nil {
 		o.signer = blob.NewSigner([]byte(testUploadSecret), ts.URL+"/blobs")
 	}
-	pub, key, _ := ed25519.GenerateKey(nil)
+	key, err := boot.ChainKey(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := boot.ChainKeys(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := server.New(server.Deps{
-		ChainKey: pub, EmbedModel: cmp.Or(o.model, testEmbedModel), TextEmbedder: o.texts,
+		ChainKeys: keys, EmbedModel: cmp.Or(o.model, testEmbedModel), TextEmbedder: o.texts,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
 	})

@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
+	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/embed"
 	"lightbox/events"
@@ -46,9 +46,10 @@ type Deps struct {
 	// TextEmbedder puts a search's words in EmbedModel's space; nil when
 	// the embedder has no text side, and search matches words only.
 	TextEmbedder embed.TextEmbedder
-	// ChainKey verifies the attestation chain.
-	ChainKey ed25519.PublicKey
-	Logger   *slog.Logger
+	// ChainKeys verify the attestation chain: the signing key's public
+	// half and the retired keys older attestations name.
+	ChainKeys chain.Keys
+	Logger    *slog.Logger
 }
 
 // Server is the API.
@@ -67,7 +68,7 @@ type Server struct {
 	embedModel string
 	texts      embed.TextEmbedder
 	vectors    *similar.Index // the vectors /similar ranks, kept in memory
-	chainKey   ed25519.PublicKey
+	chainKeys  chain.Keys
 	hub        *events.Hub
 	events     *events.Publisher
 	streams    streamCounts
@@ -81,7 +82,7 @@ type Server struct {
 func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
-		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, texts: d.TextEmbedder, chainKey: d.ChainKey,
+		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, texts: d.TextEmbedder, chainKeys: d.ChainKeys,
 		vectors: &similar.Index{Store: d.Store},
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),

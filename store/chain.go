@@ -142,10 +142,12 @@ type AttestationRecord struct {
 	PrevCID   string     `db:"prev_cid"`
 	Payload   []byte     `db:"payload"`
 	Signature []byte     `db:"signature"`
+	PublicKey string     `db:"public_key"` // hex; empty for rows signed before keys were recorded
 	CreatedAt time.Time  `db:"created_at"`
 }
 
-const attestationColumns = `seq, queue_id, asset_id, cid, tx_id, prev_tx, prev_cid, payload, signature, created_at`
+const attestationColumns = `seq, queue_id, asset_id, cid, tx_id, prev_tx, prev_cid, payload, signature,
+	coalesce(public_key, '') AS public_key, created_at`
 
 // Requeue is a claimed item going back to the queue, with the error that
 // sends it back (empty keeps the previous one).
@@ -177,21 +179,23 @@ func (s *Store) CommitChainBatch(ctx context.Context, c ChainCommit) (abandoned 
 	if n := len(c.Attested); n > 0 {
 		seqs, queue, cids, txs, prevTx, prevCID := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		assets := make([]sql.NullString, n)
-		payloads, sigs := make([][]byte, n), make([][]byte, n)
+		payloads, sigs, keys := make([][]byte, n), make([][]byte, n), make([]string, n)
 		for i, a := range c.Attested {
 			seqs[i], queue[i], cids[i], txs[i], prevTx[i], prevCID[i] = a.Seq, a.QueueID, a.CID, a.TxID, a.PrevTx, a.PrevCID
 			if a.AssetID != nil {
 				assets[i] = sql.NullString{String: a.AssetID.String(), Valid: true}
 			}
-			payloads[i], sigs[i] = a.Payload, a.Signature
+			payloads[i], sigs[i], keys[i] = a.Payload, a.Signature, a.PublicKey
 		}
 		// The seq primary key is the last guard against a fork: two batches
 		// signed on one head cannot both insert.
 		if _, err := s.db.ExecContext(ctx, `
-			INSERT INTO attestations (seq, queue_id, asset_id, cid, tx_id, prev_tx, prev_cid, payload, signature)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bytea[], $9::bytea[])`,
+			INSERT INTO attestations (seq, queue_id, asset_id, cid, tx_id, prev_tx, prev_cid, payload, signature, public_key)
+			SELECT s, q, a, c, t, pt, pc, p, sig, nullif(k, '')
+			FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bytea[], $9::bytea[], $10::text[])
+				AS u(s, q, a, c, t, pt, pc, p, sig, k)`,
 			pq.Array(seqs), pq.Array(queue), pq.Array(assets), pq.Array(cids), pq.Array(txs), pq.Array(prevTx), pq.Array(prevCID),
-			pq.ByteaArray(payloads), pq.ByteaArray(sigs)); err != nil {
+			pq.ByteaArray(payloads), pq.ByteaArray(sigs), pq.Array(keys)); err != nil {
 			return false, fmt.Errorf("insert attestations: %w", err)
 		}
 		if _, err := s.db.ExecContext(ctx, `

@@ -2,7 +2,6 @@
 package main
 
 import (
-	"crypto/ed25519"
 	"fmt"
 	"os"
 
@@ -30,7 +29,7 @@ func run() error {
 	defer queue.Close()
 	inspector := asynq.NewInspector(p.Queue)
 	defer inspector.Close()
-	chainKey, err := boot.ChainKey(p.Config)
+	chainKeys, err := boot.ChainKeys(p.Config)
 	if err != nil {
 		return err
 	}
@@ -46,7 +45,7 @@ func run() error {
 	srv := server.New(server.Deps{
 		Config: p.Config, Store: p.Store, Redis: p.Redis, Queue: queue, Inspector: inspector, Logger: p.Log,
 		Blobs: p.Blobs, Signer: p.URLs,
-		ChainKey: chainKey.Public().(ed25519.PublicKey), EmbedModel: embedder.Model(),
+		ChainKeys: chainKeys, EmbedModel: embedder.Model(),
 		TextEmbedder: texts,
 	})
 	return srv.Run(p.Ctx)

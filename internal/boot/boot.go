@@ -141,6 +141,20 @@ func ChainKey(cfg *config.Config) (ed25519.PrivateKey, error) {
 	return key, nil
 }
 
+// ChainKeys is what the chain is verified under: the signing key's public
+// half, and the keys CHAIN_RETIRED_KEYS names.
+func ChainKeys(cfg *config.Config) (chain.Keys, error) {
+	key, err := ChainKey(cfg)
+	if err != nil {
+		return chain.Keys{}, err
+	}
+	keys, err := chain.NewKeys(key.Public().(ed25519.PublicKey), cfg.ChainRetiredKeys...)
+	if err != nil {
+		return chain.Keys{}, fmt.Errorf("CHAIN_RETIRED_KEYS: %w", err)
+	}
+	return keys, nil
+}
+
 // Blobs opens the blob store BLOB_BACKEND names and the signer of its
 // URLs: below DATA_DIR with URLs to the server's /blobs route under
 // PUBLIC_URL, or in the S3 bucket with presigned URLs to it.
