@@ -8,7 +8,7 @@
 //	lightbox keys create --email E [--name N]   prints only the new API key
 //	lightbox keys list --email E
 //	lightbox keys revoke KEY_ID
-//	lightbox keygen FILE                        a chain signing key, unless FILE exists
+//	lightbox keygen FILE                        a chain signing key, unless FILE exists; prints its public key
 //	lightbox blobs copy --to s3                 DATA_DIR's blobs into the S3_* bucket
 //	lightbox version
 //	lightbox help
@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,7 +53,8 @@ const usage = `usage:
   lightbox keys create --email E [--name N]    prints only the new API key
   lightbox keys list --email E
   lightbox keys revoke KEY_ID
-  lightbox keygen FILE                         write a chain signing key, unless FILE exists
+  lightbox keygen FILE                         write a chain signing key, unless FILE exists;
+                                               prints its public key in hex
   lightbox blobs copy --to s3                  copy DATA_DIR's blobs into the S3_* bucket;
                                                run again to resume, skipping what is there
   lightbox version
@@ -136,12 +138,21 @@ func parse(args []string) (command, error) {
 	case "migrate":
 		return withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
 	case "keygen":
-		return withFlags(fs, rest, 1, nil, command{run: func(_ context.Context, _ *store.Store, _, stderr io.Writer) error {
+		return withFlags(fs, rest, 1, nil, command{run: func(_ context.Context, _ *store.Store, out, stderr io.Writer) error {
 			made, err := chain.GenerateKeyFile(fs.Arg(0))
+			if err != nil {
+				return err
+			}
 			if made {
 				fmt.Fprintln(stderr, "wrote a new chain signing key to", fs.Arg(0))
 			}
-			return err
+			// The public half, as CHAIN_RETIRED_KEYS takes it once the key is rotated.
+			key, err := chain.LoadKey(fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, chain.DescribePublicKey(key.Public().(ed25519.PublicKey)).Hex)
+			return nil
 		}})
 	case "users create":
 		email := fs.String("email", "", "the user's email")

@@ -2,11 +2,15 @@ package main_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"lightbox/chain"
 	"lightbox/internal/testenv"
 )
 
@@ -73,6 +77,22 @@ func TestCommandLineIsParsedBeforeConnecting(t *testing.T) {
 		if status != 2 || stdout != "" || !strings.Contains(stderr, c.says) || !strings.Contains(stderr, "usage:") {
 			t.Errorf("lightbox %q: status %d, stdout %q, stderr %q; want 2 and %q with the usage on stderr", c.args, status, stdout, stderr, c.says)
 		}
+	}
+
+	// keygen needs no database either, and prints the public key, of a
+	// key it makes or of the one already there.
+	keyFile := filepath.Join(t.TempDir(), "chain.key")
+	status, made, stderr := lightbox("keygen", keyFile)
+	if status != 0 || !strings.Contains(stderr, "wrote a new chain signing key") {
+		t.Errorf("lightbox keygen: status %d, stderr %q", status, stderr)
+	}
+	key, err := chain.LoadKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := hex.EncodeToString(key.Public().(ed25519.PublicKey)) + "\n"
+	if status, again, stderr := lightbox("keygen", keyFile); made != pub || again != pub || status != 0 || stderr != "" {
+		t.Errorf("lightbox keygen printed %q, then %q (status %d, stderr %q); want the public key %q both times", made, again, status, stderr, pub)
 	}
 
 	if left, _ := os.ReadDir(dataDir); len(left) > 0 {
