@@ -55,8 +55,8 @@ go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox
 mkdir -p "$DATA_DIR"
 bin/lightbox migrate
 if [ ! -e "$CHAIN_KEY_FILE" ]; then
-	bin/lightbox keygen "$CHAIN_KEY_FILE"
-	say "wrote the chain signing key to $CHAIN_KEY_FILE"
+	pub=$(bin/lightbox keygen "$CHAIN_KEY_FILE" 2>/dev/null)
+	say "wrote the chain signing key to $CHAIN_KEY_FILE (public key $pub)"
 fi
 
 # status PATH [KEY] prints the HTTP status of GET PUBLIC_URL/PATH.
