@@ -53,6 +53,7 @@ type stack struct {
 	env     *testenv.Env
 	url     string
 	dataDir string
+	signer  string // the chain's signing key, public half in hex
 }
 
 func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
@@ -133,7 +134,7 @@ func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 		inspector.Close()
 		rdb.Close()
 	})
-	return &stack{t: t, env: env, url: url, dataDir: dataDir}
+	return &stack{t: t, env: env, url: url, dataDir: dataDir, signer: hex.EncodeToString(pub)}
 }
 
 func (s *stack) user(email string, admin bool) string {
@@ -528,6 +529,9 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	b.shot("07-admin-failed-jobs")
 	b.run("verify the chain", chromedp.Click(chromedp.CSS("#verify")))
 	b.waitJS("the verify's outcome", `document.querySelector('#chain').textContent.includes('✓ intact')`)
+	if got := b.text("#chain"); !strings.Contains(got, "Signing key"+s.signer) || !strings.Contains(got, "Retired keysnone") {
+		t.Errorf("the chain panel does not name the signing key %s and no retired one:\n%s", s.signer, got)
+	}
 
 	// The originals come back; one job is retried from the admin page.
 	for name, id := range hidden {

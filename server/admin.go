@@ -305,7 +305,7 @@ func (s *Server) adminChain(c *gin.Context) {
 			last = nil
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"head": head, "queue": queue, "lastVerify": last})
+	c.JSON(http.StatusOK, gin.H{"head": head, "keys": s.chainKeys.Describe(), "queue": queue, "lastVerify": last})
 }
 
 // adminVerifyChain checks the whole chain now and keeps the outcome.

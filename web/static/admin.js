@@ -162,7 +162,7 @@ async function loadChain(root) {
     clear(root, h('p', { class: 'error' }, `The chain is unavailable: ${err.message}`));
     return;
   }
-  const { head, queue, lastVerify: v } = res;
+  const { head, keys, queue, lastVerify: v } = res;
   const verify = h('button', { type: 'button', id: 'verify' }, 'Verify the whole chain now');
   verify.addEventListener('click', () => act(verify, 'Chain verified.', async () => {
     verify.textContent = 'Verifying…';
@@ -173,6 +173,8 @@ async function loadChain(root) {
     ['Transaction', head.txId || '—'],
     ['Content id', head.cid || '—'],
     ['Moved', when(head.updatedAt)],
+    ['Signing key', keys.hex],
+    ['Retired keys', keys.retired.length ? keys.retired.map((k) => k.hex).join(', ') : 'none'],
     ['Last flush', head.lastBatchSize ? `${plural(head.lastBatchSize, 'item')} in ${Math.round(head.lastBatchMs)} ms` : '—'],
     ['Queue', `${queue.pending} pending, ${queue.signing} signing, ${queue.failed} failed, ${queue.abandoned} abandoned, ${queue.attested.toLocaleString()} attested`],
     ['Last verify', v
