@@ -135,12 +135,34 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 	}
 	d.Enqueue(ctx, log, res.NewJobs)
 	if len(res.NewJobs) > 0 {
-		// The flusher debounces itself by TaskID.
-		if err := tasks.Enqueue(ctx, d.Queue, tasks.NewChainFlush()); err != nil {
+		if err := d.FlushChain(ctx); err != nil {
 			log.Warn("enqueue chain flush", "err", err)
 		}
 	}
 	return res, nil
+}
+
+// FlushChain makes sure a chain flush is coming. One that waits already
+// will do (the flusher debounces itself by TaskID); but an archived flush,
+// its retries spent (a long Postgres outage, say), holds the TaskID for
+// good, so no enqueue would ever replace it: it runs again instead.
+func (d *Dispatcher) FlushChain(ctx context.Context) error {
+	_, err := d.Queue.EnqueueContext(ctx, tasks.NewChainFlush())
+	if !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
+		return err
+	}
+	queue := tasks.QueueOf(tasks.TypeChainFlush)
+	info, err := d.Inspector.GetTaskInfo(queue, tasks.ChainFlushID)
+	if errors.Is(err, asynq.ErrTaskNotFound) {
+		return nil // it finished meanwhile, after taking what was pending
+	}
+	if err != nil || info.State != asynq.TaskStateArchived {
+		return err
+	}
+	if err := d.Inspector.RunTask(queue, tasks.ChainFlushID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return err
+	}
+	return nil
 }
 
 // Rerun puts jobs back to queued and runs their tasks again: an archived

@@ -181,3 +181,34 @@ func TestDropRemovesWaitingTasks(t *testing.T) {
 		}
 	}
 }
+
+// A chain flush that ran out of retries stays archived under its fixed
+// TaskID, where no enqueue replaces it; asking for a flush runs it again,
+// or else pending attestations would wait for good.
+func TestArchivedChainFlushRunsAgain(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	state := func() asynq.TaskState {
+		t.Helper()
+		info, err := h.inspector.GetTaskInfo(tasks.QueueLow, tasks.ChainFlushID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State
+	}
+	if err := h.d.FlushChain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.FlushChain(ctx); err != nil || state() != asynq.TaskStatePending {
+		t.Fatalf("a second flush while one waits: %v, state %v; want no error and the one pending", err, state())
+	}
+	if err := h.inspector.ArchiveTask(tasks.QueueLow, tasks.ChainFlushID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.FlushChain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != asynq.TaskStatePending {
+		t.Fatalf("the archived flush is %v after asking for a flush, want pending", s)
+	}
+}

@@ -15,7 +15,6 @@ import (
 
 	"lightbox/chain"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // The operators' API behind the admin page: queues, failed work across
@@ -343,7 +342,7 @@ func (s *Server) adminRequeueChain(c *gin.Context) {
 		return
 	}
 	if n > 0 {
-		if err := tasks.Enqueue(context.WithoutCancel(c.Request.Context()), s.queue, tasks.NewChainFlush()); err != nil {
+		if err := s.jobs.FlushChain(context.WithoutCancel(c.Request.Context())); err != nil {
 			// The sweeper starts a flush for any pending item.
 			logger(c).Warn("enqueue chain flush", "err", err)
 		}

@@ -231,9 +231,12 @@ func (p GalleryPayload) TaskID() string {
 	return "gallery:" + p.GalleryID.String() + ":" + p.AssetID.String()
 }
 
-// NewChainFlush is the chain:flush task; one may wait at a time.
+// ChainFlushID is the TaskID of chain:flush: one may wait at a time.
+const ChainFlushID = "chain:flush"
+
+// NewChainFlush is the chain:flush task.
 func NewChainFlush() *asynq.Task {
-	return New(TypeChainFlush, []byte("{}"), "chain:flush")
+	return New(TypeChainFlush, []byte("{}"), ChainFlushID)
 }
 
 // NewSweep is the periodic maintenance:sweep task. It has no TaskID: the

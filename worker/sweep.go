@@ -11,7 +11,6 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // Sweep limits: how old work must be before the sweeper touches it, and how
@@ -56,7 +55,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	if counts, err := chain.CountQueue(ctx, w.st); err != nil {
 		errs = append(errs, err)
 	} else if counts.Pending+counts.Failed > 0 {
-		errs = append(errs, tasks.Enqueue(ctx, w.queue, tasks.NewChainFlush()))
+		errs = append(errs, w.jobs.FlushChain(ctx))
 	}
 
 	// A process killed mid-write leaves a temporary file; uploads can run
