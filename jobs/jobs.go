@@ -10,6 +10,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/google/uuid"
@@ -169,14 +170,26 @@ func (d *Dispatcher) FlushChain(ctx context.Context) error {
 // task through the Inspector, keeping its TaskID; a task no longer in Redis
 // from the job's recorded payload. An enqueue that fails is left to the
 // sweeper, which finds the job queued and never enqueued. It returns the
-// ids of the jobs put back.
-func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.Job) ([]uuid.UUID, error) {
-	retried := []uuid.UUID{}
+// ids of the jobs put back, and the jobs that cannot be: their failed
+// asset's bytes were uploaded again as another asset, which stays the
+// project's original (the asset's error then says so).
+func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.Job) (retried []uuid.UUID, dups []Duplicate, err error) {
+	retried = []uuid.UUID{}
 	for _, j := range jobs {
-		if err := d.Store.RequeueJob(ctx, j.ID, tasks.FailsAsset(j.Type)); err != nil {
-			return retried, err
+		err := d.Store.RequeueJob(ctx, j.ID, tasks.FailsAsset(j.Type))
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) {
+			dups = append(dups, Duplicate{JobID: j.ID, AssetID: *j.AssetID, DuplicateOf: dup.Of})
+			err = d.Store.FailAsset(ctx, *j.AssetID, "duplicate",
+				fmt.Sprintf("The same photo was uploaded again as asset %s, which is kept; this one cannot run again.", dup.Of))
 		}
-		err := d.Inspector.RunTask(j.Queue, j.TaskID)
+		if err != nil {
+			return retried, dups, err
+		}
+		if dup != nil {
+			continue
+		}
+		err = d.Inspector.RunTask(j.Queue, j.TaskID)
 		if err != nil {
 			err = tasks.Enqueue(ctx, d.Queue, tasks.New(j.Type, j.Payload, j.TaskID))
 		}
@@ -187,7 +200,15 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 		}
 		retried = append(retried, j.ID)
 	}
-	return retried, nil
+	return retried, dups, nil
+}
+
+// Duplicate is a failed job Rerun does not run again: its asset's bytes
+// are live as another asset of the project.
+type Duplicate struct {
+	JobID       uuid.UUID `json:"jobId"`
+	AssetID     uuid.UUID `json:"assetId"`
+	DuplicateOf uuid.UUID `json:"duplicateOf"`
 }
 
 // Drop takes the jobs' tasks out of the queue: a waiting task is deleted, a
@@ -233,8 +254,12 @@ func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid
 			if err != nil {
 				return uuid.Nil, err
 			}
-			if _, err := d.Rerun(ctx, log, []store.Job{*job}); err != nil {
+			_, dups, err := d.Rerun(ctx, log, []store.Job{*job})
+			if err != nil {
 				return uuid.Nil, err
+			}
+			if len(dups) > 0 {
+				return uuid.Nil, &store.DuplicateError{Of: dups[0].DuplicateOf}
 			}
 		}
 		return p.JobID, nil

@@ -151,7 +151,7 @@ func TestRerunRunsAnArchivedTaskAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	retried, err := h.d.Rerun(ctx, slog.Default(), []store.Job{archived, gone})
+	retried, _, err := h.d.Rerun(ctx, slog.Default(), []store.Job{archived, gone})
 	if err != nil || len(retried) != 2 {
 		t.Fatalf("rerun: %v, %v", retried, err)
 	}

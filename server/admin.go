@@ -173,12 +173,7 @@ func (s *Server) adminRetryJob(c *gin.Context) {
 		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job can be retried; this one is %s.", j.Status))
 		return
 	}
-	retried, err := s.rerun(c, []store.Job{*j})
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": retried})
+	s.rerun(c, []store.Job{*j}, true)
 }
 
 // adminDeleteJob gives up on a failed job: its task leaves the queue's
@@ -254,23 +249,37 @@ func (s *Server) adminRetryBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	retried, err := s.rerun(c, jobs)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": retried})
+	s.rerun(c, jobs, false)
 }
 
-// rerun runs failed jobs again (see jobs.Dispatcher.Rerun) and notes who
-// asked.
-func (s *Server) rerun(c *gin.Context, failed []store.Job) ([]uuid.UUID, error) {
-	retried, err := s.jobs.Rerun(c.Request.Context(), logger(c), failed)
+// rerun runs failed jobs again (see jobs.Dispatcher.Rerun), notes who
+// asked, and answers 202 with the jobs that run again and those whose
+// asset was uploaded again meanwhile. When one job was asked for and
+// cannot run again for that reason, the answer is a 409.
+func (s *Server) rerun(c *gin.Context, failed []store.Job, one bool) bool {
+	retried, dups, err := s.jobs.Rerun(c.Request.Context(), logger(c), failed)
 	if err != nil {
-		return nil, err
+		fail(c, err)
+		return false
 	}
-	logger(c).Info("failed jobs retried", "jobs", len(retried), "by", principal(c).Email)
-	return retried, nil
+	logger(c).Info("failed jobs retried", "jobs", len(retried), "duplicates", len(dups), "by", principal(c).Email)
+	if one && len(dups) == 1 {
+		fail(c, errDuplicate(dups[0].DuplicateOf))
+		return false
+	}
+	body := gin.H{"retriedJobs": retried}
+	if len(dups) > 0 {
+		body["duplicates"] = dups
+	}
+	c.JSON(http.StatusAccepted, body)
+	return true
+}
+
+// errDuplicate refuses to run a failed asset again whose bytes were
+// uploaded again as another asset.
+func errDuplicate(of uuid.UUID) *Error {
+	return apiError(http.StatusConflict, "duplicate",
+		"The same photo was uploaded again as asset %s, which is kept; this one cannot run again.", of).with("duplicateOf", of)
 }
 
 // lastVerifyKey keeps the outcome of the last chain verification run from

@@ -348,8 +348,12 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 		return
 	}
 	job, err := s.jobs.Reprocess(c.Request.Context(), logger(c), principal(c).ID, a)
-	if errors.Is(err, jobs.ErrQueueUnavailable) {
+	var dup *store.DuplicateError
+	switch {
+	case errors.Is(err, jobs.ErrQueueUnavailable):
 		err = apiError(http.StatusServiceUnavailable, "queue_unavailable", "The queue does not answer; retry shortly.")
+	case errors.As(err, &dup):
+		err = errDuplicate(dup.Of)
 	}
 	if err != nil {
 		fail(c, err)

@@ -147,15 +147,12 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried."))
 		return
 	}
-	retried, err := s.rerun(c, jobs)
-	if err != nil {
-		fail(c, err)
+	if !s.rerun(c, jobs, only != nil) {
 		return
 	}
 	if nb, err := s.store.Batch(c.Request.Context(), principal(c).ID, b.ID); err == nil {
 		s.publishBatch(c, nb)
 	}
-	c.JSON(http.StatusAccepted, gin.H{"retriedJobs": nonNil(retried)})
 }
 
 // publishBatch tells the batch's listeners its new state.

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +229,63 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 		t.Fatal("a finished task was not replaced by a new job")
 	}
 	expect(t, a.do("POST", "/v1/assets/"+ups[0].AssetID+":explode", key, nil), 404, "route_not_found")
+}
+
+// A photo fails; the user uploads the same file again, and the new asset
+// is the project's original. The failed one cannot come back as a second
+// live copy: retrying it alone says which asset holds its bytes, and
+// retrying the batch runs its other failed jobs and names it.
+func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	expect(t, r, 200, "")
+	batch := r.json(t)["batchId"].(string)
+	in := inspector(t, a.env)
+	jobOf := map[string]string{}
+	for _, j := range a.batch(key, batch).Jobs {
+		jobOf[j.AssetID] = j.ID
+	}
+	for _, u := range ups {
+		if err := in.ArchiveTask("default", "ingest:"+u.AssetID); err != nil {
+			t.Fatal(err)
+		}
+		a.env.FailJob(t, uuid.MustParse(jobOf[u.AssetID]), 4, "task_failed")
+	}
+	failed := ups[0].AssetID
+	r, again := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	expect(t, r, 200, "")
+	kept := again[0].AssetID
+	if st := r.json(t)["assets"].([]any)[0].(map[string]any)["status"]; st != "uploaded" {
+		t.Fatalf("the same bytes after a failure: %s, want a new original", r.body)
+	}
+
+	r = a.do("POST", "/v1/batches/"+batch+"/jobs/"+jobOf[failed]+"/retry", key, nil)
+	expect(t, r, 409, "duplicate")
+	if of := r.json(t)["details"].(map[string]any)["duplicateOf"]; of != kept {
+		t.Fatalf("retry names %v, want the asset uploaded again, %s", of, kept)
+	}
+	r = a.do("POST", "/v1/assets/"+failed+":reprocess", key, nil)
+	expect(t, r, 409, "duplicate")
+
+	r = a.do("POST", "/v1/batches/"+batch+"/retry", key, nil)
+	expect(t, r, 202, "")
+	var got struct {
+		RetriedJobs []string
+		Duplicates  []struct{ JobID, AssetID, DuplicateOf string }
+	}
+	json.Unmarshal(r.body, &got)
+	if len(got.RetriedJobs) != 1 || got.RetriedJobs[0] != jobOf[ups[1].AssetID] ||
+		len(got.Duplicates) != 1 || got.Duplicates[0].AssetID != failed || got.Duplicates[0].DuplicateOf != kept {
+		t.Fatalf("retry of the batch: %s; want %s retried and %s named a duplicate of %s", r.body, jobOf[ups[1].AssetID], failed, kept)
+	}
+	r = a.do("GET", "/v1/assets/"+failed, key, nil)
+	expect(t, r, 200, "")
+	if f := r.json(t)["flags"].(map[string]any); f["status"] != "failed" || f["errorCode"] != "duplicate" || !strings.Contains(fmt.Sprint(f["errorMessage"]), kept) {
+		t.Fatalf("the failed asset after the retry: %s; want failed, naming %s", r.body, kept)
+	}
+	if s := a.env.AssetStatus(t, uuid.MustParse(ups[1].AssetID)); s != "uploaded" {
+		t.Fatalf("the other failed asset is %s after the retry, want uploaded", s)
+	}
 }

@@ -37,7 +37,7 @@ type IngestOutput struct {
 // write is an upsert, so running ingest twice leaves the same rows; the
 // asset moves to 'cull' unless it is already further along.
 func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
-	return s.WithTx(ctx, func(tx *Store) error {
+	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.upsertFiles(ctx, out.Files); err != nil {
 			return err
 		}
@@ -75,6 +75,7 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			out.Next.TaskID, out.Next.Payload)
 		return err
 	})
+	return s.duplicateOf(ctx, out.AssetID, err)
 }
 
 // upsertFiles records derived files, replacing each asset's file of the

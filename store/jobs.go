@@ -173,7 +173,8 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 }
 
 // Reprocess records a new batch of one job to run asset's ingest again and
-// puts the asset back to 'uploaded'. spec builds the job row.
+// puts the asset back to 'uploaded'. spec builds the job row. A failed
+// asset whose bytes another live asset holds now is a *DuplicateError.
 func (s *Store) Reprocess(ctx context.Context, owner uuid.UUID, a *Asset, spec JobSpec) (*Job, error) {
 	var job Job
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -189,14 +190,18 @@ func (s *Store) Reprocess(ctx context.Context, owner uuid.UUID, a *Asset, spec J
 			updated_at = now() WHERE id = $1`, a.ID)
 		return err
 	})
-	return &job, err
+	return &job, s.duplicateOf(ctx, a.ID, err)
 }
 
 // RequeueJob puts a job that runs again (from the archive) back to queued
 // and recounts its batch. With resetAsset (a job whose failure failed its
 // asset) a failed asset goes back to 'uploaded' too.
+//
+// A failed asset whose bytes another live asset holds now cannot come back:
+// that is a *DuplicateError, and nothing changes.
 func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID, resetAsset bool) error {
-	return s.WithTx(ctx, func(tx *Store) error {
+	var asset uuid.UUID
+	err := s.WithTx(ctx, func(tx *Store) error {
 		var j Job
 		err := tx.db.GetContext(ctx, &j, `UPDATE jobs j SET status = 'queued', error_code = NULL, error_message = NULL,
 			next_run_at = now(), enqueued_at = NULL, updated_at = now() WHERE j.id = $1 RETURNING `+jobColumns, id)
@@ -204,6 +209,7 @@ func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID, resetAsset bool) e
 			return notFound(err)
 		}
 		if resetAsset && j.AssetID != nil {
+			asset = *j.AssetID
 			if _, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
 				updated_at = now() WHERE id = $1 AND status = 'failed'`, *j.AssetID); err != nil {
 				return err
@@ -217,6 +223,7 @@ func (s *Store) RequeueJob(ctx context.Context, id uuid.UUID, resetAsset bool) e
 		}
 		return err
 	})
+	return s.duplicateOf(ctx, asset, err)
 }
 
 // JobByID returns a job whatever its owner; for the worker.

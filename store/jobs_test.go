@@ -310,3 +310,41 @@ func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
 		t.Fatalf("status of an unknown job: %v", err)
 	}
 }
+
+// A failed asset whose bytes were uploaded again as another asset cannot
+// come back by any path (a retry, a reprocess, an ingest run again from
+// Asynqmon): each says which asset holds them, and changes nothing.
+func TestFailedAssetUploadedAgainStaysFailed(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	data := []byte("the same bytes " + uuid.NewString())
+	first := env.Finalize(t, owner, project, nil, testenv.Upload{Data: data})
+	failed, job := first.Assets[0].AssetID, first.Jobs[0]
+	env.FailJob(t, job, 4, "task_failed")
+	kept := env.Finalize(t, owner, project, nil, testenv.Upload{Data: data}).Assets[0].AssetID
+
+	isDup := func(what string, err error) {
+		t.Helper()
+		var dup *store.DuplicateError
+		if !errors.As(err, &dup) || dup.Of != kept {
+			t.Errorf("%s: %v, want a duplicate of %s", what, err, kept)
+		}
+	}
+	isDup("RequeueJob", env.Store.RequeueJob(ctx, job, true))
+	a, err := env.Store.AssetByID(ctx, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Store.Reprocess(ctx, owner, a, jobs.IngestSpec(project))
+	isDup("Reprocess", err)
+	isDup("SaveIngest", env.Store.SaveIngest(ctx, store.IngestOutput{AssetID: failed, EXIF: []byte(`{}`), Quality: []byte(`{}`), HashAlgorithm: "h"}))
+
+	if s := env.AssetStatus(t, failed); s != "failed" {
+		t.Errorf("the failed asset is %s, want failed", s)
+	}
+	j, err := env.Store.JobByID(ctx, job)
+	if err != nil || j.Status != store.JobFailed {
+		t.Errorf("its job: %+v, %v; want failed", j, err)
+	}
+}

@@ -12,12 +12,38 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the Postgres driver
+	"github.com/lib/pq" // the Postgres driver
 )
 
 // ErrNotFound is returned when a row does not exist or belongs to another user.
 var ErrNotFound = errors.New("not found")
+
+// DuplicateError refuses to bring a failed asset back to life when another
+// live asset of its project holds the same bytes (uploaded again after
+// the failure): a project keeps one live original per content.
+type DuplicateError struct {
+	Of uuid.UUID // the live asset with the same bytes
+}
+
+func (e *DuplicateError) Error() string { return "the same bytes are live as asset " + e.Of.String() }
+
+// duplicateOf turns err into a DuplicateError when it is the unique index
+// on a project's live checksums refusing asset's return.
+func (s *Store) duplicateOf(ctx context.Context, asset uuid.UUID, err error) error {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Code != "23505" || pqErr.Constraint != "assets_project_checksum" {
+		return err
+	}
+	var of uuid.UUID
+	if e := s.db.GetContext(ctx, &of, `
+		SELECT b.id FROM assets a JOIN assets b ON b.project_id = a.project_id AND b.checksum_sha256 = a.checksum_sha256
+		WHERE a.id = $1 AND b.id <> a.id AND b.status NOT IN ('pending_upload', 'failed', 'duplicate')`, asset); e != nil {
+		return err
+	}
+	return &DuplicateError{Of: of}
+}
 
 // Store is the Postgres-backed data layer. A Store made by WithTx runs
 // every method inside that transaction; the one Open returns uses the pool.

@@ -82,7 +82,12 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	}
 	out := ingestOutput(a, res, thumb, preview)
 	out.Next = embedJob(a, w.embedder.Model())
-	if err := w.st.SaveIngest(ctx, out); err != nil {
+	var dup *store.DuplicateError
+	if err := w.st.SaveIngest(ctx, out); errors.As(err, &dup) {
+		// A failed asset run again (from Asynqmon) after its bytes were
+		// uploaded again: the other asset is the project's original.
+		return badInput("duplicate", "The same photo was uploaded again as asset %s, which is kept.", dup.Of)
+	} else if err != nil {
 		return err
 	}
 	w.jobs.Enqueue(ctx, w.log, []store.Job{*out.Next})
