@@ -15,6 +15,12 @@ import (
 // after its expiry; the other states are the job states.
 const ExportExpired = "expired"
 
+// ErrStaleRun is the answer to a write of an export's run that no longer
+// holds the export: a later run took it over (the first was handed back
+// at a stop, or lost its lease), or it ended otherwise than by a cancel.
+// The write changed nothing; the run should stop without a trace.
+var ErrStaleRun = errors.New("store: a later run of the export took it over")
+
 // Export is an archive a user asked for and how far its build has come.
 type Export struct {
 	ID           uuid.UUID       `db:"id"`
@@ -36,6 +42,7 @@ type Export struct {
 	UpdatedAt    time.Time       `db:"updated_at"`
 	StartedAt    *time.Time      `db:"started_at"`
 	ExpiresAt    *time.Time      `db:"expires_at"`
+	RunToken     *uuid.UUID      `db:"run_token"` // the latest run's, set by StartExport
 }
 
 // ExportSkip is an asset an export left out, and why.
@@ -48,7 +55,7 @@ type ExportSkip struct {
 
 const exportColumns = `e.id, e.project_id, e.user_id, e.batch_id, e.job_id, e.preset, e.settings, e.asset_ids, e.status,
 	e.progress, e.blob_key, e.byte_size, e.skipped, e.error_code, e.error_message, e.created_at, e.updated_at,
-	e.started_at, e.expires_at`
+	e.started_at, e.expires_at, e.run_token`
 
 // exportRead selects exports as users see them. A cancel is recorded on
 // the export's job first (a batch cancel reaches only the job), so an
@@ -109,21 +116,23 @@ func (s *Store) ForeignAssets(ctx context.Context, project uuid.UUID, ids []uuid
 }
 
 // StartExport moves an export to running for a new attempt, clearing what
-// an earlier attempt left. started is false when the export is done,
-// canceled or expired: there is nothing to build.
+// an earlier attempt left, under a new e.RunToken that the attempt's later
+// writes name. An export already running is taken over: its earlier run
+// was handed back and must not write again. started is false when the
+// export is done, canceled or expired: there is nothing to build.
 func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, started bool, err error) {
 	return s.moveExport(ctx, id, `
 		UPDATE exports e SET status = 'running', progress = 0, skipped = '[]', error_code = NULL, error_message = NULL,
-			started_at = now(), updated_at = now()
+			run_token = $2, started_at = now(), updated_at = now()
 		WHERE id = $1 AND status IN ('queued', 'running', 'failed')
-		RETURNING `+exportColumns)
+		RETURNING `+exportColumns, uuid.New())
 }
 
 // moveExport runs an update of export id that returns it when it applies,
 // and otherwise returns the export as it stands, with moved false.
-func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string) (e *Export, moved bool, err error) {
+func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string, args ...any) (e *Export, moved bool, err error) {
 	e = &Export{}
-	err = s.db.GetContext(ctx, e, update, id)
+	err = s.db.GetContext(ctx, e, update, append([]any{id}, args...)...)
 	if err == nil {
 		return e, true, nil
 	}
@@ -134,17 +143,21 @@ func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string) (e 
 	return e, false, err
 }
 
-// ExportProgress records how far a running export is, from 0 to 1, on the
+// ExportProgress records how far run of an export is, from 0 to 1, on the
 // export and its job. running is false once the export or its job was
-// canceled; the export is then marked canceled too.
-func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float64) (running bool, err error) {
+// canceled (or the export deleted); the export is then marked canceled
+// too. ErrStaleRun means a later run holds the export.
+func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, progress float64) (running bool, err error) {
 	err = s.WithTx(ctx, func(tx *Store) error {
 		var status string
 		err := tx.db.GetContext(ctx, &status, `
 			UPDATE exports e SET progress = $2, updated_at = now(),
 				status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE e.status END
-			FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
-			RETURNING e.status`, id, progress)
+			FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running' AND e.run_token = $3
+			RETURNING e.status`, id, progress, run)
+		if errors.Is(notFound(err), ErrNotFound) {
+			return tx.lostRun(ctx, id, run)
+		}
 		if err != nil || status != JobRunning {
 			return notFound(err)
 		}
@@ -159,31 +172,54 @@ func (s *Store) ExportProgress(ctx context.Context, id uuid.UUID, progress float
 	return running, err
 }
 
-// FinishExport records a built export: its file, what it left out, and its
-// expiry, counted from now with the time to live it was created with.
-// ErrNotFound means the export or its job was canceled meanwhile.
-func (s *Store) FinishExport(ctx context.Context, id uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
+// FinishExport records run's built export: its file, what it left out,
+// and its expiry, counted from now with the time to live it was created
+// with. ErrNotFound means the export or its job was canceled meanwhile
+// (or the export deleted), ErrStaleRun that a later run holds the export.
+func (s *Store) FinishExport(ctx context.Context, id, run uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
 	err := s.db.GetContext(ctx, e, `
 		UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
 			expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
-		WHERE id = $1 AND status = 'running'
+		WHERE id = $1 AND status = 'running' AND run_token = $5
 		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')
-		RETURNING `+exportColumns, id, key, size, skipsJSON(skipped))
-	return e, notFound(err)
+		RETURNING `+exportColumns, id, key, size, skipsJSON(skipped), run)
+	if errors.Is(notFound(err), ErrNotFound) {
+		return nil, s.lostRun(ctx, id, run)
+	}
+	return e, err
 }
 
-// FailExport records an attempt that failed: status is 'queued' when the
-// task will run again, 'failed' when it will not, and 'canceled' whatever
-// it was asked when the job was canceled meanwhile.
-func (s *Store) FailExport(ctx context.Context, id uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
+// FailExport records run's attempt that failed: status is 'queued' when
+// the task will run again, 'failed' when it will not, and 'canceled'
+// whatever it was asked when the job was canceled meanwhile. Errors are
+// FinishExport's.
+func (s *Store) FailExport(ctx context.Context, id, run uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
 	err := s.db.GetContext(ctx, e, `
 		UPDATE exports e SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE $2 END,
 			error_code = $3, error_message = $4, skipped = $5, updated_at = now()
-		FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running'
-		RETURNING `+exportColumns, id, status, code, message, skipsJSON(skipped))
-	return e, notFound(err)
+		FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running' AND e.run_token = $6
+		RETURNING `+exportColumns, id, status, code, message, skipsJSON(skipped), run)
+	if errors.Is(notFound(err), ErrNotFound) {
+		return nil, s.lostRun(ctx, id, run)
+	}
+	return e, err
+}
+
+// lostRun says why a write of run found export id not running under it:
+// ErrNotFound when run still holds it but it or its job was canceled, or
+// it was deleted; else ErrStaleRun. A superseded run is stale even when
+// the export was canceled since: the run that took it over handles that.
+func (s *Store) lostRun(ctx context.Context, id, run uuid.UUID) error {
+	e, err := s.ExportByID(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case e.RunToken != nil && *e.RunToken == run && e.Status == JobCanceled:
+		return ErrNotFound
+	}
+	return ErrStaleRun
 }
 
 func skipsJSON(skipped []ExportSkip) string {

@@ -44,6 +44,10 @@ type exportEvent struct {
 // whole archive or nothing, and a retry starts clean. Photos that cannot be
 // exported are listed in the export's skipped list with a reason rather
 // than failing it.
+//
+// Each run writes under its own token and key. A run handed back at a stop
+// may still be ending when the next run has started: it is then stale, and
+// stops without writing, canceling or deleting anything of the next run's.
 func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.ExportPayload](t)
 	if err != nil {
@@ -61,24 +65,34 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	}
 	w.exportChanged(ctx, e)
 
-	b := &exportBuild{w: w, e: e, lastAt: time.Now()}
+	b := &exportBuild{w: w, e: e, token: *e.RunToken, lastAt: time.Now()}
 	info, err := b.run(ctx)
 
 	err = w.interrupted(ctx, err)
 	// Record the outcome even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
 	if err == nil {
-		done, err := w.st.FinishExport(ctx, e.ID, info.Key, info.Size, b.skipped)
-		if errors.Is(err, store.ErrNotFound) {
+		done, err := w.st.FinishExport(ctx, e.ID, b.token, info.Key, info.Size, b.skipped)
+		switch {
+		case errors.Is(err, store.ErrStaleRun):
+			// Taken over while the archive was being published: nobody will
+			// serve it, and its key is this run's alone.
+			if err := w.blobs.Delete(ctx, info.Key); err != nil {
+				w.log.Warn("delete a superseded export run's archive", "export", e.ID, "key", info.Key, "err", err)
+			}
+			return w.exportStale(e, b.token)
+		case errors.Is(err, store.ErrNotFound):
 			// Canceled while the archive was being published: nobody wants it.
 			w.exportCanceled(ctx, e)
 			return w.blobs.Delete(ctx, info.Key)
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
 		w.exportChanged(ctx, done)
 		return nil
+	}
+	if errors.Is(err, store.ErrStaleRun) {
+		return w.exportStale(e, b.token)
 	}
 	if errors.Is(err, errExportCanceled) {
 		w.exportCanceled(ctx, e)
@@ -89,10 +103,12 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		status = store.JobFailed
 	}
 	code, msg := errorCode(err)
-	failed, ferr := w.st.FailExport(ctx, e.ID, status, code, msg, b.skipped)
+	failed, ferr := w.st.FailExport(ctx, e.ID, b.token, status, code, msg, b.skipped)
 	switch {
 	case ferr == nil:
 		w.exportChanged(ctx, failed)
+	case errors.Is(ferr, store.ErrStaleRun):
+		return w.exportStale(e, b.token)
 	case errors.Is(ferr, store.ErrNotFound):
 		w.exportCanceled(ctx, e)
 	default:
@@ -135,6 +151,14 @@ func (w *Worker) exportCanceled(ctx context.Context, e *store.Export) {
 	}
 }
 
+// exportStale ends a run that a later run of the export took over: the
+// export, its job and batch are that run's now. The error it returns
+// tells trackJobs to record nothing either.
+func (w *Worker) exportStale(e *store.Export, run uuid.UUID) error {
+	w.log.Info("export run superseded by a later one; it stops", "export", e.ID, "run", run)
+	return store.ErrStaleRun
+}
+
 func countSkips(raw []byte) int {
 	var skips []json.RawMessage
 	json.Unmarshal(raw, &skips)
@@ -151,16 +175,18 @@ func (w *Worker) expireExport(ctx context.Context, e store.Export) error {
 	return w.st.ExpireExport(ctx, e.ID)
 }
 
-// exportKey is where an export's archive is stored; the file name is what
-// a browser saves it as.
-func exportKey(e *store.Export) string {
-	return "exports/" + e.ID.String() + "/" + render.ArchiveName(e.Preset, e.ID)
+// exportKey is where a run of an export stores its archive: a folder of
+// its own, so a run that is taken over never touches the next run's file.
+// The file name is what a browser saves it as.
+func exportKey(e *store.Export, run uuid.UUID) string {
+	return "exports/" + e.ID.String() + "/" + run.String() + "/" + render.ArchiveName(e.Preset, e.ID)
 }
 
 // exportBuild is one attempt at building an export.
 type exportBuild struct {
 	w        *Worker
 	e        *store.Export
+	token    uuid.UUID // the attempt's token, which its writes name
 	settings render.Settings
 	skipped  []store.ExportSkip
 
@@ -187,7 +213,7 @@ func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
 		return blob.Info{}, b.nothingToExport(len(items))
 	}
 
-	bw, err := b.w.blobs.Create(ctx, exportKey(b.e))
+	bw, err := b.w.blobs.Create(ctx, exportKey(b.e, b.token))
 	if err != nil {
 		return blob.Info{}, err
 	}
@@ -315,7 +341,7 @@ func (b *exportBuild) advance(ctx context.Context) error {
 	b.last, b.lastAt = b.done, time.Now()
 	// The last step, publishing, belongs to FinishExport.
 	p := 0.99 * float64(b.done) / float64(b.total)
-	running, err := b.w.st.ExportProgress(ctx, b.e.ID, p)
+	running, err := b.w.st.ExportProgress(ctx, b.e.ID, b.token, p)
 	if err != nil {
 		return err
 	}

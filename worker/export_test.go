@@ -12,12 +12,14 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
@@ -365,8 +367,8 @@ func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
 	if e.Progress == 0 || e.BlobKey != nil {
 		t.Fatalf("after the interruption: progress %v, file %v", e.Progress, e.BlobKey)
 	}
-	if _, err := h.blobs.Stat(context.Background(), "exports/"+id.String()+"/lightbox-web-"+id.String()[:8]+".zip"); err == nil {
-		t.Fatal("a partial archive is visible")
+	if files := h.exportFiles(id); len(files) != 0 {
+		t.Fatalf("a partial archive is visible: %v", files)
 	}
 	if tmp := h.tempFiles(); len(tmp) != 0 {
 		t.Fatalf("temporary files left: %v", tmp)
@@ -447,6 +449,166 @@ func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatedBlobs is a blob store whose archives (the worker creates nothing
+// else) stop at the gates a test sets: "create 2" holds the second archive
+// before it is created, "commit 1" the first before it is published.
+type gatedBlobs struct {
+	blob.Store
+	gates    map[string]gate
+	archives atomic.Int32
+}
+
+// gate holds a run at a step until the test opens it.
+type gate struct{ reached, open chan struct{} }
+
+func (s *gatedBlobs) Create(ctx context.Context, key string) (blob.Writer, error) {
+	n := s.archives.Add(1)
+	s.stop(fmt.Sprintf("create %d", n))
+	w, err := s.Store.Create(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return gatedWriter{w, func() { s.stop(fmt.Sprintf("commit %d", n)) }}, nil
+}
+
+func (s *gatedBlobs) stop(step string) {
+	if g, ok := s.gates[step]; ok {
+		close(g.reached)
+		<-g.open
+	}
+}
+
+type gatedWriter struct {
+	blob.Writer
+	beforeCommit func()
+}
+
+func (w gatedWriter) Commit() (blob.Info, error) {
+	w.beforeCommit()
+	return w.Writer.Commit()
+}
+
+// await waits for ch to close.
+func await(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// exportFiles lists the files stored under an export's folder.
+func (h *harness) exportFiles(id uuid.UUID) []string {
+	h.t.Helper()
+	var out []string
+	root := h.cfg.DataDir + "/blobs"
+	filepath.WalkDir(root+"/exports/"+id.String(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
+
+// TestExportRunSupersededByTheNextLeavesItAlone runs an export twice at
+// once, as when a stopped worker hands it back and another worker starts it
+// while the first run is still ending. The first run, superseded, changes
+// nothing: the second publishes its archive, and neither the export nor
+// its job or batch is canceled or failed.
+func TestExportRunSupersededByTheNextLeavesItAlone(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, gates ...string) (*harness, uuid.UUID, *asynq.Task, map[string]gate) {
+		dir := t.TempDir()
+		disk, err := blob.NewDisk(dir + "/blobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := map[string]gate{}
+		for _, step := range gates {
+			g[step] = gate{make(chan struct{}), make(chan struct{})}
+		}
+		h := newHarnessOn(t, map[string]string{"DATA_DIR": dir}, &gatedBlobs{Store: disk, gates: g})
+		project := h.project()
+		for i := range 6 {
+			h.readyCopy(project, "photos/wood.jpg", fmt.Sprintf("%02d.jpg", i))
+		}
+		id, task := h.newExport(project, "web", render.Settings{LongEdge: 320, Quality: 60, IncludeNotReady: true})
+		return h, id, task, g
+	}
+	run := func(h *harness, ctx context.Context, task *asynq.Task) <-chan error {
+		ended := make(chan error, 1)
+		go func() { ended <- h.w.Handler().ProcessTask(ctx, task) }()
+		return ended
+	}
+	ended := func(t *testing.T, what string, run <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-run:
+			return err
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("timed out waiting for %s", what)
+			return nil
+		}
+	}
+	check := func(t *testing.T, h *harness, id uuid.UUID, first error) {
+		t.Helper()
+		if first != nil {
+			t.Errorf("the superseded run ended with %v, want quietly", first)
+		}
+		if n := h.count(`SELECT count(*) FROM exports e JOIN jobs j ON j.id = e.job_id JOIN batches b ON b.id = e.batch_id
+			WHERE e.id = $1 AND e.status = 'done' AND j.status = 'done' AND b.status = 'completed'`, id); n != 1 {
+			var s string
+			h.env.DB.Get(&s, `SELECT e.status || ' ' || coalesce(e.error_code, '-') || ', job ' || j.status || ', batch ' || b.status
+				FROM exports e JOIN jobs j ON j.id = e.job_id JOIN batches b ON b.id = e.batch_id WHERE e.id = $1`, id)
+			t.Fatalf("export %s; want the export and its job done and its batch completed", s)
+		}
+		if z := h.archive(id); len(z.File) != 6 {
+			t.Errorf("%d entries, want 6", len(z.File))
+		}
+		if files := h.exportFiles(id); len(files) != 1 || files[0] != *h.export(id).BlobKey {
+			t.Errorf("stored under the export: %v, want only its archive", files)
+		}
+		if tmp := h.tempFiles(); len(tmp) != 0 {
+			t.Errorf("temporary files left: %v", tmp)
+		}
+	}
+
+	// The first run publishes its archive after the second has finished.
+	t.Run("finishes last", func(t *testing.T) {
+		h, id, task, g := setup(t, "commit 1")
+		first := run(h, context.Background(), task)
+		await(t, "the first run to build its archive", g["commit 1"].reached)
+		if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+			t.Fatalf("the second run: %v", err)
+		}
+		close(g["commit 1"].open)
+		check(t, h, id, ended(t, "the first run", first))
+	})
+
+	// The first run's context ends once the second has started; it records
+	// its failure while the second builds.
+	t.Run("fails while the next runs", func(t *testing.T) {
+		h, id, task, g := setup(t, "create 1", "create 2")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		first := run(h, ctx, task)
+		await(t, "the first run to start", g["create 1"].reached)
+		second := run(h, context.Background(), task)
+		await(t, "the second run to start", g["create 2"].reached)
+		cancel()
+		close(g["create 1"].open)
+		firstErr := ended(t, "the first run", first)
+		close(g["create 2"].open)
+		if err := ended(t, "the second run", second); err != nil {
+			t.Fatalf("the second run: %v", err)
+		}
+		check(t, h, id, firstErr)
+	})
 }
 
 func TestExportWithNothingToExportFails(t *testing.T) {

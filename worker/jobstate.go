@@ -120,7 +120,8 @@ func waitOutStorage(next asynq.Handler) asynq.Handler {
 }
 
 // trackJobs records each run in the job's row: running with its attempt,
-// then done, failed with a code, or queued again with the next run time.
+// then done, failed with a code, or queued again with the next run time;
+// a run that a later run took over (store.ErrStaleRun) records no end.
 // The worker writes these, not the enqueuer, so a retry started anywhere
 // (the API, Asynqmon) shows in the job. Only the check that the job is
 // still wanted is waited for; the states go to the job-state writer.
@@ -138,6 +139,10 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		w.states.record(state)
 
 		runErr := w.interrupted(ctx, next.ProcessTask(ctx, t))
+		if errors.Is(runErr, store.ErrStaleRun) {
+			// A later run of the task holds the job and records its end.
+			return nil
+		}
 
 		if runErr != nil {
 			state.Code, state.Message = errorCode(runErr)

@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// startedExport records an export with its job, running as trackJobs
+// records it, and starts two runs of it: the first was handed back at a
+// stop and the second took the export over.
+func startedExport(t *testing.T, env *testenv.Env) (e *store.Export, first, second uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	e = &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
+	job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
+	if err := env.Store.CreateExport(ctx, e, job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.JobStarted(ctx, job.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]uuid.UUID
+	for i := range runs {
+		started, ok, err := env.Store.StartExport(ctx, e.ID)
+		if err != nil || !ok || started.RunToken == nil {
+			t.Fatalf("start %d: %v %v", i+1, ok, err)
+		}
+		runs[i] = *started.RunToken
+	}
+	if runs[0] == runs[1] {
+		t.Fatal("two runs share a token")
+	}
+	return e, runs[0], runs[1]
+}
+
+// The first run writes after the second took the export over: each write
+// is refused as stale and changes nothing, and the second run goes on.
+func TestStaleExportRunChangesNothing(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	e, first, second := startedExport(t, env)
+	st := env.Store
+
+	stale := func(when string) {
+		t.Helper()
+		if _, err := st.FailExport(ctx, e.ID, first, store.JobQueued, "interrupted", "x", nil); !errors.Is(err, store.ErrStaleRun) {
+			t.Errorf("%s: the first run's failure: %v, want ErrStaleRun", when, err)
+		}
+		if running, err := st.ExportProgress(ctx, e.ID, first, 0.9); running || !errors.Is(err, store.ErrStaleRun) {
+			t.Errorf("%s: the first run's progress: running %v, %v; want ErrStaleRun", when, running, err)
+		}
+		if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
+			t.Errorf("%s: the first run's finish: %v, want ErrStaleRun", when, err)
+		}
+	}
+
+	stale("while the second runs")
+	got, err := st.ExportByID(ctx, e.ID)
+	if err != nil || got.Status != store.JobRunning || got.Progress != 0 || got.ErrorCode != nil || got.BlobKey != nil {
+		t.Fatalf("after the first run's writes: %+v %v; want the second run's export untouched", got, err)
+	}
+	if running, err := st.ExportProgress(ctx, e.ID, second, 0.5); !running || err != nil {
+		t.Fatalf("the second run's progress: running %v, %v", running, err)
+	}
+	done, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil)
+	if err != nil || done.Status != store.JobDone || *done.BlobKey != "exports/second" {
+		t.Fatalf("the second run's finish: %+v %v", done, err)
+	}
+
+	stale("once the second is done")
+	if got, _ := st.ExportByID(ctx, e.ID); got.Status != store.JobDone || *got.BlobKey != "exports/second" || got.ErrorCode != nil {
+		t.Fatalf("after the first run's late writes: %+v", got)
+	}
+}
+
+// A cancel, of the export or only of its batch, is told to the run that
+// holds the export; a stale run is told only that it is stale.
+func TestExportCancelReachesTheRunThatHoldsIt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cancel func(st *store.Store, e *store.Export) error
+	}{
+		{"export", func(st *store.Store, e *store.Export) error {
+			_, _, err := st.CancelExport(context.Background(), e.ID)
+			return err
+		}},
+		{"batch", func(st *store.Store, e *store.Export) error {
+			_, _, err := st.CancelBatch(context.Background(), *e.BatchID)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := testenv.New(t)
+			ctx := context.Background()
+			e, first, second := startedExport(t, env)
+			st := env.Store
+			if err := c.cancel(st, e); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
+				t.Errorf("the first run's finish: %v, want ErrStaleRun", err)
+			}
+			if running, err := st.ExportProgress(ctx, e.ID, second, 0.5); running || err != nil {
+				t.Errorf("the second run's progress: running %v, %v; want canceled", running, err)
+			}
+			if _, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the second run's finish: %v, want ErrNotFound", err)
+			}
+			if _, err := st.FailExport(ctx, e.ID, second, store.JobQueued, "interrupted", "x", nil); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the second run's failure: %v, want ErrNotFound", err)
+			}
+			if got, _ := st.ExportByID(ctx, e.ID); got.Status != store.JobCanceled || got.BlobKey != nil {
+				t.Errorf("export %s, file %v; want canceled without a file", got.Status, got.BlobKey)
+			}
+		})
+	}
+}
