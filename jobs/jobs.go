@@ -9,6 +9,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,9 @@ func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store
 	}
 	var done []uuid.UUID
 	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
+		if tasks.IsTaken(err) {
+			err = d.taken(ctx, jobs[i], ts[i])
+		}
 		if err != nil {
 			log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
 			continue
@@ -90,6 +94,31 @@ func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store
 		log.Warn("mark enqueued", "err", err)
 	}
 	return len(done)
+}
+
+// taken settles an enqueue of j that found its TaskID taken. Usually the
+// task is j's own, enqueued before (at-least-once callers enqueue again
+// freely). But two jobs can share a TaskID (an edit applied again over its
+// latest version), and an archived task of the earlier job would hold it
+// for good: j would never run, and reconciling j would run the earlier
+// job's task again. Such a task, finished with, makes room for j's.
+func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) error {
+	info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
+	if errors.Is(err, asynq.ErrTaskNotFound) {
+		return tasks.Enqueue(ctx, d.Queue, t) // gone meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	var owner tasks.Job
+	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID ||
+		(info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
+		return nil
+	}
+	if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return err
+	}
+	return tasks.Enqueue(ctx, d.Queue, t)
 }
 
 // firstOfEachBatch keeps the first window jobs of every batch (all when

@@ -212,3 +212,63 @@ func TestArchivedChainFlushRunsAgain(t *testing.T) {
 		t.Fatalf("the archived flush is %v after asking for a flush, want pending", s)
 	}
 }
+
+// Two jobs can share a TaskID: an edit applied again over its latest
+// version renders it again as a new job. When the first job's task failed
+// for good, its archived task must make room for the second's, or the
+// second would never run and reconciling it would run the first again.
+func TestAJobSharingAnArchivedTasksIDRuns(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	edit, asset := uuid.New(), uuid.New()
+	job := func() store.Job {
+		t.Helper()
+		j := jobs.Row(tasks.EditPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: h.project}, AssetID: asset, EditID: edit}, nil, nil)
+		if err := h.env.Store.RecordJobs(ctx, []store.Job{j}); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	owner := func(j store.Job) (uuid.UUID, asynq.TaskState) {
+		t.Helper()
+		info, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := tasks.Decode[tasks.EditPayload](asynq.NewTask(info.Type, info.Payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.JobID, info.State
+	}
+
+	first := job()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{first})
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{first}); n != 1 {
+		t.Fatalf("enqueueing a job again: %d arrived, want 1", n)
+	}
+	if id, _ := owner(first); id != first.ID {
+		t.Fatalf("enqueueing a job again replaced its task: job %s, want %s", id, first.ID)
+	}
+	if err := h.inspector.ArchiveTask(first.Queue, first.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	h.env.FailJob(t, first.ID, 4, "corrupt_image")
+
+	second := job()
+	if second.TaskID != first.TaskID {
+		t.Fatalf("TaskIDs %s and %s, want one shared", first.TaskID, second.TaskID)
+	}
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{second}); n != 1 {
+		t.Fatalf("%d arrived, want 1", n)
+	}
+	if id, state := owner(second); id != second.ID || state != asynq.TaskStatePending {
+		t.Fatalf("the TaskID holds job %s's task, %v; want the second job's, pending", id, state)
+	}
+	if _, err := h.d.Reconcile(ctx, slog.Default(), h.live()); err != nil {
+		t.Fatal(err)
+	}
+	if id, state := owner(second); id != second.ID || state != asynq.TaskStatePending {
+		t.Fatalf("after reconciling, the TaskID holds job %s's task, %v; want the second job's, pending", id, state)
+	}
+}

@@ -12,9 +12,9 @@ import (
 // hide Redis round trips, few enough not to crowd the connection pool.
 const enqueueConcurrency = 8
 
-// EnqueueAll enqueues ts in parallel and returns one error per task, nil
-// when the task is in the queue: enqueued now, or already there under its
-// TaskID (at-least-once callers enqueue again freely).
+// EnqueueAll enqueues ts in parallel and returns one error per task: nil
+// when enqueued now, asynq.ErrTaskIDConflict when a task with its TaskID
+// is there already (see IsTaken), another error when it is not in the queue.
 func EnqueueAll(ctx context.Context, c *asynq.Client, ts []*asynq.Task, opts ...asynq.Option) []error {
 	errs := make([]error, len(ts))
 	next := make(chan int)
@@ -24,7 +24,7 @@ func EnqueueAll(ctx context.Context, c *asynq.Client, ts []*asynq.Task, opts ...
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				errs[i] = Enqueue(ctx, c, ts[i], opts...)
+				_, errs[i] = c.EnqueueContext(ctx, ts[i], opts...)
 			}
 		}()
 	}
@@ -39,8 +39,14 @@ func EnqueueAll(ctx context.Context, c *asynq.Client, ts []*asynq.Task, opts ...
 // Enqueue enqueues t; a task already waiting under the same TaskID is success.
 func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task, opts ...asynq.Option) error {
 	_, err := c.EnqueueContext(ctx, t, opts...)
-	if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
+	if IsTaken(err) {
 		return nil
 	}
 	return err
+}
+
+// IsTaken reports whether err says a task with the same TaskID is in the
+// queue already, in whatever state.
+func IsTaken(err error) bool {
+	return errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask)
 }
