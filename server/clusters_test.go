@@ -48,7 +48,7 @@ func TestReviewingAClusterSurvivesLaterRuns(t *testing.T) {
 	pid := uuid.MustParse(project)
 	run := func(n int64, cs ...store.NewCluster) reviewedClusterJSON {
 		t.Helper()
-		if _, err := a.env.Store.ReplaceClusters(context.Background(), pid, n, cs, nil); err != nil {
+		if _, _, err := a.env.Store.ReplaceClusters(context.Background(), pid, n, cs, nil); err != nil {
 			t.Fatal(err)
 		}
 		r := a.do("GET", "/v1/projects/"+project+"/clusters?kind=duplicate_group", key, nil)

@@ -93,7 +93,7 @@ func TestClustersAndStats(t *testing.T) {
 	ids := processed(t, a, key, project, []string{"Canon", "Canon"}, [][]float32{{1, 0}, {0, 1}})
 	pid := uuid.MustParse(project)
 	signals := json.RawMessage(`{"sharpness":1}`)
-	moved, err := a.env.Store.ReplaceClusters(context.Background(), pid, 1, []store.NewCluster{{
+	moved, _, err := a.env.Store.ReplaceClusters(context.Background(), pid, 1, []store.NewCluster{{
 		Kind: "burst", Title: "Burst of 2", Score: 0.9, Winner: ids[1], WhyWinner: []string{"sharpest"},
 		Members: []store.ClusterMember{{AssetID: ids[1], Rank: 1, Role: "winner", Signals: signals}, {AssetID: ids[0], Rank: 2, Role: "alt", Signals: signals}},
 	}}, ids)

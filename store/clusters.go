@@ -122,12 +122,28 @@ type ClusterMember struct {
 	Signals json.RawMessage `db:"signals" json:"signals"`
 }
 
-// ReplaceClusters swaps a project's clusters for cs in one transaction and
-// moves the search-ready assets among ready to 'ai'. It returns how many
-// assets moved. Reviews of the old groups carry over (see carryReviews).
-func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int64, cs []NewCluster, ready []uuid.UUID) (int, error) {
+// ReplaceClusters swaps a project's clusters for cs, the groups of cluster
+// run, in one transaction and moves the search-ready assets among ready to
+// 'ai'. It returns how many assets moved, and false, changing nothing, when
+// run is not newer than the last run stored: runs of a project may overlap,
+// and an older one may finish last. Reviews of the old groups carry over
+// (see carryReviews).
+func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int64, cs []NewCluster, ready []uuid.UUID) (int, bool, error) {
 	var moved int
+	var stored bool
 	err := s.WithTx(ctx, func(tx *Store) error {
+		// Recording the run first locks the project's row, so runs that
+		// finish together store one after the other, each seeing the
+		// other's groups. A project without a row yet gets one.
+		res, err := tx.db.ExecContext(ctx, `
+			INSERT INTO cluster_runs AS c (project_id, run, done_run, finished_at) VALUES ($1, $2, $2, now())
+			ON CONFLICT (project_id) DO UPDATE SET done_run = $2, finished_at = now() WHERE c.done_run < $2`, project, run)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
 		var reviewed []reviewedCluster
 		if err := tx.db.SelectContext(ctx, &reviewed, `
 			SELECT c.id, c.kind, c.title, c.reviewed, c.manual_title, c.manual_winner, c.manual_overrides, c.winner_asset_id,
@@ -148,16 +164,18 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 		for i, id := range ready {
 			ids[i] = id.String()
 		}
-		res, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'ai', updated_at = now() WHERE id = ANY($1) AND status = 'search'`, pq.Array(ids))
+		res, err = tx.db.ExecContext(ctx, `UPDATE assets SET status = 'ai', updated_at = now() WHERE id = ANY($1) AND status = 'search'`, pq.Array(ids))
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
-		moved = int(n)
-		_, err = tx.db.ExecContext(ctx, `UPDATE cluster_runs SET finished_at = now(), done_run = $2 WHERE project_id = $1 AND done_run < $2`, project, run)
-		return err
+		moved, stored = int(n), true
+		return nil
 	})
-	return moved, err
+	if err != nil {
+		return 0, false, err
+	}
+	return moved, stored, nil
 }
 
 // insertClusters writes cs and their members in two statements, however

@@ -4,12 +4,40 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"lightbox/internal/testenv"
 	"lightbox/store"
 )
 
 var errStop = errors.New("stop")
+
+// writer is the process id of the one session writing to table.
+func writer(env *testenv.Env, table string) (int, error) {
+	var pid int
+	err := env.DB.Get(&pid, `SELECT pid FROM pg_locks
+		WHERE locktype = 'relation' AND relation = $1::regclass AND mode = 'RowExclusiveLock' AND granted`, table)
+	return pid, err
+}
+
+// waitForWaiter waits until a session waits for a lock that session holder
+// holds.
+func waitForWaiter(env *testenv.Env, holder int) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var waiting int
+		if err := env.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder); err != nil {
+			return err
+		}
+		if waiting > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no session ever waited for the lock holder")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // exists reports whether a user with email is visible outside any transaction.
 func exists(t *testing.T, st *store.Store, email string) bool {

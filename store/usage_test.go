@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"lightbox/internal/testenv"
 	"lightbox/store"
@@ -94,28 +93,14 @@ func TestBytesQuotaHoldsBetweenConcurrentDownloads(t *testing.T) {
 			return err
 		}
 		// This transaction is the only writer to the test's assets table.
-		var holder int
-		if err := env.DB.Get(&holder, `SELECT pid FROM pg_locks
-			WHERE locktype = 'relation' AND relation = 'assets'::regclass AND mode = 'RowExclusiveLock' AND granted`); err != nil {
+		holder, err := writer(env, "assets")
+		if err != nil {
 			return err
 		}
 		go func() {
 			second <- env.Store.RecordDownload(ctx, owner, items[1].AssetID, sha, 100, "image/jpeg", store.Limits{})
 		}()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			var waiting int
-			if err := env.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder); err != nil {
-				return err
-			}
-			if waiting > 0 {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the second download never waited for the first")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return waitForWaiter(env, holder)
 	})
 	if err != nil {
 		t.Fatal(err)

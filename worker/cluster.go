@@ -48,9 +48,14 @@ func (w *Worker) clusterProject(ctx context.Context, t *asynq.Task) error {
 			rows[i].Members = append(rows[i].Members, store.ClusterMember{AssetID: m.ID, Rank: m.Rank, Role: m.Role, Signals: signals})
 		}
 	}
-	moved, err := w.st.ReplaceClusters(ctx, p.ProjectID, p.Run, rows, ready)
+	moved, stored, err := w.st.ReplaceClusters(ctx, p.ProjectID, p.Run, rows, ready)
 	if err != nil {
 		return err
+	}
+	if !stored {
+		// A newer run stored its groups first; these are older.
+		w.log.Info("cluster run superseded; nothing stored", "project", p.ProjectID, "run", p.Run)
+		return nil
 	}
 	w.publish(ctx, events.ClusterUpdated, p.ProjectID, uuid.Nil, map[string]any{"run": p.Run, "groups": len(groups), "aiReady": moved})
 	w.log.Info("project clustered", "project", p.ProjectID, "run", p.Run, "photos", len(photos), "groups", len(groups), "aiReady", moved)

@@ -1,0 +1,152 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/store"
+)
+
+// startClusterRun schedules and starts the project's next cluster run, as
+// the worker does, and returns its number.
+func startClusterRun(t *testing.T, st *store.Store, project uuid.UUID) int64 {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.ScheduleCluster(ctx, project, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkClusterEnqueued(ctx, project, r.Run); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.StartClusterRun(ctx, project, r.Run); !ok || err != nil {
+		t.Fatalf("run %d did not start: %v", r.Run, err)
+	}
+	return r.Run
+}
+
+// moment is one group of member, titled title.
+func moment(title string, member uuid.UUID) []store.NewCluster {
+	now := time.Now()
+	return []store.NewCluster{{Kind: "moment", Title: title, Start: &now, End: &now, Winner: member,
+		Members: []store.ClusterMember{{AssetID: member, Rank: 1, Role: "winner", Signals: json.RawMessage(`{}`)}}}}
+}
+
+func clusterTitles(t *testing.T, st *store.Store, project uuid.UUID) []string {
+	t.Helper()
+	page, err := st.Clusters(context.Background(), project, "", nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, c := range page.Items {
+		titles = append(titles, c.Title)
+	}
+	return titles
+}
+
+// Run 2 starts while run 1 still computes, and finishes first: run 1's
+// older groups must not replace run 2's, nor move its assets.
+func TestStaleClusterRunChangesNothing(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	res := env.Finalize(t, owner, project, nil, testenv.Files(2)...)
+	first, second := res.Assets[0].AssetID, res.Assets[1].AssetID
+	if _, err := env.DB.Exec(`UPDATE assets SET status = 'search' WHERE id = $1`, second); err != nil {
+		t.Fatal(err)
+	}
+	st := env.Store
+	one := startClusterRun(t, st, project)
+	two := startClusterRun(t, st, project)
+
+	if _, stored, err := st.ReplaceClusters(ctx, project, two, moment("run 2", first), nil); !stored || err != nil {
+		t.Fatalf("run 2: stored %v, %v", stored, err)
+	}
+	moved, stored, err := st.ReplaceClusters(ctx, project, one, moment("run 1", second), []uuid.UUID{second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored || moved != 0 {
+		t.Errorf("stale run 1: stored %v, moved %d; want nothing", stored, moved)
+	}
+	if titles := clusterTitles(t, st, project); len(titles) != 1 || titles[0] != "run 2" {
+		t.Errorf("clusters %q, want run 2's only", titles)
+	}
+	if s := env.AssetStatus(t, second); s != "search" {
+		t.Errorf("stale run 1 moved an asset to %s", s)
+	}
+	// Nor does a repeat of run 2.
+	if _, stored, _ := st.ReplaceClusters(ctx, project, two, moment("run 2 again", first), nil); stored {
+		t.Error("run 2 stored twice")
+	}
+}
+
+// Two runs of a project store their groups at the same time: the second
+// waits for the first, then replaces its groups if newer and changes
+// nothing if older. Either way one run's groups remain.
+func TestConcurrentClusterRunsLeaveOneRunsGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		firstIsNewer     bool
+		wantRemaining    string
+		wantSecondStored bool
+	}{
+		{"older first", false, "second", true},
+		{"newer first", true, "first", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testenv.New(t)
+			ctx := context.Background()
+			owner, project := env.Project(t)
+			res := env.Finalize(t, owner, project, nil, testenv.Files(1)...)
+			member := res.Assets[0].AssetID
+			st := env.Store
+			if _, _, err := st.ReplaceClusters(ctx, project, startClusterRun(t, st, project), moment("old", member), nil); err != nil {
+				t.Fatal(err)
+			}
+			older, newer := startClusterRun(t, st, project), startClusterRun(t, st, project)
+			firstRun, secondRun := older, newer
+			if tc.firstIsNewer {
+				firstRun, secondRun = newer, older
+			}
+
+			type result struct {
+				stored bool
+				err    error
+			}
+			second := make(chan result, 1)
+			err := st.WithTx(ctx, func(tx *store.Store) error {
+				if _, stored, err := tx.ReplaceClusters(ctx, project, firstRun, moment("first", member), nil); !stored || err != nil {
+					return errors.Join(errors.New("the first run stored nothing"), err)
+				}
+				// This transaction is the only writer to the test's clusters.
+				holder, err := writer(env, "clusters")
+				if err != nil {
+					return err
+				}
+				go func() {
+					_, stored, err := st.ReplaceClusters(ctx, project, secondRun, moment("second", member), nil)
+					second <- result{stored, err}
+				}()
+				return waitForWaiter(env, holder)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := <-second
+			if r.err != nil || r.stored != tc.wantSecondStored {
+				t.Errorf("second run: stored %v, %v; want stored %v", r.stored, r.err, tc.wantSecondStored)
+			}
+			if titles := clusterTitles(t, st, project); len(titles) != 1 || titles[0] != tc.wantRemaining {
+				t.Errorf("clusters %q, want the %s run's only", titles, tc.wantRemaining)
+			}
+		})
+	}
+}
