@@ -55,30 +55,17 @@ func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []sto
 			continue
 		}
 		r.Checked++
-		info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
+		state, gone, lostQueue, err := d.revive(j.Queue, j.TaskID)
 		switch {
-		case errors.Is(err, asynq.ErrQueueNotFound):
-			lostQueues = true
-			missing = append(missing, j)
-			continue
-		case errors.Is(err, asynq.ErrTaskNotFound):
-			missing = append(missing, j)
-			continue
 		case err != nil:
-			return r, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
-		}
-		switch info.State {
-		case asynq.TaskStateArchived:
-			err := d.Inspector.RunTask(j.Queue, j.TaskID)
-			if errors.Is(err, asynq.ErrTaskNotFound) {
-				missing = append(missing, j)
-			} else if err != nil {
-				return r, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
-			} else {
-				log.Info("sweep runs again a task archived while its job was live", "job", j.ID, "task", j.TaskID)
-				r.Rerun++
-			}
-		case asynq.TaskStateCompleted:
+			return r, err
+		case gone:
+			lostQueues = lostQueues || lostQueue
+			missing = append(missing, j)
+		case state == asynq.TaskStateArchived:
+			log.Info("sweep runs again a task archived while its job was live", "job", j.ID, "task", j.TaskID)
+			r.Rerun++
+		case state == asynq.TaskStateCompleted:
 			job, batch, err := d.Store.JobFinished(ctx, j.ID, store.JobDone, "", "")
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return r, err
@@ -98,12 +85,10 @@ func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []sto
 	if err := d.Store.MarkNotEnqueued(ctx, ids); err != nil {
 		return r, err
 	}
-	if lostQueues && d.Redis != nil {
-		// A new client announces each queue again as it enqueues.
-		fresh := *d
-		fresh.Queue = asynq.NewClient(d.Redis)
-		defer fresh.Queue.Close()
-		d = &fresh
+	if lostQueues {
+		fresh, done := d.announcing()
+		defer done()
+		d = fresh
 	}
 	var lone []store.Job
 	batches := map[uuid.UUID]bool{}
@@ -119,6 +104,43 @@ func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []sto
 		r.Enqueued += d.Release(ctx, log, b)
 	}
 	return r, nil
+}
+
+// revive looks up a task a row says Asynq holds and runs it again when it
+// is archived. It returns the state the task was in; gone when Redis no
+// longer holds it, with lostQueue when Redis lost the queue's name too.
+func (d *Dispatcher) revive(queue, taskID string) (state asynq.TaskState, gone, lostQueue bool, err error) {
+	info, err := d.Inspector.GetTaskInfo(queue, taskID)
+	switch {
+	case errors.Is(err, asynq.ErrQueueNotFound):
+		return 0, true, true, nil
+	case errors.Is(err, asynq.ErrTaskNotFound):
+		return 0, true, false, nil
+	case err != nil:
+		return 0, false, false, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+	}
+	if info.State == asynq.TaskStateArchived {
+		err = d.Inspector.RunTask(queue, taskID)
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound):
+			return 0, true, false, nil
+		case err != nil:
+			return 0, false, false, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+		}
+	}
+	return info.State, false, false, nil
+}
+
+// announcing is d enqueueing through a new client, for after Redis lost
+// queues: a new client announces each queue again as it enqueues. done
+// closes the client.
+func (d *Dispatcher) announcing() (fresh *Dispatcher, done func()) {
+	if d.Redis == nil {
+		return d, func() {}
+	}
+	c := *d
+	c.Queue = asynq.NewClient(d.Redis)
+	return &c, func() { c.Queue.Close() }
 }
 
 // Release tops a batch's jobs in the queue back up to Window, oldest
