@@ -50,6 +50,16 @@ func (s *Store) UnenqueuedClusterRuns(ctx context.Context, cutoff time.Time) ([]
 	return runs, err
 }
 
+// OverdueClusterRuns are at most limit enqueued runs, oldest first, that
+// should have started before cutoff but have not: their task may be lost,
+// and while a run waits every later request joins it.
+func (s *Store) OverdueClusterRuns(ctx context.Context, cutoff time.Time, limit int) ([]ClusterRun, error) {
+	var runs []ClusterRun
+	err := s.db.SelectContext(ctx, &runs, `SELECT project_id, run, scheduled_for, false AS new FROM cluster_runs
+		WHERE scheduled_for < $1 AND enqueued_at IS NOT NULL ORDER BY scheduled_for, project_id LIMIT $2`, cutoff, limit)
+	return runs, err
+}
+
 // StartClusterRun claims run of project. It reports false when the run is
 // stale (a later one is scheduled) or already finished, so that task should
 // do nothing. A retry of a run that failed midway claims it again.

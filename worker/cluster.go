@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -95,13 +94,5 @@ func (w *Worker) scheduleCluster(ctx context.Context, project uuid.UUID) error {
 	if err != nil || !run.New {
 		return err
 	}
-	return w.enqueueClusterRun(ctx, *run)
-}
-
-func (w *Worker) enqueueClusterRun(ctx context.Context, run store.ClusterRun) error {
-	t := tasks.NewTask(tasks.ClusterPayload{ProjectID: run.ProjectID, Run: run.Run})
-	if err := tasks.Enqueue(ctx, w.queue, t, asynq.ProcessIn(max(0, time.Until(run.ScheduledFor)))); err != nil {
-		return err
-	}
-	return w.st.MarkClusterEnqueued(ctx, run.ProjectID, run.Run)
+	return w.jobs.EnqueueClusterRun(ctx, *run)
 }

@@ -19,16 +19,16 @@ const (
 	sweepBatch      = 500
 	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
 	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
+	overdueAfter    = 2 * time.Minute  // a cluster run due this long ago should have started
 	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
 	discardedURLOK  = 5 * time.Minute  // a storage server's clock may run behind ours
 )
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
-// jobs committed but never enqueued, jobs whose task Redis lost or an
-// outage archived, cluster runs scheduled but never enqueued, attestations
-// stuck in signing or never flushed, uploads never finalized, originals
-// discarded at finalize that a late PUT brought back, and expired export
-// files.
+// jobs and cluster runs committed but never enqueued, or whose task Redis
+// lost or an outage archived, attestations stuck in signing or never
+// flushed, uploads never finalized, originals discarded at finalize that a
+// late PUT brought back, and expired export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -42,10 +42,19 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
 	}
 
+	// Cluster runs have no job row: those overdue are compared with Asynq
+	// on their own.
+	overdue, err := w.st.OverdueClusterRuns(ctx, now.Add(-overdueAfter), sweepBatch)
+	errs = append(errs, err)
+	n, err := w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
+	errs = append(errs, err)
+	if n > 0 {
+		w.log.Info("sweep put lost cluster runs back", "checked", len(overdue), "count", n)
+	}
 	runs, err := w.st.UnenqueuedClusterRuns(ctx, now.Add(-unenqueuedAfter))
 	errs = append(errs, err)
 	for _, r := range runs {
-		errs = append(errs, w.enqueueClusterRun(ctx, r))
+		errs = append(errs, w.jobs.EnqueueClusterRun(ctx, r))
 	}
 
 	// A flusher that died mid-batch leaves items in signing; after a while

@@ -237,3 +237,86 @@ func TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires(t *testing.T) {
 		t.Fatal("the original's bytes are gone")
 	}
 }
+
+// scheduleClusterRun schedules a cluster run of project that was due a
+// minute ago and lets the sweep enqueue it, and returns its task's id.
+func (h *harness) scheduleClusterRun(project uuid.UUID) string {
+	h.t.Helper()
+	run, err := h.env.Store.ScheduleCluster(context.Background(), project, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '1 minute' WHERE project_id = $1`, project)
+	h.sweep()
+	id := tasks.ClusterPayload{ProjectID: project, Run: run.Run}.TaskID()
+	if _, err := h.in.GetTaskInfo("low", id); err != nil {
+		h.t.Fatalf("cluster run of %s not enqueued: %v", project, err)
+	}
+	return id
+}
+
+// TestSweepPutsBackClusterRunsRedisLostOrAnOutageArchived: a waiting
+// cluster run absorbs every later request of its project, so a task Redis
+// lost, or one archived when its start failed through every retry, would
+// keep the project from clustering again.
+func TestSweepPutsBackClusterRunsRedisLostOrAnOutageArchived(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	lost, archived := h.project(), h.project()
+	lostID, archivedID := h.scheduleClusterRun(lost), h.scheduleClusterRun(archived)
+	if err := h.in.DeleteTask("low", lostID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.ArchiveTask("low", archivedID); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := h.env.Store.ScheduleCluster(ctx, lost, 0); run.New {
+		t.Fatal("setup: a new request does not join the waiting run")
+	}
+
+	// A run due a minute ago may still be about to start.
+	h.sweep()
+	if _, err := h.in.GetTaskInfo("low", lostID); err == nil {
+		t.Fatal("a recently due cluster run was enqueued again")
+	}
+	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '3 minutes'`)
+	h.sweep()
+	for _, id := range []string{lostID, archivedID} {
+		info, err := h.in.GetTaskInfo("low", id)
+		if err != nil || info.State != asynq.TaskStatePending {
+			t.Fatalf("cluster run %s not put back: %v %v", id, info, err)
+		}
+	}
+	h.sweep()
+	if q, _ := h.in.GetQueueInfo("low"); q.Size != 2 {
+		t.Fatalf("low queue has %d tasks after another sweep, want 2", q.Size)
+	}
+
+	// The run put back runs, and the project's next request schedules anew.
+	info, _ := h.in.GetTaskInfo("low", lostID)
+	if err := h.w.Handler().ProcessTask(ctx, asynq.NewTask(info.Type, info.Payload)); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.count(`SELECT count(*) FROM cluster_runs WHERE project_id = $1 AND done_run = run AND scheduled_for IS NULL`, lost); n != 1 {
+		t.Fatal("the run put back did not run")
+	}
+	if run, _ := h.env.Store.ScheduleCluster(ctx, lost, 0); !run.New || run.Run != 2 {
+		t.Fatalf("the next request: %+v, want a new run 2", run)
+	}
+}
+
+func TestSweepPutsBackClusterRunsAfterRedisLosesEverything(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	id := h.scheduleClusterRun(h.project())
+	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '3 minutes'`)
+	h.sweep()
+	// The Inspector finds it only if the sweep announced the queue again.
+	if _, err := h.in.GetTaskInfo("low", id); err != nil {
+		t.Fatalf("cluster run not put back: %v", err)
+	}
+}
