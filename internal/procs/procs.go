@@ -10,6 +10,7 @@ package procs
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -66,15 +67,43 @@ func Binary(t testing.TB, name string) string {
 	return filepath.Join(build.dir, name)
 }
 
-// FreeAddr is a loopback host:port nothing listens on right now.
+// FreeAddr is a loopback host:port nothing listens on right now, for a
+// process to listen on. The port comes from below the kernel's ephemeral
+// range: one from inside it, free when checked, may be taken as the local
+// port of any outgoing connection (the process's own to Redis, say) before
+// the process binds it.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	const lowest = 10000
+	top := ephemeralStart()
+	for range 1000 {
+		addr := "127.0.0.1:0"
+		if top > lowest {
+			addr = fmt.Sprintf("127.0.0.1:%d", lowest+rand.IntN(top-lowest))
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: another one
+		}
+		ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range, or 0
+// when it cannot be read.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 0
+	}
+	return lo
 }
 
 // Proc is one running (or stopped) process.
