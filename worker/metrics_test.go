@@ -1,23 +1,17 @@
 package worker_test
 
 import (
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"lightbox/internal/procs"
 	"lightbox/internal/testenv"
 )
 
 func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
 	t.Parallel()
-	// A free loopback port for METRICS_ADDR.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := procs.FreeAddr(t)
 	const token = "worker-metrics-token-0123"
 	h := newHarness(t, map[string]string{"METRICS_ADDR": addr, "METRICS_TOKEN": token, "CLUSTER_DELAY": "1h"})
 	project := h.project()
