@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,20 +23,25 @@ import (
 
 // decodeJSON reads the body into dst strictly: a body that is not labelled
 // JSON is unsupported_media_type; unknown fields, trailing data and
-// malformed JSON are invalid_json; a value of the wrong type is
-// validation_failed naming the field.
+// malformed JSON are invalid_json; a value of the wrong type, and text
+// holding the NUL character, are validation_failed naming the field.
 func decodeJSON(c *gin.Context, dst any) error {
 	ct := c.GetHeader("Content-Type")
 	if !isJSON(ct) && (ct != "" || c.Request.ContentLength != 0) {
 		return apiError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as JSON, with Content-Type: application/json.")
 	}
-	dec := json.NewDecoder(c.Request.Body)
+	// raw keeps what the decoder read, to find the field a problem is in.
+	var raw bytes.Buffer
+	dec := json.NewDecoder(io.TeeReader(c.Request.Body, &raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
 	if err == nil && dec.More() {
 		err = errors.New("unexpected data after the JSON value")
 	}
 	if err == nil {
+		if field, ok := nulField(raw.Bytes()); ok {
+			return fieldError(field, "must not contain the NUL character (\\u0000)")
+		}
 		return nil
 	}
 	var (
@@ -67,6 +75,63 @@ func decodeJSON(c *gin.Context, dst any) error {
 		}
 		return apiError(http.StatusBadRequest, "invalid_json", "The body cannot be read as JSON.")
 	}
+}
+
+// nulField names the first string or object key of the JSON value at the
+// start of raw that holds the NUL character: Postgres stores it neither in
+// text nor in jsonb. Only a body with the \u0000 escape is walked.
+func nulField(raw []byte) (string, bool) {
+	if !bytes.Contains(raw, []byte(`\u0000`)) {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return "", false
+	}
+	return nulIn(v, "")
+}
+
+func nulIn(v any, path string) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return path, strings.ContainsRune(v, 0)
+	case []any:
+		for i, e := range v {
+			if p, ok := nulIn(e, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if strings.ContainsRune(k, 0) {
+				return path, true
+			}
+			if p, ok := nulIn(v[k], fieldPath(path, k)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// fieldPath is the path of member name of the object at path, as answers
+// name fields ("filters.camera"); the body itself is at "".
+func fieldPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// fieldError is validation_failed naming one field and its problem.
+func fieldError(field, problem string) *Error {
+	if field == "" {
+		field = "(body)"
+	}
+	return apiError(http.StatusBadRequest, "validation_failed", "%s %s.", field, problem).
+		with("fields", map[string]string{field: problem})
 }
 
 // isJSON reports whether a Content-Type names JSON (application/json or a

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+// inputFixture is one user's project with two processed photos, a
+// duplicate group of them, and a gallery showing the first with a viewer
+// token: something for every route that takes text to reach.
+type inputFixture struct {
+	key, project, slug, viewer, cluster string
+	assets                              []uuid.UUID
+}
+
+func newInputFixture(t *testing.T, a *app) inputFixture {
+	t.Helper()
+	f := inputFixture{key: a.user("ana@example.org", false)}
+	f.project = a.newProject(f.key)
+	f.assets = processed(t, a, f.key, f.project, []string{"Canon", "Nikon"}, [][]float32{{1, 0}, {0, 1}})
+	if _, err := a.env.Store.ReplaceClusters(context.Background(), uuid.MustParse(f.project), 1,
+		[]store.NewCluster{group("Duplicates", f.assets...)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do("GET", "/v1/projects/"+f.project+"/clusters?kind=duplicate_group", f.key, nil)
+	expect(t, r, 200, "")
+	f.cluster = r.json(t)["items"].([]any)[0].(map[string]any)["id"].(string)
+	f.slug = a.newGallery(f.key, f.project, map[string]any{"title": "W", "assetIds": []uuid.UUID{f.assets[0]}})["slug"].(string)
+	f.viewer = a.viewerToken(f.slug, "")
+	return f
+}
+
+// expectField checks r is 400 validation_failed naming field, and, when
+// problem is given, with that problem in the fields and the message.
+func expectField(t *testing.T, what string, r reply, field, problem string) {
+	t.Helper()
+	if r.status != 400 || r.json(t)["code"] != "validation_failed" {
+		t.Errorf("%s: %d %s, want 400 validation_failed", what, r.status, r.body)
+		return
+	}
+	got := fields(t, r)
+	if _, ok := got[field]; !ok || len(got) != 1 {
+		t.Errorf("%s: fields %v, want %s named", what, got, field)
+		return
+	}
+	if problem != "" {
+		if msg := r.json(t)["message"]; got[field] != problem || msg != field+" "+problem+"." {
+			t.Errorf("%s: %s %q (message %q), want %q", what, field, got[field], msg, problem)
+		}
+	}
+}
+
+// Postgres stores neither text nor jsonb with the NUL character, which
+// JSON can carry as \u0000: every route refuses it, naming the field.
+func TestTextWithNULIsRefused(t *testing.T) {
+	a := newApp(t)
+	f := newInputFixture(t, a)
+	asset, cull := "/v1/assets/"+f.assets[0].String(), "/v1/projects/"+f.project+"/cull:applyAction"
+	search := "/v1/projects/" + f.project + "/search"
+	for _, c := range []struct {
+		method, path, key, body, field string
+	}{
+		{"POST", "/v1/projects", f.key, `{"title": "a\u0000b"}`, "title"},
+		{"POST", "/v1/projects", f.key, `{"title": "t", "description": "a\u0000b"}`, "description"},
+		{"PATCH", "/v1/projects/" + f.project, f.key, `{"description": "a\u0000b"}`, "description"},
+		{"POST", "/v1/projects/" + f.project + "/assets:prepareUpload", f.key,
+			`{"files": [{"filename": "a.jpg", "byteSize": 10}, {"filename": "b.jpg", "byteSize": 10, "clientFileId": "a\u0000b"}]}`, "files[1].clientFileId"},
+		{"PATCH", asset, f.key, `{"keywords": ["ok", "a\u0000b"]}`, "keywords[1]"},
+		{"PATCH", asset, f.key, `{"notes": "a\u0000b"}`, "notes"},
+		{"PATCH", asset, f.key, `{"iptc": {"headline": "a\u0000b"}}`, "iptc.headline"},
+		{"PATCH", asset, f.key, `{"iptc": {"a\u0000b": "x"}}`, "iptc"},
+		{"PATCH", asset, f.key, `{"flags": {"mine": {"why": ["a\u0000b"]}}}`, "flags.mine.why[0]"},
+		{"POST", asset + "/ratings", f.key, `{"notes": "a\u0000b"}`, "notes"},
+		{"POST", cull, f.key, `{"actions": [{"assetId": "` + f.assets[0].String() + `", "notes": "a\u0000b"}]}`, "actions[0].notes"},
+		{"POST", asset + "/edits", f.key, `{"name": "a\u0000b", "params": {}}`, "name"},
+		{"POST", "/v1/projects/" + f.project + "/galleries", f.key, `{"title": "a\u0000b"}`, "title"},
+		{"POST", "/v1/webhooks", f.key, `{"url": "http://example.org/", "events": ["asset.failed"], "secret": "0123456789abcdef\u0000"}`, "secret"},
+		{"PATCH", "/v1/clusters/" + f.cluster, f.key, `{"title": "a\u0000b"}`, "title"},
+		{"PATCH", "/v1/clusters/" + f.cluster, f.key, `{"manualOverrides": {"note": "a\u0000b"}}`, "manualOverrides.note"},
+		{"POST", search, f.key, `{"q": "a\u0000b"}`, "q"},
+		{"POST", search, f.key, `{"filters": {"camera": "a\u0000b"}}`, "filters.camera"},
+		{"POST", "/v1/share/" + f.slug + "/comment", f.viewer, `{"assetId": "` + f.assets[0].String() + `", "text": "a\u0000b"}`, "text"},
+	} {
+		expectField(t, c.method+" "+c.path+" "+c.body, a.do(c.method, c.path, c.key, c.body), c.field, "")
+	}
+
+	// A backslash before u0000 is text, not the NUL character.
+	r := a.do("POST", "/v1/projects", f.key, `{"title": "a\\u0000b"}`)
+	expect(t, r, 201, "")
+	if title := r.json(t)["title"]; title != `a\u0000b` {
+		t.Fatalf("title %q", title)
+	}
+}
