@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,11 +38,13 @@ func decodeJSON(c *gin.Context, dst any) error {
 	dec := json.NewDecoder(io.TeeReader(c.Request.Body, &raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
+	// The decoder reads ahead; value is the JSON value it decoded.
+	value := raw.Bytes()[:dec.InputOffset()]
 	if err == nil && dec.More() {
 		err = errors.New("unexpected data after the JSON value")
 	}
 	if err == nil {
-		if field, ok := nulField(raw.Bytes()); ok {
+		if field, ok := nulField(value); ok {
 			return fieldError(field, "must not contain the NUL character (\\u0000)")
 		}
 		return nil
@@ -59,12 +64,10 @@ func decodeJSON(c *gin.Context, dst any) error {
 	case errors.As(err, &syntax):
 		return apiError(http.StatusBadRequest, "invalid_json", "Malformed JSON at byte %d: %s.", syntax.Offset, syntax.Error()).with("offset", syntax.Offset)
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(body)"
+		if field, t := misfit(value, reflect.TypeOf(dst), ""); t != nil {
+			return fieldError(field, "must be "+jsonKind(t))
 		}
-		return apiError(http.StatusBadRequest, "validation_failed", "%s must be %s.", field, jsonKind(typ.Type.String())).
-			with("fields", map[string]string{field: "must be " + jsonKind(typ.Type.String())})
+		return fieldError(typ.Field, "must be "+jsonKind(typ.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return apiError(http.StatusBadRequest, "invalid_json", "Unknown field %q.", name).with("field", name)
@@ -73,13 +76,113 @@ func decodeJSON(c *gin.Context, dst any) error {
 		if errors.As(err, &fe) {
 			return fe
 		}
+		// Types that read themselves (UUIDs, times) fail without naming
+		// the field.
+		if field, t := misfit(value, reflect.TypeOf(dst), ""); t != nil {
+			return fieldError(field, "must be "+jsonKind(t))
+		}
 		return apiError(http.StatusBadRequest, "invalid_json", "The body cannot be read as JSON.")
 	}
 }
 
-// nulField names the first string or object key of the JSON value at the
-// start of raw that holds the NUL character: Postgres stores it neither in
-// text nor in jsonb. Only a body with the \u0000 escape is walked.
+// misfit finds the first value of the JSON value raw that does not decode
+// into its place in t, and names its path ("files[2].byteSize") and the
+// type wanted there; t is nil when none is found. The decoder's own errors
+// name no index, and none at all for the types that read themselves.
+func misfit(raw []byte, t reflect.Type, path string) (string, reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if o, ok := reflect.Zero(t).Interface().(interface{ valueType() reflect.Type }); ok {
+		return misfit(raw, o.valueType(), path)
+	}
+	if json.Unmarshal(raw, reflect.New(t).Interface()) == nil {
+		return "", nil
+	}
+	if p := reflect.PointerTo(t); p.Implements(jsonUnmarshaler) || p.Implements(textUnmarshaler) {
+		return path, t
+	}
+	var (
+		obj map[string]json.RawMessage
+		arr []json.RawMessage
+	)
+	switch t.Kind() {
+	case reflect.Struct:
+		if json.Unmarshal(raw, &obj) != nil {
+			return path, t
+		}
+		for _, f := range jsonFields(t) {
+			if v, ok := member(obj, f.Name); ok {
+				if field, ft := misfit(v, f.Type, fieldPath(path, f.Name)); ft != nil {
+					return field, ft
+				}
+			}
+		}
+	case reflect.Map:
+		if json.Unmarshal(raw, &obj) != nil {
+			return path, t
+		}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			if field, ft := misfit(obj[k], t.Elem(), fieldPath(path, k)); ft != nil {
+				return field, ft
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if json.Unmarshal(raw, &arr) != nil {
+			return path, t
+		}
+		for i, v := range arr {
+			if field, ft := misfit(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ft != nil {
+				return field, ft
+			}
+		}
+	default:
+		return path, t
+	}
+	return "", nil
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// jsonFields lists the fields the JSON decoder fills in struct type t,
+// each named as in JSON, those of embedded structs included.
+func jsonFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			out = append(out, jsonFields(f.Type)...)
+		case f.IsExported():
+			f.Name = cmp.Or(name, f.Name)
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// member is obj's value for a field name, which the decoder matches
+// regardless of case.
+func member(obj map[string]json.RawMessage, name string) (json.RawMessage, bool) {
+	if v, ok := obj[name]; ok {
+		return v, true
+	}
+	for k, v := range obj {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// nulField names the first string or object key of the JSON value raw
+// that holds the NUL character: Postgres stores it neither in text nor in
+// jsonb. Only a value with the \u0000 escape is walked.
 func nulField(raw []byte) (string, bool) {
 	if !bytes.Contains(raw, []byte(`\u0000`)) {
 		return "", false
@@ -142,16 +245,27 @@ func isJSON(contentType string) bool {
 	return err == nil && (t == "application/json" || strings.HasSuffix(t, "+json"))
 }
 
-// jsonKind names a Go type the way a JSON client thinks of it.
-func jsonKind(goType string) string {
-	switch {
-	case strings.Contains(goType, "string"), strings.Contains(goType, "Time"), strings.Contains(goType, "UUID"):
+// jsonKind names what a JSON client sends for a Go type.
+func jsonKind(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[uuid.UUID]():
+		return "a UUID"
+	case reflect.TypeFor[time.Time]():
+		return "a time in RFC 3339 form, such as 2024-05-01T14:30:00Z"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.String:
 		return "a string"
-	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case strings.Contains(goType, "bool"):
+	case reflect.Bool:
 		return "true or false"
-	case strings.HasPrefix(goType, "[]"):
+	case reflect.Slice, reflect.Array:
 		return "an array"
 	}
 	return "an object"
@@ -234,6 +348,9 @@ type optional[T any] struct {
 	Set   bool
 	Value *T
 }
+
+// valueType is T, for naming a value that does not decode as one.
+func (optional[T]) valueType() reflect.Type { return reflect.TypeFor[T]() }
 
 func (o *optional[T]) UnmarshalJSON(b []byte) error {
 	o.Set = true

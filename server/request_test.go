@@ -95,3 +95,38 @@ func TestTextWithNULIsRefused(t *testing.T) {
 		t.Fatalf("title %q", title)
 	}
 }
+
+// A value of the wrong type is named with its index and the kind it must
+// be, wherever it is, UUIDs and times included.
+func TestMisfitValuesAreNamed(t *testing.T) {
+	a := newApp(t)
+	f := newInputFixture(t, a)
+	asset, id := "/v1/assets/"+f.assets[0].String(), f.assets[0].String()
+	project := "/v1/projects/" + f.project
+	uuidProblem, timeProblem := "must be a UUID", "must be a time in RFC 3339 form, such as 2024-05-01T14:30:00Z"
+	for _, c := range []struct {
+		method, path, key, body, field, problem string
+	}{
+		{"PATCH", asset, f.key, `{"keywords": "a"}`, "keywords", "must be an array"},
+		{"PATCH", asset, f.key, `{"iptc": []}`, "iptc", "must be an object"},
+		{"PATCH", asset, f.key, `{"notes": ["a"]}`, "notes", "must be a string"},
+		{"POST", project + "/exports", f.key, `{"preset": "web", "assetIds": "` + id + `"}`, "assetIds", "must be an array"},
+		{"POST", project + "/search", f.key, `{"filters": {"readiness": "cull"}}`, "filters.readiness", "must be an array"},
+		{"POST", project + "/search", f.key, `{"filters": {"picked": "yes"}}`, "filters.picked", "must be true or false"},
+		{"POST", "/v1/webhooks", f.key, `{"url": "http://example.org/", "events": "batch.completed"}`, "events", "must be an array"},
+		{"POST", project + "/assets:prepareUpload", f.key, `{"files": [{"filename": "a.jpg", "byteSize": 1e9}]}`, "files[0].byteSize", "must be a whole number"},
+		{"POST", project + "/assets:prepareUpload", f.key,
+			`{"files": [{"filename": "a.jpg", "byteSize": 1}, {"filename": "b.jpg", "byteSize": 1.5}]}`, "files[1].byteSize", "must be a whole number"},
+		{"POST", project + "/assets:prepareUpload", f.key, `{"files": [{"filename": "a.jpg", "byteSize": 1, "capturedAt": "yesterday"}]}`, "files[0].capturedAt", timeProblem},
+		{"POST", project + "/assets:finalizeUpload", f.key, `{"assets": [{"assetId": "nope", "checksumSha256": "00"}]}`, "assets[0].assetId", uuidProblem},
+		{"POST", project + "/cull:applyAction", f.key, `{"actions": [{"assetId": "` + id + `"}, {"assetId": 7}]}`, "actions[1].assetId", uuidProblem},
+		{"POST", project + "/cull:applyAction", f.key, `{"actions": [{"assetId": "` + id + `", "rating": "five"}]}`, "actions[0].rating", "must be a whole number"},
+		{"POST", "/v1/clusters/" + f.cluster + "/winner", f.key, `{"winnerAssetId": "nope"}`, "winnerAssetId", uuidProblem},
+		{"POST", "/v1/auth/verify", "", `{"challengeId": "nope", "code": "123456"}`, "challengeId", uuidProblem},
+		{"POST", asset + "/edits", f.key, `{"name": "v2", "parentId": "nope", "params": {}}`, "parentId", uuidProblem},
+		{"POST", project + "/galleries", f.key, `{"title": "W", "expiresAt": "soon"}`, "expiresAt", timeProblem},
+		{"POST", "/v1/projects", f.key, `[]`, "(body)", "must be an object"},
+	} {
+		expectField(t, c.method+" "+c.path+" "+c.body, a.do(c.method, c.path, c.key, c.body), c.field, c.problem)
+	}
+}
