@@ -28,6 +28,10 @@ func (s *Server) idempotent(c *gin.Context) {
 			with("fields", map[string]string{"Idempotency-Key": "must be at most 255 characters"}))
 		return
 	}
+	if !isText(key) { // it is kept in Postgres as text
+		fail(c, fieldError("Idempotency-Key", "must be UTF-8 text"))
+		return
+	}
 	body, err := io.ReadAll(c.Request.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

@@ -93,6 +93,17 @@ func (s *Server) recoverPanics(c *gin.Context) {
 	c.Next()
 }
 
+// textPath answers 404 for a path that is not text (isText): it names
+// nothing, and a slug or the path an Idempotency-Key is kept with would
+// reach Postgres as text.
+func textPath(c *gin.Context) {
+	if !isText(c.Request.URL.Path) {
+		fail(c, errNotFound())
+		return
+	}
+	c.Next()
+}
+
 // limitBody caps JSON request bodies; uploads have their own, larger limit.
 func (s *Server) limitBody(c *gin.Context) {
 	if c.Request.Body != nil {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -236,6 +237,10 @@ func fieldError(field, problem string) *Error {
 	return apiError(http.StatusBadRequest, "validation_failed", "%s %s.", field, problem).
 		with("fields", map[string]string{field: problem})
 }
+
+// isText reports whether s is text Postgres can store: UTF-8 without NUL.
+// Paths, queries and headers may hold any bytes.
+func isText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // isJSON reports whether a Content-Type names JSON (application/json or a
 // +json type). Browsers let any page send text/plain, form and multipart

@@ -96,6 +96,22 @@ func TestTextWithNULIsRefused(t *testing.T) {
 	}
 }
 
+// A path, query value or header that is not UTF-8 text cannot reach
+// Postgres as text: a path names nothing, the rest is refused.
+func TestBytesThatAreNotTextAreRefused(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+
+	expect(t, a.do("GET", "/v1/share/%ff", "", nil), 404, "not_found")
+	expect(t, a.do("GET", "/v1/share/a%00b", "", nil), 404, "not_found")
+	expect(t, a.do("POST", "/v1/projects/%ff/archive", key, nil, "Idempotency-Key", "k1"), 404, "not_found")
+	for _, q := range []string{"%ff%fe", "a%00b"} {
+		expectField(t, "q="+q, a.do("GET", "/v1/projects/"+project+"/search?q="+q, key, nil), "q", "")
+	}
+	expectField(t, "Idempotency-Key", a.do("POST", "/v1/projects", key, map[string]any{"title": "t"}, "Idempotency-Key", "k\xff1"), "Idempotency-Key", "")
+}
+
 // A value of the wrong type is named with its index and the kind it must
 // be, wherever it is, UUIDs and times included.
 func TestMisfitValuesAreNamed(t *testing.T) {

@@ -45,8 +45,12 @@ func (s *Server) search(c *gin.Context) {
 	}
 	q := strings.TrimSpace(c.Query("q"))
 	limit, err := resultLimit(c)
-	if err == nil && (q == "" || len(q) > 500) {
+	switch {
+	case err != nil:
+	case q == "" || len(q) > 500:
 		err = fieldErrors{"q": "must be 1 to 500 characters"}.err()
+	case !isText(q):
+		err = fieldErrors{"q": "must be UTF-8 text without NUL characters"}.err()
 	}
 	if err != nil {
 		fail(c, err)

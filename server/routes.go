@@ -29,7 +29,7 @@ func (s *Server) routes() *gin.Engine {
 		r.GET("/blobs/*key", s.getBlob)
 	}
 
-	v1 := r.Group("/v1", s.limitBody)
+	v1 := r.Group("/v1", textPath, s.limitBody)
 	v1.GET("/openapi.json", s.openAPI) // openapi.yaml: every route here, described
 	// Signing in needs no key, so its budget is per client address.
 	signIn := s.perAddress("signin-ip", s.limits.signIn)
