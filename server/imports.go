@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -38,12 +40,14 @@ func (s *Server) importURLs(c *gin.Context) {
 	items := make([]store.NewImport, len(in.URLs))
 	for i, raw := range in.URLs {
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 || u.User != nil {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !utf8.ValidString(u.Host) || len(raw) > 2048 || u.User != nil {
 			errs.add(fmt.Sprintf("urls[%d]", i), "must be an http or https URL without credentials, at most 2048 characters")
 			continue
 		}
 		id := uuid.New()
-		name := path.Base(u.Path)
+		// A path may name bytes that are not UTF-8 (%ff): the name keeps
+		// the rest, its extension too.
+		name := strings.ToValidUTF8(path.Base(u.Path), "\uFFFD")
 		if name == "/" || name == "." || checkFilename(name) != "" {
 			name = u.Hostname()
 		}

@@ -112,6 +112,20 @@ func TestBytesThatAreNotTextAreRefused(t *testing.T) {
 	expectField(t, "Idempotency-Key", a.do("POST", "/v1/projects", key, map[string]any{"title": "t"}, "Idempotency-Key", "k\xff1"), "Idempotency-Key", "")
 }
 
+// A URL may name a file in bytes that are not UTF-8: its name keeps what is
+// text. A host that is not UTF-8 cannot be looked up.
+func TestImportOfANameThatIsNotText(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	imports := "/v1/projects/" + project + "/assets:import"
+	expect(t, a.do("POST", imports, key, map[string]any{"urls": []string{"http://127.0.0.1:1/a%ffb.jpg"}}), 202, "")
+	if n := a.count(`SELECT count(*) FROM assets WHERE filename = 'a` + "\uFFFD" + `b.jpg'`); n != 1 {
+		t.Fatalf("%d assets named a\uFFFDb.jpg", n)
+	}
+	expectField(t, "host", a.do("POST", imports, key, map[string]any{"urls": []string{"http://%ff/"}}), "urls[0]", "")
+}
+
 // A value of the wrong type is named with its index and the kind it must
 // be, wherever it is, UUIDs and times included.
 func TestMisfitValuesAreNamed(t *testing.T) {
