@@ -372,6 +372,7 @@ func checkExpiry(errs fieldErrors, at *time.Time) {
 	if at != nil && !at.After(time.Now()) {
 		errs.add("expiresAt", "must be in the future, or null for never")
 	}
+	checkOffset(errs, "expiresAt", at)
 }
 
 // hashPassword is the stored form of a gallery password; nil for none.

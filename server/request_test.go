@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/google/uuid"
@@ -124,6 +125,37 @@ func TestImportOfANameThatIsNotText(t *testing.T) {
 		t.Fatalf("%d assets named a\uFFFDb.jpg", n)
 	}
 	expectField(t, "host", a.do("POST", imports, key, map[string]any{"urls": []string{"http://%ff/"}}), "urls[0]", "")
+}
+
+// Postgres reads UTC offsets up to ±15:59, Go up to ±23:59; no zone in
+// use is beyond ±14:00.
+func TestOffsetsPostgresCannotReadAreRefused(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+
+	prepare := func(at string) reply {
+		return a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key,
+			`{"files": [{"filename": "a.jpg", "byteSize": 10, "capturedAt": "`+at+`"}]}`)
+	}
+	expectField(t, "capturedAt", prepare("2020-01-01T00:00:00-23:59"), "files[0].capturedAt", "")
+	expect(t, prepare("2020-01-01T00:00:00-15:59"), 200, "")
+
+	galleries := "/v1/projects/" + project + "/galleries"
+	far := "2099-01-01T00:00:00-23:00"
+	expectField(t, "gallery", a.do("POST", galleries, key, `{"title": "W", "expiresAt": "`+far+`"}`), "expiresAt", "")
+	g := a.newGallery(key, project, map[string]any{"title": "W"})
+	expectField(t, "gallery PATCH", a.do("PATCH", "/v1/galleries/"+g["id"].(string), key, `{"expiresAt": "`+far+`"}`), "expiresAt", "")
+
+	search := "/v1/projects/" + project + "/search"
+	for _, name := range []string{"from", "to"} {
+		expectField(t, name, a.do("POST", search, key, `{"filters": {"`+name+`": "2020-01-01T00:00:00+23:00"}}`), "filters."+name, "")
+	}
+
+	cursor := base64.RawURLEncoding.EncodeToString([]byte("2020-01-01T00:00:00-23:59|" + uuid.NewString()))
+	for _, path := range []string{"/v1/projects", "/v1/projects/" + project + "/assets", "/v1/webhooks"} {
+		expect(t, a.do("GET", path+"?cursor="+cursor, key, nil), 400, "invalid_cursor")
+	}
 }
 
 // A value of the wrong type is named with its index and the kind it must

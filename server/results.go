@@ -106,6 +106,8 @@ func (s *Server) searchFiltered(c *gin.Context) {
 	if len(f.Camera) > 200 {
 		errs.add("filters.camera", "must be at most 200 characters")
 	}
+	checkOffset(errs, "filters.from", f.From)
+	checkOffset(errs, "filters.to", f.To)
 	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
 		errs.add("filters.to", "must not be before filters.from")
 	}

@@ -105,6 +105,7 @@ func (s *Server) prepareUpload(c *gin.Context) {
 		if f.ClientFileID != nil && len(*f.ClientFileID) > 200 {
 			errs.add(at+"clientFileId", "must be at most 200 characters")
 		}
+		checkOffset(errs, at+"capturedAt", f.CapturedAt)
 		declared := f.ContentType
 		if mt, _, err := mime.ParseMediaType(declared); err == nil {
 			declared = mt

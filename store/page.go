@@ -37,8 +37,10 @@ func DecodeCursor(s string) (*Cursor, error) {
 	if !ok {
 		return nil, ErrBadCursor
 	}
+	// Cursors are issued in UTC; another offset may be one Postgres
+	// cannot read.
 	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
+	if _, off := t.Zone(); err != nil || off != 0 {
 		return nil, ErrBadCursor
 	}
 	u, err := uuid.Parse(id)

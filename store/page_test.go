@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func TestCursorRoundTrip(t *testing.T) {
 	if got, err := store.DecodeCursor(""); got != nil || err != nil {
 		t.Fatalf("empty cursor = %+v, %v; want the first page", got, err)
 	}
-	for _, bad := range []string{"!!", "bm8tc2VwYXJhdG9y", "eHx5"} {
+	farOffset := base64.RawURLEncoding.EncodeToString([]byte("2020-01-01T00:00:00-23:59|" + c.ID.String()))
+	for _, bad := range []string{"!!", "bm8tc2VwYXJhdG9y", "eHx5", farOffset} {
 		if _, err := store.DecodeCursor(bad); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("DecodeCursor(%q) = %v, want ErrBadCursor", bad, err)
 		}
