@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -75,7 +76,7 @@ func (s *Server) chainVerify(c *gin.Context) {
 			return
 		}
 	case from > 0:
-		to = from + maxVerifyRange - 1
+		to = from + min(maxVerifyRange-1, math.MaxInt64-from) // not past the largest seq
 	default:
 		if to == 0 {
 			h, err := chain.ReadHead(c.Request.Context(), s.store)

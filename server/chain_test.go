@@ -178,6 +178,12 @@ func TestChainVerifyRangeIsCapped(t *testing.T) {
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10001", key, nil), 400, "range_too_large")
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10000", key, nil), 200, "")
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=5", key, nil), 200, "")
+	// The default range ends at the largest seq, not past it.
+	r := a.do("GET", "/v1/chain/verify?fromSeq=9223372036854775807", key, nil)
+	expect(t, r, 200, "")
+	if m := r.json(t); m["ok"] != true || m["checked"] != 0.0 {
+		t.Fatalf("verify from the largest seq: %s", r.body)
+	}
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=1000000", admin, nil), 200, "")
 }
 
