@@ -28,7 +28,7 @@ import (
 // decodeJSON reads the body into dst strictly: a body that is not labelled
 // JSON is unsupported_media_type; unknown fields, trailing data and
 // malformed JSON are invalid_json; a value of the wrong type, and text
-// holding the NUL character, are validation_failed naming the field.
+// Postgres cannot store, are validation_failed naming the field.
 func decodeJSON(c *gin.Context, dst any) error {
 	ct := c.GetHeader("Content-Type")
 	if !isJSON(ct) && (ct != "" || c.Request.ContentLength != 0) {
@@ -45,8 +45,8 @@ func decodeJSON(c *gin.Context, dst any) error {
 		err = errors.New("unexpected data after the JSON value")
 	}
 	if err == nil {
-		if field, ok := nulField(value); ok {
-			return fieldError(field, "must not contain the NUL character (\\u0000)")
+		if field, problem := badText(value); problem != "" {
+			return fieldError(field, problem)
 		}
 		return nil
 	}
@@ -181,43 +181,100 @@ func member(obj map[string]json.RawMessage, name string) (json.RawMessage, bool)
 	return nil, false
 }
 
-// nulField names the first string or object key of the JSON value raw
-// that holds the NUL character: Postgres stores it neither in text nor in
-// jsonb. Only a value with the \u0000 escape is walked.
-func nulField(raw []byte) (string, bool) {
-	if !bytes.Contains(raw, []byte(`\u0000`)) {
-		return "", false
+// badText names the first string or object key of the JSON value raw that
+// Postgres cannot store, and why: NUL, in text or jsonb, or half a
+// surrogate pair, which the decoder turns into U+FFFD but jsonb, given the
+// escape as sent, refuses. Only a value with \u escapes is walked.
+func badText(raw []byte) (field, problem string) {
+	if !bytes.Contains(raw, []byte(`\u`)) {
+		return "", ""
 	}
+	type level struct {
+		path    string
+		array   bool
+		n       int    // the next element's index
+		key     string // the member being read
+		wantKey bool
+	}
+	var stack []*level
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return "", false
+	dec.UseNumber() // a number too large for float64 is no error here
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return "", ""
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			if stack = stack[:len(stack)-1]; len(stack) == 0 {
+				return "", ""
+			}
+			continue
+		}
+		path := ""
+		if len(stack) > 0 {
+			switch top := stack[len(stack)-1]; {
+			case top.array:
+				path = fmt.Sprintf("%s[%d]", top.path, top.n)
+				top.n++
+			case top.wantKey:
+				top.key, _ = tok.(string)
+				path = top.path // a key is named by its object
+			default:
+				path = fieldPath(top.path, top.key)
+			}
+		}
+		if s, ok := tok.(string); ok {
+			switch {
+			case strings.ContainsRune(s, 0):
+				return path, "must not contain the NUL character (\\u0000)"
+			case halfSurrogate(raw[start:dec.InputOffset()]):
+				return path, "must not contain an unpaired surrogate (\\ud800)"
+			}
+		}
+		if len(stack) > 0 && !stack[len(stack)-1].array {
+			stack[len(stack)-1].wantKey = !stack[len(stack)-1].wantKey
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &level{path: path, array: d == '[', wantKey: d == '{'})
+		}
 	}
-	return nulIn(v, "")
 }
 
-func nulIn(v any, path string) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return path, strings.ContainsRune(v, 0)
-	case []any:
-		for i, e := range v {
-			if p, ok := nulIn(e, fmt.Sprintf("%s[%d]", path, i)); ok {
-				return p, true
-			}
+// halfSurrogate reports whether the JSON text lit escapes one half of a
+// UTF-16 surrogate pair without the other.
+func halfSurrogate(lit []byte) bool {
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
 		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			if strings.ContainsRune(k, 0) {
-				return path, true
+		i++ // the escaped character; a \u escape's four digits follow
+		r, ok := escapedRune(lit, i)
+		if !ok {
+			continue
+		}
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return true
+		case r >= 0xd800 && r <= 0xdbff:
+			low, ok := escapedRune(lit, i+2)
+			if !ok || lit[i+1] != '\\' || low < 0xdc00 || low > 0xdfff {
+				return true
 			}
-			if p, ok := nulIn(v[k], fieldPath(path, k)); ok {
-				return p, true
-			}
+			i += 6
 		}
 	}
-	return "", false
+	return false
+}
+
+// escapedRune reads the \u escape whose u is lit[i].
+func escapedRune(lit []byte, i int) (rune, bool) {
+	if i+4 >= len(lit) || lit[i] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(lit[i+1:i+5]), 16, 16)
+	return rune(n), err == nil
 }
 
 // fieldPath is the path of member name of the object at path, as answers

@@ -56,8 +56,9 @@ func expectField(t *testing.T, what string, r reply, field, problem string) {
 }
 
 // Postgres stores neither text nor jsonb with the NUL character, which
-// JSON can carry as \u0000: every route refuses it, naming the field.
-func TestTextWithNULIsRefused(t *testing.T) {
+// JSON can carry as \u0000, nor jsonb with half a surrogate pair: every
+// route refuses them, naming the field.
+func TestTextPostgresCannotStoreIsRefused(t *testing.T) {
 	a := newApp(t)
 	f := newInputFixture(t, a)
 	asset, cull := "/v1/assets/"+f.assets[0].String(), "/v1/projects/"+f.project+"/cull:applyAction"
@@ -85,16 +86,21 @@ func TestTextWithNULIsRefused(t *testing.T) {
 		{"POST", search, f.key, `{"q": "a\u0000b"}`, "q"},
 		{"POST", search, f.key, `{"filters": {"camera": "a\u0000b"}}`, "filters.camera"},
 		{"POST", "/v1/share/" + f.slug + "/comment", f.viewer, `{"assetId": "` + f.assets[0].String() + `", "text": "a\u0000b"}`, "text"},
+		{"PATCH", asset, f.key, `{"iptc": {"headline": "a\ud800b"}}`, "iptc.headline"},
+		{"PATCH", asset, f.key, `{"flags": {"mine": ["\udc00"]}}`, "flags.mine[0]"},
+		{"PATCH", "/v1/clusters/" + f.cluster, f.key, `{"manualOverrides": {"n\u00f6te": "\ud83d\u0041"}}`, "manualOverrides.n\u00f6te"},
 	} {
 		expectField(t, c.method+" "+c.path+" "+c.body, a.do(c.method, c.path, c.key, c.body), c.field, "")
 	}
 
-	// A backslash before u0000 is text, not the NUL character.
-	r := a.do("POST", "/v1/projects", f.key, `{"title": "a\\u0000b"}`)
+	// A backslash before u0000 is text, not the NUL character; a whole
+	// surrogate pair is one character.
+	r := a.do("POST", "/v1/projects", f.key, `{"title": "a\\u0000b \\ud800 \ud83d\ude00"}`)
 	expect(t, r, 201, "")
-	if title := r.json(t)["title"]; title != `a\u0000b` {
+	if title := r.json(t)["title"]; title != `a\u0000b \ud800 😀` {
 		t.Fatalf("title %q", title)
 	}
+	expect(t, a.do("PATCH", asset, f.key, `{"iptc": {"headline": "\ud83d\ude00"}}`), 200, "")
 }
 
 // A path, query value or header that is not UTF-8 text cannot reach
