@@ -23,7 +23,7 @@ func newInputFixture(t *testing.T, a *app) inputFixture {
 	f := inputFixture{key: a.user("ana@example.org", false)}
 	f.project = a.newProject(f.key)
 	f.assets = processed(t, a, f.key, f.project, []string{"Canon", "Nikon"}, [][]float32{{1, 0}, {0, 1}})
-	if _, err := a.env.Store.ReplaceClusters(context.Background(), uuid.MustParse(f.project), 1,
+	if _, _, err := a.env.Store.ReplaceClusters(context.Background(), uuid.MustParse(f.project), 1,
 		[]store.NewCluster{group("Duplicates", f.assets...)}, nil); err != nil {
 		t.Fatal(err)
 	}
