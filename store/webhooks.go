@@ -208,3 +208,64 @@ func (s *Store) Deliveries(ctx context.Context, owner, hook uuid.UUID, after *Cu
 	}
 	return pageOf(rows, limit, func(d Delivery) Cursor { return Cursor{d.CreatedAt, d.ID} }), nil
 }
+
+// The row of an event webhooks hear of notes which of its states was told
+// (see migration 0047): a batch's completed_at, an export's or a failed
+// job's updated_at. A mark names the state it tells of, so it misses a row
+// that has moved on since: that row's new state is still to be told.
+
+// MarkBatchNotified notes that batch id's ending at completedAt was told.
+func (s *Store) MarkBatchNotified(ctx context.Context, id uuid.UUID, completedAt time.Time) error {
+	return s.markNotified(ctx, "batches", "completed_at", id, completedAt)
+}
+
+// MarkExportNotified notes that export id's state as of updatedAt was told.
+func (s *Store) MarkExportNotified(ctx context.Context, id uuid.UUID, updatedAt time.Time) error {
+	return s.markNotified(ctx, "exports", "updated_at", id, updatedAt)
+}
+
+// MarkFailureNotified notes that job id's failure as of updatedAt was told,
+// or failed no asset and has nothing to tell.
+func (s *Store) MarkFailureNotified(ctx context.Context, id uuid.UUID, updatedAt time.Time) error {
+	return s.markNotified(ctx, "jobs", "updated_at", id, updatedAt)
+}
+
+func (s *Store) markNotified(ctx context.Context, table, state string, id uuid.UUID, at time.Time) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET notified_at = $2 WHERE id = $1 AND `+state+` = $2`, id, at)
+	return err
+}
+
+// UnnotifiedBatches lists at most limit batches, oldest first, that ended
+// before cutoff and whose ending was never told.
+func (s *Store) UnnotifiedBatches(ctx context.Context, cutoff time.Time, limit int) ([]Batch, error) {
+	var out []Batch
+	err := s.db.SelectContext(ctx, &out, `SELECT `+batchColumns+` FROM batches b
+		WHERE b.completed_at IS NOT NULL AND b.notified_at IS DISTINCT FROM b.completed_at AND b.completed_at < $1
+		ORDER BY b.completed_at LIMIT $2`, cutoff, limit)
+	return out, err
+}
+
+// UnnotifiedExports lists at most limit exports, oldest first, that are
+// done, failed or canceled as users see them, unchanged since cutoff, and
+// whose state was never told. A cancel reaches the export's job first, so
+// the job's last change counts too.
+func (s *Store) UnnotifiedExports(ctx context.Context, cutoff time.Time, limit int) ([]Export, error) {
+	var out []Export
+	err := s.db.SelectContext(ctx, &out, exportRead+`
+		WHERE e.status <> 'expired' AND e.notified_at IS DISTINCT FROM e.updated_at
+		  AND (e.status IN ('done', 'failed', 'canceled') OR j.status = 'canceled')
+		  AND greatest(e.updated_at, j.updated_at) < $1
+		ORDER BY e.updated_at LIMIT $2`, cutoff, limit)
+	return out, err
+}
+
+// UnnotifiedFailures lists at most limit failed jobs of assets, oldest
+// first, that failed before cutoff and whose failure was never told.
+func (s *Store) UnnotifiedFailures(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+	var out []Job
+	err := s.db.SelectContext(ctx, &out, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.status = 'failed' AND j.asset_id IS NOT NULL AND j.notified_at IS DISTINCT FROM j.updated_at
+		  AND j.updated_at < $1
+		ORDER BY j.updated_at LIMIT $2`, cutoff, limit)
+	return out, err
+}

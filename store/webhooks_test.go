@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -89,5 +90,71 @@ func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
 	}
 	if _, _, err := env.Store.DeliveryWithHook(ctx, d.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a deleted webhook's delivery: %v", err)
+	}
+}
+
+// TestUnnotifiedEventsWaitUntilTheStateTheyAreInIsMarked: a batch's ending
+// and an asset's failure are listed for the sweep once older than its
+// cutoff, until the state they are in is marked told. A mark of a state
+// the row has since left changes nothing, and a later ending is new.
+func TestUnnotifiedEventsWaitUntilTheStateTheyAreInIsMarked(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	res := env.Finalize(t, owner, project, nil, testenv.Files(1)...)
+	job := res.NewJobs[0].ID
+	listed := func() (batches, failures int) {
+		t.Helper()
+		bs, err := env.Store.UnnotifiedBatches(ctx, time.Now().Add(time.Minute), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := env.Store.UnnotifiedFailures(ctx, time.Now().Add(time.Minute), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(bs), len(fs)
+	}
+	if b, f := listed(); b != 0 || f != 0 {
+		t.Fatalf("before the job ends: %d batches, %d failures listed", b, f)
+	}
+	first := env.FailJob(t, job, 1, "decode_failed")
+	if bs, _ := env.Store.UnnotifiedBatches(ctx, time.Now().Add(-time.Minute), 10); len(bs) != 0 {
+		t.Fatal("an ending newer than the cutoff is listed")
+	}
+	if b, f := listed(); b != 1 || f != 1 {
+		t.Fatalf("after the failure: %d batches, %d failures listed, want 1 and 1", b, f)
+	}
+	failed, err := env.Store.JobByID(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// markFirst marks the first ending and failure told.
+	markFirst := func() {
+		t.Helper()
+		if err := env.Store.MarkBatchNotified(ctx, first.ID, *first.CompletedAt); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Store.MarkFailureNotified(ctx, job, failed.UpdatedAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	markFirst()
+	if b, f := listed(); b != 0 || f != 0 {
+		t.Fatalf("after the marks: %d batches, %d failures listed", b, f)
+	}
+
+	// Run again, the job fails again: a new ending, which a late mark of
+	// the first one does not cover.
+	if err := env.Store.RequeueJob(ctx, job, true); err != nil {
+		t.Fatal(err)
+	}
+	again := env.FailJob(t, job, 2, "decode_failed")
+	if again.CompletedAt.Equal(*first.CompletedAt) {
+		t.Fatal("setup: the second ending has the first one's time")
+	}
+	markFirst()
+	if b, f := listed(); b != 1 || f != 1 {
+		t.Fatalf("after the second failure: %d batches, %d failures listed, want 1 and 1", b, f)
 	}
 }
