@@ -66,7 +66,8 @@ func (d *Dispatcher) BatchEnded(ctx context.Context, log *slog.Logger, b *store.
 		CreatedAt   time.Time `json:"createdAt"`
 		CompletedAt time.Time `json:"completedAt"`
 	}{b.ID, b.ProjectID, b.Kind, b.Status, b.Total, b.Completed, b.Failed, b.CreatedAt.UTC(), b.CompletedAt.UTC()}
-	d.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data)
+	d.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data,
+		func(tx *store.Store) error { return tx.MarkBatchNotified(ctx, b.ID, *b.CompletedAt) })
 }
 
 // ExportChanged tells the owner's webhooks of an export that reached a
@@ -85,11 +86,24 @@ func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *sto
 		Error     *errorJSON `json:"error"`
 		UpdatedAt time.Time  `json:"updatedAt"`
 	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, errorOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
-	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), e.Status+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data)
+	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), e.Status+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
+		func(tx *store.Store) error { return tx.MarkExportNotified(ctx, e.ID, e.UpdatedAt) })
 }
 
-// AssetFailed tells the owner's webhooks that job's failure failed asset a.
+// AssetFailed tells the owner's webhooks that job's failure failed asset a,
+// when it did: the job failed for good and its type fails the asset. Any
+// other failure of job is only marked told, so the sweep passes over it.
 func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store.Asset, job *store.Job) {
+	if job.Status != store.JobFailed {
+		return
+	}
+	mark := func(tx *store.Store) error { return tx.MarkFailureNotified(ctx, job.ID, job.UpdatedAt) }
+	if a.Status != store.AssetFailed || !tasks.FailsAsset(job.Type) {
+		if err := mark(d.Store); err != nil {
+			log.Warn("mark job failure told", "job", job.ID, "err", err)
+		}
+		return
+	}
 	data := struct {
 		AssetID   uuid.UUID  `json:"assetId"`
 		ProjectID uuid.UUID  `json:"projectId"`
@@ -100,7 +114,7 @@ func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store
 		Error     *errorJSON `json:"error"`
 	}{a.ID, a.ProjectID, a.Filename, job.ID, job.Type, job.BatchID, errorOf(a.ErrorCode, a.ErrorMessage)}
 	// A job run again after failing ends with a later updatedAt: a new report.
-	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data)
+	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
 }
 
 // Ping records and enqueues a ping delivery to hook, and returns its job.
@@ -117,18 +131,29 @@ func (d *Dispatcher) Ping(ctx context.Context, log *slog.Logger, hook store.Webh
 }
 
 // notify records a delivery of event to each webhook of project's owner
-// subscribed to it, then enqueues them. Failures are logged: the event
-// itself has happened and is recorded elsewhere.
-func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any) {
+// subscribed to it and, in the same transaction, marks the event told
+// with mark, then enqueues the deliveries. An event nobody subscribed to
+// is marked all the same. Failures are logged: the event itself is
+// recorded, and what was not marked can be told again.
+func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any,
+	mark func(tx *store.Store) error) {
 	hooks, err := d.Store.SubscribedWebhooks(ctx, project, event)
 	if err != nil {
 		log.Warn("find webhooks", "event", event, "project", project, "err", err)
 		return
 	}
+	var added []store.Job
 	if len(hooks) == 0 {
-		return
+		err = mark(d.Store)
+	} else {
+		err = d.Store.WithTx(ctx, func(tx *store.Store) error {
+			var err error
+			if added, err = tx.AddDeliveries(ctx, hooks, deliverySpec(project, event, subject, state, data)); err != nil {
+				return err
+			}
+			return mark(tx)
+		})
 	}
-	added, err := d.Store.AddDeliveries(ctx, hooks, deliverySpec(project, event, subject, state, data))
 	if err != nil {
 		log.Warn("record webhook deliveries", "event", event, "subject", subject, "err", err)
 		return

@@ -7,7 +7,6 @@ import (
 
 	"lightbox/events"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // Event payloads are small on purpose: they say what changed and clients
@@ -102,9 +101,8 @@ func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
 		if j.AssetID != nil && name == events.JobDone {
 			if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
 				add(events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
-				if a.Status == store.AssetFailed && j.Status == store.JobFailed && tasks.FailsAsset(j.Type) {
-					w.jobs.AssetFailed(ctx, w.log, a, j)
-				}
+				// Only a failure that failed the asset is told; AssetFailed checks.
+				w.jobs.AssetFailed(ctx, w.log, a, j)
 			}
 		}
 		if b != nil {
