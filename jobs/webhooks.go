@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -134,7 +135,7 @@ func (d *Dispatcher) Ping(ctx context.Context, log *slog.Logger, hook store.Webh
 // subscribed to it and, in the same transaction, marks the event told
 // with mark, then enqueues the deliveries. An event nobody subscribed to
 // is marked all the same. Failures are logged: the event itself is
-// recorded, and what was not marked can be told again.
+// recorded, and the sweep tells again what was not marked (NotifyMissed).
 func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any,
 	mark func(tx *store.Store) error) {
 	hooks, err := d.Store.SubscribedWebhooks(ctx, project, event)
@@ -159,6 +160,37 @@ func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.
 		return
 	}
 	d.Enqueue(ctx, log, added)
+}
+
+// NotifyMissed tells again the events of before that were never marked
+// told: a crash or a failed write came between the commit of their state
+// and the record of their deliveries, and the state, once committed, is
+// not written again. It takes at most limit batches, exports and failed
+// jobs each, oldest first, and returns how many events it told.
+func (d *Dispatcher) NotifyMissed(ctx context.Context, log *slog.Logger, before time.Time, limit int) (int, error) {
+	var errs []error
+	batches, err := d.Store.UnnotifiedBatches(ctx, before, limit)
+	errs = append(errs, err)
+	for i := range batches {
+		d.BatchEnded(ctx, log, &batches[i])
+	}
+	exports, err := d.Store.UnnotifiedExports(ctx, before, limit)
+	errs = append(errs, err)
+	for i := range exports {
+		d.ExportChanged(ctx, log, &exports[i])
+	}
+	failures, err := d.Store.UnnotifiedFailures(ctx, before, limit)
+	errs = append(errs, err)
+	for i := range failures {
+		j := &failures[i]
+		a, err := d.Store.AssetByID(ctx, *j.AssetID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.AssetFailed(ctx, log, a, j)
+	}
+	return len(batches) + len(exports) + len(failures), errors.Join(errs...)
 }
 
 // deliverySpec builds each webhook's delivery of one report and its job,

@@ -22,13 +22,15 @@ const (
 	overdueAfter    = 2 * time.Minute  // a cluster run due this long ago should have started
 	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
 	discardedURLOK  = 5 * time.Minute  // a storage server's clock may run behind ours
+	unnotifiedAfter = time.Minute      // an event's webhooks are told right after its commit
 )
 
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs and cluster runs committed but never enqueued, or whose task Redis
 // lost or an outage archived, attestations stuck in signing or never
-// flushed, uploads never finalized, originals discarded at finalize that a
-// late PUT brought back, and expired export files.
+// flushed, webhook events whose deliveries were never recorded, uploads
+// never finalized, originals discarded at finalize that a late PUT brought
+// back, and expired export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -55,6 +57,14 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	errs = append(errs, err)
 	for _, r := range runs {
 		errs = append(errs, w.jobs.EnqueueClusterRun(ctx, r))
+	}
+
+	// A batch, export or asset failure whose webhooks were never told stays
+	// so: its state, once committed, is not written again.
+	n, err = w.jobs.NotifyMissed(ctx, w.log, now.Add(-unnotifiedAfter), sweepBatch)
+	errs = append(errs, err)
+	if n > 0 {
+		w.log.Info("sweep told webhooks of missed events", "count", n)
 	}
 
 	// A flusher that died mid-batch leaves items in signing; after a while

@@ -20,6 +20,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/jobs"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -304,5 +305,126 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	h.waitFor("the second ping", 5*time.Minute, func() bool { return h.delivery(again.ID).Status == store.DeliveryDone })
 	if n := h.count(`SELECT count(*) FROM webhooks WHERE id = $1 AND disabled_at IS NULL`, hook.ID); n != 1 {
 		t.Fatal("the webhook is still disabled after a ping got through")
+	}
+}
+
+// refuseDeliveries makes Postgres refuse every delivery recorded from now
+// on, as a full disk or a lost connection would. It returns how many it
+// has refused (a sequence counts them: a rollback does not undo nextval)
+// and what lets them through again.
+func (h *harness) refuseDeliveries() (refused func() int, allow func()) {
+	h.t.Helper()
+	h.exec(`CREATE SEQUENCE refused_deliveries`)
+	h.exec(`CREATE FUNCTION refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM nextval('refused_deliveries');
+			RAISE EXCEPTION 'no room for the delivery';
+		END $$`)
+	h.exec(`CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION refuse_delivery()`)
+	refused = func() int {
+		return h.count(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM refused_deliveries`)
+	}
+	return refused, func() { h.exec(`DROP TRIGGER refuse ON webhook_deliveries`) }
+}
+
+// TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem: the batch ends with
+// its photo failed, but the deliveries of both reports cannot be recorded.
+// Nothing writes those states again, so the sweep tells them, once.
+func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
+	t.Parallel()
+	const secret = "refused-then-swept-secret"
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted, jobs.EventAssetFailed)
+	refused, allow := h.refuseDeliveries()
+	project := h.project()
+	bad := h.finalize(project, "empty.jpg", nil)
+	h.run()
+
+	h.waitFor("both reports to be refused", 5*time.Minute, func() bool { return refused() == 2 })
+	allow()
+	// Fresh events are left alone: their own path may still be telling them.
+	h.sweep()
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 0 {
+		t.Fatalf("the sweep recorded %d deliveries of fresh events", n)
+	}
+
+	h.exec(`UPDATE batches SET completed_at = completed_at - interval '2 minutes'`)
+	h.exec(`UPDATE jobs SET updated_at = updated_at - interval '2 minutes' WHERE status = 'failed'`)
+	h.sweep()
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 2 {
+		t.Fatalf("the sweep recorded %d deliveries, want batch.completed and asset.failed", n)
+	}
+	h.waitFor("both deliveries", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 2
+	})
+	h.sweep()
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 2 {
+		t.Fatalf("%d deliveries after another sweep, want still 2", n)
+	}
+	got := map[string]struct{ AssetID, ID uuid.UUID }{}
+	for _, d := range rcv.deliveries() {
+		var data struct{ AssetID, ID uuid.UUID }
+		json.Unmarshal(d.Data, &data)
+		if _, ok := got[d.Event]; ok {
+			t.Fatalf("%s delivered twice", d.Event)
+		}
+		got[d.Event] = data
+	}
+	var batch uuid.UUID
+	h.env.DB.Get(&batch, `SELECT batch_id FROM jobs WHERE asset_id = $1`, bad)
+	if len(got) != 2 || got["asset.failed"].AssetID != bad || got["batch.completed"].ID != batch {
+		t.Fatalf("endpoint got %+v, want asset.failed of %s and batch.completed of %s", got, bad, batch)
+	}
+}
+
+// TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem is the same for
+// a finished export.
+func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
+	t.Parallel()
+	const secret = "refused-export-secret"
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
+	project := h.project()
+	h.ready(project, "photos/wood.jpg")
+	id, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
+	refused, allow := h.refuseDeliveries()
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	if n := refused(); n != 1 {
+		t.Fatalf("%d deliveries refused, want the export's", n)
+	}
+	allow()
+	h.waitFor("the export's job to end", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM jobs j JOIN exports e ON e.job_id = j.id WHERE e.id = $1 AND j.status = 'done'`, id) == 1
+	})
+	h.sweep()
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 0 {
+		t.Fatalf("the sweep recorded %d deliveries of a fresh export", n)
+	}
+
+	h.exec(`UPDATE exports SET updated_at = updated_at - interval '2 minutes'`)
+	h.exec(`UPDATE jobs SET updated_at = updated_at - interval '2 minutes'`)
+	h.sweep()
+	h.sweep()
+	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
+		t.Fatalf("the sweeps recorded %d deliveries, want the export's one", n)
+	}
+	h.run()
+	h.waitFor("the delivery", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 1
+	})
+	got := rcv.deliveries()
+	var data struct {
+		ID     uuid.UUID
+		Status string
+	}
+	if len(got) == 1 {
+		json.Unmarshal(got[0].Data, &data)
+	}
+	if len(got) != 1 || got[0].Event != "export.updated" || data.ID != id || data.Status != "done" {
+		t.Fatalf("endpoint got %+v, want one export.updated of %s done", got, id)
 	}
 }
