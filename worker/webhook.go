@@ -83,13 +83,15 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case sendErr == nil:
-		w.recordAttempt(ctx, d.ID, store.DeliveryDone, status, "")
+		// The endpoint is back: a ping is how its owner says so. Enabled
+		// before the delivery shows done, so whoever sees it done sees the
+		// webhook enabled.
 		if hook.DisabledAt != nil {
-			// The endpoint is back: a ping is how its owner says so.
 			if err := w.st.DisableWebhook(ctx, hook.ID, false); err != nil {
 				w.log.Warn("enable webhook", "webhook", hook.ID, "err", err)
 			}
 		}
+		w.recordAttempt(ctx, d.ID, store.DeliveryDone, status, "")
 		return nil
 	case status == http.StatusGone:
 		if err := w.st.DisableWebhook(ctx, hook.ID, true); err != nil {
