@@ -3,7 +3,8 @@ package server
 // The public side of galleries, for the clients who view them:
 //
 //   - No API key. Every call spends from a budget per client address, and
-//     an unknown slug is 404, an expired gallery 410 gallery_expired.
+//     an unknown slug is 404 (so is a gallery of a deleted project), an
+//     expired gallery 410 gallery_expired.
 //   - A viewer token (POST /v1/share/{slug}/auth) reaches one gallery for
 //     24 hours, sent as "Authorization: Bearer <token>"; a token of another
 //     gallery, an expired one or one given before the password changed is

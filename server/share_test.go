@@ -360,3 +360,31 @@ func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
 		t.Fatalf("the owner's count %v, want both photos", n)
 	}
 }
+
+// A deleted project takes its galleries off the web: every share route
+// answers as for an unknown address, and restoring the project brings
+// them back.
+func TestShareOfADeletedProjectIsGone(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	photo := ups[0].AssetID
+	slug := a.newGallery(key, project, map[string]any{"title": "Proofs", "assetIds": []string{photo}})["slug"].(string)
+	token := a.viewerToken(slug, "")
+
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"status": "deleted"}), 200, "")
+	expect(t, a.viewer("GET", slug, "", "", nil), 404, "not_found")
+	expect(t, a.viewer("GET", slug, "", token, nil), 404, "not_found")
+	expect(t, a.viewer("POST", slug, "/auth", "", map[string]any{"password": ""}), 404, "not_found")
+	expect(t, a.viewer("POST", slug, "/favorite", token, map[string]any{"assetId": photo, "favorite": true}), 404, "not_found")
+	expect(t, a.viewer("POST", slug, "/comment", token, map[string]any{"assetId": photo, "text": "hi"}), 404, "not_found")
+	if n := a.count(`SELECT count(*) FROM gallery_favorites`) + a.count(`SELECT count(*) FROM gallery_comments`); n != 0 {
+		t.Fatalf("%d favourites and comments kept for a deleted project's gallery", n)
+	}
+
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"status": "active"}), 200, "")
+	if s := a.share(slug, token); len(s.Assets) != 1 || s.Assets[0].AssetID != photo {
+		t.Fatalf("restored project's gallery shows %+v", s.Assets)
+	}
+}

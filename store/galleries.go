@@ -128,10 +128,12 @@ func (s *Store) DeleteGallery(ctx context.Context, owner, id uuid.UUID) ([]strin
 	return keys, err
 }
 
-// GalleryBySlug returns the gallery at slug, for its public pages.
+// GalleryBySlug returns the gallery at slug, for its public pages. A
+// deleted project's galleries are not found, as an unknown slug is: its
+// owner believes them gone, and the answer tells no one they existed.
 func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error) {
 	g := &Gallery{}
-	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.slug = $1`, slug)
+	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.slug = $1 AND p.status <> 'deleted'`, slug)
 	return g, notFound(err)
 }
 
