@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -144,7 +145,7 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 		return
 	}
 	if only != nil && len(jobs) == 0 {
-		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried."))
+		fail(c, s.whyNotRetried(c, b.ID, *only))
 		return
 	}
 	if !s.rerun(c, jobs, only != nil) {
@@ -153,6 +154,19 @@ func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 	if nb, err := s.store.Batch(c.Request.Context(), principal(c).ID, b.ID); err == nil {
 		s.publishBatch(c, nb)
 	}
+}
+
+// whyNotRetried is the refusal of job, which is not a failed job of batch:
+// 404 when the batch has no such job, 409 when it did not fail.
+func (s *Server) whyNotRetried(c *gin.Context, batch, job uuid.UUID) error {
+	j, err := s.store.JobByID(c.Request.Context(), job)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && (j.BatchID == nil || *j.BatchID != batch):
+		return apiError(http.StatusNotFound, "not_found", "This batch has no such job.")
+	case err != nil:
+		return err
+	}
+	return apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried; this one is %s.", j.Status)
 }
 
 // publishBatch tells the batch's listeners its new state.

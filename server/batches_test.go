@@ -289,3 +289,21 @@ func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
 		t.Fatalf("the other failed asset is %s after the retry, want uploaded", s)
 	}
 }
+
+// Retrying one job names a job of the batch: any other is not found there,
+// and only one of the batch that did not fail is refused as not failed.
+func TestRetryJobOutsideTheBatchIsNotFound(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	first, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	second, _ := a.uploadAll(key, project, corpus(t, "photos/dune.jpg"))
+	batch := first.json(t)["batchId"].(string)
+	mine := first.json(t)["queuedJobs"].([]any)[0].(string)
+	theirs := second.json(t)["queuedJobs"].([]any)[0].(string)
+	retry := func(job string) reply { return a.do("POST", "/v1/batches/"+batch+"/jobs/"+job+"/retry", key, nil) }
+
+	expect(t, retry("00000000-0000-0000-0000-000000000001"), 404, "not_found")
+	expect(t, retry(theirs), 404, "not_found")
+	expect(t, retry(mine), 409, "job_not_failed")
+}
