@@ -343,8 +343,8 @@ func (s *Server) assetAction(c *gin.Context) {
 
 // reprocess runs an asset's pipeline again (see jobs.Dispatcher.Reprocess).
 func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
-	if a.Status == store.AssetPendingUpload || a.Status == store.AssetDuplicate {
-		fail(c, apiError(http.StatusConflict, "not_processable", "Only finalized originals can be processed; this asset is %s.", a.Status))
+	if err := notProcessable(a, "processed"); err != nil {
+		fail(c, err)
 		return
 	}
 	job, err := s.jobs.Reprocess(c.Request.Context(), logger(c), principal(c).ID, a)
@@ -360,6 +360,16 @@ func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 		return
 	}
 	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job}})
+}
+
+// notProcessable refuses at once work that needs an asset's original
+// when it has none (see store.Asset.HasOriginal): the worker would only
+// fail it later.
+func notProcessable(a *store.Asset, done string) error {
+	if a.HasOriginal() {
+		return nil
+	}
+	return apiError(http.StatusConflict, "not_processable", "Only finalized originals can be %s; this asset is %s.", done, a.Status)
 }
 
 // getBlob serves a file through a signed GET URL.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -80,6 +81,9 @@ func checkEditName(errs fieldErrors, name string) string {
 // createEdit adds a version to an asset and renders it.
 func (s *Server) createEdit(c *gin.Context) {
 	a, err := s.ownPlainAsset(c)
+	if err == nil {
+		err = notProcessable(a, "edited")
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -171,6 +175,11 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 		}
 	}
 	versions, rows, err := s.store.ApplyEdits(c.Request.Context(), principal(c).ID, project, targets)
+	var without *store.NoOriginalError
+	if errors.As(err, &without) {
+		err = apiError(http.StatusConflict, "not_processable",
+			"%d of the assets have no finalized original to edit; nothing was changed.", len(without.IDs)).with("assetIds", without.IDs)
+	}
 	if err != nil {
 		fail(c, foreignAssets(err, "assetIds"))
 		return nil, nil

@@ -134,3 +134,36 @@ func TestEditsAndApplyTo(t *testing.T) {
 		t.Fatalf("versions of the first photo: %s", r.body)
 	}
 }
+
+// An edit needs an original to render onto: an upload not finalized, or a
+// duplicate whose bytes were let go, is refused at once, as :reprocess
+// refuses them, rather than failing minutes later in the worker.
+func TestEditsNeedAFinalizedOriginal(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	ready := ups[0].AssetID
+	_, again := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
+	duplicate := again[0].AssetID
+	pending := a.prepare(key, project, corpus(t, "photos/dune.jpg"))[0].AssetID
+	params := map[string]any{"params": map[string]any{"exposure": 0.5}}
+
+	expect(t, a.do("POST", "/v1/assets/"+pending+"/edits", key, params), 409, "not_processable")
+	expect(t, a.do("POST", "/v1/assets/"+duplicate+"/edits", key, params), 409, "not_processable")
+	r := a.do("POST", "/v1/assets/"+ready+"/edits", key, params)
+	expect(t, r, 201, "")
+	edit := r.json(t)["id"].(string)
+
+	r = a.do("POST", "/v1/edits/"+edit+"/applyTo", key, map[string]any{"assetIds": []string{ready, pending, duplicate}, "mode": "create_versions"})
+	expect(t, r, 409, "not_processable")
+	if got, _ := details(t, r)["assetIds"].([]any); len(got) != 2 || got[0] != pending || got[1] != duplicate {
+		t.Fatalf("details %v, want the pending upload and the duplicate named", details(t, r))
+	}
+	if n := a.count(`SELECT count(*) FROM edit_versions`); n != 1 {
+		t.Fatalf("%d versions after refused requests, want 1", n)
+	}
+	if n := a.count(`SELECT count(*) FROM jobs WHERE type = 'edit:apply'`); n != 1 {
+		t.Fatalf("%d render jobs after refused requests, want 1", n)
+	}
+}

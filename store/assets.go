@@ -63,6 +63,30 @@ const (
 	AssetDuplicate     = "duplicate"
 )
 
+// HasOriginal reports whether the asset holds bytes of its own to process
+// or edit: an upload not finalized (or expired) has none, and a
+// duplicate's were let go for the original's.
+func (a *Asset) HasOriginal() bool {
+	return a.ChecksumSHA256 != nil && a.Status != AssetPendingUpload && a.Status != AssetDuplicate
+}
+
+// NoOriginalError names the assets of a request that have no original to
+// work from (see Asset.HasOriginal).
+type NoOriginalError struct{ IDs []uuid.UUID }
+
+func (e *NoOriginalError) Error() string { return "store: assets without an original" }
+
+// withoutOriginal returns those of ids that fail Asset.HasOriginal, in the
+// order given.
+func (s *Store) withoutOriginal(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	err := s.db.SelectContext(ctx, &out, `
+		SELECT a.id FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n) JOIN assets a ON a.id = u.id
+		WHERE a.checksum_sha256 IS NULL OR a.status IN ('pending_upload', 'duplicate')
+		ORDER BY u.n`, pq.Array(ids))
+	return out, err
+}
+
 // NewAsset is a file a client is about to upload.
 type NewAsset struct {
 	ID           uuid.UUID

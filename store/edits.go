@@ -61,7 +61,8 @@ type EditTarget struct {
 // ApplyEdits records a version on each target asset of project and a batch
 // of their render jobs, in one transaction, and returns the versions (in
 // the targets' order) and the jobs. Targets outside the project answer
-// ForeignAssetsError and record nothing.
+// ForeignAssetsError, targets without an original NoOriginalError, and
+// record nothing.
 func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets []EditTarget) ([]EditVersion, []Job, error) {
 	versions := make([]EditVersion, len(targets))
 	jobs := make([]Job, len(targets))
@@ -76,6 +77,13 @@ func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets
 		}
 		if len(foreign) > 0 {
 			return &ForeignAssetsError{IDs: foreign}
+		}
+		without, err := tx.withoutOriginal(ctx, ids)
+		if err != nil {
+			return err
+		}
+		if len(without) > 0 {
+			return &NoOriginalError{IDs: without}
 		}
 		b := Batch{ID: uuid.New(), ProjectID: project, UserID: user, Kind: "edit", Total: len(targets)}
 		if err := tx.insertBatch(ctx, &b); err != nil {
