@@ -55,9 +55,9 @@ type Store interface {
 // store presigns URLs to its bucket. A URL allows exactly what its Grant
 // says; the Grant's Method is set by the call.
 type URLSigner interface {
-	// SignPut returns a URL that takes one upload of at most g.MaxSize bytes
-	// of g.ContentType at g.Key until g.Expires. The request must carry the
-	// headers it returns.
+	// SignPut returns a URL that takes one upload of exactly g.MaxSize
+	// bytes of g.ContentType at g.Key until g.Expires. The request must
+	// carry the headers it returns.
 	SignPut(ctx context.Context, g Grant) (SignedURL, error)
 	// SignGet returns a URL that reads g.Key until g.Expires, answered with
 	// g.ContentType when one is given.

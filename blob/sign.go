@@ -19,7 +19,8 @@ var (
 )
 
 // Grant is what a signed URL allows: one method on one key until Expires,
-// and for uploads at most MaxSize bytes of ContentType.
+// and for uploads a body of exactly MaxSize bytes of ContentType (the
+// name is older than the rule: a shorter body is refused as well).
 type Grant struct {
 	Method      string
 	Key         string

@@ -207,9 +207,15 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusUnsupportedMediaType, "content_type_mismatch", "This URL takes Content-Type %s.", g.ContentType))
 		return
 	}
+	// The URL signs the size prepared, and takes exactly that many bytes,
+	// as a bucket does with a presigned Content-Length.
 	limit := min(g.MaxSize, s.cfg.MaxUploadBytes)
 	if c.Request.ContentLength > limit {
 		fail(c, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit))
+		return
+	}
+	if c.Request.ContentLength >= 0 && c.Request.ContentLength < g.MaxSize {
+		fail(c, errShortBody(c.Request.ContentLength, g.MaxSize))
 		return
 	}
 	m := originalKey.FindStringSubmatch(key)
@@ -217,7 +223,7 @@ func (s *Server) putBlob(c *gin.Context) {
 		fail(c, apiError(http.StatusBadRequest, "invalid_key", "The object key is not valid."))
 		return
 	}
-	info, err := s.receiveUpload(c, key, uuid.MustParse(m[1]), limit)
+	info, err := s.receiveUpload(c, key, uuid.MustParse(m[1]), g.MaxSize, limit)
 	if err != nil {
 		fail(c, err)
 		return
@@ -225,12 +231,17 @@ func (s *Server) putBlob(c *gin.Context) {
 	c.JSON(http.StatusCreated, gin.H{"key": key, "byteSize": info.Size, "checksumSha256": info.SHA256})
 }
 
-// receiveUpload streams the body into key and records the upload. The
-// upload lock is held while the bytes stream and released by the time it
-// returns, so the next PUT of the URL finds the upload free. Each wait on
-// Postgres or Redis that the answer does not depend on yet runs beside
-// work that does not need it.
-func (s *Server) receiveUpload(c *gin.Context, key string, asset uuid.UUID, limit int64) (blob.Info, error) {
+// errShortBody refuses a body of got bytes for an upload prepared as want.
+func errShortBody(got, want int64) *Error {
+	return apiError(http.StatusBadRequest, "size_mismatch", "The body is %d bytes; this URL takes the %d bytes prepared.", got, want)
+}
+
+// receiveUpload streams a body of size bytes (at most limit) into key and
+// records the upload. The upload lock is held while the bytes stream and
+// released by the time it returns, so the next PUT of the URL finds the
+// upload free. Each wait on Postgres or Redis that the answer does not
+// depend on yet runs beside work that does not need it.
+func (s *Server) receiveUpload(c *gin.Context, key string, asset uuid.UUID, size, limit int64) (blob.Info, error) {
 	ctx := c.Request.Context()
 	pending := s.checkPending(ctx, asset)
 	release, err := s.lockUpload(ctx, logger(c), asset)
@@ -254,6 +265,8 @@ func (s *Server) receiveUpload(c *gin.Context, key string, asset uuid.UUID, limi
 		return blob.Info{}, err
 	} else if n > limit {
 		return blob.Info{}, apiError(http.StatusRequestEntityTooLarge, "too_large", "The body is larger than the %d bytes declared.", limit)
+	} else if n < size {
+		return blob.Info{}, errShortBody(n, size)
 	}
 	// The body is in: the lock, which guards the streaming, is released
 	// while the bytes are made durable and recorded.

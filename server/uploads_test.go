@@ -494,3 +494,48 @@ func TestPutOnAFullDisk(t *testing.T) {
 	expect(t, a.put(u.UploadURL, u.Headers, p.data), 201, "")
 	expect(t, a.finalize(key, project, []upload{u}, []string{p.sum()}), 200, "")
 }
+
+// A body shorter than the size prepared is refused, whether its length was
+// declared or not, and keeps nothing: as a bucket refuses a presigned PUT
+// of another length. The same URL then takes the whole file.
+func TestShortPutIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{dataDir: dir})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	p := corpus(t, "photos/dune.jpg")[0]
+	u := a.prepare(key, project, []photo{p})[0]
+	short := p.data[:5000]
+
+	expect(t, a.put(u.UploadURL, u.Headers, short), 400, "size_mismatch")
+	req, _ := http.NewRequest("PUT", u.UploadURL, io.MultiReader(bytes.NewReader(short))) // no length: chunked
+	for k, v := range u.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	expect(t, reply{status: res.StatusCode, header: res.Header, body: body}, 400, "size_mismatch")
+
+	if asset, err := a.env.Store.AssetByID(context.Background(), uuid.MustParse(u.AssetID)); err != nil || asset.UploadedAt != nil {
+		t.Fatalf("a short upload was recorded (%v)", err)
+	}
+	objectKey := blob.OriginalKey(uuid.MustParse(project), uuid.MustParse(u.AssetID))
+	if _, err := a.blobs.Stat(context.Background(), objectKey); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("a short upload left bytes at its key (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "blobs", "originals", "*", ".upload-*")); len(left) > 0 {
+		t.Fatalf("partial files left: %v", left)
+	}
+	expect(t, a.finalize(key, project, []upload{u}, []string{photo{data: short}.sum()}), 200, "")
+	if s := a.env.AssetStatus(t, uuid.MustParse(u.AssetID)); s != store.AssetPendingUpload {
+		t.Fatalf("after finalizing the short bytes' checksum the asset is %s, want still pending", s)
+	}
+
+	expect(t, a.put(u.UploadURL, u.Headers, p.data), 201, "")
+	expect(t, a.finalize(key, project, []upload{u}, []string{p.sum()}), 200, "")
+}
