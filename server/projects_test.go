@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 )
 
 func TestProjectCRUD(t *testing.T) {
@@ -164,5 +168,70 @@ func TestIdempotencyKey(t *testing.T) {
 	replay := a.do("POST", "/v1/projects", key, map[string]any{"title": ""}, "Idempotency-Key", "k-2")
 	if replay.status != 400 || string(replay.body) != string(bad.body) {
 		t.Fatalf("replayed failure %d %s, want the first answer %s", replay.status, replay.body, bad.body)
+	}
+}
+
+// Every POST of a signed-in caller replays its first answer under the same
+// Idempotency-Key, as the contract says of every POST: a retried create,
+// retry or cancel is done once. The public routes (sign-in, galleries)
+// have no account to keep an answer under.
+func TestEveryPOSTReplaysUnderItsKey(t *testing.T) {
+	a := newApp(t)
+	key := a.user("admin@example.org", true)
+	for _, rt := range a.handler.(*gin.Engine).Routes() {
+		if rt.Method != "POST" || !strings.HasPrefix(rt.Path, "/v1/") || rt.Path == "/v1/session" ||
+			strings.HasPrefix(rt.Path, "/v1/auth/") || strings.HasPrefix(rt.Path, "/v1/share/") {
+			continue
+		}
+		parts := strings.Split(rt.Path, "/")
+		for i, p := range parts {
+			if strings.HasPrefix(p, ":") {
+				parts[i] = uuid.NewString()
+			}
+		}
+		path := strings.ReplaceAll(strings.Join(parts, "/"), `\:`, ":")
+		if rt.Path == "/v1/assets/:id" {
+			path += ":reprocess"
+		}
+		first := a.do("POST", path, key, map[string]any{}, "Idempotency-Key", "key-"+path)
+		again := a.do("POST", path, key, map[string]any{}, "Idempotency-Key", "key-"+path)
+		if again.header.Get("Idempotent-Replayed") != "true" || again.status != first.status || !bytes.Equal(again.body, first.body) {
+			t.Errorf("POST %s: %d %s, then %d %s without a replay", rt.Path, first.status, first.body, again.status, again.body)
+		}
+	}
+}
+
+// The creates the contract's "every POST" missed: an edit, its applyTo and
+// a webhook ping sent twice under one key make one version, one batch and
+// one delivery.
+func TestRetriedCreatesHappenOnce(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	twice := func(path string, body any) reply {
+		t.Helper()
+		first := a.do("POST", path, key, body, "Idempotency-Key", "once-"+path)
+		again := a.do("POST", path, key, body, "Idempotency-Key", "once-"+path)
+		if first.status >= 300 || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+			t.Fatalf("POST %s: %d %s, then %d %s", path, first.status, first.body, again.status, again.body)
+		}
+		return first
+	}
+
+	edit := twice("/v1/assets/"+ups[0].AssetID+"/edits", map[string]any{"params": map[string]any{"exposure": 0.5}}).json(t)["id"].(string)
+	twice("/v1/edits/"+edit+"/applyTo", map[string]any{"assetIds": []string{ups[1].AssetID}, "mode": "create_versions"})
+	if n := a.count(`SELECT count(*) FROM edit_versions`); n != 2 {
+		t.Fatalf("%d edit versions, want 2", n)
+	}
+	if n := a.count(`SELECT count(*) FROM jobs WHERE type = 'edit:apply'`); n != 2 {
+		t.Fatalf("%d render jobs, want 2", n)
+	}
+
+	r := a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
+	expect(t, r, 201, "")
+	twice("/v1/webhooks/"+r.json(t)["id"].(string)+"/test", nil)
+	if n := a.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
+		t.Fatalf("%d deliveries, want 1", n)
 	}
 }

@@ -50,9 +50,11 @@ func (s *Server) routes() *gin.Engine {
 	streams.GET("/realtime", s.realtime)
 	streams.GET("/batches/:id/events", s.batchEvents)
 
+	// Every POST from here on takes an Idempotency-Key (s.idempotent), as
+	// the contract says; the routes above have no account to keep it under.
 	api := v1.Group("", s.authenticate, s.rateLimit)
 	api.GET("/session", s.getSession)
-	api.POST("/realtime/tokens", s.createStreamToken)
+	api.POST("/realtime/tokens", s.idempotent, s.createStreamToken)
 	api.DELETE("/session", s.deleteSession)
 
 	api.GET("/projects", s.listProjects)
@@ -67,13 +69,13 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/assets", s.listAssets)
 	api.GET("/projects/:id/jobs", s.listJobs)
 	api.GET("/projects/:id/clusters", s.listClusters)
-	api.POST(`/projects/:id/cull\:applyAction`, s.applyCullActions)
+	api.POST(`/projects/:id/cull\:applyAction`, s.idempotent, s.applyCullActions)
 	api.GET("/projects/:id/search", s.search)
-	api.POST("/projects/:id/search", s.searchFiltered)
+	api.POST("/projects/:id/search", s.idempotent, s.searchFiltered)
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
 	api.PATCH("/clusters/:id", s.patchCluster)
-	api.POST("/clusters/:id/winner", s.chooseClusterWinner)
+	api.POST("/clusters/:id/winner", s.idempotent, s.chooseClusterWinner)
 
 	api.GET("/chain/head", s.chainHead)
 	api.GET("/chain/verify", s.chainVerify)
@@ -81,18 +83,18 @@ func (s *Server) routes() *gin.Engine {
 
 	api.GET("/batches/:id", s.getBatch)
 	api.GET("/batches/:id/results", s.batchResults)
-	api.POST("/batches/:id/cancel", s.cancelBatch)
-	api.POST("/batches/:id/retry", s.retryBatch)
-	api.POST("/batches/:id/jobs/:jobId/retry", s.retryJob)
+	api.POST("/batches/:id/cancel", s.idempotent, s.cancelBatch)
+	api.POST("/batches/:id/retry", s.idempotent, s.retryBatch)
+	api.POST("/batches/:id/jobs/:jobId/retry", s.idempotent, s.retryJob)
 
 	api.GET("/assets/:id", s.getAsset)
 	api.PATCH("/assets/:id", s.patchAsset)
 	api.DELETE("/assets/:id", s.deleteAsset)
-	api.POST("/assets/:id/ratings", s.rateAsset)
+	api.POST("/assets/:id/ratings", s.idempotent, s.rateAsset)
 	api.GET("/assets/:id/edits", s.listEdits)
-	api.POST("/assets/:id/edits", s.createEdit)
+	api.POST("/assets/:id/edits", s.idempotent, s.createEdit)
 	api.GET("/edits/:id", s.getEdit)
-	api.POST("/edits/:id/applyTo", s.applyEditTo)
+	api.POST("/edits/:id/applyTo", s.idempotent, s.applyEditTo)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
 	api.GET("/assets/:id/similar", s.similar)
@@ -101,14 +103,14 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/projects/:id/exports", s.idempotent, s.createExport)
 	api.GET("/exports/:id", s.getExport)
 	api.GET("/exports/:id/download", s.exportDownload)
-	api.POST("/exports/:id/cancel", s.cancelExport)
+	api.POST("/exports/:id/cancel", s.idempotent, s.cancelExport)
 
 	api.GET("/projects/:id/galleries", s.listGalleries)
 	api.POST("/projects/:id/galleries", s.idempotent, s.createGallery)
 	api.GET("/galleries/:id", s.getGallery)
 	api.PATCH("/galleries/:id", s.patchGallery)
 	api.DELETE("/galleries/:id", s.deleteGallery)
-	api.POST("/galleries/:id/assets", s.addGalleryAssets)
+	api.POST("/galleries/:id/assets", s.idempotent, s.addGalleryAssets)
 	api.DELETE("/galleries/:id/assets", s.removeGalleryAssets)
 	api.GET("/galleries/:id/comments", s.galleryComments)
 
@@ -116,7 +118,7 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/webhooks", s.idempotent, s.createWebhook)
 	api.GET("/webhooks/:id", s.getWebhook)
 	api.DELETE("/webhooks/:id", s.deleteWebhook)
-	api.POST("/webhooks/:id/test", s.testWebhook)
+	api.POST("/webhooks/:id/test", s.idempotent, s.testWebhook)
 	api.GET("/webhooks/:id/deliveries", s.listDeliveries)
 
 	// The web pages (public HTML: their API calls need the session), the
@@ -129,16 +131,16 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/assets/:id/jobs", s.assetJobs)
 	admin := api.Group("/admin", requireAdmin)
 	admin.GET("/queues", s.adminQueues)
-	admin.POST("/queues/:queue/pause", s.pauseQueue)
-	admin.POST("/queues/:queue/resume", s.resumeQueue)
+	admin.POST("/queues/:queue/pause", s.idempotent, s.pauseQueue)
+	admin.POST("/queues/:queue/resume", s.idempotent, s.resumeQueue)
 	admin.GET("/jobs", s.adminJobs)
-	admin.POST("/jobs/:id/retry", s.adminRetryJob)
+	admin.POST("/jobs/:id/retry", s.idempotent, s.adminRetryJob)
 	admin.DELETE("/jobs/:id", s.adminDeleteJob)
 	admin.GET("/batches", s.adminBatches)
-	admin.POST("/batches/:id/retry", s.adminRetryBatch)
+	admin.POST("/batches/:id/retry", s.idempotent, s.adminRetryBatch)
 	admin.GET("/chain", s.adminChain)
-	admin.POST("/chain/verify", s.adminVerifyChain)
-	admin.POST("/chain/requeue", s.adminRequeueChain)
+	admin.POST("/chain/verify", s.idempotent, s.adminVerifyChain)
+	admin.POST("/chain/requeue", s.idempotent, s.adminRequeueChain)
 
 	return r
 }
