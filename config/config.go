@@ -42,6 +42,7 @@ type Config struct {
 	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
 
 	MaxBodyBytes      int64         // MAX_BODY_BYTES, for JSON request bodies
+	BodyReadTimeout   time.Duration // BODY_READ_TIMEOUT, the longest a request body may send nothing (uploads included)
 	SSEHeartbeat      time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SSEStreamsPerUser int           // SSE_STREAMS_PER_USER, event streams one user may hold open on one server
 	SessionTTL        time.Duration // SESSION_TTL
@@ -117,6 +118,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
 
 		MaxBodyBytes:      r.bytes("MAX_BODY_BYTES", 4<<20),
+		BodyReadTimeout:   r.duration("BODY_READ_TIMEOUT", time.Minute),
 		SSEHeartbeat:      r.duration("SSE_HEARTBEAT", 15*time.Second),
 		SSEStreamsPerUser: r.integer("SSE_STREAMS_PER_USER", 16, 1, 1<<20),
 		SessionTTL:        r.duration("SESSION_TTL", 7*24*time.Hour),
@@ -215,6 +217,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.UploadURLTTL < 10*time.Second || c.UploadURLTTL > 24*time.Hour {
 		r.fail("UPLOAD_URL_TTL", "must be between 10s and 24h")
+	}
+	if c.BodyReadTimeout < time.Second || c.BodyReadTimeout > time.Hour {
+		r.fail("BODY_READ_TIMEOUT", "must be between 1s and 1h")
 	}
 	readOperations(&r, c)
 	if err := errors.Join(r.errs...); err != nil {

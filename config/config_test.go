@@ -23,8 +23,8 @@ func TestDefaults(t *testing.T) {
 	if c.QueueWeights["critical"] != 6 || c.QueueWeights["default"] != 3 || c.QueueWeights["low"] != 1 {
 		t.Fatalf("queue weights %v", c.QueueWeights)
 	}
-	if c.UploadURLTTL != 5*time.Minute || c.MaxUploadBytes != 200<<20 {
-		t.Fatalf("upload defaults: ttl %v, max %d", c.UploadURLTTL, c.MaxUploadBytes)
+	if c.UploadURLTTL != 5*time.Minute || c.MaxUploadBytes != 200<<20 || c.BodyReadTimeout != time.Minute {
+		t.Fatalf("upload defaults: ttl %v, max %d, body read timeout %v", c.UploadURLTTL, c.MaxUploadBytes, c.BodyReadTimeout)
 	}
 }
 
@@ -39,12 +39,13 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"MAX_UPLOAD_BYTES":   "-3",
 		"EMBED_TEXT":         "true",
 		"CHAIN_RETIRED_KEYS": strings.Repeat("ab", 32) + ", not-a-key",
+		"BODY_READ_TIMEOUT":  "100ms",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}

@@ -33,11 +33,18 @@ func (s *Server) idempotent(c *gin.Context) {
 		return
 	}
 	body, err := io.ReadAll(c.Request.Body)
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	var (
+		tooLarge *http.MaxBytesError
+		stalled  *Error // the body stopped arriving (idleBody)
+	)
+	switch {
+	case errors.As(err, &tooLarge):
 		fail(c, apiError(http.StatusRequestEntityTooLarge, "body_too_large", "The request body is larger than %d bytes.", tooLarge.Limit))
 		return
-	} else if err != nil {
+	case errors.As(err, &stalled):
+		fail(c, stalled)
+		return
+	case err != nil:
 		fail(c, apiError(http.StatusBadRequest, "invalid_body", "The request body could not be read."))
 		return
 	}

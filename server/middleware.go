@@ -1,9 +1,12 @@
 package server
 
 import (
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"time"
@@ -110,4 +113,64 @@ func (s *Server) limitBody(c *gin.Context) {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
 	}
 	c.Next()
+}
+
+// idleBody ends a request whose body stops arriving: each read of the body
+// must get bytes within BODY_READ_TIMEOUT, or it fails with 408
+// body_timeout. Uploads may be large and slow, so the whole body has no
+// limit; without one per read, a client that stalls holds its handler (and
+// an upload its lock) for as long as the connection stays open.
+func (s *Server) idleBody(c *gin.Context) {
+	if c.Request.Body == nil || c.Request.Body == http.NoBody {
+		c.Next()
+		return
+	}
+	body := c.Request.Body
+	b := &idleReader{ReadCloser: body, rc: http.NewResponseController(c.Writer), idle: s.cfg.BodyReadTimeout, log: logger(c)}
+	c.Request.Body = b
+	c.Next()
+	// The server finishes the request by the body it gave: it closes the
+	// connection at once on a large rest, and reads a small one to reuse
+	// the connection. That read must not wait on a stalled client either.
+	c.Request.Body = body
+	if !b.ended {
+		b.arm()
+	}
+}
+
+type idleReader struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	idle  time.Duration
+	log   *slog.Logger
+	ended bool // the body reached its end
+	off   bool // the connection takes no deadline
+}
+
+func (r *idleReader) arm() {
+	if r.off {
+		return
+	}
+	if err := r.rc.SetReadDeadline(time.Now().Add(r.idle)); err != nil {
+		r.off = true
+		r.log.Warn("request body read without a timeout", "err", err)
+	}
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.arm()
+	n, err := r.ReadCloser.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		// The server's own read after the end watches for the client
+		// going away for as long as the handler runs: no deadline there.
+		r.ended = true
+		if !r.off {
+			r.rc.SetReadDeadline(time.Time{})
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = apiError(http.StatusRequestTimeout, "body_timeout",
+			"No part of the request body arrived for %s; nothing was kept, send the request again.", r.idle)
+	}
+	return n, err
 }

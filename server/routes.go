@@ -15,7 +15,7 @@ func (s *Server) routes() *gin.Engine {
 	if err := r.SetTrustedProxies(s.cfg.TrustedProxies); err != nil {
 		panic(err)
 	}
-	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics, s.cors)
+	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics, s.cors, s.idleBody)
 	r.NoRoute(func(c *gin.Context) { fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route.")) })
 	r.NoMethod(func(c *gin.Context) {
 		fail(c, apiError(http.StatusMethodNotAllowed, "method_not_allowed", "This route does not take %s.", c.Request.Method))

@@ -1,16 +1,24 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/internal/testenv"
 )
 
 type putResult struct {
@@ -118,4 +126,66 @@ func TestParallelPutsOfOneURLWriteOnce(t *testing.T) {
 	expect(t, a.put(up.UploadURL, up.Headers, body(2)), 201, "")
 	expect(t, a.put(up.UploadURL, up.Headers, body(3)), 201, "")
 	expect(t, a.finalize(key, project, ups, []string{photo{data: body(3)}.sum()}), 200, "")
+}
+
+// stall sends a request whose body stops after sent, of the declared
+// length, and returns the answer's status line: "" when the server closed
+// the connection without one. It fails t if the server neither answers nor
+// closes; the wait is generous, as it only bounds a hang.
+func stall(t *testing.T, rawURL, method string, headers map[string]string, declared int, sent []byte) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var req strings.Builder
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", method, u.RequestURI(), u.Host, declared)
+	for k, v := range headers {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	req.WriteString("\r\n")
+	if _, err := conn.Write(append([]byte(req.String()), sent...)); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s %s: a body that stopped arriving got no answer in 2 minutes", method, u.Path)
+	}
+	return strings.TrimSpace(line)
+}
+
+// A PUT whose body stops arriving fails once BODY_READ_TIMEOUT passes
+// without a byte, keeps nothing and frees its URL for the next PUT; a JSON
+// request that stalls, before any key is checked, ends too.
+func TestStalledBodiesEnd(t *testing.T) {
+	dir := t.TempDir()
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{dataDir: dir, env: map[string]string{"BODY_READ_TIMEOUT": "1s"}})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	p := corpus(t, "photos/wood.jpg")[0]
+	u := a.prepare(key, project, []photo{p})[0]
+
+	if got := stall(t, u.UploadURL, "PUT", u.Headers, len(p.data), p.data[:10]); got != "" && !strings.HasPrefix(got, "HTTP/1.1 408") {
+		t.Fatalf("stalled PUT answered %q, want 408 or a closed connection", got)
+	}
+	if asset, err := a.env.Store.AssetByID(context.Background(), uuid.MustParse(u.AssetID)); err != nil || asset.UploadedAt != nil {
+		t.Fatalf("a stalled upload was recorded (%v)", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "blobs", "originals", "*", ".upload-*")); len(left) > 0 {
+		t.Fatalf("partial files left: %v", left)
+	}
+	expect(t, a.put(u.UploadURL, u.Headers, p.data), 201, "")
+
+	login := map[string]string{"Content-Type": "application/json"}
+	if got := stall(t, a.url+"/v1/auth/login", "POST", login, 100, []byte(`{"email":`)); got != "" && !strings.HasPrefix(got, "HTTP/1.1 4") {
+		t.Fatalf("stalled login answered %q, want a 4xx or a closed connection", got)
+	}
 }

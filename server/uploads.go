@@ -339,6 +339,10 @@ func copyLimited(c *gin.Context, w blob.Writer, limit int64, pending <-chan erro
 			break
 		}
 		if err != nil {
+			var stalled *Error // the body stopped arriving (idleBody)
+			if errors.As(err, &stalled) {
+				return n, stalled
+			}
 			return n, apiError(http.StatusBadRequest, "upload_interrupted", "The upload ended before all bytes arrived.")
 		}
 	}
