@@ -78,11 +78,14 @@ func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, byt
 			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", bytes, used, q.Bytes)
 	}
 	if used := int64(u.FilesInFlight); q.FilesInFlight > 0 && used+int64(files) > q.FilesInFlight {
+		if int64(files) > q.FilesInFlight {
+			// No wait makes it fit: say so, and how many do.
+			return errQuota(http.StatusTooManyRequests, "filesInFlight", q.FilesInFlight, used, int64(files),
+				"This asks for %d uploads at once; at most %d may be in flight, so send at most %d per request.", files, q.FilesInFlight, q.FilesInFlight).
+				with("retryAfter", nil).with("maxAtOnce", q.FilesInFlight)
+		}
 		e := errQuota(http.StatusTooManyRequests, "filesInFlight", q.FilesInFlight, used, int64(files),
 			"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", used, q.FilesInFlight)
-		if int64(files) > q.FilesInFlight {
-			return e.with("retryAfter", nil).with("maxAtOnce", q.FilesInFlight)
-		}
 		retry := 1
 		if u.NextExpiry != nil {
 			retry = max(1, ceilSeconds(time.Until(*u.NextExpiry)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"lightbox/internal/testenv"
@@ -155,6 +156,9 @@ func TestFilesInFlightQuotaAsksToWait(t *testing.T) {
 	expect(t, r, 429, "quota_exceeded")
 	if d := details(t, r); d["maxAtOnce"] != 2.0 || r.header.Get("Retry-After") != "" {
 		t.Fatalf("more than ever fits: details %v, Retry-After %q", d, r.header.Get("Retry-After"))
+	}
+	if msg := r.json(t)["message"].(string); strings.Contains(msg, "wait") || !strings.Contains(msg, "at most 2") {
+		t.Fatalf("more than ever fits, yet the message says %q", msg)
 	}
 }
 
