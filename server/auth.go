@@ -27,10 +27,19 @@ func (s *Server) authenticate(c *gin.Context) {
 	c.Next()
 }
 
+// bearerToken is the credential of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
 func (s *Server) principalFrom(c *gin.Context) (*store.Principal, error) {
 	if h := c.GetHeader("Authorization"); h != "" {
-		key, ok := strings.CutPrefix(h, "Bearer ")
-		key = strings.TrimSpace(key)
+		key, ok := bearerToken(h)
 		if !ok || key == "" {
 			return nil, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'."))
 		}

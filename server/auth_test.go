@@ -15,6 +15,9 @@ func TestAuthRefusals(t *testing.T) {
 	expect(t, a.do("GET", "/v1/projects", "lbx_notakey", nil), 401, "invalid_credentials")
 	expect(t, a.do("GET", "/v1/projects", "", nil, "Authorization", "Basic abc"), 401, "invalid_credentials")
 	expect(t, a.do("GET", "/v1/projects", key, nil), 200, "")
+	// The scheme's name is case-insensitive.
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Authorization", "bearer "+key), 200, "")
+	expect(t, a.do("GET", "/v1/projects", "", nil, "Authorization", "Bearer"), 401, "invalid_credentials")
 
 	a.revoke(key)
 	expect(t, a.do("GET", "/v1/projects", key, nil), 401, "invalid_credentials")

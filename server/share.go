@@ -74,10 +74,10 @@ func (s *Server) loadShare(c *gin.Context) {
 	}
 	c.Set(ctxGallery, g)
 	if h := c.GetHeader("Authorization"); h != "" {
-		token, ok := strings.CutPrefix(h, "Bearer ")
+		token, ok := bearerToken(h)
 		var v *store.Viewer
 		if ok {
-			v, err = s.store.ViewerByToken(ctx, g, store.HashSecret(strings.TrimSpace(token)))
+			v, err = s.store.ViewerByToken(ctx, g, store.HashSecret(token))
 		}
 		if !ok || errors.Is(err, store.ErrNotFound) {
 			fail(c, apiError(http.StatusUnauthorized, "invalid_viewer_token",

@@ -38,8 +38,8 @@ func Handler(reg *prometheus.Registry) http.Handler {
 // TokenMatches reports whether an Authorization header carries token as its
 // Bearer credential, in constant time. An empty token matches nothing.
 func TokenMatches(authorization, token string) bool {
-	got, ok := strings.CutPrefix(authorization, "Bearer ")
-	return ok && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+	scheme, got, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	return strings.EqualFold(scheme, "Bearer") && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 // Protect lets through only requests that carry token, when there is one.

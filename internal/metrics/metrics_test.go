@@ -18,6 +18,7 @@ func TestTokenMatches(t *testing.T) {
 		want          bool
 	}{
 		{"Bearer s3cret-token-0123456", "s3cret-token-0123456", true},
+		{"bearer s3cret-token-0123456", "s3cret-token-0123456", true},
 		{"Bearer  s3cret-token-0123456 ", "s3cret-token-0123456", true},
 		{"Bearer s3cret-token-012345", "s3cret-token-0123456", false},
 		{"s3cret-token-0123456", "s3cret-token-0123456", false},
