@@ -246,11 +246,11 @@ func (s *Store) ExpiredExports(ctx context.Context, now time.Time, limit int) ([
 	return out, err
 }
 
-// ExpireExport records that a finished export's file was deleted.
-func (s *Store) ExpireExport(ctx context.Context, id uuid.UUID) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE exports e SET status = 'expired', blob_key = NULL, updated_at = now()
-		WHERE id = $1 AND status = 'done'`, id)
-	return err
+// ExpireExport records that a finished export's file was deleted, and
+// returns the export, expired true when this call expired it.
+func (s *Store) ExpireExport(ctx context.Context, id uuid.UUID) (e *Export, expired bool, err error) {
+	return s.moveExport(ctx, id, `UPDATE exports e SET status = 'expired', blob_key = NULL, updated_at = now()
+		WHERE id = $1 AND status = 'done' RETURNING `+exportColumns)
 }
 
 // ExportItem is an asset an export considers, with what it needs to be

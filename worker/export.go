@@ -172,7 +172,14 @@ func (w *Worker) expireExport(ctx context.Context, e store.Export) error {
 			return err
 		}
 	}
-	return w.st.ExpireExport(ctx, e.ID)
+	expired, moved, err := w.st.ExpireExport(ctx, e.ID)
+	if moved {
+		w.exportChanged(ctx, expired) // its download is gone: say so
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	return err
 }
 
 // exportKey is where a run of an export stores its archive: a folder of

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -426,5 +427,43 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Event != "export.updated" || data.ID != id || data.Status != "done" {
 		t.Fatalf("endpoint got %+v, want one export.updated of %s done", got, id)
+	}
+}
+
+// TestExpiredExportIsReported: an export's download is gone once it
+// expires, and its webhooks hear of it as they heard of it being done.
+func TestExpiredExportIsReported(t *testing.T) {
+	t.Parallel()
+	const secret = "expired-export-secret"
+	rcv := newReceiver(t, secret)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
+	project := h.project()
+	h.ready(project, "photos/wood.jpg")
+	id, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
+	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	h.exec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
+	h.sweep()
+	h.run()
+	h.waitFor("two deliveries", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 2
+	})
+	var states []string
+	for _, d := range rcv.deliveries() {
+		var data struct {
+			ID     uuid.UUID
+			Status string
+		}
+		json.Unmarshal(d.Data, &data)
+		if d.Event != "export.updated" || data.ID != id {
+			t.Fatalf("endpoint got %s of %s, want export.updated of %s", d.Event, data.ID, id)
+		}
+		states = append(states, data.Status)
+	}
+	slices.Sort(states)
+	if !slices.Equal(states, []string{"done", "expired"}) {
+		t.Fatalf("export.updated states %v, want done and expired", states)
 	}
 }
