@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 
@@ -11,6 +12,12 @@ import (
 
 // IdempotencyWindow is how long an answer stays replayable.
 const IdempotencyWindow = 24 * time.Hour
+
+// IdempotencyClaimStale is how long a claim may go unanswered before it
+// counts as abandoned: its request's process died (or the handler
+// panicked) before answering or releasing it, and a retry must not wait
+// out the whole window. No request runs this long.
+const IdempotencyClaimStale = 10 * time.Minute
 
 // Idempotency outcomes when a request claims a key.
 var (
@@ -27,10 +34,25 @@ type SavedResponse struct {
 
 // ClaimIdempotencyKey records that a request with key is starting. It
 // returns the saved answer when the same request already finished, or nil
-// when the caller should go ahead. Keys older than the window are forgotten.
+// when the caller should go ahead. Keys older than the window are
+// forgotten, and so are claims abandoned unanswered (IdempotencyClaimStale).
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, user uuid.UUID, key, method, path string, reqHash []byte) (*SavedResponse, error) {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < now() - $3::interval`,
-		user, key, IdempotencyWindow.String()); err != nil {
+	for range 5 {
+		saved, err := s.claimIdempotencyKey(ctx, user, key, method, path, reqHash)
+		if errors.Is(err, errClaimReleased) {
+			continue // released between our insert and select: claim again
+		}
+		return saved, err
+	}
+	return nil, ErrIdempotencyInFlight // others keep taking it: retry shortly
+}
+
+var errClaimReleased = errors.New("idempotency claim released while read")
+
+func (s *Store) claimIdempotencyKey(ctx context.Context, user uuid.UUID, key, method, path string, reqHash []byte) (*SavedResponse, error) {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2
+		AND (created_at < now() - $3::interval OR (status_code IS NULL AND created_at < now() - $4::interval))`,
+		user, key, IdempotencyWindow.String(), IdempotencyClaimStale.String()); err != nil {
 		return nil, err
 	}
 	res, err := s.db.ExecContext(ctx, `
@@ -54,9 +76,11 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, user uuid.UUID, key, me
 	err = s.db.GetContext(ctx, &row, `
 		SELECT method, path, request_hash, status_code, content_type, body
 		FROM idempotency_keys WHERE user_id = $1 AND key = $2`, user, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errClaimReleased
+	}
 	if err != nil {
-		// Released between our insert and select: the caller may simply retry.
-		return nil, notFound(err)
+		return nil, err
 	}
 	if row.Method != method || row.Path != path || !bytes.Equal(row.RequestHash, reqHash) {
 		return nil, ErrIdempotencyReused

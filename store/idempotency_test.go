@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -62,5 +63,36 @@ func TestIdempotencyKeys(t *testing.T) {
 	}
 	if saved, _ := claim(owner, "k1", hash); saved == nil {
 		t.Fatal("releasing an answered key forgot its answer")
+	}
+}
+
+// A request whose process died before it answered leaves its claim; a
+// retry with the same key must not wait out the whole window for it.
+func TestAbandonedIdempotencyClaimIsTakenOver(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, _ := env.Project(t)
+	claim := func() (*store.SavedResponse, error) {
+		return env.Store.ClaimIdempotencyKey(ctx, owner, "k", "POST", "/v1/projects", []byte("body"))
+	}
+	if _, err := claim(); err != nil {
+		t.Fatal(err)
+	}
+	// Not long after, the claim still stands: its request may be running.
+	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale - time.Minute).String())
+	if _, err := claim(); !errors.Is(err, store.ErrIdempotencyInFlight) {
+		t.Fatalf("claim beside a running request: %v, want in flight", err)
+	}
+	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale + time.Minute).String())
+	if saved, err := claim(); saved != nil || err != nil {
+		t.Fatalf("claim after the first was abandoned = %+v, %v; want go ahead", saved, err)
+	}
+	// An answer is kept the whole window, however old its claim.
+	if err := env.Store.SaveIdempotentResponse(ctx, owner, "k", store.SavedResponse{StatusCode: 201, ContentType: "application/json", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale + time.Hour).String())
+	if saved, err := claim(); err != nil || saved == nil || saved.StatusCode != 201 {
+		t.Fatalf("replay of an old answer = %+v, %v", saved, err)
 	}
 }
