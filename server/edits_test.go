@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,10 +148,18 @@ func TestEditsNeedAFinalizedOriginal(t *testing.T) {
 	_, again := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	duplicate := again[0].AssetID
 	pending := a.prepare(key, project, corpus(t, "photos/dune.jpg"))[0].AssetID
+	// Finalize discards the bytes of an upload whose checksum does not match.
+	storm := corpus(t, "photos/storm.jpg")
+	up := a.prepare(key, project, storm)
+	expect(t, a.put(up[0].UploadURL, up[0].Headers, storm[0].data), 201, "")
+	expect(t, a.finalize(key, project, up, []string{strings.Repeat("0", 64)}), 200, "")
+	mismatched := up[0].AssetID
 	params := map[string]any{"params": map[string]any{"exposure": 0.5}}
 
 	expect(t, a.do("POST", "/v1/assets/"+pending+"/edits", key, params), 409, "not_processable")
 	expect(t, a.do("POST", "/v1/assets/"+duplicate+"/edits", key, params), 409, "not_processable")
+	expect(t, a.do("POST", "/v1/assets/"+mismatched+"/edits", key, params), 409, "not_processable")
+	expect(t, a.do("POST", "/v1/assets/"+mismatched+":reprocess", key, nil), 409, "not_processable")
 	r := a.do("POST", "/v1/assets/"+ready+"/edits", key, params)
 	expect(t, r, 201, "")
 	edit := r.json(t)["id"].(string)

@@ -64,10 +64,12 @@ const (
 )
 
 // HasOriginal reports whether the asset holds bytes of its own to process
-// or edit: an upload not finalized (or expired) has none, and a
-// duplicate's were let go for the original's.
+// or edit: an upload not finalized (or expired) has none, a duplicate's
+// were let go for the original's, and so were those of an upload whose
+// checksum did not match at finalize.
 func (a *Asset) HasOriginal() bool {
-	return a.ChecksumSHA256 != nil && a.Status != AssetPendingUpload && a.Status != AssetDuplicate
+	return a.ChecksumSHA256 != nil && a.Status != AssetPendingUpload && a.Status != AssetDuplicate &&
+		(a.Status != AssetFailed || a.ErrorCode == nil || *a.ErrorCode != "checksum_mismatch")
 }
 
 // NoOriginalError names the assets of a request that have no original to
@@ -83,6 +85,7 @@ func (s *Store) withoutOriginal(ctx context.Context, ids []uuid.UUID) ([]uuid.UU
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT a.id FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n) JOIN assets a ON a.id = u.id
 		WHERE a.checksum_sha256 IS NULL OR a.status IN ('pending_upload', 'duplicate')
+		   OR (a.status = 'failed' AND a.error_code = 'checksum_mismatch')
 		ORDER BY u.n`, pq.Array(ids))
 	return out, err
 }
