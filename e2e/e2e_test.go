@@ -590,6 +590,8 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 		chromedp.WaitReady(chromedp.CSS("#file-list")))
 	b.waitJS("the page to say Searchable 52/53",
 		`document.querySelector('#phase-searchable').textContent === 'Searchable 52/53'`)
+	// The counts are whole before the list is; the retry waits for the list.
+	b.waitJS("the file list to load", `!document.querySelector('#retry-all').disabled`)
 	b.run("show the failed files", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
 	b.waitJS("the corrupt file's reason", `(() => {
 		const rows = [...document.querySelectorAll('#file-list .frow:not([hidden])')];

@@ -226,8 +226,10 @@ function uploadTab(root, state, project) {
       bits.push('✓ everything is searchable');
     }
     summary.textContent = bits.join(' · ');
-    // Only listed rows can be retried.
-    retryAll.hidden = c.failed === 0 || !model.loaded;
+    // Only listed rows can be retried. Disabled rather than hidden while the
+    // list loads, so the page below does not move under the pointer.
+    retryAll.hidden = c.failed === 0;
+    retryAll.disabled = !model.loaded || retryAll.dataset.busy === 'true';
     retryAll.textContent = `Retry all failed (${c.failed.toLocaleString()})`;
   }
   model.addEventListener('change', redraw);
@@ -296,8 +298,15 @@ async function retryRow(state, row) {
     state.model.setStatus(row, 'uploaded', null);
     announce(`Processing ${row.name} again.`);
   } catch (err) {
+    if (err.code === 'duplicate') state.model.setStatus(row, 'failed', { code: err.code, message: err.message });
     announce(`${row.name} could not be retried: ${err.message}`, 'error');
   }
+}
+
+// uploadedAgain marks a failed row whose photo was uploaded again as another
+// asset, which is kept: it cannot run again.
+function uploadedAgain(model, row, of) {
+  model.setStatus(row, 'failed', { code: 'duplicate', message: `The same photo was uploaded again as asset ${of}, which is kept.` });
 }
 
 // retryAllFailed sends local failures up again and runs the failed jobs of
@@ -305,10 +314,12 @@ async function retryRow(state, row) {
 async function retryAllFailed(state, button) {
   const { model } = state;
   button.disabled = true;
+  button.dataset.busy = 'true';
   try {
     const failed = model.counts().visible.filter((r) => r.stage === 'failed');
     let n = 0;
     const server = new Map();
+    const kept = new Map(); // failed asset → the asset its photo was uploaded again as
     for (const row of failed) {
       if (row.local === 'failed') {
         if (state.uploader && state.uploader.retryLocal(row)) n++;
@@ -327,19 +338,35 @@ async function retryAllFailed(state, button) {
           }
         }
       });
-      for (const b of batches) await api('POST', `/v1/batches/${b}/retry`);
+      for (const b of batches) {
+        const res = await api('POST', `/v1/batches/${b}/retry`);
+        for (const d of res.duplicates || []) kept.set(d.assetId, d.duplicateOf);
+      }
       for (const [id, row] of server) {
-        if (!covered.has(id)) await api('POST', `/v1/assets/${id}:reprocess`);
+        if (!covered.has(id)) {
+          try {
+            await api('POST', `/v1/assets/${id}:reprocess`);
+          } catch (err) {
+            if (err.code !== 'duplicate') throw err;
+            kept.set(id, err.details && err.details.duplicateOf);
+          }
+        }
+        if (kept.has(id)) {
+          uploadedAgain(model, row, kept.get(id));
+          continue;
+        }
         row.local = 'done';
         model.setStatus(row, 'uploaded', null);
         n++;
       }
     }
-    announce(n ? `Retrying ${plural(n, 'file')}.` : 'Nothing here can be retried: add those files again.');
+    const again = kept.size ? ` ${plural(kept.size, 'file')} cannot run again: uploaded again, the later copy is kept.` : '';
+    announce(n ? `Retrying ${plural(n, 'file')}.${again}` : again ? again.trim() : 'Nothing here can be retried: add those files again.');
   } catch (err) {
     announce(`Retry failed: ${err.message}`, 'error');
   } finally {
-    button.disabled = false;
+    delete button.dataset.busy;
+    button.disabled = !model.loaded;
   }
 }
 
