@@ -182,21 +182,22 @@ func (k Keys) Describe() KeySet {
 
 // signer is the key a row is checked under: the one it names, which must
 // be one of k, or, for a row signed before rows named their key, the first
-// of k its signature verifies under. A row naming a key k does not hold,
-// or naming none that verifies, is broken for the Reason returned.
-func (k Keys) signer(r *store.AttestationRecord) (ed25519.PublicKey, Reason, string) {
+// of k its signature verifies under (verified then reports that it was
+// checked already). A row naming a key k does not hold, or naming none that
+// verifies, is broken for the Reason returned.
+func (k Keys) signer(r *store.AttestationRecord) (pub ed25519.PublicKey, verified bool, reason Reason, msg string) {
 	if r.PublicKey != "" {
 		if pub := k.find(r.PublicKey); pub != nil {
-			return pub, "", ""
+			return pub, false, "", ""
 		}
-		return nil, ReasonUnknownKey, "signed by a key that is neither the chain's key nor one of its retired keys"
+		return nil, false, ReasonUnknownKey, "signed by a key that is neither the chain's key nor one of its retired keys"
 	}
 	for _, pub := range k.all() {
 		if ed25519.Verify(pub, r.Payload, r.Signature) {
-			return pub, "", ""
+			return pub, true, "", ""
 		}
 	}
-	return nil, ReasonBadSignature, "the signature verifies under none of the chain's keys"
+	return nil, false, ReasonBadSignature, "the signature verifies under none of the chain's keys"
 }
 
 func keyError(format string, args ...any) error {

@@ -70,6 +70,12 @@ func Check(pub ed25519.PublicKey, tx *Transaction) (Reason, string) {
 	if !ed25519.Verify(pub, tx.Payload, tx.Signature) {
 		return ReasonBadSignature, "the signature does not verify under the key that signed it"
 	}
+	return checkSigned(tx)
+}
+
+// checkSigned is Check after the signature: the id, and that tx's fields
+// say what its payload says.
+func checkSigned(tx *Transaction) (Reason, string) {
 	if TxID(tx.Signature) != tx.TxID {
 		return ReasonTxIDMismatch, "tx_id is not the SHA-256 of the signature"
 	}

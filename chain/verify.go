@@ -100,12 +100,17 @@ func Verify(ctx context.Context, st *store.Store, keys Keys, from, to int64) (Ve
 			if r.Seq != next {
 				return broke(next, ReasonMissing, "no attestation has this seq")
 			}
-			pub, reason, msg := keys.signer(&r)
+			pub, verified, reason, msg := keys.signer(&r)
 			if reason != "" {
 				return broke(r.Seq, reason, msg)
 			}
 			tx := &Transaction{TxID: r.TxID, Seq: r.Seq, CID: r.CID, PrevTx: r.PrevTx, PrevCID: r.PrevCID, Payload: r.Payload, Signature: r.Signature}
-			if reason, msg := Check(pub, tx); reason != "" {
+			if verified {
+				reason, msg = checkSigned(tx)
+			} else {
+				reason, msg = Check(pub, tx)
+			}
+			if reason != "" {
 				return broke(r.Seq, reason, msg)
 			}
 			if r.PrevTx != prev.TxID || r.PrevCID != prev.CID {
@@ -214,7 +219,7 @@ func AttestationOf(ctx context.Context, st *store.Store, keys Keys, asset uuid.U
 		if signer == "" {
 			// Signed before rows named their key: the known key it verifies
 			// under, or the current one, and Verify says it is broken.
-			pub, _, _ := keys.signer(r)
+			pub, _, _, _ := keys.signer(r)
 			if pub == nil {
 				pub = keys.Current
 			}

@@ -178,21 +178,12 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 // good, so no enqueue would ever replace it: it runs again instead.
 func (d *Dispatcher) FlushChain(ctx context.Context) error {
 	_, err := d.Queue.EnqueueContext(ctx, tasks.NewChainFlush())
-	if !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
+	if !tasks.IsTaken(err) {
 		return err
 	}
-	queue := tasks.QueueOf(tasks.TypeChainFlush)
-	info, err := d.Inspector.GetTaskInfo(queue, tasks.ChainFlushID)
-	if errors.Is(err, asynq.ErrTaskNotFound) {
-		return nil // it finished meanwhile, after taking what was pending
-	}
-	if err != nil || info.State != asynq.TaskStateArchived {
-		return err
-	}
-	if err := d.Inspector.RunTask(queue, tasks.ChainFlushID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return err
-	}
-	return nil
+	// Gone meanwhile is fine too: it finished, after taking what was pending.
+	_, _, _, err = d.revive(tasks.QueueOf(tasks.TypeChainFlush), tasks.ChainFlushID)
+	return err
 }
 
 // Rerun puts jobs back to queued and runs their tasks again: an archived

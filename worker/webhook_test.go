@@ -384,12 +384,7 @@ func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
 func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 	t.Parallel()
 	const secret = "refused-export-secret"
-	rcv := newReceiver(t, secret)
-	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
-	project := h.project()
-	h.ready(project, "photos/wood.jpg")
-	id, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
+	h, rcv, id, task := exportHeard(t, secret)
 	refused, allow := h.refuseDeliveries()
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
@@ -417,15 +412,8 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 	h.waitFor("the delivery", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 1
 	})
-	got := rcv.deliveries()
-	var data struct {
-		ID     uuid.UUID
-		Status string
-	}
-	if len(got) == 1 {
-		json.Unmarshal(got[0].Data, &data)
-	}
-	if len(got) != 1 || got[0].Event != "export.updated" || data.ID != id || data.Status != "done" {
+	got := exportReports(rcv)
+	if len(got) != 1 || got[0].event != "export.updated" || got[0].ID != id || got[0].Status != "done" {
 		t.Fatalf("endpoint got %+v, want one export.updated of %s done", got, id)
 	}
 }
@@ -435,12 +423,7 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 func TestExpiredExportIsReported(t *testing.T) {
 	t.Parallel()
 	const secret = "expired-export-secret"
-	rcv := newReceiver(t, secret)
-	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
-	project := h.project()
-	h.ready(project, "photos/wood.jpg")
-	id, task := h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
+	h, rcv, id, task := exportHeard(t, secret)
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
@@ -451,19 +434,44 @@ func TestExpiredExportIsReported(t *testing.T) {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 2
 	})
 	var states []string
-	for _, d := range rcv.deliveries() {
-		var data struct {
-			ID     uuid.UUID
-			Status string
+	for _, r := range exportReports(rcv) {
+		if r.event != "export.updated" || r.ID != id {
+			t.Fatalf("endpoint got %s of %s, want export.updated of %s", r.event, r.ID, id)
 		}
-		json.Unmarshal(d.Data, &data)
-		if d.Event != "export.updated" || data.ID != id {
-			t.Fatalf("endpoint got %s of %s, want export.updated of %s", d.Event, data.ID, id)
-		}
-		states = append(states, data.Status)
+		states = append(states, r.Status)
 	}
 	slices.Sort(states)
 	if !slices.Equal(states, []string{"done", "expired"}) {
 		t.Fatalf("export.updated states %v, want done and expired", states)
 	}
+}
+
+// exportHeard is a harness whose project has a ready photo and an export of
+// it not yet built, and a webhook of export.updated leading to rcv.
+func exportHeard(t *testing.T, secret string) (h *harness, rcv *receiver, id uuid.UUID, task *asynq.Task) {
+	t.Helper()
+	rcv = newReceiver(t, secret)
+	h = newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
+	project := h.project()
+	h.ready(project, "photos/wood.jpg")
+	id, task = h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})
+	return h, rcv, id, task
+}
+
+// exportReport is one delivery rcv got, with the export it names.
+type exportReport struct {
+	event  string
+	ID     uuid.UUID
+	Status string
+}
+
+func exportReports(rcv *receiver) []exportReport {
+	var out []exportReport
+	for _, d := range rcv.deliveries() {
+		r := exportReport{event: d.Event}
+		json.Unmarshal(d.Data, &r)
+		out = append(out, r)
+	}
+	return out
 }
