@@ -40,6 +40,7 @@ type Config struct {
 	StrictPriority    bool           // QUEUE_STRICT_PRIORITY
 	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
 	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
+	UserWindow        int            // USER_WINDOW, the most tasks of one user's batches in each queue at once; 0 for no limit
 
 	MaxBodyBytes      int64         // MAX_BODY_BYTES, for JSON request bodies
 	BodyReadTimeout   time.Duration // BODY_READ_TIMEOUT, the longest a request body may send nothing (uploads included)
@@ -116,6 +117,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
+		UserWindow:        r.integer("USER_WINDOW", 128, 0, 1<<20),
 
 		MaxBodyBytes:      r.bytes("MAX_BODY_BYTES", 4<<20),
 		BodyReadTimeout:   r.duration("BODY_READ_TIMEOUT", time.Minute),

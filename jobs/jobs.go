@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -61,17 +62,57 @@ type Dispatcher struct {
 	// on its first enqueue to it, so the long-lived Queue never does again.
 	Redis asynq.RedisConnOpt
 	Blobs Blobs
-	// Window is the most jobs of one batch handed over at once (0: all);
-	// the worker releases the rest as the batch's jobs end.
-	Window int
+	// Windows bound how many jobs of one batch, and of one user's batches
+	// in each queue, are handed over at once; the rest wait in Postgres,
+	// and the worker releases them as jobs end.
+	Windows store.Windows
 }
 
-// Enqueue hands jobs to the queue, at most Window of each batch, and notes
-// which arrived. Failures are logged, not returned: the jobs are safe in
-// Postgres and the sweeper enqueues them again; TaskIDs make a second
-// enqueue of a live task a no-op. It returns how many arrived.
+// Enqueue hands jobs to the queue and notes which arrived: jobs of no
+// batch at once, a batch's jobs as far as the windows allow (see Release).
+// Failures are logged, not returned: the jobs are safe in Postgres and the
+// sweeper enqueues them again; TaskIDs make a second enqueue of a live
+// task a no-op. It returns how many arrived.
 func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
-	jobs = firstOfEachBatch(jobs, d.Window)
+	var now, batched []store.Job
+	for _, j := range jobs {
+		if j.BatchID == nil {
+			now = append(now, j)
+		} else {
+			batched = append(batched, j)
+		}
+	}
+	n := d.enqueue(ctx, log, now)
+	if len(batched) > 0 {
+		shares, err := d.Store.SharesOf(ctx, batched)
+		if err != nil {
+			log.Warn("look up whose batch jobs these are; the sweeper will enqueue them", "err", err)
+			return n
+		}
+		n += d.Release(ctx, log, shares...)
+	}
+	return n
+}
+
+// Release tops each share of the queue up with its user's waiting batch
+// jobs, as far as the windows allow (store.ReleasableJobs), and returns
+// how many it handed over. Two callers releasing the same job at once
+// are harmless: its TaskID makes the second enqueue a no-op.
+func (d *Dispatcher) Release(ctx context.Context, log *slog.Logger, shares ...store.Share) int {
+	n := 0
+	for _, sh := range shares {
+		jobs, err := d.Store.ReleasableJobs(ctx, sh, time.Now().Add(time.Minute), d.Windows)
+		if err != nil {
+			log.Warn("release batch jobs; the sweeper will", "user", sh.User, "queue", sh.Queue, "err", err)
+			continue
+		}
+		n += d.enqueue(ctx, log, jobs)
+	}
+	return n
+}
+
+// enqueue hands jobs to the queue as they are.
+func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
 	if len(jobs) == 0 {
 		return 0
 	}
@@ -119,26 +160,6 @@ func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) erro
 		return err
 	}
 	return tasks.Enqueue(ctx, d.Queue, t)
-}
-
-// firstOfEachBatch keeps the first window jobs of every batch (all when
-// window is 0).
-func firstOfEachBatch(jobs []store.Job, window int) []store.Job {
-	if window <= 0 {
-		return jobs
-	}
-	seen := map[uuid.UUID]int{}
-	out := jobs[:0:0]
-	for _, j := range jobs {
-		if j.BatchID != nil {
-			if seen[*j.BatchID] >= window {
-				continue
-			}
-			seen[*j.BatchID]++
-		}
-		out = append(out, j)
-	}
-	return out
 }
 
 // Finalize accepts owner's uploaded originals in project (see

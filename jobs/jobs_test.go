@@ -40,7 +40,7 @@ func newHarness(t *testing.T, window int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Window: window}
+	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Windows: store.Windows{Batch: window}}
 	return &harness{t: t, env: env, d: d, inspector: inspector, project: p.ID}
 }
 
@@ -119,18 +119,25 @@ func TestEnqueueHandsOverAWindowOfEachBatch(t *testing.T) {
 	if n := h.d.Enqueue(ctx, slog.Default(), append(recorded, lone)); n != 3 {
 		t.Fatalf("enqueued %d, want 2 of the batch and the job outside it", n)
 	}
-	for i, j := range append(recorded, lone) {
+	queued, marked := 0, 0
+	for _, j := range append(recorded, lone) {
 		_, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID)
-		if waiting := err == nil; waiting != (i != 2) {
-			t.Errorf("job %d: in the queue %v (err %v)", i, waiting, err)
+		got, err2 := h.env.Store.JobByID(ctx, j.ID)
+		if err2 != nil {
+			t.Fatal(err2)
 		}
-		got, err := h.env.Store.JobByID(ctx, j.ID)
-		if err != nil {
-			t.Fatal(err)
+		if (err == nil) != (got.EnqueuedAt != nil) {
+			t.Errorf("job %s: in the queue %v (err %v), marked enqueued %v", j.ID, err == nil, err, got.EnqueuedAt != nil)
 		}
-		if marked := got.EnqueuedAt != nil; marked != (i != 2) {
-			t.Errorf("job %d: marked enqueued %v", i, marked)
+		if err == nil {
+			queued++
 		}
+		if got.EnqueuedAt != nil {
+			marked++
+		}
+	}
+	if !h.inQueue(lone) || queued != 3 || marked != 3 {
+		t.Errorf("in the queue: %d, marked: %d, the lone job: %v; want the batch's window of 2 and the lone job", queued, marked, h.inQueue(lone))
 	}
 	// Enqueueing again is harmless: the TaskIDs are taken.
 	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{lone}); n != 1 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -90,19 +89,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []sto
 		defer done()
 		d = fresh
 	}
-	var lone []store.Job
-	batches := map[uuid.UUID]bool{}
-	for _, j := range missing {
-		if j.BatchID == nil || d.Window <= 0 {
-			lone = append(lone, j)
-		} else {
-			batches[*j.BatchID] = true
-		}
-	}
-	r.Enqueued = d.Enqueue(ctx, log, lone)
-	for b := range batches {
-		r.Enqueued += d.Release(ctx, log, b)
-	}
+	r.Enqueued = d.Enqueue(ctx, log, missing)
 	return r, nil
 }
 
@@ -141,20 +128,4 @@ func (d *Dispatcher) announcing() (fresh *Dispatcher, done func()) {
 	c := *d
 	c.Queue = asynq.NewClient(d.Redis)
 	return &c, func() { c.Queue.Close() }
-}
-
-// Release tops a batch's jobs in the queue back up to Window, oldest
-// first, and returns how many it handed over. Two callers releasing the
-// same job at once are harmless: its TaskID makes the second enqueue a
-// no-op.
-func (d *Dispatcher) Release(ctx context.Context, log *slog.Logger, batch uuid.UUID) int {
-	if d.Window <= 0 {
-		return 0
-	}
-	jobs, err := d.Store.ReleasableJobs(ctx, &batch, time.Now().Add(time.Minute), d.Window, d.Window)
-	if err != nil {
-		log.Warn("release batch jobs; the sweeper will", "batch", batch, "err", err)
-		return 0
-	}
-	return d.Enqueue(ctx, log, jobs)
 }

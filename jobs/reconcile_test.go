@@ -126,15 +126,19 @@ func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
 	ctx := context.Background()
 	batch := h.importJobs(4)
 	h.d.Enqueue(ctx, slog.Default(), batch)
+	first := h.queued(batch)
+	if len(first) != 2 {
+		t.Fatalf("%d of the batch in the queue, want its window of 2", len(first))
+	}
 	// One of the window's tasks is archived by an outage, the other lost
 	// with Redis data: neither may hold the window for ever.
-	h.inspector.ArchiveTask(batch[0].Queue, batch[0].TaskID)
-	h.inspector.DeleteTask(batch[1].Queue, batch[1].TaskID)
+	h.inspector.ArchiveTask(first[0].Queue, first[0].TaskID)
+	h.inspector.DeleteTask(first[1].Queue, first[1].TaskID)
 	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
 	if err != nil || r.Rerun != 1 || r.Enqueued != 1 {
 		t.Fatalf("reconcile: %+v, %v", r, err)
 	}
-	if s := h.state(batch[0]); s != asynq.TaskStatePending {
+	if s := h.state(first[0]); s != asynq.TaskStatePending {
 		t.Fatalf("archived task is %s, want pending", s)
 	}
 	window := h.queued(batch)
@@ -146,7 +150,11 @@ func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
 		h.inspector.DeleteTask(j.Queue, j.TaskID)
 		h.env.FinishJob(t, j.ID)
 	}
-	if n := h.d.Release(ctx, slog.Default(), *batch[0].BatchID); n != 2 || len(h.queued(batch)) != 2 {
+	owner, err := h.env.Store.ProjectOwner(ctx, h.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.d.Release(ctx, slog.Default(), store.Share{User: owner, Queue: batch[0].Queue}); n != 2 || len(h.queued(batch)) != 2 {
 		t.Fatalf("released %d, want the other 2", n)
 	}
 }

@@ -106,7 +106,7 @@ func New(d Deps) *Server {
 		// The configuration checked both; this would be a bug.
 		panic(err)
 	}
-	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Window: d.Config.BatchWindow}
+	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}}
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	s.metrics = newServerMetrics(s)

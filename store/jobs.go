@@ -95,28 +95,94 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 	return err
 }
 
-// ReleasableJobs lists queued jobs recorded before cutoff that are not in
-// the queue, oldest first, keeping at most window of each batch in the
-// queue at once (0: no window); only batch's when batch is set. Jobs wait
-// here for two reasons: the enqueue after their commit failed, or their
-// batch already has window jobs queued, so a huge batch cannot fill the
-// queue ahead of a small one started after it.
-func (s *Store) ReleasableJobs(ctx context.Context, batch *uuid.UUID, cutoff time.Time, window, limit int) ([]Job, error) {
+// Windows bound how much of the queue one batch and one user hold, so a
+// huge batch cannot fill it ahead of a small one started after it, nor one
+// user's uploads ahead of another's. 0 is no bound.
+type Windows struct {
+	Batch int // the most jobs of one batch in the queue at once
+	User  int // the most jobs of one user's batches in one queue at once
+}
+
+// unbounded stands for a window of 0 in the queries' arithmetic.
+const unbounded = 1 << 30
+
+func (w Windows) bound(n int) int {
+	if n <= 0 {
+		return unbounded
+	}
+	return n
+}
+
+// Share is one user's part of one queue, which Windows.User bounds.
+type Share struct {
+	User  uuid.UUID `db:"user_id"`
+	Queue string    `db:"queue"`
+}
+
+// ReleasableJobs lists the jobs of the share's user in its queue, from
+// the user's batches, recorded before cutoff and not in the queue, that
+// may join it now: at most w.User of the share and w.Batch of one batch
+// in the queue at once, counting those already there. The oldest batch
+// goes first, and within a batch the oldest job. Jobs wait here because
+// a window is full, or because the enqueue after their commit failed.
+//
+// It walks the user's running batches (a batch with a job not ended is
+// running) only until the share's room is filled, so its cost does not
+// grow with the length of the user's backlog.
+func (s *Store) ReleasableJobs(ctx context.Context, share Share, cutoff time.Time, w Windows) ([]Job, error) {
 	var jobs []Job
 	err := s.db.SelectContext(ctx, &jobs, `
-		WITH live AS (
-			SELECT batch_id, count(*) AS n FROM jobs
-			WHERE batch_id IS NOT NULL AND enqueued_at IS NOT NULL AND status IN ('queued', 'running')
-			  AND ($1::uuid IS NULL OR batch_id = $1)
-			GROUP BY batch_id),
-		waiting AS (
-			SELECT j.*, row_number() OVER (PARTITION BY j.batch_id ORDER BY j.created_at, j.id) AS k
-			FROM jobs j
-			WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $2
-			  AND ($1::uuid IS NULL OR j.batch_id = $1))
-		SELECT `+jobColumns+` FROM waiting j LEFT JOIN live l ON l.batch_id = j.batch_id
-		WHERE j.batch_id IS NULL OR $3 <= 0 OR j.k <= $3 - coalesce(l.n, 0)
-		ORDER BY j.created_at, j.k LIMIT $4`, batch, cutoff, window, limit)
+		SELECT `+jobColumns+` FROM batches b CROSS JOIN LATERAL (
+			SELECT j.* FROM jobs j
+			WHERE j.batch_id = b.id AND j.queue = $2 AND j.enqueued_at IS NULL AND j.status = 'queued'
+			  AND j.created_at < $3
+			ORDER BY j.created_at, j.id
+			LIMIT greatest(0, $4 - (SELECT count(*) FROM jobs l
+				WHERE l.batch_id = b.id AND l.enqueued_at IS NOT NULL AND l.status IN ('queued', 'running')))
+		) j
+		WHERE b.user_id = $1 AND b.status = 'running'
+		ORDER BY b.created_at, b.id, j.created_at, j.id
+		LIMIT greatest(0, $5 - (SELECT count(*) FROM jobs l JOIN batches lb ON lb.id = l.batch_id
+			WHERE lb.user_id = $1 AND l.queue = $2 AND l.enqueued_at IS NOT NULL AND l.status IN ('queued', 'running')))`,
+		share.User, share.Queue, cutoff, w.bound(w.Batch), w.bound(w.User))
+	return jobs, err
+}
+
+// SharesOf lists the shares that jobs of batches belong to.
+func (s *Store) SharesOf(ctx context.Context, jobs []Job) ([]Share, error) {
+	var batches []uuid.UUID
+	var queues []string
+	for _, j := range jobs {
+		if j.BatchID != nil {
+			batches, queues = append(batches, *j.BatchID), append(queues, j.Queue)
+		}
+	}
+	var shares []Share
+	err := s.db.SelectContext(ctx, &shares, `
+		SELECT DISTINCT b.user_id, q.queue FROM unnest($1::uuid[], $2::text[]) AS q(batch, queue)
+		JOIN batches b ON b.id = q.batch`, pq.Array(batches), pq.Array(queues))
+	return shares, err
+}
+
+// WaitingShares lists up to limit shares with batch jobs recorded before
+// cutoff and not in the queue.
+func (s *Store) WaitingShares(ctx context.Context, cutoff time.Time, limit int) ([]Share, error) {
+	var shares []Share
+	err := s.db.SelectContext(ctx, &shares, `
+		SELECT DISTINCT b.user_id, j.queue FROM jobs j JOIN batches b ON b.id = j.batch_id
+		WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
+		LIMIT $2`, cutoff, limit)
+	return shares, err
+}
+
+// StrandedJobs lists up to limit jobs of no batch recorded before cutoff
+// and not in the queue, oldest first: the enqueue after their commit
+// failed, or Redis lost them.
+func (s *Store) StrandedJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
+	var jobs []Job
+	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
+		WHERE j.batch_id IS NULL AND j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
+		ORDER BY j.created_at, j.id LIMIT $2`, cutoff, limit)
 	return jobs, err
 }
 

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // batchOf finalizes n distinct files as one batch and returns it with its jobs.
@@ -178,34 +181,84 @@ func TestReprocessAndRequeue(t *testing.T) {
 	}
 }
 
-func TestReleasableJobsKeepsABatchWithinItsWindow(t *testing.T) {
+func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	batch, ids := batchOf(t, env, owner, project, 5)
+	first, _ := batchOf(t, env, owner, project, 5)
+	second, _ := batchOf(t, env, owner, project, 5)
 	later := time.Now().Add(time.Minute)
-
-	first, err := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100)
-	if err != nil || len(first) != 2 {
-		t.Fatalf("first release: %d ids, %v", len(first), err)
+	w := store.Windows{Batch: 2, User: 3}
+	mine := store.Share{User: owner, Queue: tasks.QueueDefault}
+	release := func(sh store.Share, w store.Windows) []store.Job {
+		t.Helper()
+		jobs, err := env.Store.ReleasableJobs(ctx, sh, later, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uuid.UUID
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+		if err := env.Store.MarkEnqueued(ctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		return jobs
 	}
-	if err := env.Store.MarkEnqueued(ctx, []uuid.UUID{first[0].ID, first[1].ID}); err != nil {
+	of := func(jobs []store.Job, batch uuid.UUID) (n int) {
+		for _, j := range jobs {
+			if *j.BatchID == batch {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The user's window of 3 takes the older batch's window of 2 first.
+	got := release(mine, w)
+	if len(got) != 3 || of(got, first) != 2 || of(got, second) != 1 {
+		t.Fatalf("first release: %d jobs, %d of the first batch, %d of the second", len(got), of(got, first), of(got, second))
+	}
+	if more := release(mine, w); len(more) != 0 {
+		t.Fatalf("released %d more into full windows", len(more))
+	}
+	// A job that ends makes room for one, from the oldest batch with room.
+	env.FinishJob(t, got[0].ID)
+	if more := release(mine, w); len(more) != 1 || *more[0].BatchID != *got[0].BatchID {
+		t.Fatalf("released %d after one ended, want 1 of its batch", len(more))
+	}
+	// Another user's batches, and the user's jobs in another queue, have
+	// windows of their own.
+	other, theirs := env.Project(t)
+	batchOf(t, env, other, theirs, 4)
+	if got := release(store.Share{User: other, Queue: tasks.QueueDefault}, w); len(got) != 2 {
+		t.Fatalf("released %d of another user's batch, want its window of 2", len(got))
+	}
+	e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
+	export := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
+	if err := env.Store.CreateExport(ctx, e, export); err != nil {
 		t.Fatal(err)
 	}
-	// The window is full until one of them ends.
-	if more, _ := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100); len(more) != 0 {
-		t.Fatalf("released %d more into a full window", len(more))
+	recorded, err := env.Store.JobByID(ctx, export.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	env.FinishJob(t, first[0].ID)
-	if more, _ := env.Store.ReleasableJobs(ctx, &batch, later, 2, 100); len(more) != 1 {
-		t.Fatalf("released %d after one ended, want 1", len(more))
+	shares, err := env.Store.SharesOf(ctx, []store.Job{got[0], *recorded})
+	if err != nil || len(shares) != 2 || !slices.Contains(shares, store.Share{User: owner, Queue: tasks.QueueCritical}) {
+		t.Fatalf("shares of a default and a critical job: %v, %v", shares, err)
 	}
-	// Without a window, every waiting job; recorded after cutoff, none.
-	if all, _ := env.Store.ReleasableJobs(ctx, nil, later, 0, 100); len(all) != len(ids)-2 {
-		t.Fatalf("released %d without a window, want %d", len(all), len(ids)-2)
+	if got := release(store.Share{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != export.ID {
+		t.Fatalf("released %d with the user's default queue full, want the export", len(got))
 	}
-	if none, _ := env.Store.ReleasableJobs(ctx, nil, time.Now().Add(-time.Minute), 0, 100); len(none) != 0 {
-		t.Fatalf("released %d ids recorded after the cutoff", len(none))
+	if waiting, err := env.Store.WaitingShares(ctx, later, 10); err != nil || len(waiting) != 2 {
+		t.Fatalf("shares with waiting jobs: %v, %v", waiting, err)
+	}
+	// Recorded after cutoff, none; without windows, every waiting job.
+	if none, _ := env.Store.ReleasableJobs(ctx, mine, time.Now().Add(-time.Minute), store.Windows{}); len(none) != 0 {
+		t.Fatalf("released %d jobs recorded after the cutoff", len(none))
+	}
+	if all := release(mine, store.Windows{}); len(all) != 10-4 {
+		t.Fatalf("released %d without windows, want the 6 waiting", len(all))
 	}
 }
 

@@ -4,22 +4,23 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
+	"github.com/lib/pq"
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
-	"lightbox/tasks"
+	"lightbox/store"
 )
 
-// finalizeBatch records n uploaded copies of data as one batch, as one
-// finalize call does, and enqueues the first BATCH_WINDOW of them the way
-// the API does. It returns the batch.
-func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID {
+// finalizeBatch records n uploaded copies of data in owner's project as
+// one batch, as one finalize call does, and hands its jobs to the queue
+// as the API does: as far as the windows allow. It returns the batch.
+func (h *harness) finalizeBatch(owner, project uuid.UUID, data []byte, n int) uuid.UUID {
 	h.t.Helper()
 	ctx := context.Background()
 	uploads := make([]testenv.Upload, n)
@@ -32,22 +33,10 @@ func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID
 		}
 		uploads[i] = testenv.Upload{ID: id, Filename: fmt.Sprintf("%d.jpg", i), Data: body, BlobKey: key}
 	}
-	res := h.env.Finalize(h.t, h.owner, project, jobs.IngestSpec(project), uploads...)
-	first, err := h.env.Store.ReleasableJobs(ctx, res.BatchID, time.Now().Add(time.Minute), h.cfg.BatchWindow, n)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ts := make([]*asynq.Task, len(first))
-	ids := make([]uuid.UUID, len(first))
-	for i, j := range first {
-		ts[i], ids[i] = tasks.New(j.Type, j.Payload, j.TaskID), j.ID
-	}
-	for _, err := range tasks.EnqueueAll(ctx, h.queue, ts) {
-		if err != nil {
-			h.t.Fatal(err)
-		}
-	}
-	h.env.Store.MarkEnqueued(ctx, ids)
+	res := h.env.Finalize(h.t, owner, project, jobs.IngestSpec(project), uploads...)
+	d := &jobs.Dispatcher{Store: h.env.Store, Queue: h.queue, Inspector: h.in,
+		Windows: store.Windows{Batch: h.cfg.BatchWindow, User: h.cfg.UserWindow}}
+	d.Enqueue(ctx, slog.Default(), res.NewJobs)
 	return *res.BatchID
 }
 
@@ -55,16 +44,16 @@ func (h *harness) finalizeBatch(project uuid.UUID, data []byte, n int) uuid.UUID
 // returns how many of the big batch's jobs were done when the small one
 // completed.
 func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Duration) {
-	h := newHarness(t, map[string]string{"BATCH_WINDOW": window, "CLUSTER_DELAY": "1h"})
+	h := newHarness(t, map[string]string{"BATCH_WINDOW": window, "USER_WINDOW": "0", "CLUSTER_DELAY": "1h"})
 	project := h.project()
 	photo := readCorpus(t, "odd/orientation-1.jpg")
-	big := h.finalizeBatch(project, photo, 200)
+	big := h.finalizeBatch(h.owner, project, photo, 200)
 	start := time.Now()
 	h.run()
 	h.waitFor("the big batch to be under way", 5*time.Minute, func() bool {
 		return h.count(`SELECT completed FROM batches WHERE id = $1`, big) > 0
 	})
-	late := h.finalizeBatch(project, photo, 5)
+	late := h.finalizeBatch(h.owner, project, photo, 5)
 	h.waitFor("the small batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
@@ -76,25 +65,78 @@ func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Durati
 	return bigDone, small
 }
 
-func TestASmallBatchIsNotStarvedByAHugeOne(t *testing.T) {
-	t.Parallel()
-	bigDone, took := smallBehindBig(t, "16")
-	t.Logf("with a window of 16: the 5-photo batch completed after %v, when %d of the 200-photo batch were done", took.Round(time.Millisecond), bigDone)
-	if bigDone > 100 {
-		t.Fatalf("the small batch waited for %d of the big batch's 200 photos", bigDone)
-	}
-}
-
 // BenchmarkBatchFairness measures how long a 5-photo batch started after
 // a 200-photo one takes to complete, with BATCH_WINDOW=16 and, as the
 // baseline in the same run, without a window.
-func BenchmarkBatchFairness(b *testing.B) {
+func BenchmarkBatchFairness(b *testing.B) { benchFairness(b, smallBehindBig) }
+
+// benchFairness reports how long run's small batch took and how many of
+// its big upload were done before it, with a window of 16 and without.
+func benchFairness(b *testing.B, run func(testing.TB, string) (int, time.Duration)) {
 	for range b.N {
-		done, took := smallBehindBig(b, "16")
-		baseDone, baseTook := smallBehindBig(b, "0")
+		done, took := run(b, "16")
+		baseDone, baseTook := run(b, "0")
 		b.ReportMetric(took.Seconds(), "s_small_batch_windowed")
 		b.ReportMetric(baseTook.Seconds(), "s_small_batch_unwindowed")
 		b.ReportMetric(float64(done), "big_done_before_windowed")
 		b.ReportMetric(float64(baseDone), "big_done_before_unwindowed")
 	}
 }
+
+// userBehindUser runs one user's 5-photo batch started after another
+// user's 300 photos in 10 batches of 30 (BATCH_WINDOW=30, so each batch
+// alone would fit its window), and returns how many of the 300 were done
+// when the 5 completed.
+func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Duration) {
+	h := newHarness(t, map[string]string{"BATCH_WINDOW": "30", "USER_WINDOW": userWindow, "CLUSTER_DELAY": "1h"})
+	project := h.project()
+	photo := readCorpus(t, "odd/orientation-1.jpg")
+	var big []uuid.UUID
+	for range 10 {
+		big = append(big, h.finalizeBatch(h.owner, project, photo, 30))
+	}
+	done := func() int {
+		return h.count(`SELECT coalesce(sum(completed), 0) FROM batches WHERE id = ANY($1)`, pq.Array(big))
+	}
+	start := time.Now()
+	h.run()
+	h.waitFor("the big upload to be under way", 5*time.Minute, func() bool { return done() > 0 })
+	other, theirs := h.env.Project(t)
+	late := h.finalizeBatch(other, theirs, photo, 5)
+	h.waitFor("the other user's batch to complete", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
+	})
+	small = time.Since(start)
+	bigDone = done()
+	h.waitFor("the big upload to complete", 5*time.Minute, func() bool { return done() == 300 })
+	return bigDone, small
+}
+
+// Without its window, each small batch waits for the whole big upload:
+// it is all in the queue ahead of it.
+func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		run       func(testing.TB, string) (int, time.Duration)
+		big, most int
+	}{
+		{"a batch behind a big batch (BATCH_WINDOW)", smallBehindBig, 200, 100},
+		{"a user behind another's 10 batches (USER_WINDOW)", userBehindUser, 300, 150},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			bigDone, took := c.run(t, "16")
+			t.Logf("with a window of 16: the 5 photos completed after %v, when %d of the %d were done", took.Round(time.Millisecond), bigDone, c.big)
+			if bigDone > c.most {
+				t.Fatalf("the 5 photos waited for %d of the %d", bigDone, c.big)
+			}
+		})
+	}
+}
+
+// BenchmarkUserFairness measures how long one user's 5-photo batch
+// started after another user's 300 photos in 10 batches takes to
+// complete, with USER_WINDOW=16 and, as the baseline in the same run,
+// without a user window.
+func BenchmarkUserFairness(b *testing.B) { benchFairness(b, userBehindUser) }

@@ -183,7 +183,19 @@ func (jw *jobWriter) write(changes []store.JobState) {
 	}
 	slices.Reverse(updates)
 	w.jobsChanged(ctx, updates)
-	for i := range batches {
-		w.jobs.Release(ctx, w.log, batches[i].ID)
+	// The jobs that ended leave room in their users' shares of the queue.
+	userOf := make(map[uuid.UUID]uuid.UUID, len(batches))
+	for _, b := range batches {
+		userOf[b.ID] = b.UserID
 	}
+	var shares []store.Share
+	for _, j := range jobs {
+		if j.BatchID == nil {
+			continue
+		}
+		if u, ok := userOf[*j.BatchID]; ok && !slices.Contains(shares, store.Share{User: u, Queue: j.Queue}) {
+			shares = append(shares, store.Share{User: u, Queue: j.Queue})
+		}
+	}
+	w.jobs.Release(ctx, w.log, shares...)
 }

@@ -3,9 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
@@ -36,11 +36,14 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	var errs []error
 
 	// Reconciling first puts jobs whose task Redis lost back among the
-	// never-enqueued ones, which the window then releases in order.
+	// never-enqueued ones, which the windows then release in order.
 	errs = append(errs, w.reconcile(ctx, now))
-	lost, err := w.st.ReleasableJobs(ctx, nil, now.Add(-unenqueuedAfter), w.cfg.BatchWindow, sweepBatch)
+	lost, err := w.st.StrandedJobs(ctx, now.Add(-unenqueuedAfter), sweepBatch)
 	errs = append(errs, err)
-	if n := w.jobs.Enqueue(ctx, w.log, lost); n > 0 {
+	n := w.jobs.Enqueue(ctx, w.log, lost)
+	waiting, err := w.st.WaitingShares(ctx, now.Add(-unenqueuedAfter), sweepBatch)
+	errs = append(errs, err)
+	if n += w.jobs.Release(ctx, w.log, waiting...); n > 0 {
 		w.log.Info("sweep re-enqueued jobs", "count", n)
 	}
 
@@ -48,7 +51,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	// on their own.
 	overdue, err := w.st.OverdueClusterRuns(ctx, now.Add(-overdueAfter), sweepBatch)
 	errs = append(errs, err)
-	n, err := w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
+	n, err = w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
 	errs = append(errs, err)
 	if n > 0 {
 		w.log.Info("sweep put lost cluster runs back", "checked", len(overdue), "count", n)
@@ -144,15 +147,19 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
 		}
 	}
-	// Several finished jobs may share a batch; one release tops it up.
-	released := map[uuid.UUID]bool{}
+	// Several finished jobs may share a user's share of a queue; one
+	// release tops it up.
+	var shares []store.Share
 	for _, e := range r.Finished {
 		w.jobChanged(ctx, e.Job, e.Batch)
-		if e.Batch != nil && !released[e.Batch.ID] {
-			released[e.Batch.ID] = true
-			w.jobs.Release(ctx, w.log, e.Batch.ID)
+		if e.Batch == nil {
+			continue
+		}
+		if sh := (store.Share{User: e.Batch.UserID, Queue: e.Job.Queue}); !slices.Contains(shares, sh) {
+			shares = append(shares, sh)
 		}
 	}
+	w.jobs.Release(ctx, w.log, shares...)
 	if r.Enqueued+r.Rerun+len(r.Finished) > 0 {
 		w.log.Info("sweep put lost jobs back", "checked", r.Checked, "enqueued", r.Enqueued,
 			"rerun", r.Rerun, "finished", len(r.Finished))

@@ -104,7 +104,7 @@ func New(d Deps) (*Worker, error) {
 		w.log = slog.Default()
 	}
 	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
-		Redis: redisOpt, Blobs: d.Blobs, Window: d.Config.BatchWindow}
+		Redis: redisOpt, Blobs: d.Blobs, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}}
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          d.Config.QueueWeights,
