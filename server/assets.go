@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,13 +514,14 @@ func (s *Server) deleteAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	job, err := s.store.DeleteAsset(ctx, principal(c).ID, a.ID, func(project uuid.UUID, keys []string) store.Job {
-		// An ingest still running writes these after the rows are gone.
-		for _, kind := range []string{"thumbnail", "preview"} {
-			if k := blob.DerivedKey(a.ID, kind, "jpg"); !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
+	// A task that read the asset before the delete may still write its
+	// files, until its timeout ends; the sweeper deletes them after that.
+	var late []string
+	for _, kind := range []string{"thumbnail", "preview", "edit_preview", "edit_thumbnail"} {
+		late = append(late, blob.DerivedKey(a.ID, kind, "jpg"))
+	}
+	lateUntil := time.Now().Add(max(tasks.Timeout(tasks.TypeDownload), tasks.Timeout(tasks.TypeIngest), tasks.Timeout(tasks.TypeEdit)))
+	job, err := s.store.DeleteAsset(ctx, principal(c).ID, a.ID, late, lateUntil, func(project uuid.UUID, keys []string) store.Job {
 		p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: a.ID, Keys: keys}
 		return jobs.Row(p, nil, nil)
 	})
@@ -530,7 +530,7 @@ func (s *Server) deleteAsset(c *gin.Context) {
 		return
 	}
 	// Work still waiting for the asset has nothing left to do; a task
-	// already running finds the asset gone.
+	// already running finds it gone when it saves, at the latest.
 	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID))
 	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeEmbed), tasks.EmbedID(a.ID, s.embedModel))
 	s.jobs.Enqueue(ctx, logger(c), []store.Job{*job})

@@ -61,6 +61,12 @@ func (a *app) newExport(key, project string, body any) exportReply {
 // folder until the test ends.
 func (a *app) startWorker() *worker.Worker {
 	a.t.Helper()
+	return a.startWorkerOn(a.blobs)
+}
+
+// startWorkerOn is startWorker with the worker's blobs in blobs.
+func (a *app) startWorkerOn(blobs blob.Store) *worker.Worker {
+	a.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine, err := imaging.New(a.cfg.ImagingEngine, imaging.Config{MaxPixels: a.cfg.MaxPixels})
 	if err != nil {
@@ -71,7 +77,7 @@ func (a *app) startWorker() *worker.Worker {
 		a.t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
-	w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: a.blobs, Redis: a.env.Redis, Logger: quiet,
+	w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: blobs, Redis: a.env.Redis, Logger: quiet,
 		Engine: engine, Embedder: embed.Builtin{}, Flusher: &chain.Flusher{Store: a.env.Store, Key: key, Ledger: ledger, Logger: quiet}})
 	if err != nil {
 		a.t.Fatal(err)

@@ -254,15 +254,23 @@ func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int)
 // the asset's project and the blob keys left to remove, in the same
 // transaction: the bytes go later, by that job's task. Attestations stay,
 // no longer naming the asset.
-func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, newJob func(project uuid.UUID, keys []string) Job) (*Job, error) {
+//
+// late are the keys of files a task that read the asset before the delete
+// may still write, until lateUntil. Those and the asset's own are recorded
+// as discards due then, or when its upload URL expires if later, so the
+// sweeper deletes whatever such a task or URL puts back after the job's
+// task has run. No live row can name them: keys are the asset's own.
+func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []string, lateUntil time.Time,
+	newJob func(project uuid.UUID, keys []string) Job) (*Job, error) {
 	var job Job
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var a struct {
-			ProjectID uuid.UUID `db:"project_id"`
-			BlobKey   string    `db:"blob_key"`
+			ProjectID  uuid.UUID  `db:"project_id"`
+			BlobKey    string     `db:"blob_key"`
+			URLExpires *time.Time `db:"upload_expires_at"`
 		}
-		err := tx.db.GetContext(ctx, &a, `SELECT a.project_id, a.blob_key FROM assets a JOIN projects p ON p.id = a.project_id
-			WHERE a.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF a`, id, owner)
+		err := tx.db.GetContext(ctx, &a, `SELECT a.project_id, a.blob_key, a.upload_expires_at FROM assets a
+			JOIN projects p ON p.id = a.project_id WHERE a.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF a`, id, owner)
 		if err != nil {
 			return notFound(err)
 		}
@@ -270,13 +278,21 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, newJob fun
 		// Its watermarked gallery previews go with it.
 		if err := tx.db.SelectContext(ctx, &keys, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
 			UNION SELECT watermark_key FROM gallery_assets WHERE asset_id = $1 AND watermark_key IS NOT NULL
-			ORDER BY 1`, id, a.BlobKey); err != nil {
+			UNION SELECT unnest($3::text[])
+			ORDER BY 1`, id, a.BlobKey, pq.Array(late)); err != nil {
 			return err
 		}
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM assets WHERE id = $1`, id); err != nil {
 			return err
 		}
-		job = newJob(a.ProjectID, append([]string{a.BlobKey}, keys...))
+		keys = append([]string{a.BlobKey}, keys...)
+		if a.URLExpires != nil && a.URLExpires.After(lateUntil) {
+			lateUntil = *a.URLExpires
+		}
+		if err := tx.discardAfter(ctx, keys, lateUntil); err != nil {
+			return err
+		}
+		job = newJob(a.ProjectID, keys)
 		return tx.insertJobs(ctx, []Job{job})
 	})
 	if err != nil {

@@ -37,8 +37,19 @@ func (s *Store) recordDiscards(ctx context.Context, assets []lockedAsset, keys [
 	return err
 }
 
-// DueDiscards lists, oldest first, discarded originals whose upload URL
-// expired before cutoff: no PUT can bring them back any more, so one last
+// discardAfter notes keys no row will name again but a writer may still
+// put back until until, for DueDiscards.
+func (s *Store) discardAfter(ctx context.Context, keys []string, until time.Time) error {
+	_, err := s.db.ExecContext(ctx, `
+		INSERT INTO blob_discards (blob_key, url_expires_at) SELECT unnest($1::text[]), $2
+		ON CONFLICT (blob_key) DO UPDATE SET url_expires_at = greatest(blob_discards.url_expires_at, EXCLUDED.url_expires_at)`,
+		pq.Array(keys), until)
+	return err
+}
+
+// DueDiscards lists, oldest first, discarded files (originals finalize
+// discarded, files of deleted assets) that nothing could write after
+// cutoff: no PUT or late task can bring them back any more, so one last
 // delete removes them for good.
 func (s *Store) DueDiscards(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
 	var keys []string

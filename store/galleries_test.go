@@ -74,7 +74,7 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	}
 	// Deleting a photo removes its watermarked previews with it.
 	var deleted []string
-	if _, err := env.Store.DeleteAsset(ctx, owner, assets[1], func(project uuid.UUID, keys []string) store.Job {
+	if _, err := env.Store.DeleteAsset(ctx, owner, assets[1], nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
 		deleted = keys
 		return store.Job{ID: uuid.New(), ProjectID: project, Type: "asset:delete", Queue: "low", TaskID: "d", Payload: []byte("{}")}
 	}); err != nil {

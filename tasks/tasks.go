@@ -83,6 +83,10 @@ func Define(typ, queue string, hasJob bool) {
 // QueueOf is the queue tasks of type typ go to.
 func QueueOf(typ string) string { return table[typ].queue }
 
+// Timeout is how long one run of a task of type typ may take before its
+// context ends.
+func Timeout(typ string) time.Duration { return table[typ].timeout }
+
 // HasJob reports whether tasks of type typ are recorded as job rows.
 func HasJob(typ string) bool { return table[typ].hasJob }
 

@@ -29,8 +29,8 @@ const (
 // jobs and cluster runs committed but never enqueued, or whose task Redis
 // lost or an outage archived, attestations stuck in signing or never
 // flushed, webhook events whose deliveries were never recorded, uploads
-// never finalized, originals discarded at finalize that a late PUT brought
-// back, and expired export files.
+// never finalized, files discarded at finalize or by a delete that a late
+// PUT or task brought back, and expired export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -107,10 +107,10 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	return errors.Join(errs...)
 }
 
-// deleteDiscards deletes for good the originals finalize discarded whose
-// upload URL expired before cutoff: finalize deleted them at once, but an
-// S3 URL can put the object back while it lives, and that first delete
-// may have failed.
+// deleteDiscards deletes for good the files discarded (see DueDiscards)
+// that nothing could write after cutoff: finalize and the delete task
+// deleted them at once, but an S3 URL or a task still running can put one
+// back, and that first delete may have failed.
 func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
 	keys, err := w.st.DueDiscards(ctx, cutoff, sweepBatch)
 	if err != nil {
