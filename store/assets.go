@@ -289,7 +289,7 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []str
 		if a.URLExpires != nil && a.URLExpires.After(lateUntil) {
 			lateUntil = *a.URLExpires
 		}
-		if err := tx.discardAfter(ctx, keys, lateUntil); err != nil {
+		if err := tx.DiscardAfter(ctx, keys, lateUntil); err != nil {
 			return err
 		}
 		job = newJob(a.ProjectID, keys)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lib/pq"
@@ -37,9 +38,16 @@ func (s *Store) recordDiscards(ctx context.Context, assets []lockedAsset, keys [
 	return err
 }
 
-// discardAfter notes keys no row will name again but a writer may still
-// put back until until, for DueDiscards.
-func (s *Store) discardAfter(ctx context.Context, keys []string, until time.Time) error {
+// ErrDiscardDue answers a write that would have a row name a file whose
+// discard is due or gone: the sweeper may be deleting it, so the write
+// changed nothing and the file stays discarded.
+var ErrDiscardDue = errors.New("store: the file's discard is due")
+
+// DiscardAfter notes keys no row names (any more, or yet) but a writer may
+// still put back until until, for DueDiscards. A task records the key it
+// is about to write so, should it die before a row names the file, the
+// sweeper deletes it.
+func (s *Store) DiscardAfter(ctx context.Context, keys []string, until time.Time) error {
 	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO blob_discards (blob_key, url_expires_at) SELECT unnest($1::text[]), $2
 		ON CONFLICT (blob_key) DO UPDATE SET url_expires_at = greatest(blob_discards.url_expires_at, EXCLUDED.url_expires_at)`,
@@ -48,7 +56,8 @@ func (s *Store) discardAfter(ctx context.Context, keys []string, until time.Time
 }
 
 // DueDiscards lists, oldest first, discarded files (originals finalize
-// discarded, files of deleted assets) that nothing could write after
+// discarded, files of deleted assets, files tasks wrote that no row came
+// to name) that nothing could write after
 // cutoff: no PUT or late task can bring them back any more, so one last
 // delete removes them for good.
 func (s *Store) DueDiscards(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
@@ -58,11 +67,28 @@ func (s *Store) DueDiscards(ctx context.Context, cutoff time.Time, limit int) ([
 	return keys, err
 }
 
-// ForgetDiscards drops keys DueDiscards listed once their bytes are gone.
-func (s *Store) ForgetDiscards(ctx context.Context, keys []string) error {
+// ForgetDiscards drops keys DueDiscards listed before cutoff once their
+// bytes are gone. A key discarded again since, due later, stays: its
+// writer may have put it back after the delete.
+func (s *Store) ForgetDiscards(ctx context.Context, keys []string, cutoff time.Time) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := s.db.ExecContext(ctx, `DELETE FROM blob_discards WHERE blob_key = ANY($1)`, pq.Array(keys))
+	_, err := s.db.ExecContext(ctx, `DELETE FROM blob_discards WHERE blob_key = ANY($1) AND url_expires_at < $2`,
+		pq.Array(keys), cutoff)
 	return err
+}
+
+// claimDiscard drops key's discard in the transaction that has a row name
+// it, so the sweeper never deletes a named file. ErrDiscardDue when the
+// discard is due or gone: the sweeper may have listed it already.
+func (s *Store) claimDiscard(ctx context.Context, key string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM blob_discards WHERE blob_key = $1 AND url_expires_at > now()`, key)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrDiscardDue
+	}
+	return nil
 }

@@ -174,20 +174,33 @@ func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, progress 
 
 // FinishExport records run's built export: its file, what it left out,
 // and its expiry, counted from now with the time to live it was created
-// with. ErrNotFound means the export or its job was canceled meanwhile
-// (or the export deleted), ErrStaleRun that a later run holds the export.
+// with. The run discarded key before writing it (see DiscardAfter); the
+// discard goes in the same transaction, so the file is the export's from
+// then on. ErrNotFound means the export or its job was canceled meanwhile
+// (or the export deleted), ErrStaleRun that a later run holds the export,
+// ErrDiscardDue that the run took so long that the sweeper may be deleting
+// its file. On an error the discard stays.
 func (s *Store) FinishExport(ctx context.Context, id, run uuid.UUID, key string, size int64, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
-	err := s.db.GetContext(ctx, e, `
-		UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
-			expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
-		WHERE id = $1 AND status = 'running' AND run_token = $5
-		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')
-		RETURNING `+exportColumns, id, key, size, skipsJSON(skipped), run)
-	if errors.Is(notFound(err), ErrNotFound) {
-		return nil, s.lostRun(ctx, id, run)
+	err := s.WithTx(ctx, func(tx *Store) error {
+		err := tx.db.GetContext(ctx, e, `
+			UPDATE exports e SET status = 'done', progress = 1, blob_key = $2, byte_size = $3, skipped = $4,
+				expires_at = now() + coalesce(expires_at - created_at, interval '7 days'), updated_at = now()
+			WHERE id = $1 AND status = 'running' AND run_token = $5
+			  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')
+			RETURNING `+exportColumns, id, key, size, skipsJSON(skipped), run)
+		if errors.Is(notFound(err), ErrNotFound) {
+			return tx.lostRun(ctx, id, run)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.claimDiscard(ctx, key)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return e, err
+	return e, nil
 }
 
 // FailExport records run's attempt that failed: status is 'queued' when

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,6 +73,9 @@ func TestStaleExportRunChangesNothing(t *testing.T) {
 	if running, err := st.ExportProgress(ctx, e.ID, second, 0.5); !running || err != nil {
 		t.Fatalf("the second run's progress: running %v, %v", running, err)
 	}
+	if err := st.DiscardAfter(ctx, []string{"exports/first", "exports/second"}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	done, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil)
 	if err != nil || done.Status != store.JobDone || *done.BlobKey != "exports/second" {
 		t.Fatalf("the second run's finish: %+v %v", done, err)
@@ -123,5 +127,48 @@ func TestExportCancelReachesTheRunThatHoldsIt(t *testing.T) {
 				t.Errorf("export %s, file %v; want canceled without a file", got.Status, got.BlobKey)
 			}
 		})
+	}
+}
+
+// A run's archive is a discard until FinishExport names it, in the same
+// transaction; an archive whose discard is due, which the sweeper may be
+// deleting, is not named, and a refused finish leaves the discard.
+func TestFinishExportClaimsItsArchive(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	st := env.Store
+	e, first, second := startedExport(t, env)
+	discards := func() []string {
+		t.Helper()
+		var keys []string
+		if err := env.DB.Select(&keys, `SELECT blob_key FROM blob_discards ORDER BY 1`); err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	if err := st.DiscardAfter(ctx, []string{"exports/first", "exports/second"}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
+		t.Fatalf("the first run's finish: %v, want ErrStaleRun", err)
+	}
+	env.DB.MustExec(`UPDATE blob_discards SET url_expires_at = now() - interval '1 second' WHERE blob_key = 'exports/second'`)
+	if _, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil); !errors.Is(err, store.ErrDiscardDue) {
+		t.Fatalf("a finish whose archive's discard is due: %v, want ErrDiscardDue", err)
+	}
+	if got, _ := st.ExportByID(ctx, e.ID); got.Status != store.JobRunning || got.BlobKey != nil {
+		t.Fatalf("after a refused finish: export %s, file %v", got.Status, got.BlobKey)
+	}
+	if keys := discards(); len(keys) != 2 {
+		t.Fatalf("discards after refused finishes: %v, want both", keys)
+	}
+	if err := st.DiscardAfter(ctx, []string{"exports/second"}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if keys := discards(); len(keys) != 1 || keys[0] != "exports/first" {
+		t.Fatalf("discards once the second run finished: %v, want only the first run's", keys)
 	}
 }

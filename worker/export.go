@@ -48,6 +48,9 @@ type exportEvent struct {
 // Each run writes under its own token and key. A run handed back at a stop
 // may still be ending when the next run has started: it is then stale, and
 // stops without writing, canceling or deleting anything of the next run's.
+// A run's key is a discard from before it is written until FinishExport
+// names it, so an archive no export keeps (the run died, was taken over or
+// canceled, and its own delete failed) is deleted by the sweeper.
 func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.ExportPayload](t)
 	if err != nil {
@@ -72,24 +75,30 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	// Record the outcome even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
 	if err == nil {
-		done, err := w.st.FinishExport(ctx, e.ID, b.token, info.Key, info.Size, b.skipped)
+		done, ferr := w.st.FinishExport(ctx, e.ID, b.token, info.Key, info.Size, b.skipped)
 		switch {
-		case errors.Is(err, store.ErrStaleRun):
+		case ferr == nil:
+			w.exportChanged(ctx, done)
+			return nil
+		case errors.Is(ferr, store.ErrStaleRun):
 			// Taken over while the archive was being published: nobody will
 			// serve it, and its key is this run's alone.
 			if err := w.blobs.Delete(ctx, info.Key); err != nil {
 				w.log.Warn("delete a superseded export run's archive", "export", e.ID, "key", info.Key, "err", err)
 			}
 			return w.exportStale(e, b.token)
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(ferr, store.ErrNotFound):
 			// Canceled while the archive was being published: nobody wants it.
 			w.exportCanceled(ctx, e)
 			return w.blobs.Delete(ctx, info.Key)
-		case err != nil:
-			return err
+		case errors.Is(ferr, store.ErrDiscardDue):
+			// Published too late to keep: the attempt fails, and the next
+			// writes a new archive.
+			w.dropLate(ctx, info.Key)
+			err = ferr
+		default:
+			return ferr
 		}
-		w.exportChanged(ctx, done)
-		return nil
 	}
 	if errors.Is(err, store.ErrStaleRun) {
 		return w.exportStale(e, b.token)
@@ -220,7 +229,11 @@ func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
 		return blob.Info{}, b.nothingToExport(len(items))
 	}
 
-	bw, err := b.w.blobs.Create(ctx, exportKey(b.e, b.token))
+	key := exportKey(b.e, b.token)
+	if err := b.w.discardUntilNamed(ctx, tasks.TypeExport, key); err != nil {
+		return blob.Info{}, err
+	}
+	bw, err := b.w.blobs.Create(ctx, key)
 	if err != nil {
 		return blob.Info{}, err
 	}

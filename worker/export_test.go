@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/jpeg"
@@ -691,4 +692,134 @@ func TestSweepDeletesExpiredExports(t *testing.T) {
 		t.Fatal("the expired export's file is still stored")
 	}
 	h.archive(keep) // the other one is untouched
+}
+
+// TestExportArchiveNoExportKeepsIsSwept publishes an archive that no
+// export comes to name, each way a run can leave one: taken over by the
+// next run, canceled, or dead before it recorded it; the run's own delete
+// of it fails. Once the run's timeout has passed, the sweep deletes it and
+// keeps the archive of the run that finished.
+func TestExportArchiveNoExportKeepsIsSwept(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		died bool // the first archive is published, then the run dies
+		// meanwhile runs while the first run is held before publishing.
+		meanwhile func(*harness, uuid.UUID, *asynq.Task)
+		done      bool // the export ends done, with a later run's archive
+	}{
+		{name: "superseded", done: true, meanwhile: func(h *harness, _ uuid.UUID, task *asynq.Task) {
+			if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+				h.t.Fatalf("the second run: %v", err)
+			}
+		}},
+		{name: "canceled", meanwhile: func(h *harness, id uuid.UUID, _ *asynq.Task) {
+			if _, _, err := h.env.Store.CancelExport(context.Background(), id); err != nil {
+				h.t.Fatal(err)
+			}
+		}},
+		{name: "died", died: true, done: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			disk, err := blob.NewDisk(dir + "/blobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs := &orphaningBlobs{Store: disk, died: c.died, held: gate{make(chan struct{}), make(chan struct{})}}
+			blobs.failDeletes.Store(true)
+			if c.meanwhile == nil {
+				close(blobs.held.open)
+			}
+			h := newHarnessOn(t, map[string]string{"DATA_DIR": dir}, blobs)
+			project := h.project()
+			for i := range 3 {
+				h.readyCopy(project, "photos/wood.jpg", fmt.Sprintf("%02d.jpg", i))
+			}
+			id, task := h.newExport(project, "web", render.Settings{LongEdge: 320, Quality: 60, IncludeNotReady: true})
+
+			first := make(chan error, 1)
+			go func() { first <- h.w.Handler().ProcessTask(context.Background(), task) }()
+			await(t, "the first archive to be built", blobs.held.reached)
+			if c.meanwhile != nil {
+				c.meanwhile(h, id, task)
+				close(blobs.held.open)
+			}
+			select {
+			case <-first:
+			case <-time.After(5 * time.Minute):
+				t.Fatal("timed out waiting for the first run")
+			}
+			if c.died {
+				if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
+					t.Fatalf("the retry: %v", err)
+				}
+			}
+			var kept []string
+			if c.done {
+				kept = []string{*h.export(id).BlobKey}
+			}
+			if files := h.exportFiles(id); len(files) != len(kept)+1 {
+				t.Fatalf("stored under the export before the sweep: %v; want the first run's archive left over beside %v", files, kept)
+			}
+
+			// As if every run's timeout had passed.
+			blobs.failDeletes.Store(false)
+			h.exec(`UPDATE blob_discards SET url_expires_at = now() - interval '1 hour'`)
+			h.sweep()
+			if files := h.exportFiles(id); fmt.Sprint(files) != fmt.Sprint(kept) {
+				t.Errorf("stored under the export after the sweep: %v, want %v", files, kept)
+			}
+			if c.done {
+				if z := h.archive(id); len(z.File) != 3 {
+					t.Errorf("%d entries in the finished export, want 3", len(z.File))
+				}
+			}
+			if n := h.count(`SELECT count(*) FROM blob_discards`); n != 0 {
+				t.Errorf("%d discards left after the sweep", n)
+			}
+		})
+	}
+}
+
+// orphaningBlobs holds the first archive before it is published until
+// held opens and, when died is set, publishes it but reports a failure, as
+// a worker that dies right after would never record it. Deletes fail while
+// failDeletes is set.
+type orphaningBlobs struct {
+	blob.Store
+	held        gate
+	died        bool
+	failDeletes atomic.Bool
+	archives    atomic.Int32
+}
+
+func (s *orphaningBlobs) Create(ctx context.Context, key string) (blob.Writer, error) {
+	w, err := s.Store.Create(ctx, key)
+	if err != nil || s.archives.Add(1) > 1 {
+		return w, err
+	}
+	return orphanedWriter{w, s}, nil
+}
+
+func (s *orphaningBlobs) Delete(ctx context.Context, key string) error {
+	if s.failDeletes.Load() {
+		return errors.New("the storage refused the delete")
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+type orphanedWriter struct {
+	blob.Writer
+	s *orphaningBlobs
+}
+
+func (w orphanedWriter) Commit() (blob.Info, error) {
+	close(w.s.held.reached)
+	<-w.s.held.open
+	info, err := w.Writer.Commit()
+	if err == nil && w.s.died {
+		return blob.Info{}, errors.New("the worker died")
+	}
+	return info, err
 }

@@ -11,6 +11,7 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // Sweep limits: how old work must be before the sweeper touches it, and how
@@ -30,7 +31,8 @@ const (
 // lost or an outage archived, attestations stuck in signing or never
 // flushed, webhook events whose deliveries were never recorded, uploads
 // never finalized, files discarded at finalize or by a delete that a late
-// PUT or task brought back, and expired export files.
+// PUT or task brought back, files a task wrote that no row came to name,
+// and expired export files.
 func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
@@ -108,9 +110,10 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 }
 
 // deleteDiscards deletes for good the files discarded (see DueDiscards)
-// that nothing could write after cutoff: finalize and the delete task
-// deleted them at once, but an S3 URL or a task still running can put one
-// back, and that first delete may have failed.
+// that nothing could write after cutoff: finalize, the delete task or the
+// task that wrote one deleted them at once, but an S3 URL or a task still
+// running can put one back, that first delete may have failed, and a
+// task that died did not make it.
 func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
 	keys, err := w.st.DueDiscards(ctx, cutoff, sweepBatch)
 	if err != nil {
@@ -125,7 +128,7 @@ func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
 		}
 		deleted = append(deleted, k)
 	}
-	return errors.Join(append(errs, w.st.ForgetDiscards(ctx, deleted))...)
+	return errors.Join(append(errs, w.st.ForgetDiscards(ctx, deleted, cutoff))...)
 }
 
 // reconcile compares one page of live jobs with their tasks in Asynq (see
@@ -165,4 +168,29 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 			"rerun", r.Rerun, "finished", len(r.Finished))
 	}
 	return err
+}
+
+// lateWrites is how long past its task's timeout a run may still be
+// publishing a file it wrote, such as an S3 upload completing.
+const lateWrites = 5 * time.Minute
+
+// discardUntilNamed records key, which a run of a task of type typ is about
+// to write, as a discard due once that run can no longer write it. The
+// store drops the discard where a row comes to name the file; until then,
+// a run that dies or gives the file up leaves it to the sweeper.
+func (w *Worker) discardUntilNamed(ctx context.Context, typ, key string) error {
+	return w.st.DiscardAfter(ctx, []string{key}, time.Now().Add(tasks.Timeout(typ)+lateWrites))
+}
+
+// dropLate deletes a file its run wrote too late for a row to name it (the
+// store answered ErrDiscardDue). It is discarded again first: the sweeper
+// may have deleted and forgotten the key before the file was written, and
+// this delete may fail.
+func (w *Worker) dropLate(ctx context.Context, key string) {
+	if err := w.st.DiscardAfter(ctx, []string{key}, time.Now()); err != nil {
+		w.log.Warn("discard a file written too late", "key", key, "err", err)
+	}
+	if err := w.blobs.Delete(ctx, key); err != nil {
+		w.log.Warn("delete a file written too late", "key", key, "err", err)
+	}
 }
