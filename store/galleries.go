@@ -282,17 +282,23 @@ func (s *Store) GalleryRenderItem(ctx context.Context, gallery, asset uuid.UUID)
 	return r, notFound(err)
 }
 
-// SetWatermarkKey records the watermarked preview of asset in gallery.
+// SetWatermarkKey records the watermarked preview of asset in gallery,
+// which its render discarded before writing it (see DiscardAfter): the
+// discard goes in the same transaction. ErrNotFound when the photo is no
+// longer in the gallery or another render is recorded, ErrDiscardDue when
+// the sweeper may be deleting the file; the discard then stays.
 func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE gallery_assets SET watermark_key = $3 WHERE gallery_id = $1 AND asset_id = $2`,
-		gallery, asset, key)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.WithTx(ctx, func(tx *Store) error {
+		res, err := tx.db.ExecContext(ctx, `UPDATE gallery_assets SET watermark_key = $3
+			WHERE gallery_id = $1 AND asset_id = $2 AND watermark_key IS NULL`, gallery, asset, key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return tx.claimDiscard(ctx, key)
+	})
 }
 
 // Viewer is one holder of a gallery's viewer token.

@@ -55,8 +55,13 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	if err != nil || len(ch.Jobs) != 1 || *ch.Jobs[0].AssetID != assets[2] || ch.Gallery.AssetCount != 3 {
 		t.Fatalf("adding a photo: %+v, %v", ch, err)
 	}
-	// Rendered photos need nothing more.
+	// Rendered photos need nothing more. Each render discarded its file
+	// before writing it; recording it drops the discard.
 	for _, a := range assets {
+		key := "galleries/x/" + a.String() + ".jpg"
+		if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg"); err != nil {
 			t.Fatal(err)
 		}
@@ -64,6 +69,14 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
 	if ch, err = env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); err != nil || len(ch.Jobs) != 0 {
 		t.Fatalf("all rendered: %+v, %v", ch, err)
+	}
+	var left int
+	if err := env.DB.Get(&left, `SELECT count(*) FROM blob_discards`); err != nil || left != 0 {
+		t.Fatalf("%d discards left once every render was recorded (%v)", left, err)
+	}
+	// A second render of a photo already rendered is not recorded.
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[2], "galleries/x/other.jpg"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a second render was recorded: %v", err)
 	}
 	keys, err := env.Store.RemoveGalleryAssets(ctx, g.Gallery.ID, assets[:1])
 	if err != nil || len(keys) != 1 || keys[0] != "galleries/x/"+assets[0].String()+".jpg" {

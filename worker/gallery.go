@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
@@ -22,6 +23,11 @@ import (
 // photo taken out of the gallery, or a gallery whose watermark was turned
 // off, needs nothing; a preview ingest has not made yet is waited for
 // through the retries.
+//
+// Each run writes under a key of its own, a discard until the photo's row
+// names it, so a file no row keeps (the run died before recording it, the
+// photo left the gallery meanwhile and the delete failed) is deleted by
+// the sweeper, and never one a later run recorded.
 func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.GalleryPayload](t)
 	if err != nil {
@@ -60,14 +66,22 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return badInput("corrupt_image", "The photo's preview cannot be read: %v.", err)
 	}
-	key := galleryPreviewKey(p)
+	key := galleryPreviewKey(p, uuid.New())
+	if err := w.discardUntilNamed(ctx, tasks.TypeGallery, key); err != nil {
+		return err
+	}
 	if _, err := w.blobs.Put(ctx, key, bytes.NewReader(marked), int64(len(marked))); err != nil {
 		return err
 	}
-	err = w.st.SetWatermarkKey(context.WithoutCancel(ctx), p.GalleryID, p.AssetID, key)
-	if errors.Is(err, store.ErrNotFound) {
-		// Taken out of the gallery meanwhile: nobody will show it.
-		return w.blobs.Delete(context.WithoutCancel(ctx), key)
+	ctx = context.WithoutCancel(ctx)
+	err = w.st.SetWatermarkKey(ctx, p.GalleryID, p.AssetID, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Taken out of the gallery meanwhile, or another run's is recorded:
+		// nobody will show this one.
+		return w.blobs.Delete(ctx, key)
+	case errors.Is(err, store.ErrDiscardDue):
+		w.dropLate(ctx, key)
 	}
 	return err
 }
@@ -79,8 +93,9 @@ func watermarkText(email string) string {
 	return "© " + name
 }
 
-// galleryPreviewKey is where a photo's watermarked preview for a gallery
-// is stored.
-func galleryPreviewKey(p tasks.GalleryPayload) string {
-	return "galleries/" + p.GalleryID.String() + "/" + p.AssetID.String() + ".jpg"
+// galleryPreviewKey is where run of gallery:render stores a photo's
+// watermarked preview for a gallery: a key of its own, so the sweeper's
+// delete of a file no row kept can never hit one a row names.
+func galleryPreviewKey(p tasks.GalleryPayload, run uuid.UUID) string {
+	return "galleries/" + p.GalleryID.String() + "/" + p.AssetID.String() + "-" + run.String() + ".jpg"
 }

@@ -3,13 +3,22 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"lightbox/blob"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -122,4 +131,171 @@ func TestGalleryRenderWatermarksThePreview(t *testing.T) {
 	if err := h.runJob(renders[ready]); err != nil {
 		t.Fatalf("render of a photo no longer in the gallery: %v", err)
 	}
+}
+
+// TestGalleryRenderNoRowKeepsIsSwept writes a photo's watermarked preview
+// that no row comes to name, each way a render can leave one: the photo
+// was taken out of the gallery or deleted while the file was written, and
+// the render's own delete of it failed, or the worker died between the
+// write and recording it. Once the render's timeout has passed, the sweep
+// deletes it and keeps the previews rows name, including one the photo
+// got when it was added back.
+func TestGalleryRenderNoRowKeepsIsSwept(t *testing.T) {
+	t.Parallel()
+	remove := func(h *harness, gallery, asset uuid.UUID) {
+		if _, err := h.env.Store.RemoveGalleryAssets(context.Background(), gallery, []uuid.UUID{asset}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		died bool // the write is stored, then the render dies
+		// gone takes the photo out while its render is held (or after it died).
+		gone    func(h *harness, gallery, asset uuid.UUID)
+		readded bool
+	}{
+		{name: "removed", gone: remove, readded: true},
+		{name: "deleted", gone: func(h *harness, _, asset uuid.UUID) {
+			_, err := h.env.Store.DeleteAsset(context.Background(), h.owner, asset, nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
+				p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: asset, Keys: keys}
+				return jobs.Row(p, nil, nil)
+			})
+			if err != nil {
+				h.t.Fatal(err)
+			}
+		}},
+		{name: "died", died: true, gone: remove, readded: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			disk, err := blob.NewDisk(dir + "/blobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs := &losingBlobs{Store: disk, died: c.died}
+			if !c.died {
+				blobs.held = gate{make(chan struct{}), make(chan struct{})}
+			}
+			blobs.failDeletes.Store(true)
+			h := newHarnessOn(t, map[string]string{"DATA_DIR": dir}, blobs)
+			project := h.project()
+			kept, gone := h.ready(project, "photos/wood.jpg"), h.ready(project, "photos/dune.jpg")
+			blobs.asset = gone.String()
+			gallery, renders := h.newGallery(project, kept, gone)
+			if err := h.runJob(renders[kept]); err != nil {
+				t.Fatal(err)
+			}
+
+			if c.died {
+				if err := h.runJob(renders[gone]); err == nil {
+					t.Fatal("the render that died succeeded")
+				}
+				c.gone(h, gallery, gone)
+				if err := h.runJob(renders[gone]); err != nil {
+					t.Fatalf("the retry of a photo taken out: %v", err)
+				}
+			} else {
+				ended := make(chan error, 1)
+				go func() { ended <- h.runJob(renders[gone]) }()
+				await(t, "the render's write", blobs.held.reached)
+				c.gone(h, gallery, gone)
+				close(blobs.held.open)
+				select {
+				case <-ended:
+				case <-time.After(5 * time.Minute):
+					t.Fatal("timed out waiting for the render")
+				}
+			}
+			if files := h.galleryFiles(gallery); len(files) != 2 {
+				t.Fatalf("stored under the gallery: %v; want the photo's left over beside the other's", files)
+			}
+
+			sweep := func() {
+				t.Helper()
+				// As if every render's timeout had passed.
+				h.exec(`UPDATE blob_discards SET url_expires_at = now() - interval '1 hour'`)
+				h.sweep()
+				var named []string
+				if err := h.env.DB.Select(&named, `SELECT watermark_key FROM gallery_assets
+					WHERE gallery_id = $1 AND watermark_key IS NOT NULL ORDER BY watermark_key COLLATE "C"`, gallery); err != nil {
+					t.Fatal(err)
+				}
+				if files := h.galleryFiles(gallery); fmt.Sprint(files) != fmt.Sprint(named) {
+					t.Errorf("stored under the gallery after the sweep: %v, want what its rows name: %v", files, named)
+				}
+				for _, k := range named {
+					h.jpegAt(k)
+				}
+			}
+			blobs.failDeletes.Store(false)
+			sweep()
+			if c.readded {
+				ch, err := h.env.Store.AddGalleryAssets(context.Background(), gallery, []uuid.UUID{gone}, jobs.GallerySpec(project, gallery))
+				if err != nil || len(ch.Jobs) != 1 {
+					t.Fatalf("adding the photo back: %+v %v", ch, err)
+				}
+				if err := h.runJob(ch.Jobs[0]); err != nil {
+					t.Fatalf("the render of the photo added back: %v", err)
+				}
+				if n := h.count(`SELECT count(*) FROM gallery_assets WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, gallery); n != 2 {
+					t.Fatalf("%d of 2 photos have watermarked previews", n)
+				}
+				sweep()
+			}
+		})
+	}
+}
+
+// losingBlobs loses the watermarked preview of one asset: its first write
+// is held until held opens, or, when died is set, stored but reported
+// failed, as a worker that dies right after would never record it.
+// Deletes fail while failDeletes is set.
+type losingBlobs struct {
+	blob.Store
+	asset       string
+	held        gate
+	died        bool
+	once        sync.Once
+	failDeletes atomic.Bool
+}
+
+func (s *losingBlobs) Put(ctx context.Context, key string, r io.Reader, limit int64) (blob.Info, error) {
+	first := false
+	if strings.HasPrefix(key, "galleries/") && strings.Contains(key, s.asset) {
+		s.once.Do(func() { first = true })
+	}
+	if !first {
+		return s.Store.Put(ctx, key, r, limit)
+	}
+	if s.held.reached != nil {
+		close(s.held.reached)
+		<-s.held.open
+	}
+	info, err := s.Store.Put(context.WithoutCancel(ctx), key, r, limit)
+	if err == nil && s.died {
+		return blob.Info{}, errors.New("the worker died")
+	}
+	return info, err
+}
+
+func (s *losingBlobs) Delete(ctx context.Context, key string) error {
+	if s.failDeletes.Load() {
+		return errors.New("the storage refused the delete")
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+// galleryFiles lists the files stored under a gallery's folder.
+func (h *harness) galleryFiles(gallery uuid.UUID) []string {
+	h.t.Helper()
+	var out []string
+	root := h.cfg.DataDir + "/blobs"
+	filepath.WalkDir(root+"/galleries/"+gallery.String(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
 }
