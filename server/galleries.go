@@ -316,7 +316,7 @@ func (s *Server) deleteGallery(c *gin.Context) {
 }
 
 // deleteWatermarks deletes watermarked previews no longer wanted; one that
-// fails stays as an unreferenced blob, logged.
+// fails is logged, and the sweeper deletes it (the store discarded them).
 func (s *Server) deleteWatermarks(c *gin.Context, keys []string) {
 	ctx := context.WithoutCancel(c.Request.Context())
 	for _, k := range keys {

@@ -106,7 +106,9 @@ func (s *Store) Galleries(ctx context.Context, project uuid.UUID, after *Cursor,
 
 // DeleteGallery removes owner's gallery id with its photos list, viewers,
 // favourites and comments, and returns the keys of its watermarked
-// previews, which nothing needs any more.
+// previews, which nothing needs any more. They are discards too, so the
+// sweeper deletes any the caller's delete misses (no render writes a key
+// twice, so none comes back into use).
 func (s *Store) DeleteGallery(ctx context.Context, owner, id uuid.UUID) ([]string, error) {
 	var keys []string
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -120,6 +122,9 @@ func (s *Store) DeleteGallery(ctx context.Context, owner, id uuid.UUID) ([]strin
 		}
 		if err := tx.db.SelectContext(ctx, &keys, `SELECT watermark_key FROM gallery_assets
 			WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, id); err != nil {
+			return err
+		}
+		if err := tx.DiscardAfter(ctx, keys, time.Now()); err != nil {
 			return err
 		}
 		_, err := tx.db.ExecContext(ctx, `DELETE FROM galleries WHERE id = $1`, id)
@@ -193,13 +198,16 @@ func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 
 // RemoveGalleryAssets takes assets out of the gallery, with their
 // favourites and comments there, and returns the keys of the watermarked
-// previews no longer wanted.
+// previews no longer wanted, which are discards too (see DeleteGallery).
 func (s *Store) RemoveGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) ([]string, error) {
 	var keys []string
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.SelectContext(ctx, &keys, `
 			WITH gone AS (DELETE FROM gallery_assets WHERE gallery_id = $1 AND asset_id = ANY($2) RETURNING watermark_key)
 			SELECT watermark_key FROM gone WHERE watermark_key IS NOT NULL`, id, pq.Array(assets)); err != nil {
+			return err
+		}
+		if err := tx.DiscardAfter(ctx, keys, time.Now()); err != nil {
 			return err
 		}
 		_, err := tx.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)

@@ -85,6 +85,10 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a render of a removed photo was recorded: %v", err)
 	}
+	// Its file is the sweeper's to delete should the caller's delete fail.
+	if due, err := env.Store.DueDiscards(ctx, time.Now().Add(time.Minute), 10); err != nil || !slices.Equal(due, keys) {
+		t.Fatalf("discards due once the photo was removed: %v, %v; want %v", due, err, keys)
+	}
 	// Deleting a photo removes its watermarked previews with it.
 	var deleted []string
 	if _, err := env.Store.DeleteAsset(ctx, owner, assets[1], nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
@@ -103,6 +107,14 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	}
 	if _, err := env.Store.UpdateGallery(ctx, stranger, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another user's patch: %v", err)
+	}
+	// Deleting the gallery leaves its previews to the sweeper too.
+	previews, err := env.Store.DeleteGallery(ctx, owner, g.Gallery.ID)
+	if err != nil || len(previews) != 1 {
+		t.Fatalf("a deleted gallery's keys: %v, %v", previews, err)
+	}
+	if due, err := env.Store.DueDiscards(ctx, time.Now().Add(time.Minute), 10); err != nil || !slices.Contains(due, previews[0]) {
+		t.Fatalf("discards due once the gallery was deleted: %v, %v; want %v among them", due, err, previews)
 	}
 }
 
