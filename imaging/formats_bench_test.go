@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"lightbox/internal/procstat"
 	"lightbox/internal/testenv"
 )
 
@@ -152,4 +154,110 @@ func dcrawEmuBase(_ *testing.B, files []string, out string) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkHEICMemory makes the thumbnail and the preview of one HEIC in a
+// fresh process, as a worker's first task would, and reports that
+// process's peak resident memory and how much making them added to it
+// (HEIC has no shrink-on-load, so the photo is decoded whole). The
+// baseline in the same run is vipsthumbnail making the 2,048 px preview of
+// the same file, one thread, its peak resident memory as the kernel counts
+// it. The 200 MP file is over the default MAX_PIXELS; it runs with the
+// limit raised, to show what a higher limit costs.
+//
+//	go test -run '^$' -bench BenchmarkHEICMemory -benchtime 1x ./imaging
+func BenchmarkHEICMemory(b *testing.B) {
+	if DefaultEngine != EngineVips {
+		b.Skip("HEIC needs the libvips engine (a build with cgo)")
+	}
+	dir := testenv.Formats(b)
+	for _, f := range []string{
+		"heic/xiaomi-m2012k11ag-android-grid.heic",              // 5 MP
+		"heic/iphone13pro-portrait-depthmap-p3.heic",            // 12 MP
+		"heic/samsung-s24ultra-200mp-orientation6-gainmap.heic", // 200 MP
+	} {
+		path := filepath.Join(dir, f)
+		b.Run(strings.TrimSuffix(filepath.Base(f), ".heic"), func(b *testing.B) {
+			var peak, grew, base int64
+			for range b.N {
+				p, g := engineMemory(b, path)
+				peak, grew = max(peak, p), max(grew, g)
+				base = max(base, vipsthumbnailMemory(b, path))
+			}
+			const mib = 1 << 20
+			b.ReportMetric(float64(peak)/mib, "peak_MiB")
+			b.ReportMetric(float64(grew)/mib, "decode_MiB")
+			b.ReportMetric(float64(base)/mib, "vipsthumbnail_peak_MiB")
+			b.ReportMetric(float64(peak)/float64(base), "x_baseline")
+		})
+	}
+}
+
+// memoryChild names the file TestMemoryChild processes.
+const memoryChild = "LIGHTBOX_MEMORY_CHILD"
+
+// engineMemory runs TestMemoryChild on path in a fresh test process and
+// returns its peak resident memory and the part the engine's work added.
+func engineMemory(b *testing.B, path string) (peak, grew int64) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryChild$", "-test.v")
+	cmd.Env = append(os.Environ(), memoryChild+"="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("%s: %v: %s", filepath.Base(path), err, out)
+	}
+	var before int64
+	for line := range strings.Lines(string(out)) {
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "memory: peak %d before %d", &peak, &before); err == nil {
+			return peak, peak - before
+		}
+	}
+	b.Fatalf("%s: the child printed no figures: %s", filepath.Base(path), out)
+	return 0, 0
+}
+
+// TestMemoryChild is BenchmarkHEICMemory's fresh process: it makes both
+// sizes of the file memoryChild names and prints its peak resident
+// memory, and what was resident before the work began.
+func TestMemoryChild(t *testing.T) {
+	path := os.Getenv(memoryChild)
+	if path == "" {
+		t.Skip("run by BenchmarkHEICMemory in a process of its own")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(EngineVips, Config{VipsConcurrency: 1, MaxPixels: 250_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writing 5 to clear_refs resets the resident high-water mark: libvips
+	// started and the file read are not the work's.
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatal(err)
+	}
+	before := procstat.Memory(os.Getpid(), "VmHWM")
+	if _, err := e.Process(context.Background(), data, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("memory: peak %d before %d\n", procstat.Memory(os.Getpid(), "VmHWM"), before)
+}
+
+// vipsthumbnailMemory is the peak resident memory of vipsthumbnail making
+// the preview of path.
+func vipsthumbnailMemory(b *testing.B, path string) int64 {
+	b.Helper()
+	bin, err := exec.LookPath("vipsthumbnail")
+	if err != nil {
+		b.Skip("vipsthumbnail is not installed (Debian: apt-get install libvips-tools)")
+	}
+	cmd := exec.Command(bin, path, "--size", fmt.Sprintf("%dx%d>", DefaultPreviewSize, DefaultPreviewSize),
+		"-o", filepath.Join(b.TempDir(), fmt.Sprintf("%%s.jpg[Q=%d,strip]", DefaultPreviewQuality)))
+	cmd.Env = append(os.Environ(), "VIPS_CONCURRENCY=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("vipsthumbnail %s: %v: %s", filepath.Base(path), err, out)
+	}
+	// Maxrss is in KiB on Linux.
+	return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
 }
