@@ -275,9 +275,14 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []str
 			return notFound(err)
 		}
 		var keys []string
-		// Its watermarked gallery previews go with it.
-		if err := tx.db.SelectContext(ctx, &keys, `SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
-			UNION SELECT watermark_key FROM gallery_assets WHERE asset_id = $1 AND watermark_key IS NOT NULL
+		// Its watermarked gallery previews go with it. Its gallery places
+		// are deleted here, not by the cascade, so a render recording its
+		// preview meanwhile is waited for and its key read, or finds the
+		// place gone: read before, that key would be no discard any more.
+		if err := tx.db.SelectContext(ctx, &keys, `
+			WITH places AS (DELETE FROM gallery_assets WHERE asset_id = $1 RETURNING watermark_key)
+			SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
+			UNION SELECT watermark_key FROM places WHERE watermark_key IS NOT NULL
 			UNION SELECT unnest($3::text[])
 			ORDER BY 1`, id, a.BlobKey, pq.Array(late)); err != nil {
 			return err

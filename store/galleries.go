@@ -120,8 +120,12 @@ func (s *Store) DeleteGallery(ctx context.Context, owner, id uuid.UUID) ([]strin
 		if len(gone) == 0 {
 			return ErrNotFound
 		}
-		if err := tx.db.SelectContext(ctx, &keys, `SELECT watermark_key FROM gallery_assets
-			WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, id); err != nil {
+		// Deleted here, not by the cascade, so a render recording its
+		// preview meanwhile is waited for and its key read, or finds the
+		// photo gone: read before, that key would be no discard any more.
+		if err := tx.db.SelectContext(ctx, &keys, `
+			WITH gone AS (DELETE FROM gallery_assets WHERE gallery_id = $1 RETURNING watermark_key)
+			SELECT watermark_key FROM gone WHERE watermark_key IS NOT NULL`, id); err != nil {
 			return err
 		}
 		if err := tx.DiscardAfter(ctx, keys, time.Now()); err != nil {

@@ -205,3 +205,106 @@ func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
 		t.Fatalf("items %+v, %v", items, err)
 	}
 }
+
+// TestWatermarkRecordedDuringADeleteIsDiscarded records a photo's
+// watermarked preview in a transaction held open while its gallery, or the
+// photo, is deleted: once both commit, the file is either among the keys
+// the delete returned and discarded, or still its render's own discard.
+// Recording it drops the render's discard, so a delete that read the
+// photo's row before the recording committed would leave the file to no
+// one.
+func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
+	for _, c := range []string{"gallery", "asset"} {
+		t.Run(c, func(t *testing.T) {
+			env := testenv.New(t)
+			ctx := context.Background()
+			owner, project := env.Project(t)
+			assets := env.Upload(t, project, testenv.Files(1)...)
+			g := galleryOf(t, env, project, "proofs-"+c, true, assets...)
+			key := "galleries/" + g.Gallery.ID.String() + "/" + assets[0].String() + "-run.jpg"
+			if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+
+			recorded, commit := make(chan int, 1), make(chan struct{})
+			recordErr := make(chan error, 1)
+			go func() {
+				recordErr <- env.Store.WithTx(ctx, func(tx *store.Store) error {
+					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key); err != nil {
+						return err
+					}
+					var pid int
+					// The one backend writing this test's gallery_assets.
+					if err := env.DB.Get(&pid, `SELECT pid FROM pg_locks
+						WHERE relation = 'gallery_assets'::regclass AND mode = 'RowExclusiveLock' AND granted`); err != nil {
+						return err
+					}
+					recorded <- pid
+					<-commit
+					return nil
+				})
+			}()
+			var holder int
+			select {
+			case holder = <-recorded:
+			case err := <-recordErr:
+				t.Fatalf("recording the preview: %v", err)
+			case <-time.After(time.Minute):
+				t.Fatal("timed out recording the preview")
+			}
+
+			type deleted struct {
+				keys []string
+				err  error
+			}
+			done := make(chan deleted, 1)
+			go func() {
+				var d deleted
+				if c == "gallery" {
+					d.keys, d.err = env.Store.DeleteGallery(ctx, owner, g.Gallery.ID)
+				} else {
+					_, d.err = env.Store.DeleteAsset(ctx, owner, assets[0], nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
+						d.keys = keys
+						return store.Job{ID: uuid.New(), ProjectID: project, Type: "asset:delete", Queue: "low", TaskID: uuid.NewString(), Payload: []byte("{}")}
+					})
+				}
+				done <- d
+			}()
+			// The delete waits on the photo's row, which the recording holds.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				var waiting int
+				if err := env.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder); err != nil {
+					t.Fatal(err)
+				}
+				if waiting > 0 {
+					break
+				}
+				select {
+				case d := <-done:
+					t.Fatalf("the delete did not wait for the recording: %v %v", d.keys, d.err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("timed out waiting for the delete to wait on the recording")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			close(commit)
+			if err := <-recordErr; err != nil {
+				t.Fatal(err)
+			}
+			d := <-done
+			if d.err != nil {
+				t.Fatal(d.err)
+			}
+			var discarded int
+			if err := env.DB.Get(&discarded, `SELECT count(*) FROM blob_discards WHERE blob_key = $1`, key); err != nil {
+				t.Fatal(err)
+			}
+			if discarded == 0 {
+				t.Errorf("the preview recorded during the delete is no discard (the delete returned %v): nothing deletes it", d.keys)
+			}
+		})
+	}
+}
