@@ -55,15 +55,22 @@ func (s *Store) DiscardAfter(ctx context.Context, keys []string, until time.Time
 	return err
 }
 
-// DueDiscards lists, oldest first, discarded files (originals finalize
+// DueDiscards takes, oldest first, discarded files (originals finalize
 // discarded, files of deleted assets, files tasks wrote that no row came
-// to name) that nothing could write after
-// cutoff: no PUT or late task can bring them back any more, so one last
-// delete removes them for good.
+// to name) that nothing could write after cutoff: no PUT or late task can
+// bring them back any more, so one last delete removes them for good.
+//
+// Each key taken is marked due for good (-infinity) in the same statement,
+// under the rows' locks, so claimDiscard can no longer have a row name it
+// whatever the clocks: cutoff is the sweeper's, claimDiscard's is
+// Postgres's, and a claim under way is waited for (its key, gone, is not
+// taken).
 func (s *Store) DueDiscards(ctx context.Context, cutoff time.Time, limit int) ([]string, error) {
 	var keys []string
-	err := s.db.SelectContext(ctx, &keys, `SELECT blob_key FROM blob_discards
-		WHERE url_expires_at < $1 ORDER BY url_expires_at LIMIT $2`, cutoff, limit)
+	err := s.db.SelectContext(ctx, &keys, `UPDATE blob_discards SET url_expires_at = '-infinity'
+		WHERE blob_key IN (SELECT blob_key FROM blob_discards WHERE url_expires_at < $1
+			ORDER BY url_expires_at LIMIT $2 FOR UPDATE)
+		RETURNING blob_key`, cutoff, limit)
 	return keys, err
 }
 
