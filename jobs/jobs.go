@@ -69,7 +69,8 @@ type Dispatcher struct {
 }
 
 // Enqueue hands jobs to the queue and notes which arrived: jobs of no
-// batch at once, a batch's jobs as far as the windows allow (see Release).
+// batch, or of a batch no longer running, at once; a running batch's jobs
+// as far as the windows allow (see Release).
 // Failures are logged, not returned: the jobs are safe in Postgres and the
 // sweeper enqueues them again; TaskIDs make a second enqueue of a live
 // task a no-op. It returns how many arrived.
@@ -82,16 +83,19 @@ func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store
 			batched = append(batched, j)
 		}
 	}
-	n := d.enqueue(ctx, log, now)
+	var shares []store.Share
 	if len(batched) > 0 {
-		shares, err := d.Store.SharesOf(ctx, batched)
+		var outside []store.Job
+		var err error
+		shares, outside, err = d.Store.SharesOf(ctx, batched)
 		if err != nil {
 			log.Warn("look up whose batch jobs these are; the sweeper will enqueue them", "err", err)
-			return n
 		}
-		n += d.Release(ctx, log, shares...)
+		// No release walks a batch that is not running (a failed job of a
+		// cancelled batch run again, say): its jobs go as they are.
+		now = append(now, outside...)
 	}
-	return n
+	return d.enqueue(ctx, log, now) + d.Release(ctx, log, shares...)
 }
 
 // Release tops each share of the queue up with its user's waiting batch

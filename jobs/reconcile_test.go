@@ -201,3 +201,55 @@ func (quietAsynq) Info(...any)  {}
 func (quietAsynq) Warn(...any)  {}
 func (quietAsynq) Error(...any) {}
 func (quietAsynq) Fatal(...any) {}
+
+// A job can wait again in a batch that no longer runs: a failed job of a
+// cancelled batch run again (the batch stays cancelled), or an archived
+// task run again from Asynqmon in a batch that ended. Redis losing its
+// task must not strand it: no release walks batches that are not running.
+func TestReconcileHandsOverJobsOfBatchesNoLongerRunning(t *testing.T) {
+	for _, c := range []struct {
+		name, status string
+		end          func(h *harness, batch []store.Job) store.Job
+	}{
+		{"rerun in a cancelled batch", "cancelled", func(h *harness, batch []store.Job) store.Job {
+			ctx := context.Background()
+			h.env.FailJob(h.t, batch[0].ID, 3, "boom")
+			if _, _, err := h.env.Store.CancelBatch(ctx, *batch[0].BatchID); err != nil {
+				h.t.Fatal(err)
+			}
+			h.d.Drop(slog.Default(), batch)
+			retried, _, err := h.d.Rerun(ctx, slog.Default(), []store.Job{batch[0]})
+			if err != nil || len(retried) != 1 {
+				h.t.Fatalf("rerun: %v, %v", retried, err)
+			}
+			return batch[0]
+		}},
+		{"retried from Asynqmon in a partial batch", "partial", func(h *harness, batch []store.Job) store.Job {
+			h.env.FinishJob(h.t, batch[1].ID)
+			h.env.FailJob(h.t, batch[0].ID, 3, "boom")
+			// The operator runs the archived task again; the worker starts it.
+			if _, err := h.env.Store.JobStarted(context.Background(), batch[0].ID, 1); err != nil {
+				h.t.Fatal(err)
+			}
+			return batch[0]
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 2)
+			ctx := context.Background()
+			batch := h.importJobs(2)
+			h.d.Enqueue(ctx, slog.Default(), batch)
+			j := c.end(h, batch)
+			var status string
+			if err := h.env.DB.GetContext(ctx, &status, `SELECT status FROM batches WHERE id = $1`, *j.BatchID); err != nil || status != c.status {
+				t.Fatalf("batch is %q (%v), want %s", status, err, c.status)
+			}
+			// Redis loses the job's task.
+			h.inspector.DeleteTask(j.Queue, j.TaskID)
+			r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+			if err != nil || r.Enqueued != 1 || !h.inQueue(j) {
+				t.Fatalf("reconcile: %+v, %v; the job in the queue: %v", r, err, h.inQueue(j))
+			}
+		})
+	}
+}

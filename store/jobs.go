@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,20 +149,50 @@ func (s *Store) ReleasableJobs(ctx context.Context, share Share, cutoff time.Tim
 	return jobs, err
 }
 
-// SharesOf lists the shares that jobs of batches belong to.
-func (s *Store) SharesOf(ctx context.Context, jobs []Job) ([]Share, error) {
-	var batches []uuid.UUID
-	var queues []string
+// SharesOf lists the shares that jobs of running batches belong to, and
+// apart the jobs of batches that are not running. Those wait outside any
+// release (ReleasableJobs walks running batches only): a failed job of a
+// cancelled batch run again, or a task of an ended batch run again from
+// Asynqmon whose Redis data was then lost. Jobs of no batch, or of one
+// gone, are in neither.
+func (s *Store) SharesOf(ctx context.Context, jobs []Job) (shares []Share, outside []Job, err error) {
+	var ids []uuid.UUID
 	for _, j := range jobs {
 		if j.BatchID != nil {
-			batches, queues = append(batches, *j.BatchID), append(queues, j.Queue)
+			ids = append(ids, *j.BatchID)
 		}
 	}
-	var shares []Share
-	err := s.db.SelectContext(ctx, &shares, `
-		SELECT DISTINCT b.user_id, q.queue FROM unnest($1::uuid[], $2::text[]) AS q(batch, queue)
-		JOIN batches b ON b.id = q.batch`, pq.Array(batches), pq.Array(queues))
-	return shares, err
+	var batches []struct {
+		ID      uuid.UUID `db:"id"`
+		User    uuid.UUID `db:"user_id"`
+		Running bool      `db:"running"`
+	}
+	if err := s.db.SelectContext(ctx, &batches, `SELECT id, user_id, status = 'running' AS running
+		FROM batches WHERE id = ANY($1)`, pq.Array(ids)); err != nil {
+		return nil, nil, err
+	}
+	type batch struct {
+		user    uuid.UUID
+		running bool
+	}
+	of := make(map[uuid.UUID]batch, len(batches))
+	for _, b := range batches {
+		of[b.ID] = batch{b.User, b.Running}
+	}
+	for _, j := range jobs {
+		if j.BatchID == nil {
+			continue
+		}
+		b, ok := of[*j.BatchID]
+		switch {
+		case !ok:
+		case !b.running:
+			outside = append(outside, j)
+		case !slices.Contains(shares, Share{User: b.user, Queue: j.Queue}):
+			shares = append(shares, Share{User: b.user, Queue: j.Queue})
+		}
+	}
+	return shares, outside, nil
 }
 
 // WaitingShares lists up to limit shares with batch jobs recorded before
@@ -175,14 +206,35 @@ func (s *Store) WaitingShares(ctx context.Context, cutoff time.Time, limit int) 
 	return shares, err
 }
 
-// StrandedJobs lists up to limit jobs of no batch recorded before cutoff
-// and not in the queue, oldest first: the enqueue after their commit
-// failed, or Redis lost them.
+// StrandedJobs lists up to limit jobs recorded before cutoff and not in
+// the queue that no release hands over, oldest first: jobs of no batch,
+// and jobs of batches that are not running (see SharesOf). The enqueue
+// after their commit failed, or Redis lost them.
+//
+// The batches with waiting jobs are found by skipping through
+// jobs_batch_waiting one batch at a time, and only those not running are
+// read further: a backlog of 100,000 jobs waiting in 1,000 running batches
+// costs about 8 ms, where testing every waiting job's batch costs 36.
 func (s *Store) StrandedJobs(ctx context.Context, cutoff time.Time, limit int) ([]Job, error) {
 	var jobs []Job
-	err := s.db.SelectContext(ctx, &jobs, `SELECT `+jobColumns+` FROM jobs j
-		WHERE j.batch_id IS NULL AND j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
-		ORDER BY j.created_at, j.id LIMIT $2`, cutoff, limit)
+	err := s.db.SelectContext(ctx, &jobs, `
+		WITH RECURSIVE waiting(batch_id) AS (
+			(SELECT batch_id FROM jobs WHERE batch_id IS NOT NULL AND enqueued_at IS NULL AND status = 'queued'
+				ORDER BY batch_id LIMIT 1)
+			UNION ALL
+			SELECT (SELECT j.batch_id FROM jobs j
+				WHERE j.batch_id > w.batch_id AND j.enqueued_at IS NULL AND j.status = 'queued'
+				ORDER BY j.batch_id LIMIT 1)
+			FROM waiting w WHERE w.batch_id IS NOT NULL),
+		outside AS MATERIALIZED (
+			SELECT b.id FROM waiting w JOIN batches b ON b.id = w.batch_id WHERE b.status <> 'running')
+		SELECT `+jobColumns+` FROM (
+			(SELECT * FROM jobs WHERE batch_id IS NULL AND enqueued_at IS NULL AND status = 'queued' AND created_at < $1
+				ORDER BY created_at, id LIMIT $2)
+			UNION ALL
+			SELECT j.* FROM outside o JOIN jobs j ON j.batch_id = o.id
+				AND j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
+		) j ORDER BY j.created_at, j.id LIMIT $2`, cutoff, limit)
 	return jobs, err
 }
 

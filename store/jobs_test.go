@@ -243,8 +243,8 @@ func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shares, err := env.Store.SharesOf(ctx, []store.Job{got[0], *recorded})
-	if err != nil || len(shares) != 2 || !slices.Contains(shares, store.Share{User: owner, Queue: tasks.QueueCritical}) {
+	shares, outside, err := env.Store.SharesOf(ctx, []store.Job{got[0], *recorded})
+	if err != nil || len(shares) != 2 || len(outside) != 0 || !slices.Contains(shares, store.Share{User: owner, Queue: tasks.QueueCritical}) {
 		t.Fatalf("shares of a default and a critical job: %v, %v", shares, err)
 	}
 	if got := release(store.Share{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != export.ID {
@@ -399,5 +399,45 @@ func TestFailedAssetUploadedAgainStaysFailed(t *testing.T) {
 	j, err := env.Store.JobByID(ctx, job)
 	if err != nil || j.Status != store.JobFailed {
 		t.Errorf("its job: %+v, %v; want failed", j, err)
+	}
+}
+
+// A failed job of a cancelled batch run again waits in a batch that stays
+// cancelled; when the enqueue after that fails, no release walks its batch
+// (ReleasableJobs reads running batches only), so the sweep must list it
+// among the stranded jobs it enqueues as they are.
+func TestStrandedJobsTakeJobsOfBatchesNotRunning(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	batch, ids := batchOf(t, env, owner, project, 2)
+	running, _ := batchOf(t, env, owner, project, 1)
+	env.FailJob(t, ids[0], 3, "boom")
+	if _, _, err := env.Store.CancelBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.RequeueJob(ctx, ids[0], true); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if b, err := env.Store.Batch(ctx, owner, batch); err != nil || b.Status != "cancelled" {
+		t.Fatalf("batch: %+v, %v", b, err)
+	}
+	stranded, err := env.Store.StrandedJobs(ctx, later, 10)
+	if err != nil || len(stranded) != 1 || stranded[0].ID != ids[0] {
+		t.Fatalf("stranded: %d jobs, %v; want the job run again in the cancelled batch", len(stranded), err)
+	}
+	// No release hands it over: its batch is not among those it walks.
+	job, err := env.Store.JobByID(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares, outside, err := env.Store.SharesOf(ctx, []store.Job{*job})
+	if err != nil || len(shares) != 0 || len(outside) != 1 {
+		t.Fatalf("shares of the job: %v, outside them: %d, %v", shares, len(outside), err)
+	}
+	if jobs, err := env.Store.ReleasableJobs(ctx, store.Share{User: owner, Queue: job.Queue}, later, store.Windows{}); err != nil ||
+		len(jobs) != 1 || *jobs[0].BatchID != running {
+		t.Fatalf("releasable: %d, %v; want the running batch's job only", len(jobs), err)
 	}
 }
