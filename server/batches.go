@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -100,9 +101,16 @@ func (s *Server) cancelBatch(c *gin.Context) {
 	}
 	s.jobs.Drop(logger(c), jobs)
 	var canceled []uuid.UUID
+	var freed []store.Share
 	for _, j := range jobs {
 		canceled = append(canceled, j.ID)
+		if sh := (store.Share{User: nb.UserID, Queue: j.Queue}); !slices.Contains(freed, sh) {
+			freed = append(freed, sh)
+		}
 	}
+	// The places the batch held in its user's windows go to the user's
+	// other batches now, not at the next sweep.
+	s.jobs.Release(context.WithoutCancel(c.Request.Context()), logger(c), freed...)
 	s.publishBatch(c, nb)
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
 	s.jobs.BatchEnded(context.WithoutCancel(c.Request.Context()), logger(c), nb)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/tasks"
 )
@@ -134,6 +135,40 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	for _, j := range b.Jobs {
 		if j.Status != "canceled" {
 			t.Fatalf("job %+v not canceled", j)
+		}
+	}
+}
+
+// A cancelled batch's places in its user's window go to the user's next
+// batch at once, not at the next sweep (this app runs no worker and no
+// sweep, so without the release its jobs would wait for good).
+func TestCancelHandsTheBatchsPlacesToTheNextBatch(t *testing.T) {
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"BATCH_WINDOW": "2", "USER_WINDOW": "2"}})
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
+	first := r.json(t)["batchId"].(string)
+	r, _ = a.uploadAll(key, project, corpus(t, "odd/orientation-1.jpg", "odd/orientation-6.jpg"))
+	next := r.json(t)["batchId"].(string)
+	queued := func(batch string) int {
+		return a.count(`SELECT count(*) FROM jobs WHERE batch_id = $1 AND enqueued_at IS NOT NULL AND status = 'queued'`, batch)
+	}
+	if f, n := queued(first), queued(next); f != 2 || n != 0 {
+		t.Fatalf("in the queue: %d of the first batch, %d of the next; want the window of 2 and none", f, n)
+	}
+	expect(t, a.do("POST", "/v1/batches/"+first+"/cancel", key, nil), 200, "")
+	if n := queued(next); n != 2 {
+		t.Fatalf("%d of the next batch in the queue after the cancel, want 2", n)
+	}
+	in := inspector(t, a.env)
+	var ids []string
+	if err := a.env.DB.Select(&ids, `SELECT task_id FROM jobs WHERE batch_id = $1`, next); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := in.GetTaskInfo("default", id); err != nil {
+			t.Fatalf("task %s of the next batch: %v", id, err)
 		}
 	}
 }
