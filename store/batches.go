@@ -29,6 +29,11 @@ func (s *Store) CancelBatch(ctx context.Context, batch uuid.UUID) ([]Job, *Batch
 	var jobs []Job
 	var b *Batch
 	err := s.WithTx(ctx, func(tx *Store) error {
+		// The batch first: a finalize adding jobs to it holds this row until it
+		// commits, so the jobs below include them.
+		if _, err := tx.db.ExecContext(ctx, `SELECT 1 FROM batches WHERE id = $1 FOR UPDATE`, batch); err != nil {
+			return err
+		}
 		if err := tx.db.SelectContext(ctx, &jobs, `UPDATE jobs j SET status = 'canceled', next_run_at = NULL, updated_at = now()
 			WHERE j.batch_id = $1 AND j.status IN ('queued', 'running') RETURNING `+jobColumns, batch); err != nil {
 			return err

@@ -227,13 +227,29 @@ func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items [
 		if err := s.insertBatch(ctx, &batch); err != nil {
 			return err
 		}
-	} else if _, err := s.db.ExecContext(ctx, `UPDATE batches SET total = total + $2, status = 'running', completed_at = NULL
-		WHERE id = $1`, batch.ID, len(accepted)); err != nil {
-		return err
+	} else if err := s.db.GetContext(ctx, &batch.Status, `UPDATE batches SET total = total + $2,
+			status = CASE WHEN status = 'cancelled' THEN status ELSE 'running' END,
+			completed_at = CASE WHEN status = 'cancelled' THEN completed_at END
+		WHERE id = $1 RETURNING status`, batch.ID, len(accepted)); err != nil {
+		return notFound(err)
 	}
 	res.BatchID = &batch.ID
 	if err := s.insertJobs(ctx, res.NewJobs); err != nil {
 		return err
+	}
+	if batch.Status == "cancelled" {
+		// A download that finished after its batch was cancelled keeps its
+		// original, like the batch's other photos, and its ingest job is
+		// canceled with theirs rather than reopening the batch.
+		ids := make([]string, len(res.NewJobs))
+		for i, j := range res.NewJobs {
+			ids[i] = j.ID.String()
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET status = 'canceled', updated_at = now() WHERE id = ANY($1)`,
+			pq.Array(ids)); err != nil {
+			return err
+		}
+		res.NewJobs = nil
 	}
 	// Every new original waits in line for the attestation chain.
 	_, err := s.db.ExecContext(ctx, `

@@ -59,6 +59,51 @@ func TestFinalizeAcceptsNewUploads(t *testing.T) {
 	}
 }
 
+// Downloads finalize into their import's batch as they finish: into an
+// ended batch they reopen it, into a cancelled one the photo is kept and its
+// ingest is canceled with the batch's other work instead of running.
+func TestFinalizeIntoABatchKeepsItCancelled(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	first := env.Finalize(t, owner, project, nil, testenv.Upload{Data: []byte("one")})
+	batch := *first.BatchID
+	if b := env.FinishJob(t, first.Jobs[0]); b.Status != "completed" {
+		t.Fatalf("batch %s after its only job, want completed", b.Status)
+	}
+	into := func(data string) *store.FinalizeResult {
+		t.Helper()
+		ids := env.Upload(t, project, testenv.Upload{Data: []byte(data)})
+		res, err := env.Store.FinalizeUploads(ctx, owner, project,
+			[]store.FinalizeItem{{AssetID: ids[0], Checksum: testenv.Checksum([]byte(data))}},
+			store.FinalizeOptions{Spec: jobs.IngestSpec(project), Batch: &batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := into("two"); len(res.NewJobs) != 1 {
+		t.Fatalf("finalize into an ended batch: %+v", res)
+	}
+	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "running" || b.Total != 2 || b.CompletedAt != nil {
+		t.Fatalf("ended batch after a new photo: %+v, want running with 2", b)
+	}
+
+	if _, _, err := env.Store.CancelBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	res := into("three")
+	if len(res.NewJobs) != 0 || len(res.Jobs) != 1 || res.Assets[0].Status != store.AssetUploaded {
+		t.Fatalf("finalize into a cancelled batch: %+v, want the photo kept and nothing to enqueue", res)
+	}
+	if j, err := env.Store.JobByID(ctx, res.Jobs[0]); err != nil || j.Status != store.JobCanceled {
+		t.Fatalf("its ingest job %+v %v, want canceled", j, err)
+	}
+	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "cancelled" || b.Total != 3 || b.CompletedAt == nil {
+		t.Fatalf("cancelled batch after a new photo: %+v, want still cancelled with 3", b)
+	}
+}
+
 func TestFinalizeSecondCallRecordsNothingAndAnswersTheSame(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
