@@ -146,7 +146,8 @@ func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store
 // freely). But two jobs can share a TaskID (an edit applied again over its
 // latest version), and an archived task of the earlier job would hold it
 // for good: j would never run, and reconciling j would run the earlier
-// job's task again. Such a task, finished with, makes room for j's.
+// job's task again. Such a task, finished with, makes room for j's; j's
+// own archived task runs again (j was put back to queued by Rerun).
 func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) error {
 	info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
 	if errors.Is(err, asynq.ErrTaskNotFound) {
@@ -156,9 +157,16 @@ func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) erro
 		return err
 	}
 	var owner tasks.Job
-	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID ||
+	if json.Unmarshal(info.Payload, &owner) != nil ||
 		(info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
 		return nil
+	}
+	if owner.JobID == j.ID && info.State == asynq.TaskStateArchived {
+		// j's own task, failed for good and now run again (see Rerun).
+		if err := d.Inspector.RunTask(j.Queue, j.TaskID); !errors.Is(err, asynq.ErrTaskNotFound) {
+			return err
+		}
+		return tasks.Enqueue(ctx, d.Queue, t)
 	}
 	if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 		return err
@@ -211,15 +219,17 @@ func (d *Dispatcher) FlushChain(ctx context.Context) error {
 	return err
 }
 
-// Rerun puts jobs back to queued and runs their tasks again: an archived
-// task through the Inspector, keeping its TaskID; a task no longer in Redis
-// from the job's recorded payload. An enqueue that fails is left to the
+// Rerun puts jobs back to queued and runs their tasks again, a batch's as
+// far as the windows allow (see Enqueue): an archived task through the
+// Inspector, keeping its TaskID; a task no longer in Redis from the job's
+// recorded payload. An enqueue that fails is left to the
 // sweeper, which finds the job queued and never enqueued. It returns the
 // ids of the jobs put back, and the jobs that cannot be: their failed
 // asset's bytes were uploaded again as another asset, which stays the
 // project's original (the asset's error then says so).
 func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.Job) (retried []uuid.UUID, dups []Duplicate, err error) {
 	retried = []uuid.UUID{}
+	var requeued []store.Job
 	for _, j := range jobs {
 		err := d.Store.RequeueJob(ctx, j.ID, tasks.FailsAsset(j.Type))
 		var dup *store.DuplicateError
@@ -234,17 +244,12 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 		if dup != nil {
 			continue
 		}
-		err = d.Inspector.RunTask(j.Queue, j.TaskID)
-		if err != nil {
-			err = tasks.Enqueue(ctx, d.Queue, tasks.New(j.Type, j.Payload, j.TaskID))
-		}
-		if err != nil {
-			log.Warn("retry enqueue failed; the sweeper will retry", "job", j.ID, "err", err)
-		} else if err := d.Store.MarkEnqueued(ctx, []uuid.UUID{j.ID}); err != nil {
-			log.Warn("mark enqueued", "err", err)
-		}
+		requeued = append(requeued, j)
 		retried = append(retried, j.ID)
 	}
+	// Through the windows like new work: retrying a whole failed upload must
+	// not put it ahead of the user's other batches, nor of other users'.
+	d.Enqueue(ctx, log, requeued)
 	return retried, dups, nil
 }
 

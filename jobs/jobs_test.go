@@ -279,3 +279,57 @@ func TestAJobSharingAnArchivedTasksIDRuns(t *testing.T) {
 		t.Fatalf("after reconciling, the TaskID holds job %s's task, %v; want the second job's, pending", id, state)
 	}
 }
+
+// Retrying a failed batch is new work for the queue: it goes through the
+// batch's window like the batch's first run, not all at once.
+func TestRerunKeepsTheBatchWindow(t *testing.T) {
+	h := newHarness(t, 2)
+	ctx := context.Background()
+	recorded := h.importJobs(4)
+	for _, j := range recorded {
+		if _, _, err := h.env.Store.JobFinished(ctx, j.ID, store.JobFailed, "download_failed", "boom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retried, _, err := h.d.Rerun(ctx, slog.Default(), recorded)
+	if err != nil || len(retried) != 4 {
+		t.Fatalf("rerun: %v, %v; want all 4 put back", retried, err)
+	}
+	inQueue := func() (n int) {
+		for _, j := range recorded {
+			if _, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := inQueue(); n != 2 {
+		t.Fatalf("%d of the batch's 4 retried tasks in the queue, want its window of 2", n)
+	}
+	for _, j := range recorded {
+		if got, _ := h.env.Store.JobByID(ctx, j.ID); got.Status != store.JobQueued {
+			t.Fatalf("job %s is %s after the retry, want queued", j.ID, got.Status)
+		}
+	}
+	// A job of the window ends: the next one takes its place.
+	var first store.Job
+	for _, j := range recorded {
+		if got, _ := h.env.Store.JobByID(ctx, j.ID); got.EnqueuedAt != nil {
+			first = *got
+			break
+		}
+	}
+	if _, _, err := h.env.Store.JobFinished(ctx, first.ID, store.JobDone, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.inspector.DeleteTask(first.Queue, first.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := h.env.Store.ProjectOwner(ctx, h.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.d.Release(ctx, slog.Default(), store.Share{User: owner, Queue: first.Queue}); n != 1 || inQueue() != 2 {
+		t.Fatalf("released %d, %d in the queue; want the next one in the finished one's place", n, inQueue())
+	}
+}
