@@ -316,7 +316,10 @@ export class ProjectModel extends EventTarget {
         if (!row) return;
         if (data.error) {
           row.pendingError = data.error;
-          if (data.status === 'queued') row.note = `Retrying (attempt ${data.attempt} failed: ${data.error.code})`;
+          // A stopping worker hands its tasks back without spending an attempt.
+          if (data.status === 'queued') row.note = data.error.code === 'interrupted'
+            ? 'Waiting to run again (its worker stopped)'
+            : `Retrying (attempt ${data.attempt} failed: ${data.error.code})`;
         } else if (data.status === 'running' && data.attempt > 1) {
           row.note = `Attempt ${data.attempt}`;
         }
