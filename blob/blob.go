@@ -98,6 +98,15 @@ type StaleRemover interface {
 	RemoveStale(ctx context.Context, age time.Duration) (int, error)
 }
 
+// Lister is a Store that can list what it holds, to find objects no record
+// names (`lightbox blobs orphans`).
+type Lister interface {
+	// List calls fn with the key, size and time of last write of every
+	// object (SHA256 empty), leaving out writes still in progress; an error
+	// from fn ends the listing with that error.
+	List(ctx context.Context, fn func(Info) error) error
+}
+
 // Writer is an object being written.
 type Writer interface {
 	io.Writer

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -263,4 +264,41 @@ func statusOf(resp *http.Response) string {
 		return "no response"
 	}
 	return resp.Status
+}
+
+// List names every object with its size and time of writing, and leaves
+// out a write still in progress.
+func TestListNamesEveryObject(t *testing.T) {
+	backends(t, func(t *testing.T, st blob.Store) {
+		ctx := context.Background()
+		before := time.Now().Add(-time.Minute)
+		want := map[string]int64{"originals/p/a": 3, "derived/a/thumbnail.jpg": 5, "exports/e/r/x.zip": 0}
+		for key, n := range want {
+			if _, err := st.Put(ctx, key, bytes.NewReader(bytes.Repeat([]byte{7}, int(n))), 1<<20); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := st.Create(ctx, "exports/e/s/y.zip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		w.Write([]byte("in progress"))
+		got := map[string]int64{}
+		err = st.(blob.Lister).List(ctx, func(i blob.Info) error {
+			if i.ModTime.Before(before) || i.ModTime.After(time.Now().Add(time.Minute)) {
+				t.Errorf("%s written at %v, not about now", i.Key, i.ModTime)
+			}
+			got[i.Key] = i.Size
+			return nil
+		})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("listed %v, %v; want %v", got, err, want)
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := st.(blob.Lister).List(ctx, func(blob.Info) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Fatalf("a listing fn stopped: %d calls, %v", n, err)
+		}
+	})
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/minio/minio-go/v7"
@@ -139,25 +137,8 @@ func copyOne(ctx context.Context, from *Disk, to *S3, key string) (int64, CopyOu
 // of writes in progress.
 func (d *Disk) keys(ctx context.Context) ([]string, error) {
 	var keys []string
-	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".upload-") {
-			return nil
-		}
-		rel, err := filepath.Rel(d.root, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if CheckKey(key) != nil {
-			return nil
-		}
-		keys = append(keys, key)
+	err := d.List(ctx, func(i Info) error {
+		keys = append(keys, i.Key)
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {

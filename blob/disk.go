@@ -226,6 +226,36 @@ func (c contextReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
+// List implements Lister, in key order.
+func (d *Disk) List(ctx context.Context, fn func(Info) error) error {
+	return filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".upload-") {
+			return nil
+		}
+		rel, err := filepath.Rel(d.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if CheckKey(key) != nil {
+			return nil
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted meanwhile
+		} else if err != nil {
+			return err
+		}
+		return fn(Info{Key: key, Size: info.Size(), ModTime: info.ModTime()})
+	})
+}
+
 // RemoveStale implements StaleRemover: it deletes temporary files older
 // than age, what a process killed in the middle of a write leaves behind.
 func (d *Disk) RemoveStale(ctx context.Context, age time.Duration) (int, error) {

@@ -304,6 +304,22 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return s.err(key, s.c.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}))
 }
 
+// List implements Lister, in key order; multipart uploads not yet
+// completed are not objects yet.
+func (s *S3) List(ctx context.Context, fn func(Info) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the listing's goroutine when fn stops it
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			return s.err("", o.Err)
+		}
+		if err := fn(Info{Key: o.Key, Size: o.Size, ModTime: o.LastModified}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // RemoveStale implements StaleRemover: it aborts multipart uploads begun
 // more than age ago, what a writer killed mid-way leaves in the bucket.
 func (s *S3) RemoveStale(ctx context.Context, age time.Duration) (int, error) {
