@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -98,4 +100,69 @@ func (s *Store) claimDiscard(ctx context.Context, key string) error {
 		return ErrDiscardDue
 	}
 	return nil
+}
+
+// keyColumns are the columns that name stored files: an asset's original,
+// the files made from it, an export's archive, a gallery's watermarked
+// preview, and the discards the sweeper already knows. A file none of
+// them names is an orphan (`lightbox blobs orphans`).
+var keyColumns = [][2]string{
+	{"assets", "blob_key"}, {"asset_files", "blob_key"}, {"exports", "blob_key"},
+	{"gallery_assets", "watermark_key"}, {"blob_discards", "blob_key"},
+}
+
+// namedKeys and unnamed are the queries of keyColumns: every key named,
+// and those of $1 that none names.
+var namedKeys, unnamed = func() (string, string) {
+	named := make([]string, len(keyColumns))
+	notNamed := make([]string, len(keyColumns))
+	for i, c := range keyColumns {
+		named[i] = "SELECT " + c[1] + " FROM " + c[0] + " WHERE " + c[1] + " IS NOT NULL"
+		notNamed[i] = "NOT EXISTS (SELECT 1 FROM " + c[0] + " WHERE " + c[1] + " = k)"
+	}
+	return strings.Join(named, " UNION ALL "),
+		"SELECT k FROM unnest($1::text[]) AS k WHERE " + strings.Join(notNamed, " AND ")
+}()
+
+// NamedKeys calls fn with every key a row names, in no order, streaming:
+// a project of 100,000 photos names 300,000.
+func (s *Store) NamedKeys(ctx context.Context, fn func(key string) error) error {
+	rows, err := s.db.QueryContext(ctx, namedKeys)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var key string
+	for rows.Next() {
+		if err := rows.Scan(&key); err != nil {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// UnnamedKeys returns, in order, those of keys (objects found in storage)
+// that no row names. The key columns have no index, so each call reads
+// the tables: meant for the few keys NamedKeys leaves in doubt.
+func (s *Store) UnnamedKeys(ctx context.Context, keys []string) ([]string, error) {
+	var out []string
+	err := s.db.SelectContext(ctx, &out, unnamed+` ORDER BY k`, pq.Array(keys))
+	return out, err
+}
+
+// DiscardUnnamed records those of keys that no row names as discards due
+// since writtenBefore, when the listing found them last written: nothing
+// writes them any more, so the sweeper's next run deletes them as it does
+// every discard. It returns them in order. The check and the record are
+// one statement, so a key named since the listing is left alone.
+func (s *Store) DiscardUnnamed(ctx context.Context, keys []string, writtenBefore time.Time) ([]string, error) {
+	var out []string
+	err := s.db.SelectContext(ctx, &out, `INSERT INTO blob_discards (blob_key, url_expires_at)
+		SELECT k, $2 FROM (`+unnamed+`) u
+		ON CONFLICT (blob_key) DO NOTHING RETURNING blob_key`, pq.Array(keys), writtenBefore)
+	slices.Sort(out)
+	return out, err
 }

@@ -10,6 +10,7 @@
 //	lightbox keys revoke KEY_ID
 //	lightbox keygen FILE                        a chain signing key, unless FILE exists; prints its public key
 //	lightbox blobs copy --to s3                 DATA_DIR's blobs into the S3_* bucket
+//	lightbox blobs orphans [--older-than D] [--delete]   stored objects no record names
 //	lightbox version
 //	lightbox help
 //
@@ -57,6 +58,10 @@ const usage = `usage:
                                                prints its public key in hex
   lightbox blobs copy --to s3                  copy DATA_DIR's blobs into the S3_* bucket;
                                                run again to resume, skipping what is there
+  lightbox blobs orphans [--older-than D] [--delete]
+                                               list stored objects no record names, written
+                                               before D (24h) ago; --delete has the sweep
+                                               delete them
   lightbox version
   lightbox help
 `
@@ -175,6 +180,8 @@ func parse(args []string) (command, error) {
 		}})
 	case "blobs copy":
 		return parseBlobsCopy(fs, rest)
+	case "blobs orphans":
+		return parseBlobsOrphans(fs, rest)
 	case "keys revoke":
 		cmd, err := withFlags(fs, rest, 1, nil, command{db: true})
 		if err != nil {

@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"lightbox/chain"
 	"lightbox/internal/testenv"
@@ -161,5 +164,79 @@ func TestUserQuotas(t *testing.T) {
 	}
 	if status, _, stderr := cmd.Run("users", "quota", "--email", "nobody@example.org"); status != 1 || !strings.Contains(stderr, "nobody@example.org") {
 		t.Errorf("an unknown user: status %d, stderr %q", status, stderr)
+	}
+}
+
+// TestBlobsOrphans: objects no row names are listed once they are old
+// enough, and --delete hands them to the sweep as discards; named ones,
+// ones the sweep already knows and fresh ones are never listed.
+func TestBlobsOrphans(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
+	defer cancel()
+	env := testenv.New(t)
+	dataDir := t.TempDir()
+	cmd := testenv.BuildCommand(ctx, t, ".")
+	cmd.Env = []string{"DATABASE_URL=" + env.DSN, "REDIS_URL=" + env.RedisURL, "DATA_DIR=" + dataDir}
+
+	_, project := env.Project(t)
+	named := env.Upload(t, project, testenv.Upload{Data: []byte("kept")})[0]
+	discarded := "derived/" + uuid.NewString() + "/preview.jpg"
+	if err := env.Store.DiscardAfter(ctx, []string{discarded}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	lostOriginal := "originals/" + project.String() + "/" + uuid.NewString()
+	lostPreview := "derived/" + uuid.NewString() + "/preview.jpg"
+	fresh := "derived/" + uuid.NewString() + "/thumbnail.jpg"
+	old := time.Now().Add(-48 * time.Hour)
+	for _, key := range []string{"originals/" + project.String() + "/" + named.String(), discarded, lostOriginal, lostPreview, fresh} {
+		path := filepath.Join(dataDir, "blobs", filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("12345"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if key != fresh {
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lightbox := func(args ...string) []string {
+		t.Helper()
+		status, stdout, stderr := cmd.Run(args...)
+		if status != 0 {
+			t.Fatalf("lightbox %q: status %d, stderr %q", args, status, stderr)
+		}
+		return strings.Split(strings.TrimSpace(stdout), "\n")
+	}
+	orphans := []string{lostPreview, lostOriginal}
+	slices.Sort(orphans) // listed in key order
+	want := []string{orphans[0] + "\t5", orphans[1] + "\t5"}
+	lines := lightbox("blobs", "orphans")
+	if !slices.Equal(lines[:len(lines)-1], want) ||
+		!strings.HasPrefix(lines[len(lines)-1], "5 objects, 4 written before ") || !strings.Contains(lines[len(lines)-1], "2 named by no record (10 bytes)") {
+		t.Fatalf("orphans listed:\n%s\nwant %q and a summary", strings.Join(lines, "\n"), want)
+	}
+	var discards int
+	if err := env.DB.Get(&discards, `SELECT count(*) FROM blob_discards`); err != nil || discards != 1 {
+		t.Fatalf("%d discards after a listing without --delete (%v), want only the one there before", discards, err)
+	}
+
+	lines = lightbox("blobs", "orphans", "--delete")
+	if !slices.Equal(lines[:len(lines)-1], want) || !strings.HasSuffix(lines[len(lines)-1], "recorded for the worker's next sweep to delete") {
+		t.Fatalf("orphans with --delete:\n%s", strings.Join(lines, "\n"))
+	}
+	due, err := env.Store.DueDiscards(ctx, time.Now().Add(-5*time.Minute), 10)
+	slices.Sort(due)
+	if err != nil || !slices.Equal(due, orphans) {
+		t.Fatalf("discards the sweep would take now: %q, %v; want the two orphans", due, err)
+	}
+	if lines = lightbox("blobs", "orphans"); len(lines) != 1 || !strings.Contains(lines[0], "0 named by no record") {
+		t.Fatalf("orphans after --delete:\n%s\nwant none: the sweep has them", strings.Join(lines, "\n"))
+	}
+
+	if status, _, stderr := cmd.Run("blobs", "orphans", "--older-than", "10m"); status != 2 || !strings.Contains(stderr, "at least 1h") {
+		t.Errorf("--older-than 10m: status %d, stderr %q; want a usage error", status, stderr)
 	}
 }
