@@ -146,8 +146,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store
 // freely). But two jobs can share a TaskID (an edit applied again over its
 // latest version), and an archived task of the earlier job would hold it
 // for good: j would never run, and reconciling j would run the earlier
-// job's task again. Such a task, finished with, makes room for j's; j's
-// own archived task runs again (j was put back to queued by Rerun).
+// job's task again. Such a task, finished with, makes room for j's.
+// j's own task, even archived, is left alone: j may have just ended, its
+// state not yet written (Rerun clears the way itself).
 func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) error {
 	info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
 	if errors.Is(err, asynq.ErrTaskNotFound) {
@@ -157,16 +158,9 @@ func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) erro
 		return err
 	}
 	var owner tasks.Job
-	if json.Unmarshal(info.Payload, &owner) != nil ||
+	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID ||
 		(info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
 		return nil
-	}
-	if owner.JobID == j.ID && info.State == asynq.TaskStateArchived {
-		// j's own task, failed for good and now run again (see Rerun).
-		if err := d.Inspector.RunTask(j.Queue, j.TaskID); !errors.Is(err, asynq.ErrTaskNotFound) {
-			return err
-		}
-		return tasks.Enqueue(ctx, d.Queue, t)
 	}
 	if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 		return err
@@ -219,10 +213,10 @@ func (d *Dispatcher) FlushChain(ctx context.Context) error {
 	return err
 }
 
-// Rerun puts jobs back to queued and runs their tasks again, a batch's as
-// far as the windows allow (see Enqueue): an archived task through the
-// Inspector, keeping its TaskID; a task no longer in Redis from the job's
-// recorded payload. An enqueue that fails is left to the
+// Rerun puts jobs back to queued and runs their tasks again from the
+// jobs' recorded payloads under the same TaskIDs, a batch's as far as the
+// windows allow (see Enqueue); the ended tasks, archived or kept as
+// completed, are deleted first. An enqueue that fails is left to the
 // sweeper, which finds the job queued and never enqueued. It returns the
 // ids of the jobs put back, and the jobs that cannot be: their failed
 // asset's bytes were uploaded again as another asset, which stays the
@@ -243,6 +237,14 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 		}
 		if dup != nil {
 			continue
+		}
+		// An ended task holds the TaskID: it makes way for a new run with
+		// a full set of retries. A live one (a retry clicked twice) stays.
+		if info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil &&
+			(info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted) {
+			if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+				log.Warn("retry: remove the ended task", "job", j.ID, "err", err)
+			}
 		}
 		requeued = append(requeued, j)
 		retried = append(retried, j.ID)

@@ -176,6 +176,23 @@ func TestRerunRunsAnArchivedTaskAgain(t *testing.T) {
 	}
 }
 
+// A job's task can end before its row says so (the worker writes states a
+// few ms later), while a release that read the row as waiting enqueues it
+// again: its own ended task must not run again for that.
+func TestEnqueueLeavesAJobsOwnEndedTask(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	failed := h.exportJob()
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{failed})
+	if err := h.inspector.ArchiveTask(failed.Queue, failed.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	h.d.Enqueue(ctx, slog.Default(), []store.Job{failed})
+	if s := h.state(failed); s != asynq.TaskStateArchived {
+		t.Errorf("the ended task is %s after an enqueue of its job, want archived", s)
+	}
+}
+
 func TestDropRemovesWaitingTasks(t *testing.T) {
 	h := newHarness(t, 0)
 	ctx := context.Background()
