@@ -158,8 +158,7 @@ func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) erro
 		return err
 	}
 	var owner tasks.Job
-	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID ||
-		(info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted) {
+	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID || !ended(info.State) {
 		return nil
 	}
 	if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
@@ -197,6 +196,12 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 		}
 	}
 	return res, nil
+}
+
+// ended is a task Asynq keeps after its last run: archived (failed for
+// good) or completed (kept for its retention). It still holds its TaskID.
+func ended(s asynq.TaskState) bool {
+	return s == asynq.TaskStateArchived || s == asynq.TaskStateCompleted
 }
 
 // FlushChain makes sure a chain flush is coming. One that waits already
@@ -240,8 +245,7 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 		}
 		// An ended task holds the TaskID: it makes way for a new run with
 		// a full set of retries. A live one (a retry clicked twice) stays.
-		if info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil &&
-			(info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted) {
+		if info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil && ended(info.State) {
 			if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 				log.Warn("retry: remove the ended task", "job", j.ID, "err", err)
 			}

@@ -241,12 +241,8 @@ func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items [
 		// A download that finished after its batch was cancelled keeps its
 		// original, like the batch's other photos, and its ingest job is
 		// canceled with theirs rather than reopening the batch.
-		ids := make([]string, len(res.NewJobs))
-		for i, j := range res.NewJobs {
-			ids[i] = j.ID.String()
-		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET status = 'canceled', updated_at = now() WHERE id = ANY($1)`,
-			pq.Array(ids)); err != nil {
+		if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET status = 'canceled', updated_at = now()
+			WHERE batch_id = $1 AND asset_id = ANY($2) AND status = 'queued'`, batch.ID, pq.Array(accepted)); err != nil {
 			return err
 		}
 		res.NewJobs = nil

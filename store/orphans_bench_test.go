@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"hash/maphash"
 	"testing"
 	"time"
 
@@ -12,9 +11,8 @@ import (
 
 // BenchmarkOrphanCheck checks every key of a seeded project (seed.Size
 // assets, each with an original, a thumbnail and a preview) and 1% more
-// that no row names, as `lightbox blobs orphans` does: every named key
-// into a set of hashes, each key looked up, the ones missing checked again
-// in Postgres. The baseline is reading the same key columns into strings
+// that no row names, as `lightbox blobs orphans` does: a NamedSet, each
+// key looked up in it, the ones missing checked again in Postgres. The baseline is reading the same key columns into strings
 // with a plain query, the least any check of them costs.
 func BenchmarkOrphanCheck(b *testing.B) {
 	env := testenv.New(b)
@@ -42,17 +40,13 @@ func BenchmarkOrphanCheck(b *testing.B) {
 		baseline := time.Since(start)
 
 		start = time.Now()
-		seed := maphash.MakeSeed()
-		named := map[uint64]struct{}{}
-		if err := env.Store.NamedKeys(ctx, func(k string) error {
-			named[maphash.String(seed, k)] = struct{}{}
-			return nil
-		}); err != nil {
+		named, err := env.Store.NamedSet(ctx)
+		if err != nil {
 			b.Fatal(err)
 		}
 		var missing []string
 		for _, k := range keys {
-			if _, ok := named[maphash.String(seed, k)]; !ok {
+			if !named.Has(k) {
 				missing = append(missing, k)
 			}
 		}

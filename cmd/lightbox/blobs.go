@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"maps"
 	"os"
@@ -99,10 +98,9 @@ const orphanBatch = 5000
 // summary. With del it records them as discards, which the worker's next
 // sweep deletes (see store.DiscardUnnamed).
 //
-// The named keys are read first, into a set of 64-bit hashes (a project of
-// 100,000 photos names 300,000 keys); a collision can only make an orphan
-// look named. Each object the set does not hold is checked again in
-// Postgres, where a key named meanwhile is left alone.
+// The named keys are read first (store.NamedSet); each object the set
+// does not hold is checked again in Postgres, where a key named meanwhile
+// is left alone.
 func findOrphans(ctx context.Context, st *store.Store, olderThan time.Duration, del bool, out io.Writer) error {
 	cfg, _, err := boot.Config()
 	if err != nil {
@@ -117,12 +115,8 @@ func findOrphans(ctx context.Context, st *store.Store, olderThan time.Duration, 
 		return fmt.Errorf("the %s blob store cannot list its objects", cfg.BlobBackend)
 	}
 	cutoff := time.Now().Add(-olderThan)
-	seed := maphash.MakeSeed()
-	named := map[uint64]struct{}{}
-	if err := st.NamedKeys(ctx, func(key string) error {
-		named[maphash.String(seed, key)] = struct{}{}
-		return nil
-	}); err != nil {
+	named, err := st.NamedSet(ctx)
+	if err != nil {
 		return err
 	}
 
@@ -154,7 +148,7 @@ func findOrphans(ctx context.Context, st *store.Store, olderThan time.Duration, 
 			return nil
 		}
 		old++
-		if _, ok := named[maphash.String(seed, i.Key)]; ok {
+		if named.Has(i.Key) {
 			return nil
 		}
 		sizes[i.Key] = i.Size
