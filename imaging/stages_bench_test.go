@@ -1,0 +1,147 @@
+//go:build cgo
+
+package imaging
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/davidbyttow/govips/v2/vips"
+)
+
+// BenchmarkStages times each step the vips engine takes to make a 12 MP
+// JPEG's outputs, one photo after another on one libvips thread as the
+// worker runs them, beside the decode floor the pipeline benchmark
+// compares against (the same photo decoded whole, nothing else). Every
+// step runs on every photo in turn, so a busy moment falls on all alike.
+//
+// ceiling_of_floor is floor / Process: the most of the decode floor any
+// pipeline making these outputs could reach, before storing, embedding or
+// recording anything.
+func BenchmarkStages(b *testing.B) {
+	if _, err := New(EngineVips, Config{VipsConcurrency: 1}); err != nil {
+		b.Fatal(err)
+	}
+	photos := twelveMPCrops(b, 4)
+	cfg := Config{}.withDefaults()
+	opt := Options{}.withDefaults()
+	e, err := New(EngineVips, Config{VipsConcurrency: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := []string{"floor", "process", "decode_rows", "lanczos_across", "encode_preview", "thumbnail", "analysis", "metadata"}
+	spent := make(map[string]time.Duration, len(steps))
+	timed := func(step string, fn func() error) {
+		start := time.Now()
+		if err := fn(); err != nil {
+			b.Fatalf("%s: %v", step, err)
+		}
+		spent[step] += time.Since(start)
+	}
+	for b.Loop() {
+		for _, data := range photos {
+			timed("floor", func() error {
+				ref, err := vips.LoadThumbnailFromBuffer(data, 4000, 4000, vips.InterestingNone, vips.SizeDown, nil)
+				if err != nil {
+					return err
+				}
+				defer ref.Close()
+				_, err = ref.Average()
+				return err
+			})
+			timed("process", func() error {
+				_, err := e.Process(context.Background(), data, opt)
+				return err
+			})
+			h, err := inspect(data, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			timed("metadata", func() error {
+				_, _ = readMetadata(context.Background(), h)
+				return nil
+			})
+			// The preview's pixels, as previewPixels makes them, in its
+			// two parts: libvips decodes and shrinks the height, then
+			// lanczosRGB shrinks across.
+			var rows []byte
+			var w, ht, fw, fh int
+			var shrink float64
+			timed("decode_rows", func() error {
+				ref, gw, gh, s, err := loadPreview(data, h, opt)
+				if err != nil {
+					return err
+				}
+				defer ref.Close()
+				if err := toOpaqueSRGB(ref); err != nil {
+					return err
+				}
+				fw, fh, shrink = gw, gh, s
+				w, ht = ref.Width(), ref.Height()
+				rows, err = ref.ToBytes()
+				return err
+			})
+			var pix []byte
+			timed("lanczos_across", func() (err error) {
+				pix, err = lanczosRGB(rows, w, ht, fw, fh, shrink)
+				return err
+			})
+			timed("encode_preview", func() error {
+				_, err := encodeRGB(pix, fw, fh, opt.PreviewQuality)
+				return err
+			})
+			timed("thumbnail", func() error {
+				small, err := shrinkRGB(pix, fw, fh, opt.ThumbSize)
+				if err != nil {
+					return err
+				}
+				PHash(small)
+				_, err = encodeRGB(appendRGB(nil, small), small.Rect.Dx(), small.Rect.Dy(), opt.ThumbQuality)
+				return err
+			})
+			timed("analysis", func() error {
+				mid, err := shrinkRGB(pix, fw, fh, analysisSize)
+				if err == nil {
+					measureQuality(mid)
+				}
+				return err
+			})
+		}
+	}
+	n := float64(b.N * len(photos))
+	ms := func(step string) float64 { return spent[step].Seconds() * 1000 / n }
+	for _, s := range steps {
+		b.ReportMetric(ms(s), s+"_ms/photo")
+	}
+	b.ReportMetric(ms("floor")/ms("process"), "ceiling_of_floor")
+}
+
+// twelveMPCrops cuts n distinct 4000×3000 windows from the corpus's
+// largest photo and encodes each as a JPEG at quality 85, as a camera
+// writes a 12 MP photo.
+func twelveMPCrops(b *testing.B, n int) [][]byte {
+	src, err := vips.NewImageFromFile(filepath.Join(corpusDir(b), "photos", "kleiber-6028x3391.jpg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	out := make([][]byte, n)
+	for i := range out {
+		crop, err := src.Copy()
+		if err == nil {
+			err = crop.ExtractArea(i*(src.Width()-4000)/max(1, n-1), i*(src.Height()-3000)/max(1, n-1), 4000, 3000)
+		}
+		if err == nil {
+			out[i], _, err = crop.ExportJpeg(&vips.JpegExportParams{Quality: 85})
+		}
+		if crop != nil {
+			crop.Close()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
