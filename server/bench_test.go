@@ -3,9 +3,12 @@ package server_test
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lightbox/internal/procstat"
 	"lightbox/internal/testenv"
 )
 
@@ -21,7 +25,9 @@ import (
 // concurrent clients and finalizes them in chunks of 100. Beside the PUT
 // throughput it measures plain disk writes of the same bytes in the same
 // run (temporary file, fsync, rename, fsync of the folder: as durable as
-// the disk backend; 8 writers), and reports the ratio.
+// the disk backend; 8 writers), and reports the ratio. A second baseline
+// PUTs the same bytes to a loopback server that only hashes them, and each
+// side reports the machine's CPU time per MiB.
 // LIGHTBOX_BENCH_UPLOADS sets the number of files (a multiple of 100) for a
 // quicker look.
 func BenchmarkUploadFlow(b *testing.B) {
@@ -39,12 +45,26 @@ func BenchmarkUploadFlow(b *testing.B) {
 			"RATE_UPLOADS_BURST": "100000", "RATE_API_BURST": "100000",
 		}})
 		dir := b.TempDir()
-		up := benchUpload(b, a, photos, clients, http.StatusCreated, func(i int) error { return plainWrite(dir, i, photos[i].data) })
-		putSecs, diskSecs, prepare, finalize := up.putSecs, up.baseSecs, up.prepare, up.finalize
+		hashOnly := hashOnlyServer(b)
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+		up := benchUpload(b, a, photos, clients, http.StatusCreated,
+			func(i int) error { return plainWrite(dir, i, photos[i].data) },
+			func(i int) error { return hashOnlyPut(client, hashOnly, photos[i].data) })
+		client.CloseIdleConnections()
+		putSecs, prepare, finalize := up.putSecs, up.prepare, up.finalize
+		diskSecs, hashSecs := up.baseSecs[0], up.baseSecs[1]
 
 		b.ReportMetric(mb/putSecs, "put_MB/s")
 		b.ReportMetric(mb/diskSecs, "disk_MB/s")
 		b.ReportMetric((mb/putSecs)/(mb/diskSecs), "put/disk")
+		b.ReportMetric(mb/hashSecs, "http_hash_MB/s")
+		// What each side costs the machine per MiB (clients and server
+		// share its cores here), and how many of its cores were busy.
+		b.ReportMetric(up.putCPU.Seconds()*1000/mb, "put_cpu_ms/MB")
+		b.ReportMetric(up.baseCPU[0].Seconds()*1000/mb, "disk_cpu_ms/MB")
+		b.ReportMetric(up.baseCPU[1].Seconds()*1000/mb, "http_hash_cpu_ms/MB")
+		b.ReportMetric(up.putCPU.Seconds()/putSecs, "put_busy_cores")
+		b.ReportMetric(up.baseCPU[0].Seconds()/diskSecs, "disk_busy_cores")
 		b.ReportMetric(ms(percentile(prepare, 50)), "prepare100_p50_ms")
 		b.ReportMetric(ms(percentile(prepare, 99)), "prepare100_p99_ms")
 		b.ReportMetric(ms(percentile(finalize, 50)), "finalize100_p50_ms")
@@ -81,6 +101,40 @@ func megabytes(photos []photo) float64 {
 		total += len(p.data)
 	}
 	return float64(total) / (1 << 20)
+}
+
+// hashOnlyServer answers PUTs on loopback having only hashed the body with
+// SHA-256: the part of an upload no server taking bytes over HTTP and
+// checking them can leave out, as a second baseline.
+func hashOnlyServer(b *testing.B) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, r.Body, make([]byte, 256<<10)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "%x", h.Sum(nil))
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func hashOnlyPut(client *http.Client, url string, data []byte) error {
+	req, err := http.NewRequest("PUT", url, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	io.Copy(io.Discard, res.Body)
+	if res.StatusCode != http.StatusCreated {
+		return fmt.Errorf("hash-only PUT: %s", res.Status)
+	}
+	return nil
 }
 
 // plainWrite is the baseline: what the disk does with the same bytes when
@@ -147,17 +201,19 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // uploadRun is what benchUpload measured.
 type uploadRun struct {
 	putSecs           float64         // all the PUTs
-	baseSecs          float64         // the baseline beside them
+	putCPU            time.Duration   // the machine's CPU time in them
+	baseSecs          []float64       // each baseline beside them
+	baseCPU           []time.Duration // the machine's CPU time in each
 	prepare, finalize []time.Duration // each call of 100 files
 }
 
 // benchUpload prepares photos on a 100 at a time, PUTs them with clients
 // at once, each answered with created, and finalizes them 100 at a time.
-// With a baseline, the PUTs go in rounds of 100 files, each beside the
-// baseline run on the same files by as many writers, one first and then
-// the other in turn: on a machine shared with other work both meet the
-// same load, which one run after the other does not.
-func benchUpload(b *testing.B, a *app, photos []photo, clients, created int, baseline func(i int) error) uploadRun {
+// With baselines, the PUTs go in rounds of 100 files, each beside every
+// baseline run on the same files by as many writers, each side first in
+// turn: on a machine shared with other work all meet the same load, which
+// one run after the other does not.
+func benchUpload(b *testing.B, a *app, photos []photo, clients, created int, baselines ...func(i int) error) uploadRun {
 	const chunk = 100
 	key := a.user("bench@example.org", false)
 	project := a.newProject(key)
@@ -180,21 +236,25 @@ func benchUpload(b *testing.B, a *app, photos []photo, clients, created int, bas
 		return nil
 	}
 	round := len(ups)
-	if baseline != nil {
+	if len(baselines) > 0 {
 		round = chunk
 	}
+	run.baseSecs = make([]float64, len(baselines))
+	run.baseCPU = make([]time.Duration, len(baselines))
 	for k, lo := 0, 0; lo < len(ups); k, lo = k+1, lo+round {
-		timed := func(secs *float64, f func(i int) error) {
-			start := time.Now()
+		timed := func(secs *float64, cpu *time.Duration, f func(i int) error) {
+			start, cpuStart := time.Now(), procstat.MachineCPU()
 			parallel(b, clients, round, func(i int) error { return f(lo + i) })
 			*secs += time.Since(start).Seconds()
+			*cpu += procstat.MachineCPU() - cpuStart
 		}
-		if baseline != nil && k%2 == 1 {
-			timed(&run.baseSecs, baseline)
-		}
-		timed(&run.putSecs, put)
-		if baseline != nil && k%2 == 0 {
-			timed(&run.baseSecs, baseline)
+		// Each side goes first in turn.
+		for j := range len(baselines) + 1 {
+			if side := (j + k) % (len(baselines) + 1); side == 0 {
+				timed(&run.putSecs, &run.putCPU, put)
+			} else {
+				timed(&run.baseSecs[side-1], &run.baseCPU[side-1], baselines[side-1])
+			}
 		}
 	}
 	for i := 0; i < len(photos); i += chunk {

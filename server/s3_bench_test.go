@@ -32,8 +32,8 @@ func BenchmarkS3Upload(b *testing.B) {
 		env := testenv.New(b)
 		onDisk := startAppWith(b, env, env.Redis, options{env: limits})
 
-		s3 := benchUpload(b, onS3, photos, clients, http.StatusOK, nil)
-		disk := benchUpload(b, onDisk, photos, clients, http.StatusCreated, nil)
+		s3 := benchUpload(b, onS3, photos, clients, http.StatusOK)
+		disk := benchUpload(b, onDisk, photos, clients, http.StatusCreated)
 		plainSecs := benchPutObject(b, bucket, photos, clients)
 
 		b.ReportMetric(mb/s3.putSecs, "s3_put_MB/s")
