@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -232,12 +234,33 @@ func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
 	br.waitJS("all 3,000 counted while the list is partial", fmt.Sprintf(
 		`/^All \([0-9,]+\)$/.test(%s ?? '') && %s !== 'All (3,000)' && /\/3,000$/.test(%s)`, listed, listed, counts))
 	early := eval[string](br, counts)
+	checkFilters(t, "while listing", eval[string](br, filterCounts))
 	br.viewShot("counts-while-listing")
 	br.waitJS("the whole list", listed+` === 'All (3,000)'`)
 	if whole := eval[string](br, counts); whole != early {
 		t.Errorf("counts while listing %q, once listed %q", early, whole)
 	}
+	checkFilters(t, "once listed", eval[string](br, filterCounts))
 	t.Logf("counts: %s", early)
+}
+
+// filterCounts is the text of the upload list's filter buttons.
+const filterCounts = `[...document.querySelectorAll('#tab-body [data-filter]')].map((b) => b.textContent).join(' ')`
+
+// checkFilters wants the upload list's filters to count the rows they
+// show: none below zero, and the in-progress and failed rows within all
+// of them.
+func checkFilters(t *testing.T, when, text string) {
+	t.Helper()
+	m := regexp.MustCompile(`^All \(([0-9,]+)\) In progress \(([0-9,]+)\) Failed \(([0-9,]+)\)$`).FindStringSubmatch(text)
+	if m == nil {
+		t.Errorf("filters %s: %q", when, text)
+		return
+	}
+	n := func(s string) int { v, _ := strconv.Atoi(strings.ReplaceAll(s, ",", "")); return v }
+	if all, active, failed := n(m[1]), n(m[2]), n(m[3]); active+failed > all {
+		t.Errorf("filters %s: %q count more rows than the list holds", when, text)
+	}
 }
 
 // gridStack starts a stack logging to artifacts/e2e/logName, with one

@@ -190,12 +190,14 @@ function uploadTab(root, state, project) {
   function redraw() {
     const c = model.counts();
     const all = c.visible;
-    shown = filter === 'all' ? all
-      : filter === 'failed' ? all.filter((r) => r.stage === 'failed')
-        : all.filter((r) => r.stage !== 'failed' && r.stage !== 'searchable' && r.stage !== 'duplicate');
+    // Each filter counts the rows it shows: while the list loads, fewer
+    // than the phase counts above, which the project's stats make whole.
+    const failed = all.filter((r) => r.stage === 'failed');
+    const active = all.filter((r) => r.stage !== 'failed' && r.stage !== 'searchable' && r.stage !== 'duplicate');
+    shown = filter === 'all' ? all : filter === 'failed' ? failed : active;
     filterButtons[0].textContent = `All (${all.length.toLocaleString()})`;
-    filterButtons[1].textContent = `In progress (${(all.length - c.failed - c.searchable - c.duplicate).toLocaleString()})`;
-    filterButtons[2].textContent = `Failed (${c.failed.toLocaleString()})`;
+    filterButtons[1].textContent = `In progress (${active.length.toLocaleString()})`;
+    filterButtons[2].textContent = `Failed (${failed.length.toLocaleString()})`;
     empty.textContent = !model.loaded && !all.length ? 'Loading the files…'
       : shown.length ? '' : filter === 'all' ? 'No files yet.' : 'None.';
     // As tall as its rows, up to the CSS maximum.
