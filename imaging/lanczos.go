@@ -102,24 +102,70 @@ static int lb_reducev(const unsigned char *in, int w, int h, unsigned char *out,
 // The horizontal pass works in 16-bit fixed point: weights in units of
 // 1/16384, and each column's 12 samples stored beside the next column's,
 // so a pair of taps is one multiply-add of sample pairs by weight pairs
-// (SSE2's pmaddwd: twice the samples per instruction of float).
-// lb_pair_columns lays out those pairs; lb_dot sums np pairs of taps from
-// col (a pair of taps spans two columns) for the 12 samples and writes
-// them to v[0..11], rounded and clamped.
-#if defined(__SSE2__)
-#include <emmintrin.h>
-
-static void lb_pair_columns(const int16_t *t1, int16_t *t2, int tw) {
-	for (int c = 0; c + 1 < tw; c++) {
-		const int16_t *a = t1 + (size_t) c * 12, *b = a + 12;
-		__m128i a0 = _mm_loadu_si128((const __m128i *) a), b0 = _mm_loadu_si128((const __m128i *) b);
-		__m128i a1 = _mm_loadl_epi64((const __m128i *) (a + 8)), b1 = _mm_loadl_epi64((const __m128i *) (b + 8));
-		__m128i *d = (__m128i *) (t2 + (size_t) c * 24);
-		_mm_storeu_si128(d, _mm_unpacklo_epi16(a0, b0));
-		_mm_storeu_si128(d + 1, _mm_unpackhi_epi16(a0, b0));
-		_mm_storeu_si128(d + 2, _mm_unpacklo_epi16(a1, b1));
+// (SSE2's pmaddwd: twice the samples per instruction of float). A pair
+// column p holds, for each of the 12 samples j (row j/3, channel j%3),
+// padded column p's sample then column p+1's: lb_fill_pairs lays them out
+// from the rows; lb_dot sums np pairs of taps from col (a pair of taps
+// spans two columns) for the 12 samples and writes them to v[0..11],
+// rounded and clamped.
+static void lb_fill_pairs(const unsigned char *const src[LB_ROWS], int w, int pad, int16_t *t2, int from, int to) {
+	for (int p = from; p < to; p++) {
+		int16_t *d = t2 + (size_t) p * 24;
+		for (int k = 0; k < 2; k++) {
+			int x = p + k - pad;
+			x = x < 0 ? 0 : x >= w ? w - 1 : x;
+			for (int j = 0; j < 12; j++) d[2 * j + k] = src[j / 3][3 * x + j % 3];
+		}
 	}
 }
+
+// lb_fill_pairs_ssse3 is lb_fill_pairs for pair columns wholly inside the
+// rows, with 16 bytes of each row readable from the first: one load per
+// row and six byte shuffles a pair column, where laying samples out one
+// by one took half the pass.
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define LB_SSSE3 1
+__attribute__((target("ssse3")))
+static void lb_fill_pairs_ssse3(const unsigned char *const src[LB_ROWS], int pad, int16_t *t2, int from, int to) {
+	// Byte i of a row's load is channel i%3 of column i/3; -1 gives 0,
+	// the high byte of each 16-bit sample.
+	const __m128i m0a = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+	const __m128i m0b = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 3, -1);
+	const __m128i m1a = _mm_setr_epi8(1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+	const __m128i m1b = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4, -1);
+	const __m128i m2a = _mm_setr_epi8(2, -1, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+	const __m128i m2b = _mm_setr_epi8(-1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1);
+	for (int p = from; p < to; p++) {
+		size_t o = (size_t) 3 * (p - pad);
+		__m128i r0 = _mm_loadu_si128((const __m128i *) (src[0] + o));
+		__m128i r1 = _mm_loadu_si128((const __m128i *) (src[1] + o));
+		__m128i r2 = _mm_loadu_si128((const __m128i *) (src[2] + o));
+		__m128i r3 = _mm_loadu_si128((const __m128i *) (src[3] + o));
+		__m128i *d = (__m128i *) (t2 + (size_t) p * 24);
+		_mm_storeu_si128(d, _mm_or_si128(_mm_shuffle_epi8(r0, m0a), _mm_shuffle_epi8(r1, m0b)));
+		_mm_storeu_si128(d + 1, _mm_or_si128(_mm_shuffle_epi8(r1, m1a), _mm_shuffle_epi8(r2, m1b)));
+		_mm_storeu_si128(d + 2, _mm_or_si128(_mm_shuffle_epi8(r2, m2a), _mm_shuffle_epi8(r3, m2b)));
+	}
+}
+#endif
+
+// lb_simd is whether lb_reduceh may use lb_fill_pairs_ssse3; a test turns
+// it off to compare the two.
+static int lb_simd = 1;
+
+static void lb_set_simd(int on) { lb_simd = on; }
+
+static int lb_has_ssse3(void) {
+#ifdef LB_SSSE3
+	return __builtin_cpu_supports("ssse3");
+#else
+	return 0;
+#endif
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
 
 static void lb_dot(const int16_t *col, const int32_t *wp, int np, unsigned char v[16]) {
 	__m128i s0 = _mm_set1_epi32(1 << 13), s1 = s0, s2 = s0;
@@ -136,14 +182,6 @@ static void lb_dot(const int16_t *col, const int32_t *wp, int np, unsigned char 
 	_mm_storeu_si128((__m128i *) v, _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s2)));
 }
 #else
-static void lb_pair_columns(const int16_t *t1, int16_t *t2, int tw) {
-	for (int c = 0; c + 1 < tw; c++)
-		for (int j = 0; j < 12; j++) {
-			t2[(size_t) c * 24 + 2 * j] = t1[(size_t) c * 12 + j];
-			t2[(size_t) c * 24 + 2 * j + 1] = t1[(size_t) (c + 1) * 12 + j];
-		}
-}
-
 static void lb_dot(const int16_t *col, const int32_t *wp, int np, unsigned char v[16]) {
 	int32_t s[12];
 	for (int j = 0; j < 12; j++) s[j] = 1 << 13;
@@ -173,11 +211,15 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 	// wq: each output's weights, in pairs packed as one 32-bit lane; a
 	// window's weights are rounded to sum to exactly 16384.
 	int32_t *wq = calloc((size_t) ow * pairs, sizeof(int32_t));
-	// t1: the group's samples, column by column, LB_ROWS×3 each; t2: the
-	// same in pairs of columns (lb_pair_columns).
-	int16_t *t1 = malloc(sizeof(int16_t) * (size_t) tw * 12);
+	// t2: the group's samples in pairs of columns (lb_fill_pairs).
 	int16_t *t2 = malloc(sizeof(int16_t) * (size_t) tw * 24);
-	int rc = wq && t1 && t2 ? 0 : -1;
+	int rc = wq && t2 ? 0 : -1;
+	// The pair columns the shuffles can lay out: both columns inside the
+	// row and 16 bytes readable from the first.
+	int lo = pad, hi = w >= 6 ? pad + w - 5 : pad;
+#ifdef LB_SSSE3
+	int ssse3 = lb_simd && lb_has_ssse3();
+#endif
 	for (int x = 0; rc == 0 && x < ow; x++) {
 		int16_t q[win.taps + 1];
 		int sum = 0, big = 0;
@@ -193,18 +235,18 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 	}
 	for (int y0 = 0; rc == 0 && y0 < h; y0 += LB_ROWS) {
 		int rows = h - y0 < LB_ROWS ? h - y0 : LB_ROWS;
-		if (rows < LB_ROWS) memset(t1, 0, sizeof(int16_t) * (size_t) tw * 12);
-		for (int r = 0; r < rows; r++) {
-			const unsigned char *src = in + (size_t) (y0 + r) * w * 3;
-			int16_t *col = t1 + r * 3;
-			for (int x = -pad; x < w + pad; x++, col += 12) {
-				int sx = x < 0 ? 0 : x >= w ? w - 1 : x;
-				col[0] = src[sx * 3];
-				col[1] = src[sx * 3 + 1];
-				col[2] = src[sx * 3 + 2];
-			}
-		}
-		lb_pair_columns(t1, t2, tw);
+		// A short last group repeats its first row, whose results for
+		// the rows it lacks are not stored.
+		const unsigned char *src[LB_ROWS];
+		for (int r = 0; r < LB_ROWS; r++) src[r] = in + (size_t) (y0 + (r < rows ? r : 0)) * w * 3;
+#ifdef LB_SSSE3
+		if (ssse3) {
+			lb_fill_pairs(src, w, pad, t2, 0, lo);
+			lb_fill_pairs_ssse3(src, pad, t2, lo, hi);
+			lb_fill_pairs(src, w, pad, t2, hi, tw - 1);
+		} else
+#endif
+			lb_fill_pairs(src, w, pad, t2, 0, tw - 1);
 		for (int x = 0; x < ow; x++) {
 			unsigned char v[16];
 			lb_dot(t2 + (size_t) (win.first[x] + pad) * 24, wq + (size_t) x * pairs, (win.n[x] + 1) / 2, v);
@@ -224,7 +266,6 @@ static int lb_reduceh(const unsigned char *in, int w, int h, unsigned char *out,
 	}
 	lb_windows_free(&win);
 	free(wq);
-	free(t1);
 	free(t2);
 	return rc;
 }
@@ -236,6 +277,18 @@ import (
 	"runtime"
 	"unsafe"
 )
+
+// lanczosShuffles turns the horizontal pass's byte shuffles on or off
+// (they are on unless a test turns them off) and says whether this CPU
+// has them.
+func lanczosShuffles(on bool) bool {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.lb_set_simd(C.int(v))
+	return C.lb_has_ssse3() != 0
+}
 
 // lanczosRGB resamples packed 3-band pixels from w×h to ow×oh with
 // Lanczos3, one axis at a time (height first), shrinking both by shrink,
@@ -265,9 +318,11 @@ func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 		// a narrower row never reaches past the start of the next group,
 		// so a shrink works in place: the preview's pass needs no second
 		// buffer.
-		out := pix[:3*ow*h]
+		var out []byte
 		if ow > w {
 			out = make([]byte, 3*ow*h)
+		} else {
+			out = pix[:3*ow*h]
 		}
 		if C.lb_reduceh((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(ow), C.double(hs)) != 0 {
 			return nil, errors.New("imaging: out of memory resampling")

@@ -14,6 +14,40 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 )
 
+// TestLanczosShufflesLayOutTheSame resamples the same pixels across with
+// the horizontal pass's byte shuffles and without them, on widths around
+// where the shuffles stop short of a row's end and groups of rows cut
+// short: the results must be the same bytes.
+func TestLanczosShufflesLayOutTheSame(t *testing.T) {
+	if !lanczosShuffles(true) {
+		t.Skip("this CPU has no SSSE3: only the plain layout runs")
+	}
+	defer lanczosShuffles(true)
+	for _, w := range []int{1, 2, 5, 6, 7, 11, 64, 101, 4000} {
+		for _, h := range []int{1, 3, 4, 9} {
+			for _, ow := range []int{max(1, w/2), max(1, w*2/3), w + 3} {
+				pix := make([]byte, 3*w*h)
+				for i := range pix {
+					pix[i] = byte(i*7919>>3 + i/3)
+				}
+				lanczosShuffles(true)
+				with, err := lanczosRGB(bytes.Clone(pix), w, h, ow, h, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lanczosShuffles(false)
+				without, err := lanczosRGB(bytes.Clone(pix), w, h, ow, h, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(with, without) {
+					t.Errorf("%dx%d to %d wide: the shuffles give other bytes", w, h, ow)
+				}
+			}
+		}
+	}
+}
+
 // TestLanczosRGB checks the vectorised passes against Lanczos3 worked out
 // per sample in float64: every sample within one level, on sizes that
 // leave the last group of rows short, with shrinks from barely one to
