@@ -113,11 +113,13 @@ type shareAssetJSON struct {
 }
 
 type shareJSON struct {
-	Title          string           `json:"title"`
-	RequiresAuth   bool             `json:"requiresAuth"`
-	ExpiresAt      *time.Time       `json:"expiresAt"`
-	AllowDownloads bool             `json:"allowDownloads"`
-	Assets         []shareAssetJSON `json:"assets,omitempty"`
+	Title          string     `json:"title"`
+	RequiresAuth   bool       `json:"requiresAuth"`
+	ExpiresAt      *time.Time `json:"expiresAt"`
+	AllowDownloads bool       `json:"allowDownloads"`
+	// Left out until the viewer may see the photos; an empty gallery
+	// lists none rather than leaving the key out.
+	Assets *[]shareAssetJSON `json:"assets,omitempty"`
 }
 
 func (s *Server) getShare(c *gin.Context) {
@@ -137,7 +139,8 @@ func (s *Server) getShare(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out.Assets = make([]shareAssetJSON, len(items))
+	assets := make([]shareAssetJSON, len(items))
+	out.Assets = &assets
 	for i, it := range items {
 		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited}
 		switch {
@@ -150,7 +153,7 @@ func (s *Server) getShare(c *gin.Context) {
 		if g.AllowDownloads && it.Status != store.AssetPendingUpload {
 			a.OriginalURL = s.signShareURL(ctx, it.BlobKey, it.ContentType)
 		}
-		out.Assets[i] = a
+		assets[i] = a
 	}
 	c.JSON(http.StatusOK, out)
 }

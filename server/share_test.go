@@ -361,6 +361,33 @@ func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
 	}
 }
 
+// An empty gallery lists no photos, with or without a password: the key
+// left out is what tells a viewer to sign in.
+func TestShareOfAnEmptyGalleryListsNoPhotos(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	open := a.newGallery(key, project, map[string]any{"title": "Soon"})
+	locked := a.newGallery(key, project, map[string]any{"title": "Soon, locked", "password": "correct horse"})
+	slug := locked["slug"].(string)
+	for _, r := range []struct {
+		what string
+		got  reply
+		want string
+	}{
+		{"open", a.viewer("GET", open["slug"].(string), "", "", nil), `"assets":[]`},
+		{"locked, signed in", a.viewer("GET", slug, "", a.viewerToken(slug, "correct horse"), nil), `"assets":[]`},
+	} {
+		expect(t, r.got, 200, "")
+		if !bytes.Contains(r.got.body, []byte(r.want)) {
+			t.Errorf("%s: %s, want %s", r.what, r.got.body, r.want)
+		}
+	}
+	if r := a.viewer("GET", slug, "", "", nil); bytes.Contains(r.body, []byte(`"assets"`)) {
+		t.Errorf("locked, not signed in: %s lists photos", r.body)
+	}
+}
+
 // A deleted project takes its galleries off the web: every share route
 // answers as for an unknown address, and restoring the project brings
 // them back.
