@@ -244,6 +244,47 @@ func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
 	t.Logf("counts: %s", early)
 }
 
+// TestDeletedPhotosLeaveTheList deletes a photo of an open project
+// through the API: its row goes with the event, and with the event stream
+// blocked, with the reload that the stats' disagreement brings.
+func TestDeletedPhotosLeaveTheList(t *testing.T) {
+	const n = 30
+	chrome := chromium(t)
+	s, key := gridStack(t, "deleted-stack.log")
+	project := s.seeded(key, "Trip", n)
+	var page struct{ Items []struct{ ID string } }
+	if code := s.call("GET", "/v1/projects/"+project+"/assets?limit=2", key, nil, &page); code != 200 || len(page.Items) != 2 {
+		t.Fatalf("list: %d %+v", code, page)
+	}
+	const listed = `document.querySelector('#tab-body [data-filter=all]')?.textContent`
+	del := func(id string) {
+		if code := s.call("DELETE", "/v1/assets/"+id, key, nil, nil); code != 204 && code != 200 {
+			t.Fatalf("delete %s: %d", id, code)
+		}
+	}
+
+	live := newBrowser(t, chrome)
+	live.signIn(s.url+"/#/projects/"+project+"/upload", key)
+	live.waitJS("the list", listed+` === 'All (30)'`)
+	del(page.Items[0].ID)
+	live.waitJS("the deleted photo gone with its event", listed+` === 'All (29)'`)
+
+	blocked := newBrowser(t, chrome)
+	blocked.run("block the event stream", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+			MatchedNetworkConditions: []*network.Conditions{{URLPattern: s.url + "/v1/realtime*", Offline: true}},
+		})
+		return err
+	}))
+	blocked.signIn(s.url+"/#/projects/"+project+"/upload", key)
+	blocked.waitJS("the list", listed+` === 'All (29)'`)
+	del(page.Items[1].ID)
+	blocked.waitJS("the deleted photo gone with a reload", listed+` === 'All (28)'`)
+}
+
 // filterCounts is the text of the upload list's filter buttons.
 const filterCounts = `[...document.querySelectorAll('#tab-body [data-filter]')].map((b) => b.textContent).join(' ')`
 

@@ -24,6 +24,12 @@ const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'upload_mi
 
 const STATUS_RANK = { pending_upload: 0, uploaded: 1, cull: 2, search: 3, ai: 4 };
 
+// settled is whether a row's asset is the server's alone: listed, or
+// uploaded by this tab to the end, not one the uploader is still at.
+function settled(row) {
+  return !row.local || row.local === 'done';
+}
+
 // stageOf is where a row stands, from its local upload state and the
 // server's status.
 export function stageOf(row) {
@@ -257,15 +263,25 @@ export class ProjectModel extends EventTarget {
     if (this.loading) return this.loading;
     this.loading = (async () => {
       try {
+        // The list runs in upload order, so every asset the server held
+        // when it began comes back unless it was deleted meanwhile (its
+        // event missed while the stream was down).
+        const held = [];
+        for (const row of this.rows) if (row.assetId && settled(row)) held.push(row.assetId);
+        const seen = new Set();
         await pages(`/v1/projects/${this.projectId}/assets`, async (items) => {
           // A slice at a time, yielding between, so a slow device never
           // spends one long task on a whole page.
           for (let i = 0; i < items.length; i += 200) {
             if (i > 0) await sleep(0);
-            for (const a of items.slice(i, i + 200)) this.applyAsset(a);
+            for (const a of items.slice(i, i + 200)) {
+              seen.add(a.id);
+              this.applyAsset(a);
+            }
             this.changed();
           }
         }, { limit: 1000 });
+        this.remove(held.filter((id) => !seen.has(id)));
         this.loaded = true;
         this.lastHydrate = Date.now();
         if (this.buffer) {
@@ -290,6 +306,10 @@ export class ProjectModel extends EventTarget {
     }
     switch (name) {
       case 'asset.updated': {
+        if (data.deleted) {
+          this.remove([data.assetId]);
+          return;
+        }
         if (!data.status) return; // a person's rating or notes: nothing the upload list shows
         const row = this.byAsset.get(data.assetId);
         if (!row) {
@@ -334,6 +354,21 @@ export class ProjectModel extends EventTarget {
         this.dispatchEvent(new Event('clusters'));
         break;
     }
+  }
+
+  // remove forgets deleted assets, leaving any this tab is still
+  // uploading to the uploader.
+  remove(ids) {
+    const gone = new Set();
+    for (const id of ids) {
+      const row = this.byAsset.get(id);
+      if (!row || !settled(row)) continue;
+      this.byAsset.delete(id);
+      gone.add(row);
+    }
+    if (!gone.size) return;
+    this.rows = this.rows.filter((row) => !gone.has(row));
+    this.changed();
   }
 
   fetchMissing(id) {
