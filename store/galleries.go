@@ -206,16 +206,16 @@ func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 func (s *Store) RemoveGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) ([]string, error) {
 	var keys []string
 	err := s.WithTx(ctx, func(tx *Store) error {
+		// The gallery's row first, as addGalleryAssets takes it.
+		if _, err := tx.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id); err != nil {
+			return err
+		}
 		if err := tx.db.SelectContext(ctx, &keys, `
 			WITH gone AS (DELETE FROM gallery_assets WHERE gallery_id = $1 AND asset_id = ANY($2) RETURNING watermark_key)
 			SELECT watermark_key FROM gone WHERE watermark_key IS NOT NULL`, id, pq.Array(assets)); err != nil {
 			return err
 		}
-		if err := tx.DiscardAfter(ctx, keys, time.Now()); err != nil {
-			return err
-		}
-		_, err := tx.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)
-		return err
+		return tx.DiscardAfter(ctx, keys, time.Now())
 	})
 	return keys, err
 }
@@ -224,14 +224,15 @@ func (s *Store) addGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 	if len(assets) == 0 {
 		return nil
 	}
+	// The gallery's row first: changes to one gallery take their turns
+	// instead of locking its photos in each request's order (deadlock).
+	if _, err := s.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id); err != nil {
+		return err
+	}
 	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO gallery_assets (gallery_id, asset_id)
 		SELECT $1, u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n) ORDER BY u.n
 		ON CONFLICT DO NOTHING`, id, pq.Array(assets))
-	if err != nil {
-		return err
-	}
-	_, err = s.db.ExecContext(ctx, `UPDATE galleries SET updated_at = now() WHERE id = $1`, id)
 	return err
 }
 

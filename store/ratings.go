@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,7 +80,12 @@ func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, change
 		if len(foreign) > 0 {
 			return &ForeignAssetsError{IDs: foreign}
 		}
-		for _, c := range changes {
+		// In asset order, so two requests over the same assets take their
+		// rating rows' locks in the same order and cannot deadlock; stable,
+		// so an asset's own changes keep theirs.
+		ordered := slices.Clone(changes)
+		slices.SortStableFunc(ordered, func(a, b RatingChange) int { return bytes.Compare(a.AssetID[:], b.AssetID[:]) })
+		for _, c := range ordered {
 			r, err := tx.Rate(ctx, user, c)
 			if err != nil {
 				return err
