@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -502,7 +503,33 @@ func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, 
 	if len(raw) > limit {
 		errs.add(field, fmt.Sprintf("must be at most %d KiB of JSON", limit>>10))
 	}
+	checkJSONNumbers(errs, field, raw)
 	return raw
+}
+
+// checkJSONNumbers refuses JSON, kept as it came, holding a number that
+// does not fit a 64-bit float: JSON allows any, but Postgres stores them
+// in jsonb only up to its numeric's limits, and failed on 1e200000 with a
+// 500.
+func checkJSONNumbers(errs fieldErrors, field string, raw []byte) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return // the end, or JSON the decode before it refused
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(n.String(), 64)
+		mantissa, _, _ := strings.Cut(strings.ToLower(n.String()), "e")
+		if err != nil || f == 0 && strings.ContainsAny(mantissa, "123456789") {
+			errs.add(field, "holds a number too large or too small: numbers must fit a 64-bit float")
+			return
+		}
+	}
 }
 
 // deleteAsset hides an asset at once and leaves its bytes and derived

@@ -129,6 +129,8 @@ func (s *Server) patchCluster(c *gin.Context) {
 			errs.add("manualOverrides", "must be at most 16 KiB of JSON")
 		case raw[0] != '{' && string(raw) != "null":
 			errs.add("manualOverrides", "must be an object or null")
+		default:
+			checkJSONNumbers(errs, "manualOverrides", raw)
 		}
 		change.Overrides = &raw
 	}

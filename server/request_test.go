@@ -194,6 +194,11 @@ func TestMisfitValuesAreNamed(t *testing.T) {
 		{"POST", asset + "/edits", f.key, `{"name": "v2", "parentId": "nope", "params": {}}`, "parentId", uuidProblem},
 		{"POST", project + "/galleries", f.key, `{"title": "W", "expiresAt": "soon"}`, "expiresAt", timeProblem},
 		{"POST", "/v1/projects", f.key, `[]`, "(body)", "must be an object"},
+		// JSON kept as sent: its numbers must fit a 64-bit float (a 500
+		// from Postgres before).
+		{"PATCH", asset, f.key, `{"flags": {"x": 1e200000}}`, "flags", ""},
+		{"PATCH", asset, f.key, `{"iptc": {"x": [1, -1e-200000]}}`, "iptc", ""},
+		{"PATCH", "/v1/clusters/" + f.cluster, f.key, `{"manualOverrides": {"x": {"y": 1e200000}}}`, "manualOverrides", ""},
 	} {
 		expectField(t, c.method+" "+c.path+" "+c.body, a.do(c.method, c.path, c.key, c.body), c.field, c.problem)
 	}
