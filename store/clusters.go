@@ -268,7 +268,11 @@ const clusterSelect = `
 	                ORDER BY ca.rank), '[]') FROM cluster_assets ca WHERE ca.cluster_id = c.id) AS members
 	FROM clusters c`
 
-// Clusters lists a project's clusters of kind ("" for all), in time order.
+// Clusters lists a project's clusters of kind ("" for all) in time order,
+// those without a time (duplicate groups) first. The cursor is a group's
+// start time, not when it was stored: every cluster run stores all of a
+// project's groups again, and a cursor from before a run still goes on
+// from the same point in time.
 func (s *Store) Clusters(ctx context.Context, project uuid.UUID, kind string, after *Cursor, limit int) (Page[Cluster], error) {
 	var rows []Cluster
 	afterTime, afterID := time.Time{}, uuid.Nil
@@ -276,12 +280,18 @@ func (s *Store) Clusters(ctx context.Context, project uuid.UUID, kind string, af
 		afterTime, afterID = after.Time, after.ID
 	}
 	err := s.db.SelectContext(ctx, &rows, clusterSelect+`
-		WHERE c.project_id = $1 AND ($2 = '' OR c.kind = $2) AND (c.created_at, c.id) > ($3, $4)
-		ORDER BY c.created_at, c.id LIMIT $5`, project, kind, afterTime, afterID, limit+1)
+		WHERE c.project_id = $1 AND ($2 = '' OR c.kind = $2)
+		  AND (coalesce(c.start_time, '0001-01-01Z'), c.id) > ($3, $4)
+		ORDER BY coalesce(c.start_time, '0001-01-01Z'), c.id LIMIT $5`, project, kind, afterTime, afterID, limit+1)
 	if err != nil {
 		return Page[Cluster]{}, err
 	}
-	return pageOf(rows, limit, func(c Cluster) Cursor { return Cursor{c.CreatedAt, c.ID} }), nil
+	return pageOf(rows, limit, func(c Cluster) Cursor {
+		if c.StartTime == nil {
+			return Cursor{time.Time{}, c.ID}
+		}
+		return Cursor{*c.StartTime, c.ID}
+	}), nil
 }
 
 // Cluster returns owner's cluster id.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +150,50 @@ func TestConcurrentClusterRunsLeaveOneRunsGroups(t *testing.T) {
 				t.Errorf("clusters %q, want the %s run's only", titles, tc.wantRemaining)
 			}
 		})
+	}
+}
+
+// A page of groups, a cluster run storing them all again, then the next
+// page: it goes on from where the first ended, in time order, where a
+// cursor on when the groups were stored started over.
+func TestClusterPagesGoOnAcrossARun(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	res := env.Finalize(t, owner, project, nil, testenv.Files(5)...)
+	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	groups := func() []store.NewCluster {
+		var cs []store.NewCluster
+		// Stored in the reverse of their time order.
+		for i := 4; i >= 0; i-- {
+			at := base.Add(time.Duration(i) * time.Hour)
+			member := res.Assets[i].AssetID
+			cs = append(cs, store.NewCluster{Kind: "moment", Title: fmt.Sprintf("moment %d", i), Start: &at, End: &at, Winner: member,
+				Members: []store.ClusterMember{{AssetID: member, Rank: 1, Role: "winner", Signals: json.RawMessage(`{}`)}}})
+		}
+		return cs
+	}
+	store1 := func() {
+		t.Helper()
+		if _, stored, err := env.Store.ReplaceClusters(ctx, project, startClusterRun(t, env.Store, project), groups(), nil); !stored || err != nil {
+			t.Fatalf("stored %v, %v", stored, err)
+		}
+	}
+	titles := func(p store.Page[store.Cluster]) string {
+		var out []string
+		for _, c := range p.Items {
+			out = append(out, c.Title)
+		}
+		return strings.Join(out, ", ")
+	}
+	store1()
+	first, err := env.Store.Clusters(ctx, project, "", nil, 2)
+	if err != nil || titles(first) != "moment 0, moment 1" || first.Next == nil {
+		t.Fatalf("first page: %s (next %v), %v", titles(first), first.Next, err)
+	}
+	store1()
+	next, err := env.Store.Clusters(ctx, project, "", first.Next, 2)
+	if err != nil || titles(next) != "moment 2, moment 3" {
+		t.Fatalf("after a run, the next page: %s, %v; want moment 2, moment 3", titles(next), err)
 	}
 }
