@@ -285,6 +285,25 @@ func TestDeletedPhotosLeaveTheList(t *testing.T) {
 	blocked.waitJS("the deleted photo gone with a reload", listed+` === 'All (28)'`)
 }
 
+// TestPhasesWaitForUnfinishedUploads opens a project of processed photos,
+// a few of which failed in processing, and two uploads prepared but never
+// sent: the upload and processing phases say those two are not finished,
+// rather than done, and a failure in processing is not the upload's.
+func TestPhasesWaitForUnfinishedUploads(t *testing.T) {
+	chrome := chromium(t)
+	s, key := gridStack(t, "phases-stack.log")
+	project := s.seeded(key, "Wedding", 300)
+	s.prepare(key, project, []map[string]any{{"filename": "late-1.jpg", "byteSize": 1000}, {"filename": "late-2.jpg", "byteSize": 1000}})
+
+	br := newBrowser(t, chrome)
+	br.signIn(s.url+"/#/projects/"+project+"/upload", key)
+	br.waitJS("the whole list", `document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (302)'`)
+	for _, phase := range []string{"uploading", "processing"} {
+		br.waitJS("the "+phase+" phase waiting for the two uploads", fmt.Sprintf(
+			`document.querySelector('#eta-%s')?.textContent === '2 uploads not finished'`, phase))
+	}
+}
+
 // filterCounts is the text of the upload list's filter buttons.
 const filterCounts = `[...document.querySelectorAll('#tab-body [data-filter]')].map((b) => b.textContent).join(' ')`
 

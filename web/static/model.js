@@ -145,7 +145,7 @@ export class ProjectModel extends EventTarget {
   counts() {
     if (!this.dirty && this.cache) return this.cache;
     const c = {
-      total: 0, uploaded: 0, processed: 0, searchable: 0, failed: 0, duplicate: 0, incomplete: 0,
+      total: 0, uploaded: 0, processed: 0, searchable: 0, failed: 0, uploadFailed: 0, duplicate: 0, incomplete: 0,
       bytesTotal: 0, bytesSent: 0, localActive: 0, byStage: {}, visible: [], server: {},
     };
     for (const row of this.rows) {
@@ -169,8 +169,10 @@ export class ProjectModel extends EventTarget {
         case 'cull': c.processed++; // falls through
         case 'processing': case 'uploaded': c.uploaded++; break;
         case 'failed':
+          // A failure in processing came after a whole upload.
           c.failed++;
           if (row.processingFailure) c.uploaded++;
+          else c.uploadFailed++;
           break;
         case 'incomplete': c.incomplete++; break;
       }
@@ -186,7 +188,7 @@ export class ProjectModel extends EventTarget {
       this.rates.searchable.add(c.searchable, now);
     }
     const eta = (remaining, rate) => (remaining <= 0 ? 0 : rate > 0 ? remaining / rate : Infinity);
-    const upRemaining = c.total - c.uploaded - c.failed;
+    const upRemaining = c.total - c.uploaded - c.uploadFailed;
     c.eta = {
       uploading: c.bytesTotal > c.bytesSent
         ? eta(c.bytesTotal - c.bytesSent, this.rates.bytes.perSecond())

@@ -204,17 +204,21 @@ function uploadTab(root, state, project) {
     viewport.style.height = `${Math.max(1, shown.length) * 56 + 2}px`;
     list.refresh();
 
-    const set = (p, done, etaSec) => {
+    // failed: the files that failed before the phase could finish them
+    // (the upload's own failures for the upload); uploads left unfinished
+    // hold every phase up until their files are added again.
+    const set = (p, done, etaSec, failed) => {
       p.count.textContent = `${done.toLocaleString()}/${c.total.toLocaleString()}`;
       p.bar.max = Math.max(1, c.total);
       p.bar.value = done;
       p.eta.textContent = c.total === 0 ? '' : done === c.total ? 'Done'
-        : done + c.failed >= c.total ? `Done but ${plural(c.failed, 'failed file')}`
-          : Number.isFinite(etaSec) ? `About ${duration(etaSec)} left` : 'Waiting…';
+        : done + failed >= c.total ? `Done but ${plural(failed, 'failed file')}`
+          : done + failed + c.incomplete >= c.total ? `${plural(c.incomplete, 'upload')} not finished`
+            : Number.isFinite(etaSec) ? `About ${duration(etaSec)} left` : 'Waiting…';
     };
-    set(phases.uploading, c.uploaded, c.eta.uploading);
-    set(phases.processing, c.processed, c.eta.processing);
-    set(phases.searchable, c.searchable, c.eta.searchable);
+    set(phases.uploading, c.uploaded, c.eta.uploading, c.uploadFailed);
+    set(phases.processing, c.processed, c.eta.processing, c.failed);
+    set(phases.searchable, c.searchable, c.eta.searchable, c.failed);
     const bits = [];
     if (c.failed) bits.push(`✕ ${plural(c.failed, 'file')} failed`);
     if (c.duplicate) bits.push(`${plural(c.duplicate, 'duplicate')} skipped`);
