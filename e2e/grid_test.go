@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -19,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/internal/seed"
+	"lightbox/store"
 )
 
 // perfProbe runs in every new document before the page's own scripts: it
@@ -217,17 +220,7 @@ func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
 	project := s.seeded(key, "Season", n)
 
 	br := newBrowser(t, chrome)
-	br.run("hold back the list's pages", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{
-				URLPattern: s.url + "/v1/projects/*/assets?*", Latency: 1500, DownloadThroughput: -1, UploadThroughput: -1,
-			}},
-		})
-		return err
-	}))
+	br.emulate("hold back the list's pages", holdBackList(s))
 	br.signIn(s.url+"/#/projects/"+project+"/upload", key)
 	const listed = `document.querySelector('#tab-body [data-filter=all]')?.textContent`
 	const counts = `['uploading', 'processing', 'searchable'].map((id) => document.querySelector('#count-' + id)?.textContent).join(' ')`
@@ -270,15 +263,7 @@ func TestDeletedPhotosLeaveTheList(t *testing.T) {
 	live.waitJS("the deleted photo gone with its event", listed+` === 'All (29)'`)
 
 	blocked := newBrowser(t, chrome)
-	blocked.run("block the event stream", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{URLPattern: s.url + "/v1/realtime*", Offline: true}},
-		})
-		return err
-	}))
+	blocked.emulate("block the event stream", &network.Conditions{URLPattern: s.url + "/v1/realtime*", Offline: true})
 	blocked.signIn(s.url+"/#/projects/"+project+"/upload", key)
 	blocked.waitJS("the list", listed+` === 'All (29)'`)
 	del(page.Items[1].ID)
@@ -302,6 +287,70 @@ func TestPhasesWaitForUnfinishedUploads(t *testing.T) {
 		br.waitJS("the "+phase+" phase waiting for the two uploads", fmt.Sprintf(
 			`document.querySelector('#eta-%s')?.textContent === '2 uploads not finished'`, phase))
 	}
+}
+
+// TestGroupPhotosShowBeforeTheListIsWhole opens the groups of a project
+// whose list is still loading: a group's photos the list does not hold yet
+// show their thumbnails all the same.
+func TestGroupPhotosShowBeforeTheListIsWhole(t *testing.T) {
+	chrome := chromium(t)
+	s, key := gridStack(t, "groups-stack.log")
+	project := s.seeded(key, "Party", 3000)
+	pid := uuid.MustParse(project)
+	// The last two photos: on the list's last page.
+	var last []uuid.UUID
+	if err := s.env.DB.Select(&last, `SELECT id FROM assets WHERE project_id = $1 AND status IN ('search', 'ai')
+		ORDER BY created_at DESC LIMIT 2`, pid); err != nil || len(last) != 2 {
+		t.Fatalf("photos: %v %v", last, err)
+	}
+	// Their thumbnails, as ingest records them (the seed has files for
+	// none).
+	if _, err := s.env.DB.Exec(`INSERT INTO asset_files (asset_id, kind, blob_key, content_type, byte_size, checksum_sha256)
+		SELECT id, 'thumbnail', 'derived/' || id || '/thumbnail.jpg', 'image/jpeg', 1000, checksum_sha256
+		FROM assets WHERE id IN ($1, $2)`, last[0], last[1]); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := s.env.Store.ScheduleCluster(ctx, pid, 0)
+	if err == nil {
+		err = s.env.Store.MarkClusterEnqueued(ctx, pid, r.Run)
+	}
+	if err == nil {
+		_, err = s.env.Store.StartClusterRun(ctx, pid, r.Run)
+	}
+	at := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	if err == nil {
+		_, _, err = s.env.Store.ReplaceClusters(ctx, pid, r.Run, []store.NewCluster{{Kind: "moment", Title: "Cake", Start: &at, End: &at, Winner: last[0],
+			Members: []store.ClusterMember{{AssetID: last[0], Rank: 1, Role: "winner", Signals: json.RawMessage(`{}`)},
+				{AssetID: last[1], Rank: 2, Role: "alt", Signals: json.RawMessage(`{}`)}}}}, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	br := newBrowser(t, chrome)
+	br.emulate("hold back the list's pages", holdBackList(s))
+	br.signIn(s.url+"/#/projects/"+project+"/groups", key)
+	br.waitJS("both photos of the group with their thumbnails",
+		`document.querySelectorAll('.cluster[data-kind="moment"] img[src]').length === 2`)
+}
+
+// holdBackList makes each page of a project's asset list arrive 1.5 s
+// late, so a test sees the page while its list is partial.
+func holdBackList(s *stack) *network.Conditions {
+	return &network.Conditions{URLPattern: s.url + "/v1/projects/*/assets?*", Latency: 1500, DownloadThroughput: -1, UploadThroughput: -1}
+}
+
+// emulate applies network conditions to the requests each matches.
+func (b *browser) emulate(what string, conds ...*network.Conditions) {
+	b.t.Helper()
+	b.run(what, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: conds})
+		return err
+	}))
 }
 
 // filterCounts is the text of the upload list's filter buttons.

@@ -429,7 +429,10 @@ class Thumbs {
       img.removeAttribute('src');
       delete img.dataset.loaded;
     }
-    const ready = row.stage === 'cull' || row.stage === 'searchable';
+    // A row counts() has not seen yet (a group's photo before the list
+    // has it) has no stage of its own.
+    const stage = row.stage || stageOf(row);
+    const ready = stage === 'cull' || stage === 'searchable';
     if (!ready) return;
     const hit = this.urls.get(row.assetId);
     if (hit && hit.expires > Date.now() + 30000) {
