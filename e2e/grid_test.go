@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/internal/seed"
+	"lightbox/internal/testenv"
 	"lightbox/store"
 )
 
@@ -333,6 +334,43 @@ func TestGroupPhotosShowBeforeTheListIsWhole(t *testing.T) {
 	br.signIn(s.url+"/#/projects/"+project+"/groups", key)
 	br.waitJS("both photos of the group with their thumbnails",
 		`document.querySelectorAll('.cluster[data-kind="moment"] img[src]').length === 2`)
+}
+
+// TestDetailsOfferProcessingOnlyWithTheBytes opens the details of two
+// failed photos: one that failed in processing can be processed again;
+// one whose bytes did not match its checksum at finalize has none to
+// process, and is not offered it (the server would refuse).
+func TestDetailsOfferProcessingOnlyWithTheBytes(t *testing.T) {
+	chrome := chromium(t)
+	s, key := gridStack(t, "details-stack.log")
+	var p struct{ ID string }
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Studio"}, &p); code != 201 {
+		t.Fatalf("create project: %d", code)
+	}
+	corpus := testenv.Corpus(t)
+	broken, _ := s.upload(key, p.ID, filepath.Join(corpus, "bad", "truncated-progressive.jpg"))
+	sent := s.put(key, p.ID, filepath.Join(corpus, "photos", "wood.jpg"))
+	sent[0]["checksumSha256"] = strings.Repeat("0", 64)
+	s.finalize(key, p.ID, sent)
+	mismatched := sent[0]["assetId"].(string)
+	s.waitFor("the broken photo failed", func() bool {
+		return s.count(`SELECT count(*) FROM assets WHERE id = $1 AND status = 'failed'`, broken) == 1
+	})
+
+	br := newBrowser(t, chrome)
+	br.signIn(s.url+"/#/projects/"+p.ID+"/photos", key)
+	for _, c := range []struct {
+		asset string
+		offer bool
+	}{{broken, true}, {mismatched, false}} {
+		br.run("open "+c.asset, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button.tile[data-asset="%s"]`, c.asset))))
+		br.waitJS("its details", `document.querySelector('#details[open] #exif') !== null`)
+		offered := eval[bool](br, `[...document.querySelectorAll('#details button')].some((b) => b.textContent === 'Process again')`)
+		if offered != c.offer {
+			t.Errorf("%s: 'Process again' offered %v, want %v", c.asset, offered, c.offer)
+		}
+		br.run("close the details", chromedp.Click(chromedp.CSS("#details .close")))
+	}
 }
 
 // holdBackList makes each page of a project's asset list arrive 1.5 s

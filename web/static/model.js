@@ -20,7 +20,7 @@ export const STAGES = {
 
 // Failures that happened before the server had the file; the others come
 // from processing it.
-const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'upload_missing', 'not_found', 'invalid_signature']);
+export const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'upload_missing', 'not_found', 'invalid_signature']);
 
 const STATUS_RANK = { pending_upload: 0, uploaded: 1, cull: 2, search: 3, ai: 4 };
 
@@ -132,7 +132,7 @@ export class ProjectModel extends EventTarget {
   abandon(row) {
     if (!row.assetId) return;
     this.byAsset.delete(row.assetId);
-    this.rows.push({ key: row.assetId, assetId: row.assetId, hidden: true, status: 'pending_upload', local: 'done', name: row.name, size: row.size });
+    this.rows.push({ key: row.assetId, assetId: row.assetId, hidden: true, status: row.status || 'pending_upload', local: 'done', name: row.name, size: row.size });
     this.byAsset.set(row.assetId, this.rows[this.rows.length - 1]);
     row.assetId = null;
   }

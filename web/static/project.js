@@ -6,7 +6,7 @@
 
 import { api, pages, ApiError, sleep, waitFor } from './api.js';
 import { h, clear, announce, bytes, duration, when, plural, table } from './ui.js';
-import { ProjectModel, STAGES, stageOf } from './model.js';
+import { ProjectModel, STAGES, stageOf, UPLOAD_ERRORS } from './model.js';
 import { Uploader, ACCEPT, FORMAT_NAMES } from './uploader.js';
 import { VirtualList, VirtualGrid } from './vlist.js';
 
@@ -701,7 +701,8 @@ async function showDetails(row, state) {
       preview ? h('img', { src: preview.url, alt: `Preview of ${a.filename}`, class: 'preview' }) : h('p', { class: 'muted' }, 'No preview yet.'),
       h('dl', { class: 'facts', id: 'exif' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
   ];
-  if (fl.status === 'failed' && fl.errorCode !== 'upload_expired') {
+  // Only a file whose bytes the server kept can be processed again.
+  if (fl.status === 'failed' && !UPLOAD_ERRORS.has(fl.errorCode)) {
     sections.push(h('p', {}, h('button', {
       type: 'button', onclick: async (e) => {
         e.target.disabled = true;

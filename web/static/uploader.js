@@ -461,8 +461,14 @@ export class Uploader extends EventTarget {
             this.readyQ.push(row);
             break;
           default:
-            if (a.error && a.error.code === 'not_found') this.reprepare(row);
-            else this.fail(row, a.error || { code: 'failed', message: 'The server refused the file.' }, true);
+            if (a.error && a.error.code === 'not_found') {
+              this.reprepare(row);
+            } else {
+              // The server failed the asset itself (a checksum that did not
+              // match): a retry sends the file again as a new one.
+              row.status = a.status;
+              this.fail(row, a.error || { code: 'failed', message: 'The server refused the file.' }, true);
+            }
         }
       }
     } finally {
@@ -496,7 +502,9 @@ export class Uploader extends EventTarget {
   // retryLocal sends a file that failed on its way up again.
   retryLocal(row) {
     if (!row.file || row.local !== 'failed') return false;
-    if (row.error && row.error.code === 'unreadable') row.sha = null;
+    // Hashed again when reading failed, or when the bytes sent were not
+    // the ones hashed (the file changed meanwhile).
+    if (row.error && (row.error.code === 'unreadable' || row.error.code === 'checksum_mismatch')) row.sha = null;
     row.error = null;
     row.attempt = 0;
     row.expiries = 0;
