@@ -263,6 +263,10 @@ export class ProjectModel extends EventTarget {
   // one before), so fewer, larger pages list a large project sooner.
   load() {
     if (this.loading) return this.loading;
+    // Events that come while the list loads wait for it, then only move
+    // assets forward: a page may have been read before them. A reload
+    // needs this as much as the first load.
+    if (!this.buffer) this.buffer = [];
     this.loading = (async () => {
       try {
         // The list runs in upload order, so every asset the server held
@@ -286,16 +290,20 @@ export class ProjectModel extends EventTarget {
         this.remove(held.filter((id) => !seen.has(id)));
         this.loaded = true;
         this.lastHydrate = Date.now();
-        if (this.buffer) {
-          for (const [name, data] of this.buffer) this.handle(name, data, true);
-          this.buffer = null;
-        }
         this.changed();
       } finally {
         this.loading = null;
+        this.flush();
       }
     })();
     return this.loading;
+  }
+
+  // flush applies the events held back while the list loaded.
+  flush() {
+    const held = this.buffer;
+    this.buffer = null;
+    for (const [name, data] of held || []) this.handle(name, data, true);
   }
 
   // handle applies one live event. A buffered event (it arrived while the
@@ -427,7 +435,7 @@ export class ProjectModel extends EventTarget {
   start() {
     if (this.running) return;
     this.running = true;
-    this.buffer = this.loaded ? null : [];
+    if (!this.loaded && !this.buffer) this.buffer = [];
     this.connect();
     this.poll();
   }
