@@ -56,8 +56,17 @@ func (e *BytesQuotaError) Error() string {
 // two downloads at once cannot both take the last of the quota.
 func (s *Store) RecordDownload(ctx context.Context, owner, asset uuid.UUID, sha string, size int64, contentType string, defaults Limits) error {
 	return s.WithUsage(ctx, owner, func(tx *Store, u *Usage) error {
-		if l := u.Limits(defaults); l.Bytes > 0 && u.BytesStored+u.BytesInFlight+size > l.Bytes {
-			return &BytesQuotaError{Limit: l.Bytes, Used: u.BytesStored + u.BytesInFlight, Requested: size}
+		// A download run again (its task retried after it recorded the
+		// bytes) counts among the bytes in flight already: not twice.
+		var own int64
+		if err := tx.db.GetContext(ctx, &own, `
+			SELECT coalesce((SELECT byte_size FROM assets WHERE id = $1 AND status = 'pending_upload'
+			                 AND upload_expires_at IS NULL AND upload_size IS NOT NULL), 0)`, asset); err != nil {
+			return err
+		}
+		used := u.BytesStored + u.BytesInFlight - own
+		if l := u.Limits(defaults); l.Bytes > 0 && used+size > l.Bytes {
+			return &BytesQuotaError{Limit: l.Bytes, Used: used, Requested: size}
 		}
 		_, err := tx.db.ExecContext(ctx, `
 			UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()

@@ -73,6 +73,29 @@ func TestUsageFollowsAssets(t *testing.T) {
 	}
 }
 
+// A download recorded again, as a retried task does when it died after
+// recording its bytes: its own bytes in flight are not counted twice.
+func TestBytesQuotaCountsARetriedDownloadOnce(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	items, _, _ := createImport(t, env, owner, project)
+	limit := int64(150)
+	if err := env.Store.SetQuotas(ctx, owner, store.Quotas{Bytes: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	sha := testenv.Checksum([]byte("photo"))
+	for try := range 2 {
+		if err := env.Store.RecordDownload(ctx, owner, items[0].AssetID, sha, 100, "image/jpeg", store.Limits{}); err != nil {
+			t.Fatalf("try %d: %v", try+1, err)
+		}
+	}
+	var over *store.BytesQuotaError
+	if err := env.Store.RecordDownload(ctx, owner, items[1].AssetID, sha, 100, "image/jpeg", store.Limits{}); !errors.As(err, &over) || over.Used != 100 {
+		t.Fatalf("another download: %v, want refused with 100 of 150 bytes used", err)
+	}
+}
+
 // Two downloads that do not both fit the bytes quota, recorded at once:
 // the one that waits for the other's lock sees the bytes the other
 // recorded, and is refused.
