@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -152,7 +153,12 @@ func (w *Worker) fetch(ctx context.Context, rawURL, key string) (blob.Info, stri
 	// A few KiB reach a TIFF-shaped raw's first directory, which tells it
 	// from a plain TIFF.
 	body := bufio.NewReaderSize(resp.Body, 8<<10)
-	head, _ := body.Peek(8 << 10)
+	head, err := body.Peek(8 << 10)
+	if err != nil && !errors.Is(err, io.EOF) {
+		// The body broke off (or never came) before its first bytes
+		// could be read: network trouble, not a file we cannot read.
+		return blob.Info{}, "", fmt.Errorf("reading the body: %w", err)
+	}
 	f := formats.Sniff(head)
 	if f == "" {
 		return blob.Info{}, "", badInput("unsupported_format", "The URL does not serve an image in a format Lightbox reads: %s.", formats.Names)

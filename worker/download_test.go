@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,6 +104,39 @@ func TestImportFromAnAllowedLoopbackServer(t *testing.T) {
 	h.env.DB.Get(&b, `SELECT status, total FROM batches WHERE kind = 'import'`)
 	if b.Status != "partial" || b.Total < 5 {
 		t.Fatalf("import batch %+v, want partial with downloads and ingests", b)
+	}
+}
+
+// A server that answers 200 and then drops the connection before the
+// first byte of the body: network trouble, retried, not a file refused as
+// "unsupported_format" for good.
+func TestImportRetriesABodyThatBrokeOff(t *testing.T) {
+	t.Parallel()
+	wood := readCorpus(t, "photos/wood.jpg")
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(wood)))
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.Write(wood)
+	}))
+	t.Cleanup(srv.Close)
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
+	ids := h.importURLs(h.project(), srv.URL+"/wood.jpg")
+	h.run()
+	h.waitImportsSettled()
+	if st, code := h.importStatus(ids[0]); st != "search" && st != "ai" {
+		t.Fatalf("import %s %s, want it fetched again and processed", st, code)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
 	}
 }
 
