@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"lightbox/internal/testenv"
 	"lightbox/store"
 )
@@ -73,18 +75,24 @@ func TestUsageFollowsAssets(t *testing.T) {
 	}
 }
 
+// importUnderQuota records an import of two URLs for an owner who may
+// hold limit bytes.
+func importUnderQuota(t *testing.T, limit int64) (*testenv.Env, uuid.UUID, []store.NewImport) {
+	t.Helper()
+	env := testenv.New(t)
+	owner, project := env.Project(t)
+	items, _, _ := createImport(t, env, owner, project)
+	if err := env.Store.SetQuotas(context.Background(), owner, store.Quotas{Bytes: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	return env, owner, items
+}
+
 // A download recorded again, as a retried task does when it died after
 // recording its bytes: its own bytes in flight are not counted twice.
 func TestBytesQuotaCountsARetriedDownloadOnce(t *testing.T) {
-	env := testenv.New(t)
-	ctx := context.Background()
-	owner, project := env.Project(t)
-	items, _, _ := createImport(t, env, owner, project)
-	limit := int64(150)
-	if err := env.Store.SetQuotas(ctx, owner, store.Quotas{Bytes: &limit}); err != nil {
-		t.Fatal(err)
-	}
-	sha := testenv.Checksum([]byte("photo"))
+	env, owner, items := importUnderQuota(t, 150)
+	ctx, sha := context.Background(), testenv.Checksum([]byte("photo"))
 	for try := range 2 {
 		if err := env.Store.RecordDownload(ctx, owner, items[0].AssetID, sha, 100, "image/jpeg", store.Limits{}); err != nil {
 			t.Fatalf("try %d: %v", try+1, err)
@@ -100,15 +108,8 @@ func TestBytesQuotaCountsARetriedDownloadOnce(t *testing.T) {
 // the one that waits for the other's lock sees the bytes the other
 // recorded, and is refused.
 func TestBytesQuotaHoldsBetweenConcurrentDownloads(t *testing.T) {
-	env := testenv.New(t)
-	ctx := context.Background()
-	owner, project := env.Project(t)
-	items, _, _ := createImport(t, env, owner, project)
-	limit := int64(150)
-	if err := env.Store.SetQuotas(ctx, owner, store.Quotas{Bytes: &limit}); err != nil {
-		t.Fatal(err)
-	}
-	sha := testenv.Checksum([]byte("photo"))
+	env, owner, items := importUnderQuota(t, 150)
+	ctx, sha := context.Background(), testenv.Checksum([]byte("photo"))
 
 	second := make(chan error, 1)
 	err := env.Store.WithUsage(ctx, owner, func(tx *store.Store, u *store.Usage) error {
