@@ -51,12 +51,17 @@ func (s *Store) UnenqueuedClusterRuns(ctx context.Context, cutoff time.Time) ([]
 }
 
 // OverdueClusterRuns are at most limit enqueued runs, oldest first, that
-// should have started before cutoff but have not: their task may be lost,
-// and while a run waits every later request joins it.
-func (s *Store) OverdueClusterRuns(ctx context.Context, cutoff time.Time, limit int) ([]ClusterRun, error) {
+// should have started before cutoff but have not, or that started before
+// startedBefore and never finished: their task may be lost, or archived
+// after failing its retries, and while a run waits every later request
+// joins it (and the project's photos wait for it to reach 'ai').
+func (s *Store) OverdueClusterRuns(ctx context.Context, cutoff, startedBefore time.Time, limit int) ([]ClusterRun, error) {
 	var runs []ClusterRun
-	err := s.db.SelectContext(ctx, &runs, `SELECT project_id, run, scheduled_for, false AS new FROM cluster_runs
-		WHERE scheduled_for < $1 AND enqueued_at IS NOT NULL ORDER BY scheduled_for, project_id LIMIT $2`, cutoff, limit)
+	err := s.db.SelectContext(ctx, &runs, `
+		SELECT project_id, run, coalesce(scheduled_for, started_at) AS scheduled_for, false AS new FROM cluster_runs
+		WHERE (scheduled_for < $1 AND enqueued_at IS NOT NULL)
+		   OR (scheduled_for IS NULL AND done_run < run AND started_at < $2)
+		ORDER BY 3, project_id LIMIT $3`, cutoff, startedBefore, limit)
 	return runs, err
 }
 

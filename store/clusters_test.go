@@ -197,3 +197,36 @@ func TestClusterPagesGoOnAcrossARun(t *testing.T) {
 		t.Fatalf("after a run, the next page: %s, %v; want moment 2, moment 3", titles(next), err)
 	}
 }
+
+// A run that started and never finished is overdue once it started long
+// enough ago, and no longer once it stored its groups.
+func TestAStartedRunThatNeverEndsIsOverdue(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	_, project := env.Project(t)
+	run := startClusterRun(t, env.Store, project)
+	overdue := func() bool {
+		t.Helper()
+		now := time.Now()
+		runs, err := env.Store.OverdueClusterRuns(ctx, now.Add(-2*time.Minute), now.Add(-15*time.Minute), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(runs) == 1 && runs[0].ProjectID == project && runs[0].Run == run
+	}
+	if overdue() {
+		t.Fatal("a run started just now is overdue")
+	}
+	if _, err := env.DB.Exec(`UPDATE cluster_runs SET started_at = now() - interval '1 hour' WHERE project_id = $1`, project); err != nil {
+		t.Fatal(err)
+	}
+	if !overdue() {
+		t.Fatal("a run started an hour ago and never finished is not overdue")
+	}
+	if _, stored, err := env.Store.ReplaceClusters(ctx, project, run, nil, nil); !stored || err != nil {
+		t.Fatalf("stored %v, %v", stored, err)
+	}
+	if overdue() {
+		t.Fatal("a finished run is overdue")
+	}
+}

@@ -21,6 +21,7 @@ const (
 	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
 	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
 	overdueAfter    = 2 * time.Minute  // a cluster run due this long ago should have started
+	stuckRunAfter   = 5 * time.Minute  // past its timeout, a started cluster run should have ended
 	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
 	discardedURLOK  = 5 * time.Minute  // a storage server's clock may run behind ours
 	unnotifiedAfter = time.Minute      // an event's webhooks are told right after its commit
@@ -51,7 +52,7 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 
 	// Cluster runs have no job row: those overdue are compared with Asynq
 	// on their own.
-	overdue, err := w.st.OverdueClusterRuns(ctx, now.Add(-overdueAfter), sweepBatch)
+	overdue, err := w.st.OverdueClusterRuns(ctx, now.Add(-overdueAfter), now.Add(-tasks.Timeout(tasks.TypeCluster)-stuckRunAfter), sweepBatch)
 	errs = append(errs, err)
 	n, err = w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
 	errs = append(errs, err)

@@ -306,6 +306,33 @@ func TestSweepPutsBackClusterRunsRedisLostOrAnOutageArchived(t *testing.T) {
 	}
 }
 
+// A cluster run that started and then failed through its retries was
+// archived with its run marked started, not due: nothing found it again,
+// and the project's photos never reached 'ai'. Once past its timeout, the
+// sweep runs it again.
+func TestSweepRunsAgainAClusterRunThatFailedAfterItStarted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	project := h.project()
+	id := h.scheduleClusterRun(project)
+	if ok, err := h.env.Store.StartClusterRun(ctx, project, 1); !ok || err != nil {
+		t.Fatalf("start: %v %v", ok, err)
+	}
+	if err := h.in.ArchiveTask("low", id); err != nil {
+		t.Fatal(err)
+	}
+	h.sweep()
+	if info, _ := h.in.GetTaskInfo("low", id); info == nil || info.State != asynq.TaskStateArchived {
+		t.Fatalf("a run started just now was touched: %v", info)
+	}
+	h.exec(`UPDATE cluster_runs SET started_at = now() - interval '20 minutes' WHERE project_id = $1`, project)
+	h.sweep()
+	if info, err := h.in.GetTaskInfo("low", id); err != nil || info.State != asynq.TaskStatePending {
+		t.Fatalf("a run stuck since it started was not run again: %v %v", info, err)
+	}
+}
+
 func TestSweepPutsBackClusterRunsAfterRedisLosesEverything(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
