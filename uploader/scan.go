@@ -65,6 +65,15 @@ func scan(paths []string) (files []*file, ignored []string, err error) {
 			if err != nil {
 				return err
 			}
+			if info.Mode()&fs.ModeSymlink != 0 {
+				// A link to a photo is sent as the photo, as it is when
+				// named on the command line; a link that leads nowhere is
+				// ignored, and said so. Links to folders are not followed.
+				if info, err = os.Stat(path); err != nil {
+					ignored = append(ignored, path)
+					return nil
+				}
+			}
 			add(path, info)
 			return nil
 		})
