@@ -15,7 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
 	"lightbox/internal/testenv"
+	"lightbox/tasks"
 	"lightbox/uploader"
 )
 
@@ -213,6 +217,40 @@ func TestUploadCommandResumesAfterAnInterruption(t *testing.T) {
 		t.Errorf("%s was PUT as asset %s before the run, and not finalized as that asset", lost, lostAsset)
 	}
 	t.Logf("interrupted after %d files; the second run skipped %d and uploaded %d", sent, res.Counts.Skipped, res.Counts.Uploaded)
+}
+
+// A key revoked while the command waits for processing ends the run with
+// the refusal, rather than leaving it waiting for news that cannot come.
+// The ingest queue is paused, so the batch cannot end on its own.
+func TestUploadCommandEndsWhenItsKeyIsRevokedWhileWaiting(t *testing.T) {
+	s, key := uploadStack(t, nil)
+	redis, err := asynq.ParseRedisURI(s.env.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := asynq.NewInspector(redis)
+	defer in.Close()
+	if err := in.PauseQueue(tasks.QueueOf(tasks.TypeIngest)); err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := corpusFolders(t)
+	var keyID uuid.UUID
+	if err := s.env.DB.Get(&keyID, `SELECT id FROM api_keys`); err != nil {
+		t.Fatal(err)
+	}
+	revoke := func(ev uploader.Event) {
+		if ev.Kind == uploader.EventUploadsDone {
+			if err := s.env.Store.RevokeAPIKey(context.Background(), keyID); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	var evs events
+	_, err = s.runUpload(context.Background(), key, uploader.Options{NewTitle: "Revoked", Paths: paths[:1], Report: revoke}, &evs)
+	var refused *uploader.APIError
+	if !errors.As(err, &refused) || refused.Status != http.StatusUnauthorized {
+		t.Fatalf("the run ended with %v, want the 401 of the revoked key", err)
+	}
 }
 
 func TestUploadCommandWaitsOutTheRateLimit(t *testing.T) {

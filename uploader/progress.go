@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -267,8 +268,13 @@ func (t *tracker) wait(ctx context.Context) error {
 		case <-t.changed:
 		case <-tick.C:
 			for _, id := range stale[:min(len(stale), 10)] {
-				if err := t.poll(ctx, id); err != nil && ctx.Err() != nil {
-					return ctx.Err()
+				// call has ridden out what passes; what is left (a refused
+				// key, a server gone for minutes) ends the run.
+				if err := t.poll(ctx, id); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("following batch %s: %w", id, err)
 				}
 			}
 		case <-ctx.Done():
