@@ -117,14 +117,37 @@ func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets
 	return versions, jobs, nil
 }
 
+// NewestEdit reports whether version is its asset's newest: only the
+// newest one's render becomes the asset's edit files.
+func (s *Store) NewestEdit(ctx context.Context, version uuid.UUID) (bool, error) {
+	var newest bool
+	err := s.db.GetContext(ctx, &newest, `
+		SELECT NOT EXISTS (SELECT 1 FROM edit_versions v JOIN edit_versions n ON n.asset_id = v.asset_id
+		                   WHERE v.id = $1 AND (n.created_at, n.id) > (v.created_at, v.id))`, version)
+	return newest, err
+}
+
 // SaveEditRender records version's render as its asset's edit files and
-// marks the version applied.
-func (s *Store) SaveEditRender(ctx context.Context, version uuid.UUID, files ...AssetFile) error {
-	return s.WithTx(ctx, func(tx *Store) error {
+// marks the version applied, if it is still the asset's newest; it reports
+// whether it did. The asset's row is locked first, so a version added
+// meanwhile is seen.
+func (s *Store) SaveEditRender(ctx context.Context, version uuid.UUID, files ...AssetFile) (bool, error) {
+	var saved bool
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.ExecContext(ctx, `SELECT 1 FROM assets a JOIN edit_versions v ON v.asset_id = a.id
+			WHERE v.id = $1 FOR UPDATE OF a`, version); err != nil {
+			return err
+		}
+		newest, err := tx.NewestEdit(ctx, version)
+		if err != nil || !newest {
+			return err
+		}
 		if err := tx.upsertFiles(ctx, files); err != nil {
 			return err
 		}
-		_, err := tx.db.ExecContext(ctx, `UPDATE edit_versions SET applied_at = now() WHERE id = $1`, version)
+		_, err = tx.db.ExecContext(ctx, `UPDATE edit_versions SET applied_at = now() WHERE id = $1`, version)
+		saved = err == nil
 		return err
 	})
+	return saved, err
 }

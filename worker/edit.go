@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/imaging"
@@ -14,7 +15,9 @@ import (
 
 // applyEdit renders an edit version onto its asset's original and stores
 // the result as the asset's edit_preview and edit_thumbnail. Running it
-// again writes the same files over themselves.
+// again writes the same files over themselves. A version that is no longer
+// its asset's newest (a retry that ran after a newer version was made) is
+// not rendered: its files would replace the newer one's.
 func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.EditPayload](t)
 	if err != nil {
@@ -25,6 +28,9 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 		return badInput("not_found", "The edit version no longer exists.")
 	}
 	if err != nil {
+		return err
+	}
+	if superseded, err := w.supersededEdit(ctx, v.ID); superseded || err != nil {
 		return err
 	}
 	e, problems := render.ParseEdit(v.Params)
@@ -51,6 +57,10 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	// Rendering takes a while; a newer version may have come meanwhile.
+	if superseded, err := w.supersededEdit(ctx, v.ID); superseded || err != nil {
+		return err
+	}
 	preview, err := w.putDerived(ctx, a.ID, "edit_preview", out.Preview)
 	if err != nil {
 		return err
@@ -59,5 +69,19 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	return w.st.SaveEditRender(ctx, v.ID, preview, thumb)
+	if saved, err := w.st.SaveEditRender(ctx, v.ID, preview, thumb); err != nil || saved {
+		return err
+	}
+	w.log.Info("edit superseded while its files were written", "edit", v.ID)
+	return nil
+}
+
+// supersededEdit reports, and logs, a version that is no longer its
+// asset's newest.
+func (w *Worker) supersededEdit(ctx context.Context, version uuid.UUID) (bool, error) {
+	newest, err := w.st.NewestEdit(ctx, version)
+	if err == nil && !newest {
+		w.log.Info("edit superseded by a newer version; not rendered", "edit", version)
+	}
+	return err == nil && !newest, err
 }
