@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,6 +194,20 @@ func (s *Store) ReplaceClusters(ctx context.Context, project uuid.UUID, run int6
 	return moved, stored, nil
 }
 
+// stableClusterID names a group by its project, kind and lowest member, so
+// a group stored again by the next run keeps its id while it keeps that
+// photo: links to it, and the list's cursors, outlive the run. A photo is
+// in one group of each kind, so the name is unique within a run.
+func stableClusterID(project uuid.UUID, c NewCluster) uuid.UUID {
+	var lowest uuid.UUID
+	for i, m := range c.Members {
+		if i == 0 || bytes.Compare(m.AssetID[:], lowest[:]) < 0 {
+			lowest = m.AssetID
+		}
+	}
+	return uuid.NewSHA1(project, []byte(c.Kind+"/"+lowest.String()))
+}
+
 // insertClusters writes cs and their members in two statements, however
 // many there are: a project of 100,000 photos has tens of thousands of
 // groups, and a statement each would take most of a cluster run.
@@ -206,10 +221,18 @@ func (s *Store) insertClusters(ctx context.Context, project uuid.UUID, cs []NewC
 		clusters, assets, roles, signals []string
 		ranks                            []int64
 	}
+	used := make(map[uuid.UUID]bool, n)
+	for _, c := range cs {
+		used[c.ID] = c.ID != uuid.Nil
+	}
 	for i, c := range cs {
 		id := c.ID
 		if id == uuid.Nil {
-			id = uuid.New()
+			id = stableClusterID(project, c)
+			if used[id] {
+				id = uuid.New()
+			}
+			used[id] = true
 		}
 		why, _ := json.Marshal(append([]string{}, c.WhyWinner...))
 		ids[i], kinds[i], titles[i], winners[i], whys[i] = id.String(), c.Kind, c.Title, c.Winner.String(), string(why)
