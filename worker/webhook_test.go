@@ -175,9 +175,11 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The delivery's row is written by the handler, its job's states a
+	// moment later by the worker's job writer: wait for both.
 	h.waitFor("the delivery to succeed and its job to end", 5*time.Minute, func() bool {
 		d := h.delivery(job.ID)
-		return d.Status == store.DeliveryDone && d.JobStatus != "running"
+		return d.Status == store.DeliveryDone && d.JobStatus != "running" && d.JobStatus != "queued"
 	})
 
 	d := h.delivery(job.ID)
