@@ -279,6 +279,35 @@ func TestUploadCommandWaitsOutTheRateLimit(t *testing.T) {
 	t.Logf("%d refusals waited out", len(limited))
 }
 
+// A quota of 4 files in flight and chunks of 4: every prepare after the
+// first is refused until the run's own uploads finish. The refused
+// prepare asks again within seconds, and the PUTs and finalizes that free
+// the quota go on meanwhile, where holding every request for the answer's
+// Retry-After (the earliest upload's expiry, 5 minutes here) stalled them
+// all.
+func TestUploadCommandWaitsForItsOwnUploadsUnderAFilesQuota(t *testing.T) {
+	s, key := uploadStack(t, map[string]string{"QUOTA_FILES_IN_FLIGHT": "4"})
+	paths, n := corpusFolders(t)
+	var evs events
+	res, err := s.runUpload(context.Background(), key, uploader.Options{NewTitle: "Quota", Paths: paths, ChunkSize: 4}, &evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failures) > 0 || res.Counts.Uploaded != n {
+		t.Errorf("counts %+v, failures %+v; want all %d uploaded", res.Counts, res.Failures, n)
+	}
+	limited := evs.of(uploader.EventRateLimited)
+	if len(limited) == 0 {
+		t.Fatal("no prepare was refused: the test did not exercise the quota")
+	}
+	for _, ev := range limited {
+		if ev.WaitSeconds > 10 {
+			t.Fatalf("a refusal for the quota waited %.0f s, the earliest upload's expiry: %+v", ev.WaitSeconds, ev)
+		}
+	}
+	t.Logf("%d refusals, each waited out in seconds", len(limited))
+}
+
 // stalledTransport holds the first PUT until its signed URL has expired,
 // as a connection that stalled for longer than the URL lives would; the
 // server then refuses it for real.

@@ -131,14 +131,24 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 		if errors.As(err, &apiErr) && !apiErr.transient() {
 			return err
 		}
+		quota := apiErr != nil && apiErr.Code == "quota_exceeded"
+		if quota {
+			// Waiting for the run's own uploads to finish is not a failure
+			// that repeats: it does not use up the tries.
+			attempt--
+		}
 		if attempt >= maxAttempts {
 			return fmt.Errorf("%s %s: gave up after %d tries: %w", method, path, attempt, err)
 		}
 		var pause time.Duration
-		if apiErr != nil && apiErr.Status == http.StatusTooManyRequests {
+		switch {
+		case quota:
+			key = newKey()
+			pause = c.overQuota(path, apiErr)
+		case apiErr != nil && apiErr.Status == http.StatusTooManyRequests:
 			key = newKey()
 			pause = c.refused(path, apiErr)
-		} else {
+		default:
 			pause = backoff(attempt)
 			c.report(Event{Kind: EventRetry, Message: fmt.Sprintf("%s %s: %v", method, path, err), WaitSeconds: pause.Seconds()})
 		}
@@ -146,6 +156,21 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 			return err
 		}
 	}
+}
+
+// quotaRetry is how soon a request refused for a full quota asks again.
+const quotaRetry = 2 * time.Second
+
+// overQuota handles a 429 quota_exceeded: a quota of files or bytes in
+// flight frees itself as this run's own PUTs and finalizes end, usually
+// long before the earliest upload expires (the answer's Retry-After), so
+// only the refused request waits, and asks again soon; holding every
+// request, as a rate limit's 429 does, held the very uploads that free it
+// until their URLs expired.
+func (c *client) overQuota(what string, e *APIError) time.Duration {
+	pause := min(e.RetryAfter, quotaRetry) + rand.N(quotaRetry/4)
+	c.report(Event{Kind: EventRateLimited, Message: what + ": " + e.Code, WaitSeconds: pause.Seconds()})
+	return pause
 }
 
 // refused handles a 429 that says when to come back: every request holds
