@@ -3,6 +3,7 @@
 package imaging
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -20,18 +21,20 @@ import (
 // ceiling_of_floor is floor / Process: the most of the decode floor any
 // pipeline making these outputs could reach, before storing, embedding or
 // recording anything.
+//
+// lanczos_plain is the pass across again with its rows laid out one sample
+// at a time (lanczosShuffles off), on the same rows, as a baseline for the
+// byte shuffles.
 func BenchmarkStages(b *testing.B) {
-	if _, err := New(EngineVips, Config{VipsConcurrency: 1}); err != nil {
+	// Starts libvips on one thread, as the worker does, before the crops.
+	e, err := New(EngineVips, Config{VipsConcurrency: 1})
+	if err != nil {
 		b.Fatal(err)
 	}
 	photos := twelveMPCrops(b, 4)
 	cfg := Config{}.withDefaults()
 	opt := Options{}.withDefaults()
-	e, err := New(EngineVips, Config{VipsConcurrency: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	steps := []string{"floor", "process", "decode_rows", "lanczos_across", "encode_preview", "thumbnail", "analysis", "metadata"}
+	steps := []string{"floor", "process", "decode_rows", "lanczos_across", "lanczos_plain", "encode_preview", "thumbnail", "analysis", "metadata"}
 	spent := make(map[string]time.Duration, len(steps))
 	timed := func(step string, fn func() error) {
 		start := time.Now()
@@ -83,11 +86,19 @@ func BenchmarkStages(b *testing.B) {
 				rows, err = ref.ToBytes()
 				return err
 			})
+			// The pass works in place: the plain one gets its own copy.
+			plain := bytes.Clone(rows)
 			var pix []byte
 			timed("lanczos_across", func() (err error) {
 				pix, err = lanczosRGB(rows, w, ht, fw, fh, shrink)
 				return err
 			})
+			lanczosShuffles(false)
+			timed("lanczos_plain", func() error {
+				_, err := lanczosRGB(plain, w, ht, fw, fh, shrink)
+				return err
+			})
+			lanczosShuffles(true)
 			timed("encode_preview", func() error {
 				_, err := encodeRGB(pix, fw, fh, opt.PreviewQuality)
 				return err
@@ -116,6 +127,7 @@ func BenchmarkStages(b *testing.B) {
 		b.ReportMetric(ms(s), s+"_ms/photo")
 	}
 	b.ReportMetric(ms("floor")/ms("process"), "ceiling_of_floor")
+	b.ReportMetric(ms("lanczos_plain")/ms("lanczos_across"), "x_plain_layout")
 }
 
 // twelveMPCrops cuts n distinct 4000×3000 windows from the corpus's
