@@ -311,21 +311,11 @@ func TestGroupPhotosShowBeforeTheListIsWhole(t *testing.T) {
 		FROM assets WHERE id IN ($1, $2)`, last[0], last[1]); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	r, err := s.env.Store.ScheduleCluster(ctx, pid, 0)
-	if err == nil {
-		err = s.env.Store.MarkClusterEnqueued(ctx, pid, r.Run)
-	}
-	if err == nil {
-		_, err = s.env.Store.StartClusterRun(ctx, pid, r.Run)
-	}
 	at := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
-	if err == nil {
-		_, _, err = s.env.Store.ReplaceClusters(ctx, pid, r.Run, []store.NewCluster{{Kind: "moment", Title: "Cake", Start: &at, End: &at, Winner: last[0],
-			Members: []store.ClusterMember{{AssetID: last[0], Rank: 1, Role: "winner", Signals: json.RawMessage(`{}`)},
-				{AssetID: last[1], Rank: 2, Role: "alt", Signals: json.RawMessage(`{}`)}}}}, nil)
-	}
-	if err != nil {
+	if _, _, err := s.env.Store.ReplaceClusters(context.Background(), pid, s.env.StartClusterRun(t, pid), []store.NewCluster{{
+		Kind: "moment", Title: "Cake", Start: &at, End: &at, Winner: last[0],
+		Members: []store.ClusterMember{{AssetID: last[0], Rank: 1, Role: "winner", Signals: json.RawMessage(`{}`)},
+			{AssetID: last[1], Rank: 2, Role: "alt", Signals: json.RawMessage(`{}`)}}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -15,24 +15,6 @@ import (
 	"lightbox/store"
 )
 
-// startClusterRun schedules and starts the project's next cluster run, as
-// the worker does, and returns its number.
-func startClusterRun(t *testing.T, st *store.Store, project uuid.UUID) int64 {
-	t.Helper()
-	ctx := context.Background()
-	r, err := st.ScheduleCluster(ctx, project, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.MarkClusterEnqueued(ctx, project, r.Run); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := st.StartClusterRun(ctx, project, r.Run); !ok || err != nil {
-		t.Fatalf("run %d did not start: %v", r.Run, err)
-	}
-	return r.Run
-}
-
 // moment is one group of member, titled title.
 func moment(title string, member uuid.UUID) []store.NewCluster {
 	now := time.Now()
@@ -65,8 +47,8 @@ func TestStaleClusterRunChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := env.Store
-	one := startClusterRun(t, st, project)
-	two := startClusterRun(t, st, project)
+	one := env.StartClusterRun(t, project)
+	two := env.StartClusterRun(t, project)
 
 	if _, stored, err := st.ReplaceClusters(ctx, project, two, moment("run 2", first), nil); !stored || err != nil {
 		t.Fatalf("run 2: stored %v, %v", stored, err)
@@ -110,10 +92,10 @@ func TestConcurrentClusterRunsLeaveOneRunsGroups(t *testing.T) {
 			res := env.Finalize(t, owner, project, nil, testenv.Files(1)...)
 			member := res.Assets[0].AssetID
 			st := env.Store
-			if _, _, err := st.ReplaceClusters(ctx, project, startClusterRun(t, st, project), moment("old", member), nil); err != nil {
+			if _, _, err := st.ReplaceClusters(ctx, project, env.StartClusterRun(t, project), moment("old", member), nil); err != nil {
 				t.Fatal(err)
 			}
-			older, newer := startClusterRun(t, st, project), startClusterRun(t, st, project)
+			older, newer := env.StartClusterRun(t, project), env.StartClusterRun(t, project)
 			firstRun, secondRun := older, newer
 			if tc.firstIsNewer {
 				firstRun, secondRun = newer, older
@@ -175,7 +157,7 @@ func TestClusterPagesGoOnAcrossARun(t *testing.T) {
 	}
 	store1 := func() {
 		t.Helper()
-		if _, stored, err := env.Store.ReplaceClusters(ctx, project, startClusterRun(t, env.Store, project), groups(), nil); !stored || err != nil {
+		if _, stored, err := env.Store.ReplaceClusters(ctx, project, env.StartClusterRun(t, project), groups(), nil); !stored || err != nil {
 			t.Fatalf("stored %v, %v", stored, err)
 		}
 	}
@@ -204,7 +186,7 @@ func TestAStartedRunThatNeverEndsIsOverdue(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	_, project := env.Project(t)
-	run := startClusterRun(t, env.Store, project)
+	run := env.StartClusterRun(t, project)
 	overdue := func() bool {
 		t.Helper()
 		now := time.Now()

@@ -148,3 +148,21 @@ func (e *Env) AssetStatus(t testing.TB, asset uuid.UUID) string {
 	}
 	return a.Status
 }
+
+// StartClusterRun schedules and starts the project's next cluster run, as
+// the worker does, and returns its number.
+func (e *Env) StartClusterRun(t testing.TB, project uuid.UUID) int64 {
+	t.Helper()
+	ctx := context.Background()
+	r, err := e.Store.ScheduleCluster(ctx, project, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.MarkClusterEnqueued(ctx, project, r.Run); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.Store.StartClusterRun(ctx, project, r.Run); !ok || err != nil {
+		t.Fatalf("run %d did not start: %v", r.Run, err)
+	}
+	return r.Run
+}
