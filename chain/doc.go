@@ -45,6 +45,18 @@
 //
 // A cancelled context (shutdown, task timeout) is not a crash: in-flight
 // publishes finish or fail, and the published prefix is still committed.
+//
+// # Batch size and ledgers
+//
+// Attestation chain: the design says batches of up to 50; with a 50 ms ledger
+// that caps the chain at 60,000 a minute, so the defaults are
+// CHAIN_BATCH_SIZE=512 and CHAIN_CONCURRENCY=256. The local ledger is an
+// fsynced JSON-lines file under DATA_DIR (a ledger in the database it
+// witnesses would prove nothing); CHAIN_LEDGER_URL posts each signed
+// transaction to an HTTP log instead. A ledger that is down (connection
+// errors, 5xx, 429, file errors) is an outage: no item is charged a failure
+// and flushing backs off from 5 s to 2 min; only a refusal of one item (a 4xx)
+// counts towards abandoning it after 5.
 package chain
 
 import "fmt"

@@ -3,6 +3,15 @@
 // apart from one camera) and duplicate groups (perceptual hashes within a
 // threshold), each ranked by quality signals with a winner and the reasons
 // it won. It is pure computation over what ingest measured.
+//
+// # Choices
+//
+// Moments split where shots are more than 90 minutes apart; bursts are frames
+// at most 2 s apart from one camera; duplicate groups join perceptual hashes
+// at most 10 bits apart (copies measured ≤ 6 bits apart, different corpus
+// photos ≥ 22). Winners are ranked by sharpness (half the score), exposure and
+// resolution, and whyWinner names the signals where the winner beats every
+// other member.
 package cluster
 
 import (

@@ -46,6 +46,44 @@
 // Every refusal is an *Error with a stable Code (see the Code* constants);
 // use ErrorCode(err) to read it. A broken EXIF block is never fatal: it is
 // reported in Result.MetadataWarning and the pixels are processed.
+//
+// # Choices
+//
+// Derived files are JPEG (thumbnail long edge 320 px q80, preview 2048 px
+// q82): every client shows JPEG and both imaging engines can write it. Both
+// are Lanczos3 resizes. In the libvips engine, a JPEG, HEIF, AVIF or JPEG XL
+// under four times the preview size is shrunk in height by libvips and across
+// by imaging/lanczos.go, a vectorised Lanczos3 in C (libvips 8.14's own
+// horizontal pass is scalar and cost as much as the decode); the preview is
+// the size libvips' thumbnail gives, and TestPreviewLikeLibvips keeps it
+// within JPEG noise of libvips' own.
+//
+// Formats: JPEG, PNG, GIF, WebP, TIFF, HEIC/HEIF (.heic .heif .hif), AVIF,
+// JPEG XL, DNG and camera raws (CR2, CR3, CRW, NEF, NRW, ARW, RAF, ORF, RW2,
+// PEF, SRW), recognised by their bytes (imaging/formats); the extension
+// decides only when the browser sends no type or application/octet-stream.
+// HEIF, AVIF, JPEG XL and raws need the libvips engine (a cgo build with
+// LibRaw); the pure-Go engine refuses them with unsupported_format naming the
+// libvips engine. Pixel limits are checked from the header before any decode.
+//
+// Raws show their embedded JPEG when its long edge reaches the preview size;
+// otherwise LibRaw develops the sensor data (at half size when that still
+// covers the preview). LibRaw 0.20 crops differently from the sizes some tools
+// report: the DNG develops to 1734×1156, the CRW to 2176×1448. A raw that
+// cannot be developed (the header-only stubs) fails with corrupt_image; its
+// camera is kept on the asset and named in the message.
+//
+// Colour: thumbnails and previews are sRGB JPEGs without a profile. Display
+// P3, Adobe RGB, CMYK and other embedded profiles are converted (profiles that
+// already say sRGB are left as they are); 16-bit sources go to 8 bits; PQ and
+// HLG HDR is tone-mapped to SDR; alpha is flattened onto white. Originals are
+// kept byte for byte.
+//
+// Metadata comes from EXIF in JPEG, PNG, WebP, TIFF, HEIF/AVIF, JPEG XL and
+// raws (CR3 and RAF included) through an in-memory TIFF reader that reads each
+// directory once (at most 64), never follows an offset out of the block and
+// runs in the caller's goroutine, so a hostile file cannot leave a parser
+// running; a JPEG without EXIF gets its fields from XMP.
 package imaging
 
 import (

@@ -1,10 +1,3 @@
-// Package jobs provides the job core the server and the worker share: job
-// rows built from task payloads, recorded in Postgres and enqueued after the
-// commit, cancelled, run again, and the finalize sequence that turns
-// uploaded originals into ingest jobs.
-//
-// Jobs are committed first and enqueued after, so a lost enqueue leaves a
-// job the sweeper finds, never work that nobody recorded.
 package jobs
 
 import (

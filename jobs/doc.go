@@ -1,0 +1,70 @@
+// Package jobs provides the job core the server and the worker share: job
+// rows built from task payloads, recorded in Postgres and enqueued after the
+// commit, cancelled, run again, and the finalize sequence that turns
+// uploaded originals into ingest jobs.
+//
+// Jobs are committed first and enqueued after, so a lost enqueue leaves a
+// job the sweeper finds, never work that nobody recorded.
+//
+// # Choices
+//
+// Fair shares of the queue: Asynq holds at most BATCH_WINDOW (64) jobs of one
+// batch and USER_WINDOW (128) of one user's batches in each queue; the rest
+// wait in Postgres and join as jobs end, the user's oldest batch first, within
+// it the oldest job. A 5-photo batch started after a 200-photo one goes ahead
+// of most of it, and another user's photos wait behind at most 128 of the
+// first user's, however many chunks (each its own batch) the first user's
+// uploader finalized. Within one user the oldest batch goes first, so a user's
+// own small batch after a chunked upload of theirs waits for it. Failed jobs
+// retried (POST /v1/batches/{id}/retry, the admin page) go through the same
+// windows. Keep USER_WINDOW above the concurrency of all workers together, or
+// one user alone cannot keep them busy.
+//
+// Job states are written by the worker's middleware (running with the attempt,
+// done, failed with a stable code, queued again with nextRunAt), so a retry
+// started in Asynqmon shows in the API. Bad input (empty_file,
+// unsupported_format, corrupt_image, too_many_pixels, too_large) fails at once
+// without retries; a rate-limited call waits without spending a retry. Retry
+// jitter is derived from the task, so the recorded nextRunAt is the time Asynq
+// really retries. A worker saves and publishes the states of all its tasks
+// together every 5 ms, so they show a few ms late; a task's handler returns
+// only once its state is saved, and a job whose state was lost with a killed
+// worker is run again by the sweep once its row has been quiet a while. A
+// stopped worker (SIGTERM) gives its tasks SHUTDOWN_TIMEOUT to end, hands the
+// others back to the queue at once, records their jobs queued with code
+// interrupted (no attempt spent, no asset, export or webhook delivery failed,
+// even on its last attempt) and exits once their handlers have returned, 30 s
+// at most after that. Each run of an export writes under a token of its own
+// and builds its archive under its own key, so a handed-back run still ending
+// when the next run has started changes nothing: it cancels and fails nothing
+// and leaves the next run's archive alone. A run's key is kept as a discard
+// from before it writes until its export records the archive, so one no export
+// keeps (its run was taken over, cancelled or killed) is deleted by the sweep
+// once the task's timeout (30 minutes) and 5 more have passed; a run that
+// would record its archive after that deletes it and is retried.
+//
+// The sweep reconciles every queued or running job whose row has been quiet
+// for 2 minutes (500 a sweep, continuing where the last stopped) with Asynq's
+// own state: a task Redis lost is handed over again through its batch's window
+// (a lost job no longer holds a place in it); a task archived while its job is
+// still live (an outage, such as Postgres down past the retries) runs again; a
+// task that completed without its job being recorded is recorded as done.
+// Waiting, scheduled and running tasks are left alone. After a FLUSHALL the
+// work is back within a sweep interval plus 2 minutes. Cluster runs have no
+// job rows; the sweep checks each run still waiting 2 minutes after it was due
+// the same way (500 a sweep, oldest first): a task Redis lost is enqueued
+// again, and an archived one (its start failed through every retry) runs
+// again, since a waiting run absorbs every later request of its project. While
+// attestations wait, each sweep asks for a chain flush, and runs again a flush
+// that an outage archived (it would otherwise hold the flush's TaskID for
+// good). Webhook events whose deliveries were never recorded (see Webhooks)
+// are told again a minute after the state they report (500 of each kind a
+// sweep, oldest first).
+//
+// Embedding jobs follow ingest outside the upload's batch: a batch is the work
+// the request started (ingest), and the three phases a user watches come from
+// asset stages. A URL import's batch holds its downloads and the ingests that
+// follow them; a download that ends after its batch was cancelled keeps its
+// photo, with its ingest canceled like the batch's other waiting work (a
+// finished batch is reopened instead).
+package jobs
