@@ -38,14 +38,14 @@ func TestClientGalleryInABrowser(t *testing.T) {
 		assets = append(assets, id)
 	}
 	s.waitReady(key, project.ID, len(assets))
-	var g struct{ ID, Slug string }
+	var g struct{ ID, ShareSlug string }
 	if code := s.call("POST", "/v1/projects/"+project.ID+"/galleries", key, map[string]any{
 		"title": "Ana & Ben, proofs", "password": "harbour-2026", "assetIds": assets}, &g); code != 201 {
 		t.Fatalf("create gallery: %d", code)
 	}
 
 	b := newBrowser(t, chrome)
-	b.run("open the gallery", chromedp.Navigate(s.url+"/s/"+g.Slug), chromedp.WaitVisible(chromedp.CSS("#password")))
+	b.run("open the gallery", chromedp.Navigate(s.url+"/s/"+g.ShareSlug), chromedp.WaitVisible(chromedp.CSS("#password")))
 	if got := b.text("#title"); got != "Ana & Ben, proofs" {
 		t.Errorf("the page's title is %q", got)
 	}
@@ -69,7 +69,7 @@ func TestClientGalleryInABrowser(t *testing.T) {
 
 	// The counts, through the API as the owner's app reads them.
 	var auth struct{ Token string }
-	if code := s.call("POST", "/v1/share/"+g.Slug+"/auth", "", map[string]any{"password": "harbour-2026"}, &auth); code != 200 {
+	if code := s.call("POST", "/v1/share/"+g.ShareSlug+"/auth", "", map[string]any{"password": "harbour-2026"}, &auth); code != 200 {
 		t.Fatalf("auth: %d", code)
 	}
 	var share struct {
@@ -78,7 +78,7 @@ func TestClientGalleryInABrowser(t *testing.T) {
 			FavoriteCount, CommentsCount int
 		}
 	}
-	if code := s.call("GET", "/v1/share/"+g.Slug, auth.Token, nil, &share); code != 200 || len(share.Assets) != 3 {
+	if code := s.call("GET", "/v1/share/"+g.ShareSlug, auth.Token, nil, &share); code != 200 || len(share.Assets) != 3 {
 		t.Fatalf("share: %d %+v", code, share)
 	}
 	if a := share.Assets[0]; a.AssetID != assets[0] || a.FavoriteCount != 1 || a.CommentsCount != 0 {

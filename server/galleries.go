@@ -3,8 +3,8 @@ package server
 // Galleries, as their owners manage them (the public side is share.go):
 //
 //   - A gallery shows chosen photos of one project at /s/{slug}. A slug is
-//     10 random characters of [a-z2-7] unless one is given (3 to 64 of
-//     [a-z0-9-], unique across the service: 409 slug_taken).
+//     10 random characters of [a-z2-7] unless shareSlug gives one (3 to
+//     64 of [a-z0-9-], unique across the service: 409 slug_taken).
 //   - A password is stored as an argon2id hash and never shown; PATCH
 //     password null removes it, and any change ends the viewer tokens given
 //     before.
@@ -47,22 +47,24 @@ type galleryJSON struct {
 	ID             uuid.UUID  `json:"id"`
 	ProjectID      uuid.UUID  `json:"projectId"`
 	Title          string     `json:"title"`
-	Slug           string     `json:"slug"`
+	ShareSlug      string     `json:"shareSlug"`
 	ShareURL       string     `json:"shareUrl"`
-	RequiresAuth   bool       `json:"requiresAuth"`
 	ExpiresAt      *time.Time `json:"expiresAt"`
 	Watermark      bool       `json:"watermark"`
 	AllowDownloads bool       `json:"allowDownloads"`
-	AssetCount     int        `json:"assetCount"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	// RequiresPassword is what the public answer calls requiresAuth: the
+	// KILO SDK (seed 002) names the two sides differently.
+	RequiresPassword bool      `json:"requiresPassword"`
+	AssetCount       int       `json:"assetCount"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 	// RenderBatchID is the batch of watermark renders the request started.
 	RenderBatchID *uuid.UUID `json:"renderBatchId,omitempty"`
 }
 
 func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
-	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, Slug: g.Slug,
-		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresAuth: g.PasswordHash != nil,
+	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, ShareSlug: g.Slug,
+		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresPassword: g.PasswordHash != nil,
 		Watermark: g.Watermark, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
@@ -87,7 +89,7 @@ func (s *Server) createGallery(c *gin.Context) {
 	}
 	var in struct {
 		Title          string     `json:"title"`
-		Slug           *string    `json:"slug"`
+		ShareSlug      *string    `json:"shareSlug"`
 		Password       *string    `json:"password"`
 		ExpiresAt      *time.Time `json:"expiresAt"`
 		Watermark      bool       `json:"watermark"`
@@ -100,8 +102,8 @@ func (s *Server) createGallery(c *gin.Context) {
 	}
 	errs := fieldErrors{}
 	checkGalleryTitle(errs, in.Title)
-	if in.Slug != nil && !slugPattern.MatchString(*in.Slug) {
-		errs.add("slug", "must be 3 to 64 characters of a-z, 0-9 and -")
+	if in.ShareSlug != nil && !slugPattern.MatchString(*in.ShareSlug) {
+		errs.add("shareSlug", "must be 3 to 64 characters of a-z, 0-9 and -")
 	}
 	checkPassword(errs, in.Password)
 	checkExpiry(errs, in.ExpiresAt)
@@ -122,15 +124,15 @@ func (s *Server) createGallery(c *gin.Context) {
 	}
 	var ch *store.GalleryChange
 	for try := 0; ; try++ {
-		if in.Slug != nil {
-			g.Slug = *in.Slug
+		if in.ShareSlug != nil {
+			g.Slug = *in.ShareSlug
 		} else {
 			g.Slug = strings.ToLower(rand.Text()[:randomSlugLen])
 		}
 		ch, err = s.store.CreateGallery(ctx, g, ids, jobs.GallerySpec(p.ID, g.ID))
 		// 50 random bits make a clash all but impossible; still, a made
 		// slug never answers slug_taken.
-		if !errors.Is(err, store.ErrSlugTaken) || in.Slug != nil || try == 3 {
+		if !errors.Is(err, store.ErrSlugTaken) || in.ShareSlug != nil || try == 3 {
 			break
 		}
 	}

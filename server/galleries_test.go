@@ -33,9 +33,9 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 		{`{}`, "title"},
 		{`{"title": "  "}`, "title"},
 		{`{"title": "` + strings.Repeat("x", 201) + `"}`, "title"},
-		{`{"title": "W", "slug": "ab"}`, "slug"},
-		{`{"title": "W", "slug": "Wedding"}`, "slug"},
-		{`{"title": "W", "slug": "a/b/c"}`, "slug"},
+		{`{"title": "W", "shareSlug": "ab"}`, "shareSlug"},
+		{`{"title": "W", "shareSlug": "Wedding"}`, "shareSlug"},
+		{`{"title": "W", "shareSlug": "a/b/c"}`, "shareSlug"},
 		{`{"title": "W", "password": "abc"}`, "password"},
 		{`{"title": "W", "expiresAt": "` + past + `"}`, "expiresAt"},
 		{`{"title": "W", "assetIds": ["nope"]}`, "assetIds[0]"},
@@ -61,11 +61,11 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	g := a.newGallery(key, project, map[string]any{"title": "Harbour wedding", "password": "s3cret pass",
 		"assetIds": []string{mine1}, "allowDownloads": true})
 	id := g["id"].(string)
-	if !regexp.MustCompile(`^[a-z2-7]{10}$`).MatchString(g["slug"].(string)) {
-		t.Errorf("made slug %q", g["slug"])
+	if !regexp.MustCompile(`^[a-z2-7]{10}$`).MatchString(g["shareSlug"].(string)) {
+		t.Errorf("made slug %q", g["shareSlug"])
 	}
-	if g["requiresAuth"] != true || g["watermark"] != false || g["allowDownloads"] != true || g["assetCount"] != 1.0 ||
-		g["projectId"] != project || g["expiresAt"] != nil || g["shareUrl"] != a.url+"/s/"+g["slug"].(string) {
+	if g["requiresPassword"] != true || g["watermark"] != false || g["allowDownloads"] != true || g["assetCount"] != 1.0 ||
+		g["projectId"] != project || g["expiresAt"] != nil || g["shareUrl"] != a.url+"/s/"+g["shareSlug"].(string) {
 		t.Errorf("gallery %v", g)
 	}
 	if _, ok := g["renderBatchId"]; ok {
@@ -81,11 +81,11 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	}
 
 	// A chosen slug is unique.
-	named := a.newGallery(key, project, map[string]any{"title": "Second", "slug": "ana-and-ben-2026"})
-	if named["slug"] != "ana-and-ben-2026" || named["requiresAuth"] != false {
+	named := a.newGallery(key, project, map[string]any{"title": "Second", "shareSlug": "ana-and-ben-2026"})
+	if named["shareSlug"] != "ana-and-ben-2026" || named["requiresPassword"] != false {
 		t.Errorf("named gallery %v", named)
 	}
-	expect(t, a.do("POST", path, key, map[string]any{"title": "Third", "slug": "ana-and-ben-2026"}), 409, "slug_taken")
+	expect(t, a.do("POST", path, key, map[string]any{"title": "Third", "shareSlug": "ana-and-ben-2026"}), 409, "slug_taken")
 
 	// Another user's gallery does not exist for them.
 	for _, c := range []struct{ method, path string }{
@@ -102,12 +102,12 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	r = a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"title": "Harbour", "password": nil, "allowDownloads": false,
 		"expiresAt": future.Format(time.RFC3339)})
 	expect(t, r, 200, "")
-	if p := r.json(t); p["title"] != "Harbour" || p["requiresAuth"] != false || p["allowDownloads"] != false ||
-		p["expiresAt"] != future.Format(time.RFC3339) || p["slug"] != g["slug"] {
+	if p := r.json(t); p["title"] != "Harbour" || p["requiresPassword"] != false || p["allowDownloads"] != false ||
+		p["expiresAt"] != future.Format(time.RFC3339) || p["shareSlug"] != g["shareSlug"] {
 		t.Errorf("patched %s", r.body)
 	}
 	r = a.do("PATCH", "/v1/galleries/"+id, key, map[string]any{"password": "new password", "expiresAt": nil})
-	if p := r.json(t); p["requiresAuth"] != true || p["expiresAt"] != nil || p["title"] != "Harbour" {
+	if p := r.json(t); p["requiresPassword"] != true || p["expiresAt"] != nil || p["title"] != "Harbour" {
 		t.Errorf("patched %s", r.body)
 	}
 	for body, field := range map[string]string{
@@ -120,7 +120,7 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 			t.Errorf("%s: fields %v", body, f)
 		}
 	}
-	expect(t, a.do("PATCH", "/v1/galleries/"+id, key, `{"slug": "other"}`), 400, "invalid_json")
+	expect(t, a.do("PATCH", "/v1/galleries/"+id, key, `{"shareSlug": "other"}`), 400, "invalid_json")
 	expect(t, a.do("PATCH", "/v1/galleries/"+id, key, `{"watermark": "yes"}`), 400, "validation_failed")
 
 	// Photos: only the project's, all or nothing.

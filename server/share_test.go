@@ -99,7 +99,7 @@ func TestShareWithAPassword(t *testing.T) {
 	photos := a.readyPhotos(key, project, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg")
 	g := a.newGallery(key, project, map[string]any{"title": "Harbour wedding", "password": "open sesame",
 		"assetIds": photos[:2], "allowDownloads": true})
-	slug, id := g["slug"].(string), g["id"].(string)
+	slug, id := g["shareSlug"].(string), g["id"].(string)
 
 	expect(t, a.viewer("GET", "no-such-gallery", "", "", nil), 404, "not_found")
 	expect(t, a.viewer("POST", "no-such-gallery", "/auth", "", map[string]any{"password": "x"}), 404, "not_found")
@@ -181,11 +181,11 @@ func TestShareWithAPassword(t *testing.T) {
 
 	// A token of another gallery is refused.
 	open := a.newGallery(key, project, map[string]any{"title": "Open", "assetIds": photos[2:]})
-	foreign := a.viewerToken(open["slug"].(string), "")
+	foreign := a.viewerToken(open["shareSlug"].(string), "")
 	expect(t, a.viewer("GET", slug, "", foreign, nil), 401, "invalid_viewer_token")
 	expect(t, fav(foreign, photos[0], true), 401, "invalid_viewer_token")
 	// The open gallery shows its photos without a token, and takes any password.
-	if s := a.share(open["slug"].(string), ""); s.RequiresAuth || len(s.Assets) != 1 || s.Assets[0].OriginalURL != nil {
+	if s := a.share(open["shareSlug"].(string), ""); s.RequiresAuth || len(s.Assets) != 1 || s.Assets[0].OriginalURL != nil {
 		t.Errorf("open gallery %+v", s)
 	}
 
@@ -209,8 +209,8 @@ func TestShareLocksOutTenWrongPasswords(t *testing.T) {
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
-	locked := a.newGallery(key, project, map[string]any{"title": "A", "password": "right one"})["slug"].(string)
-	other := a.newGallery(key, project, map[string]any{"title": "B", "password": "right one"})["slug"].(string)
+	locked := a.newGallery(key, project, map[string]any{"title": "A", "password": "right one"})["shareSlug"].(string)
+	other := a.newGallery(key, project, map[string]any{"title": "B", "password": "right one"})["shareSlug"].(string)
 	auth := func(slug, pw string) reply {
 		return a.viewer("POST", slug, "/auth", "", map[string]any{"password": pw})
 	}
@@ -243,7 +243,7 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	project := a.newProject(key)
 	photos := a.readyPhotos(key, project, "photos/wood.jpg", "photos/dune.jpg")
 	g := a.newGallery(key, project, map[string]any{"title": "Proofs", "watermark": true, "assetIds": photos[:1]})
-	slug, id := g["slug"].(string), g["id"].(string)
+	slug, id := g["shareSlug"].(string), g["id"].(string)
 	batch, _ := g["renderBatchId"].(string)
 	if batch == "" {
 		t.Fatalf("no render batch: %v", g)
@@ -352,7 +352,7 @@ func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
 	g := a.newGallery(key, project, map[string]any{"title": "Proofs", "watermark": true, "assetIds": []string{good, broken}})
 	waitCount(t, a, "the broken photo failed", 1, `SELECT count(*) FROM assets WHERE id = $1 AND status = 'failed'`, broken)
 	a.waitBatch(key, g["renderBatchId"].(string), "partial")
-	s := a.share(g["slug"].(string), "")
+	s := a.share(g["shareSlug"].(string), "")
 	if len(s.Assets) != 1 || s.Assets[0].AssetID != good || s.Assets[0].Pending {
 		t.Fatalf("gallery shows %+v, want only the good photo, marked", s.Assets)
 	}
@@ -369,13 +369,13 @@ func TestShareOfAnEmptyGalleryListsNoPhotos(t *testing.T) {
 	project := a.newProject(key)
 	open := a.newGallery(key, project, map[string]any{"title": "Soon"})
 	locked := a.newGallery(key, project, map[string]any{"title": "Soon, locked", "password": "correct horse"})
-	slug := locked["slug"].(string)
+	slug := locked["shareSlug"].(string)
 	for _, r := range []struct {
 		what string
 		got  reply
 		want string
 	}{
-		{"open", a.viewer("GET", open["slug"].(string), "", "", nil), `"assets":[]`},
+		{"open", a.viewer("GET", open["shareSlug"].(string), "", "", nil), `"assets":[]`},
 		{"locked, signed in", a.viewer("GET", slug, "", a.viewerToken(slug, "correct horse"), nil), `"assets":[]`},
 	} {
 		expect(t, r.got, 200, "")
@@ -397,7 +397,7 @@ func TestShareOfADeletedProjectIsGone(t *testing.T) {
 	project := a.newProject(key)
 	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	photo := ups[0].AssetID
-	slug := a.newGallery(key, project, map[string]any{"title": "Proofs", "assetIds": []string{photo}})["slug"].(string)
+	slug := a.newGallery(key, project, map[string]any{"title": "Proofs", "assetIds": []string{photo}})["shareSlug"].(string)
 	token := a.viewerToken(slug, "")
 
 	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"status": "deleted"}), 200, "")
