@@ -1,0 +1,571 @@
+// The shapes of the Lightbox API as the KILO app reads and sends them.
+//
+// The seed's types keep their names and fields exactly; fields the server
+// also answers are added after a "Beyond the seed" comment in each type.
+// test/contract.test.mjs checks every type here against server/openapi.yaml
+// both ways.
+
+export type UUID = string;
+
+export type ISODateTime = string; // "2026-01-14T12:34:56Z"
+export type ISODate = string;     // "2026-01-14"
+
+export type Cursor = string;
+
+export interface ApiError {
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+  requestId?: string;
+}
+
+export interface PageInfo {
+  nextCursor?: Cursor | null;
+}
+
+export interface User {
+  id: UUID;
+  email: string;
+  displayName: string;
+  createdAt: ISODateTime;
+
+  // Beyond the seed.
+  isAdmin: boolean;
+}
+
+export type ProjectStatus = "active" | "archived" | "deleted";
+
+export interface Project {
+  id: UUID;
+  studioId?: UUID | null;
+  ownerUserId: UUID;
+  title: string;
+  description?: string | null;
+  shootDate?: ISODate | null;
+  timezone?: string | null;
+  status: ProjectStatus;
+  stats?: Record<string, unknown>;
+  createdAt: ISODateTime;
+  updatedAt: ISODateTime;
+}
+
+export interface Paged<T> {
+  items: T[];
+  pageInfo: PageInfo;
+}
+
+export interface CreateProjectRequest {
+  title: string;
+  description?: string;
+  shootDate?: ISODate;
+  timezone?: string;
+}
+
+export interface UpdateProjectRequest {
+  title?: string;
+  description?: string | null;
+  shootDate?: ISODate | null;
+  timezone?: string | null;
+  status?: ProjectStatus;
+}
+
+export interface LoginStartRequest {
+  email: string;
+  locale?: string;
+}
+
+export interface LoginStartResponse {
+  challengeId: string;
+  delivery: "email_code" | "magic_link";
+}
+
+export interface LoginVerifyRequest {
+  challengeId: string;
+  code: string;
+}
+
+export interface LoginVerifyResponse {
+  accessToken: string;
+  refreshToken: string;
+  user: User;
+
+  // Beyond the seed.
+  /** When the access token ends (an hour after it was made). */
+  expiresAt: ISODateTime;
+}
+
+// Assets
+export interface Rating {
+  assetId: UUID;
+  userId: UUID;
+  rating?: number | null;   // 1-5
+  picked?: boolean | null;
+  rejected?: boolean | null;
+  starred?: boolean | null;
+  notes?: string | null;
+  updatedAt?: ISODateTime | null;
+}
+
+export interface Asset {
+  id: UUID;
+  projectId: UUID;
+  capturedAt?: ISODateTime | null;
+  ingestedAt: ISODateTime;
+
+  widthPx?: number | null;
+  heightPx?: number | null;
+
+  cameraMake?: string | null;
+  cameraModel?: string | null;
+  lensModel?: string | null;
+
+  focalLengthMm?: number | null;
+  shutterSpeed?: string | null;
+  aperture?: number | null;
+  iso?: number | null;
+
+  exif?: Record<string, unknown>;
+  iptc?: Record<string, unknown>;
+
+  flags?: Record<string, unknown>;
+  myRating?: Rating;
+
+  bestPreviewUrl?: string | null;
+
+  // Beyond the seed.
+  filename: string;
+  contentType: string;
+  byteSize: number;
+  checksumSha256: string | null;
+  /** The UTC offset the camera recorded, such as "+02:00". */
+  capturedOffset: string | null;
+  gps: { lat: number; lon: number } | null;
+  /** Quality signals: sharpness, clipped highlights and shadows, mean luminance. */
+  quality: Record<string, unknown> | null;
+  keywords: string[];
+  notes: string;
+  createdAt: ISODateTime;
+  updatedAt: ISODateTime;
+}
+
+export interface UpdateAssetRequest {
+  iptc?: Record<string, unknown>;
+  keywords?: string[];
+  notes?: string | null;
+  flags?: Record<string, unknown>;
+}
+
+export type AssetFileKind = "original" | "thumbnail" | "preview" | "export"
+  // Beyond the seed: an applied edit's renders.
+  | "edit_preview" | "edit_thumbnail";
+
+export interface AssetFile {
+  kind: AssetFileKind;
+  url: string;
+  contentType?: string | null;
+  byteSize?: number | null;
+  checksumSha256?: string | null;
+  expiresAt?: ISODateTime | null;
+
+  // Beyond the seed.
+  widthPx: number | null;
+  heightPx: number | null;
+}
+
+export interface AssetFilesResponse {
+  files: AssetFile[];
+}
+
+export interface UpsertRatingRequest {
+  rating?: number | null; // 1-5
+  picked?: boolean | null;
+  rejected?: boolean | null;
+  starred?: boolean | null;
+  notes?: string | null;
+}
+
+// Upload
+export interface UploadFileDescriptor {
+  clientFileId?: string | null;
+  filename: string;
+  byteSize: number;
+  contentType?: string | null;
+  capturedAt?: ISODateTime | null;
+}
+
+export interface PrepareUploadRequest {
+  files: UploadFileDescriptor[];
+}
+
+export interface UploadInstruction {
+  clientFileId?: string | null;
+  assetId: UUID;
+  uploadUrl: string;
+  headers?: Record<string, string>;
+  expiresAt?: ISODateTime | null;
+}
+
+export interface PrepareUploadResponse {
+  uploads: UploadInstruction[];
+}
+
+export interface FinalizeUploadRequest {
+  assets: Array<{
+    assetId: UUID;
+    checksumSha256: string;
+    contentType?: string | null;
+  }>;
+}
+
+export interface FinalizeUploadResponse {
+  queuedJobs: UUID[];
+
+  // Beyond the seed.
+  /** The batch that follows the accepted files; null when none was accepted. */
+  batchId: UUID | null;
+  assets: FinalizedAsset[];
+}
+
+// Clusters
+export type ClusterKind = "moment" | "burst" | "duplicate_group";
+
+export interface ClusterAsset {
+  assetId: UUID;
+  rank: number; // 1..N
+  role?: "candidate" | "winner" | "alt" | null;
+  signals?: Record<string, unknown>;
+}
+
+export interface Cluster {
+  id: UUID;
+  projectId: UUID;
+  kind: ClusterKind;
+  title?: string | null;
+  startTime?: ISODateTime | null;
+  endTime?: ISODateTime | null;
+  score?: number | null;
+  reviewed?: boolean | null;
+  winnerAssetId?: UUID | null;
+  whyWinner?: string[];
+  assets: ClusterAsset[];
+
+  // Beyond the seed.
+  /** The app's own record of a person's changes, kept as sent. */
+  manualOverrides: Record<string, unknown> | null;
+}
+
+export interface UpdateClusterRequest {
+  title?: string | null;
+  reviewed?: boolean | null;
+  manualOverrides?: Record<string, unknown>;
+}
+
+export interface SetWinnerRequest {
+  winnerAssetId: UUID;
+}
+
+// Bulk cull
+export interface BulkCullActionRequest {
+  actions: Array<{
+    assetId: UUID;
+    picked?: boolean | null;
+    rejected?: boolean | null;
+    rating?: number | null;  // 1-5
+    starred?: boolean | null;
+  }>;
+}
+
+export interface BulkCullActionResponse {
+  ok: boolean;
+  updatedAssetIds?: UUID[];
+}
+
+// Edits
+export interface EditVersion {
+  id: UUID;
+  assetId: UUID;
+  userId: UUID;
+  parentId?: UUID | null;
+  name?: string | null;
+  params: Record<string, unknown>;
+  createdAt: ISODateTime;
+
+  // Beyond the seed.
+  /** When its render was stored as the asset's edit_preview. */
+  appliedAt: ISODateTime | null;
+  jobId?: UUID;
+}
+
+export interface EditVersionList {
+  items: EditVersion[];
+}
+
+export interface CreateEditVersionRequest {
+  name?: string | null;
+  parentId?: UUID | null;
+  params: Record<string, unknown>;
+}
+
+export interface ApplyEditBatchRequest {
+  assetIds: UUID[];
+  mode?: "create_versions" | "overwrite_latest";
+  name?: string | null;
+}
+
+export interface ApplyEditBatchResponse {
+  jobId: UUID;
+  status: "queued" | "running" | "done";
+
+  // Beyond the seed.
+  batchId: UUID;
+}
+
+// Search
+export interface SearchResponse {
+  results: Array<{
+    assetId: UUID;
+    score: number;
+    highlights?: string[];
+  }>;
+  tookMs?: number;
+}
+
+export interface AdvancedSearchRequest {
+  q: string;
+  filters?: Record<string, unknown>;
+}
+
+// Galleries
+export interface Gallery {
+  id: UUID;
+  projectId: UUID;
+  title: string;
+  shareSlug: string;
+  expiresAt?: ISODateTime | null;
+  watermark: boolean;
+  allowDownloads: boolean;
+  requiresPassword: boolean;
+  assetCount: number;
+  createdAt: ISODateTime;
+
+  // Beyond the seed.
+  /** The page clients open, /s/{shareSlug}. */
+  shareUrl: string;
+  updatedAt: ISODateTime;
+  /** The batch of watermark renders this change started. */
+  renderBatchId?: UUID;
+}
+
+export interface CreateGalleryRequest {
+  title: string;
+  assetIds: UUID[];
+  password?: string | null;
+  expiresAt?: ISODateTime | null;
+  watermark?: boolean;
+  allowDownloads?: boolean;
+}
+
+export interface UpdateGalleryRequest {
+  title?: string;
+  password?: string | null;
+  expiresAt?: ISODateTime | null;
+  watermark?: boolean;
+  allowDownloads?: boolean;
+}
+
+export interface AddGalleryAssetsRequest {
+  assetIds: UUID[];
+}
+export interface RemoveGalleryAssetsRequest {
+  assetIds: UUID[];
+}
+
+export interface PublicGalleryResponse {
+  title: string;
+  requiresAuth: boolean;
+  token?: string | null;
+  assets?: Array<{
+    assetId: UUID;
+    previewUrl: string;
+    favoriteCount?: number | null;
+    commentsCount?: number | null;
+    // Beyond the seed.
+    /** A watermarked preview is still being made (previewUrl shows a placeholder). */
+    pending: boolean;
+    /** This viewer's favourite. */
+    favorited: boolean;
+    /** With allowDownloads. */
+    originalUrl?: string;
+  }>;
+
+  // Beyond the seed.
+  expiresAt: ISODateTime | null;
+  allowDownloads: boolean;
+}
+
+export interface PublicGalleryAuthRequest {
+  password: string;
+}
+
+export interface PublicGalleryAuthResponse {
+  token: string;
+
+  // Beyond the seed.
+  expiresAt: ISODateTime;
+}
+
+export interface PublicFavoriteRequest {
+  assetId: UUID;
+  favorite: boolean;
+}
+
+export interface PublicFavoriteResponse {
+  ok: boolean;
+
+  // Beyond the seed.
+  assetId: UUID;
+  favorite: boolean;
+  favoriteCount: number;
+}
+
+export interface PublicCommentRequest {
+  assetId: UUID;
+  text: string;
+}
+
+export interface PublicCommentResponse {
+  commentId: UUID;
+
+  // Beyond the seed.
+  comment: GalleryComment;
+  commentsCount: number;
+}
+
+// Exports
+export type ExportStatus = "queued" | "running" | "done" | "failed"
+  // Beyond the seed: stopped by its owner, or its file deleted after its time.
+  | "canceled" | "expired";
+export type ExportPreset = "full_res" | "web" | "instagram_carousel" | "story_9x16" | "contact_sheet_pdf";
+
+export interface Export {
+  id: UUID;
+  projectId: UUID;
+  preset: ExportPreset;
+  settings?: Record<string, unknown>;
+  status: ExportStatus;
+  progress?: number | null;
+  createdAt: ISODateTime;
+
+  // Beyond the seed.
+  batchId: UUID | null;
+  jobId: UUID | null;
+  /** The assets left out, and why. */
+  skipped: Array<{ assetId: UUID; filename: string; reason: string; message: string }> | null;
+  error: ErrorSummary | null;
+  byteSize: number | null;
+  updatedAt: ISODateTime;
+  startedAt: ISODateTime | null;
+  /** When the file is deleted. */
+  expiresAt: ISODateTime | null;
+}
+
+export interface CreateExportRequest {
+  preset: ExportPreset;
+  assetIds?: UUID[] | null;
+  settings?: Record<string, unknown>;
+}
+
+export interface ExportDownloadResponse {
+  url: string;
+  expiresAt?: ISODateTime | null;
+
+  // Beyond the seed.
+  byteSize: number | null;
+}
+
+// Jobs
+export type JobStatus = "queued" | "running" | "done" | "failed" | "canceled";
+
+export interface Job {
+  id: UUID;
+  projectId?: UUID | null;
+  assetId?: UUID | null;
+  type: string;
+  status: JobStatus;
+  progress?: number | null;
+  error?: string | null;
+  createdAt: ISODateTime;
+  updatedAt: ISODateTime;
+
+  // Beyond the seed.
+  batchId: UUID | null;
+  attempt: number;
+  /** The error's stable code, beside its message in error. */
+  errorCode: string | null;
+  /** When a failed attempt runs again. */
+  nextRunAt: ISODateTime | null;
+}
+
+// Beyond the seed: the rest of what the app reads and sends.
+
+export interface ErrorSummary {
+  code: string;
+  message: string;
+}
+
+export interface FinalizedAsset {
+  assetId: UUID;
+  status: "uploaded" | "duplicate" | "failed" | "pending_upload";
+  /** The asset that already holds the same bytes. */
+  duplicateOf?: UUID;
+  error?: ErrorSummary;
+}
+
+export interface GalleryComment {
+  id: UUID;
+  assetId: UUID;
+  text: string;
+  createdAt: ISODateTime;
+}
+
+export interface RefreshRequest {
+  refreshToken: string;
+}
+
+export interface ProjectStats {
+  total: number;
+  uploading: number;
+  processing: number;
+  embedding: number;
+  ready: number;
+  failed: number;
+}
+
+export type BatchStatus = "running" | "completed" | "partial" | "failed" | "cancelled";
+
+export interface Batch {
+  id: UUID;
+  projectId: UUID;
+  kind: "upload" | "import" | "reprocess" | "export" | "edit" | "gallery";
+  status: BatchStatus;
+  total: number;
+  completed: number;
+  failed: number;
+  createdAt: ISODateTime;
+  completedAt: ISODateTime | null;
+}
+
+export interface BatchResponse {
+  batch: Batch;
+  jobs: Job[];
+}
+
+export interface StreamToken {
+  token: string;
+  expiresAt: ISODateTime;
+}
+
+export interface RetriedJobs {
+  retriedJobs: UUID[];
+  duplicates?: Array<{ jobId: UUID; assetId: UUID; duplicateOf: UUID }>;
+}
