@@ -741,9 +741,7 @@ type apiJob struct {
 	OwnerEmail    string    `json:"ownerEmail"`
 	AssetFilename *string   `json:"assetFilename"`
 	TaskID        string    `json:"taskId"`
-	Error         *struct {
-		Code string `json:"code"`
-	} `json:"error"`
+	ErrorCode     *string   `json:"errorCode"`
 }
 
 func (s *stack) failedJobs(key string) []apiJob {
@@ -801,7 +799,7 @@ func TestAdminAPI(t *testing.T) {
 	})
 	j := jobs[0]
 	if j.OwnerEmail != "ana@example.org" || j.AssetFilename == nil || *j.AssetFilename != "truncated-progressive.jpg" ||
-		j.Error == nil || j.Error.Code != "corrupt_image" || j.TaskID != "ingest:"+asset {
+		j.ErrorCode == nil || *j.ErrorCode != "corrupt_image" || j.TaskID != "ingest:"+asset {
 		t.Errorf("the failed job reads %+v", j)
 	}
 

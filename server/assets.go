@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,7 @@ type assetJSON struct {
 	Keywords       []string        `json:"keywords"`
 	Notes          string          `json:"notes"`
 	IPTC           json.RawMessage `json:"iptc"`
-	MyRating       *ratingJSON     `json:"myRating"` // the caller's; null when not rated or not known
+	MyRating       *ratingJSON     `json:"myRating,omitempty"` // the caller's; left out when not rated or not known
 	BestPreviewURL *string         `json:"bestPreviewUrl"`
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
@@ -142,9 +143,9 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 	out := assetJSON{
 		ID: a.ID.String(), ProjectID: a.ProjectID.String(), Filename: a.Filename, ContentType: a.ContentType,
 		ByteSize: a.ByteSize, ChecksumSHA256: a.ChecksumSHA256, CapturedAt: utc(a.CapturedAt), CapturedOffset: a.CapturedOffset,
-		IngestedAt: utc(a.IngestedAt), WidthPx: a.WidthPx, HeightPx: a.HeightPx, CameraMake: a.CameraMake,
+		IngestedAt: utc(cmp.Or(a.IngestedAt, &a.CreatedAt)), WidthPx: a.WidthPx, HeightPx: a.HeightPx, CameraMake: a.CameraMake,
 		CameraModel: a.CameraModel, LensModel: a.LensModel, FocalLengthMm: a.FocalLengthMm, ShutterSpeed: a.ShutterSpeed,
-		Aperture: a.Aperture, ISO: a.ISO, EXIF: a.EXIF, Quality: a.Quality,
+		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: a.Quality,
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
 			Thumbnail: rank >= 1, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
@@ -171,6 +172,15 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		}
 	}
 	return out
+}
+
+// objectOrEmpty is a JSON object column as the API shows it: {} for none,
+// never null, as the KILO SDK reads it.
+func objectOrEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return raw
 }
 
 func (s *Server) listAssets(c *gin.Context) {

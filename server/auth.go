@@ -83,9 +83,13 @@ func requireAdmin(c *gin.Context) {
 }
 
 type userJSON struct {
-	ID      string `json:"id"`
-	Email   string `json:"email"`
-	IsAdmin bool   `json:"isAdmin"`
+	ID    string `json:"id"`
+	Email string `json:"email"`
+	// DisplayName is what the app shows for the user. Lightbox records
+	// no name, so it is the address's part before the @.
+	DisplayName string    `json:"displayName"`
+	IsAdmin     bool      `json:"isAdmin"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 type sessionJSON struct {
@@ -96,7 +100,8 @@ type sessionJSON struct {
 }
 
 func toUserJSON(p *store.Principal) userJSON {
-	return userJSON{ID: p.ID.String(), Email: p.Email, IsAdmin: p.IsAdmin}
+	name, _, _ := strings.Cut(p.Email, "@")
+	return userJSON{ID: p.ID.String(), Email: p.Email, DisplayName: name, IsAdmin: p.IsAdmin, CreatedAt: p.CreatedAt.UTC()}
 }
 
 // createSession exchanges an API key (in the body or the Bearer header) for

@@ -71,8 +71,10 @@ func (s *Server) batchResults(c *gin.Context) {
 	}
 	out := make([]result, len(jobs))
 	for i, j := range jobs {
-		r := toJobJSON(j)
-		out[i] = result{JobID: r.ID, Type: r.Type, Status: r.Status, Error: r.Error}
+		out[i] = result{JobID: j.ID.String(), Type: j.Type, Status: j.Status}
+		if j.ErrorCode != nil {
+			out[i].Error = &errorJSON{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+		}
 		if j.AssetID != nil {
 			if a, err := s.store.AssetByID(c.Request.Context(), *j.AssetID); err == nil {
 				aj := s.toAssetJSON(c.Request.Context(), *a)

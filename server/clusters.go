@@ -104,19 +104,14 @@ func (s *Server) patchCluster(c *gin.Context) {
 	}
 	errs := fieldErrors{}
 	var change store.ClusterChange
-	if in.Title.Set {
-		if in.Title.Value == nil {
-			errs.add("title", "cannot be null")
-		} else {
-			checkTitle(errs, *in.Title.Value)
-			t := strings.TrimSpace(*in.Title.Value)
-			change.Title = &t
-		}
+	// A null title or reviewed leaves it as it is (the KILO SDK sends
+	// null for a field it does not change).
+	if in.Title.Set && in.Title.Value != nil {
+		checkTitle(errs, *in.Title.Value)
+		t := strings.TrimSpace(*in.Title.Value)
+		change.Title = &t
 	}
 	if in.Reviewed.Set {
-		if in.Reviewed.Value == nil {
-			errs.add("reviewed", "cannot be null")
-		}
 		change.Reviewed = in.Reviewed.Value
 	}
 	if in.ManualOverrides.Set {

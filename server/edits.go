@@ -141,6 +141,9 @@ func (s *Server) applyEditTo(c *gin.Context) {
 	if len(in.AssetIDs) == 0 {
 		errs.add("assetIds", "must list 1 to 1000 assets")
 	}
+	if in.Mode == "" {
+		in.Mode = "create_versions" // the KILO SDK's mode is optional
+	}
 	if in.Mode != "create_versions" && in.Mode != "overwrite_latest" {
 		errs.add("mode", "must be create_versions or overwrite_latest")
 	}

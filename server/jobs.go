@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 	"time"
@@ -12,15 +13,18 @@ import (
 )
 
 type jobJSON struct {
-	ID        string     `json:"id"`
-	ProjectID string     `json:"projectId"`
-	AssetID   *string    `json:"assetId"`
-	BatchID   *string    `json:"batchId"`
-	Type      string     `json:"type"`
-	Status    string     `json:"status"`
-	Progress  float64    `json:"progress"`
-	Attempt   int        `json:"attempt"`
-	Error     *errorJSON `json:"error"`
+	ID        string  `json:"id"`
+	ProjectID string  `json:"projectId"`
+	AssetID   *string `json:"assetId"`
+	BatchID   *string `json:"batchId"`
+	Type      string  `json:"type"`
+	Status    string  `json:"status"`
+	Progress  float64 `json:"progress"`
+	Attempt   int     `json:"attempt"`
+	// Error is the message and ErrorCode the stable code of the last
+	// failure: the KILO SDK reads error as a string.
+	Error     *string    `json:"error"`
+	ErrorCode *string    `json:"errorCode"`
 	NextRunAt *time.Time `json:"nextRunAt"`
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
@@ -38,7 +42,8 @@ func toJobJSON(j store.Job) jobJSON {
 		out.BatchID = &s
 	}
 	if j.ErrorCode != nil {
-		out.Error = &errorJSON{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+		msg := cmp.Or(deref(j.ErrorMessage), *j.ErrorCode)
+		out.Error, out.ErrorCode = &msg, j.ErrorCode
 	}
 	return out
 }

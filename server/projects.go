@@ -12,7 +12,10 @@ import (
 )
 
 type projectJSON struct {
-	ID          string             `json:"id"`
+	ID string `json:"id"`
+	// StudioID is always null: Lightbox has no studios, and the KILO SDK
+	// reads the field.
+	StudioID    *string            `json:"studioId"`
 	OwnerUserID string             `json:"ownerUserId"`
 	Title       string             `json:"title"`
 	Description string             `json:"description"`

@@ -9,16 +9,18 @@ package server
 //     24 hours, sent as "Authorization: Bearer <token>"; a token of another
 //     gallery, an expired one or one given before the password changed is
 //     401 invalid_viewer_token. A gallery without a password gives a token
-//     for any password, or none: favourites and comments need one, so each
-//     viewer favourites a photo once.
+//     for any password, or none, and its GET gives one to a caller that
+//     sent none: favourites and comments need one, so each viewer
+//     favourites a photo once.
 //   - Ten wrong passwords in a row for one gallery from one address lock
 //     that address out of the gallery for 15 minutes (429): the tenth
 //     answers 429, and so does the right password until then.
 //   - Preview and original links are signed blob URLs; a watermarked
 //     gallery shows only watermarked previews, and marks a photo whose
-//     preview is not made yet as pending, without a link.
+//     preview is not made yet as pending, with a placeholder's link.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,18 +105,24 @@ func shareViewer(c *gin.Context) *store.Viewer {
 }
 
 type shareAssetJSON struct {
-	AssetID       uuid.UUID `json:"assetId"`
-	PreviewURL    *string   `json:"previewUrl"` // null while pending
-	Pending       bool      `json:"pending"`
-	FavoriteCount int       `json:"favoriteCount"`
-	CommentsCount int       `json:"commentsCount"`
-	Favorited     bool      `json:"favorited"` // by this viewer
-	OriginalURL   *string   `json:"originalUrl,omitempty"`
+	AssetID uuid.UUID `json:"assetId"`
+	// PreviewURL shows a placeholder while pending: the KILO SDK reads it
+	// as a string that is always there.
+	PreviewURL    string  `json:"previewUrl"`
+	Pending       bool    `json:"pending"`
+	FavoriteCount int     `json:"favoriteCount"`
+	CommentsCount int     `json:"commentsCount"`
+	Favorited     bool    `json:"favorited"` // by this viewer
+	OriginalURL   *string `json:"originalUrl,omitempty"`
 }
 
 type shareJSON struct {
-	Title          string     `json:"title"`
-	RequiresAuth   bool       `json:"requiresAuth"`
+	Title        string `json:"title"`
+	RequiresAuth bool   `json:"requiresAuth"`
+	// Token is a new viewer token, given with the photos of a gallery
+	// without a password to a caller who sent none, so that it can
+	// favourite and comment at once.
+	Token          string     `json:"token,omitempty"`
 	ExpiresAt      *time.Time `json:"expiresAt"`
 	AllowDownloads bool       `json:"allowDownloads"`
 	// Left out until the viewer may see the photos; an empty gallery
@@ -130,10 +138,16 @@ func (s *Server) getShare(c *gin.Context) {
 		c.JSON(http.StatusOK, out)
 		return
 	}
-	var viewer *uuid.UUID
-	if v != nil {
-		viewer = &v.ID
+	if v == nil {
+		token := store.NewSecret(viewerPrefix)
+		var err error
+		if v, err = s.store.CreateViewer(ctx, g, store.HashSecret(token), viewerTTL); err != nil {
+			fail(c, err)
+			return
+		}
+		out.Token = token
 	}
+	viewer := &v.ID
 	items, err := s.store.GalleryItems(ctx, g.ID, viewer)
 	if err != nil {
 		fail(c, err)
@@ -143,13 +157,15 @@ func (s *Server) getShare(c *gin.Context) {
 	out.Assets = &assets
 	for i, it := range items {
 		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited}
+		var preview *string
 		switch {
 		case g.Watermark && it.WatermarkKey != nil:
-			a.PreviewURL = s.signShareURL(ctx, *it.WatermarkKey, "image/jpeg")
+			preview = s.signShareURL(ctx, *it.WatermarkKey, "image/jpeg")
 		case !g.Watermark && stageRank[it.Status] >= 1:
-			a.PreviewURL = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, "preview", "jpg"), "image/jpeg")
+			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, "preview", "jpg"), "image/jpeg")
 		}
-		a.Pending = a.PreviewURL == nil
+		a.Pending = preview == nil
+		a.PreviewURL = cmp.Or(deref(preview), strings.TrimRight(s.cfg.PublicURL, "/")+"/static/pending.svg")
 		if g.AllowDownloads && it.Status != store.AssetPendingUpload {
 			a.OriginalURL = s.signShareURL(ctx, it.BlobKey, it.ContentType)
 		}
@@ -269,7 +285,7 @@ func (s *Server) shareFavorite(c *gin.Context) {
 		fail(c, notInGallery(err))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"assetId": asset, "favorite": *in.Favorite, "favoriteCount": n})
+	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n})
 }
 
 func (s *Server) shareComment(c *gin.Context) {
@@ -291,7 +307,7 @@ func (s *Server) shareComment(c *gin.Context) {
 		fail(c, notInGallery(err))
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"comment": toCommentJSON(*cm), "commentsCount": n})
+	c.JSON(http.StatusCreated, gin.H{"commentId": cm.ID, "comment": toCommentJSON(*cm), "commentsCount": n})
 }
 
 // sharePage serves the gallery page; what it shows comes from the share

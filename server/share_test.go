@@ -21,6 +21,7 @@ import (
 type shareReply struct {
 	Title          string
 	RequiresAuth   bool
+	Token          string
 	ExpiresAt      *time.Time
 	AllowDownloads bool
 	Assets         []struct {
@@ -184,9 +185,20 @@ func TestShareWithAPassword(t *testing.T) {
 	foreign := a.viewerToken(open["shareSlug"].(string), "")
 	expect(t, a.viewer("GET", slug, "", foreign, nil), 401, "invalid_viewer_token")
 	expect(t, fav(foreign, photos[0], true), 401, "invalid_viewer_token")
-	// The open gallery shows its photos without a token, and takes any password.
-	if s := a.share(open["shareSlug"].(string), ""); s.RequiresAuth || len(s.Assets) != 1 || s.Assets[0].OriginalURL != nil {
+	// The open gallery shows its photos without a token, and takes any
+	// password. Its answer to a caller without a token brings one, which
+	// favourites at once; a caller with a token gets none.
+	s = a.share(open["shareSlug"].(string), "")
+	if s.RequiresAuth || len(s.Assets) != 1 || s.Assets[0].OriginalURL != nil || !strings.HasPrefix(s.Token, "lbv_") {
 		t.Errorf("open gallery %+v", s)
+	}
+	r = a.viewer("POST", open["shareSlug"].(string), "/favorite", s.Token, map[string]any{"assetId": photos[2], "favorite": true})
+	expect(t, r, 200, "")
+	if got := r.json(t); got["ok"] != true || got["favoriteCount"] != 1.0 {
+		t.Errorf("favourite with the answer's token: %s", r.body)
+	}
+	if again := a.share(open["shareSlug"].(string), s.Token); again.Token != "" || !again.Assets[0].Favorited {
+		t.Errorf("open gallery with a token %+v", again)
 	}
 
 	// Downloads off: no original links. A new password ends the old tokens.
@@ -277,7 +289,10 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	if batch == "" {
 		t.Fatalf("adding a photo to a watermarked gallery: %s", r.body)
 	}
-	if s := a.share(slug, ""); len(s.Assets) != 2 || (s.Assets[1].Pending != (s.Assets[1].PreviewURL == nil)) {
+	// A pending photo shows the placeholder, never the unmarked preview.
+	if s := a.share(slug, ""); len(s.Assets) != 2 ||
+		s.Assets[1].Pending != (*s.Assets[1].PreviewURL == a.url+"/static/pending.svg") ||
+		(!s.Assets[1].Pending && !strings.Contains(*s.Assets[1].PreviewURL, "/galleries/")) {
 		t.Fatalf("assets %+v", s.Assets)
 	}
 	a.waitBatch(key, batch, "completed")

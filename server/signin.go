@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/mail"
+	"regexp"
 	"strings"
 	"time"
 
@@ -42,9 +43,14 @@ type signInJSON struct {
 // login mails a 6-digit code to a user's address. The answer is the same
 // for an address no user has, and so is its timing: the mail goes out
 // after the answer.
+// localePattern is a BCP 47 language tag, loosely.
+var localePattern = regexp.MustCompile(`^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8}){0,4}$`)
+
 func (s *Server) login(c *gin.Context) {
 	var in struct {
 		Email string `json:"email"`
+		// Locale is taken for the KILO SDK's sake; the mail is in English.
+		Locale *string `json:"locale"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		fail(c, err)
@@ -53,6 +59,10 @@ func (s *Server) login(c *gin.Context) {
 	email := strings.TrimSpace(in.Email)
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > maxEmailLen {
 		fail(c, fieldErrors{"email": "must be a mail address such as ana@example.org"}.err())
+		return
+	}
+	if in.Locale != nil && !localePattern.MatchString(*in.Locale) {
+		fail(c, fieldErrors{"locale": "must be a language tag such as en or pt-BR"}.err())
 		return
 	}
 	if !s.allow(c, "signin-email:"+strings.ToLower(email), codesPerAddress, 1) {

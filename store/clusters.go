@@ -292,7 +292,7 @@ type Cluster struct {
 const clusterSelect = `
 	SELECT c.id, c.project_id, c.kind, c.title, c.start_time, c.end_time, c.score, c.reviewed, c.winner_asset_id,
 	       c.why_winner, c.manual_overrides, c.created_at,
-	       (SELECT coalesce(json_agg(json_build_object('assetId', ca.asset_id, 'rank', ca.rank, 'role', ca.role, 'signals', ca.signals)
+	       (SELECT coalesce(json_agg(json_build_object('assetId', ca.asset_id, 'rank', ca.rank, 'role', ca.role, 'signals', coalesce(nullif(ca.signals, 'null'::jsonb), '{}'::jsonb))
 	                ORDER BY ca.rank), '[]') FROM cluster_assets ca WHERE ca.cluster_id = c.id) AS members
 	FROM clusters c`
 

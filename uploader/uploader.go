@@ -815,12 +815,10 @@ func (r *run) jobFailures(ctx context.Context) error {
 	for _, b := range r.tracker.failedBatches() {
 		var ans struct {
 			Jobs []struct {
-				AssetID *string `json:"assetId"`
-				Status  string  `json:"status"`
-				Error   *struct {
-					Code    string `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
+				AssetID   *string `json:"assetId"`
+				Status    string  `json:"status"`
+				Error     *string `json:"error"`
+				ErrorCode *string `json:"errorCode"`
 			} `json:"jobs"`
 		}
 		if err := r.api.call(ctx, http.MethodGet, "/v1/batches/"+b, nil, &ans); err != nil {
@@ -837,8 +835,11 @@ func (r *run) jobFailures(ctx context.Context) error {
 				continue
 			}
 			code, msg := "job_failed", ""
+			if j.ErrorCode != nil {
+				code = *j.ErrorCode
+			}
 			if j.Error != nil {
-				code, msg = j.Error.Code, j.Error.Message
+				msg = *j.Error
 			}
 			r.fail(f, StageProcessing, code, msg)
 		}

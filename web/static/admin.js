@@ -122,7 +122,7 @@ async function loadJobs(root, reload) {
     return [
       when(j.updatedAt), j.type, j.ownerEmail, j.projectTitle,
       h('span', { class: 'mono', title: j.assetId || '' }, j.assetFilename || (j.assetId ? j.assetId.slice(0, 8) : '—')),
-      j.error ? h('span', {}, h('strong', {}, j.error.code), ': ', j.error.message) : '',
+      j.errorCode ? h('span', {}, h('strong', {}, j.errorCode), ': ', j.error || '') : '',
       String(j.attempt),
       h('span', { class: 'buttons' }, retry, del),
     ];

@@ -732,7 +732,7 @@ async function showDetails(row, state) {
   const jobList = jobs.status === 'fulfilled' ? jobs.value.items : [];
   sections.push(h('h3', {}, 'Jobs'), jobList.length
     ? table(['Type', 'Status', 'Attempt', 'Error', 'Updated'], jobList.map((j) => [j.type, j.status, String(j.attempt),
-      j.error ? `${j.error.code}: ${j.error.message}` : '', when(j.updatedAt)]))
+      j.errorCode ? `${j.errorCode}: ${j.error || ''}` : '', when(j.updatedAt)]))
     : h('p', { class: 'muted' }, 'No jobs.'));
   sections.push(h('h3', {}, 'Attestation'), attestation(att));
   clear(body, sections);

@@ -55,6 +55,7 @@ async function load() {
     return;
   }
   document.title = g.title;
+  if (g.token) keepToken(g.token);
   if (!g.assets) {
     passwordForm(g);
     return;
@@ -91,7 +92,7 @@ function passwordForm(g) {
 
 function photo(a, i) {
   const label = `Photo ${i + 1}`;
-  const picture = a.previewUrl
+  const picture = !a.pending
     ? h('img', { src: a.previewUrl, alt: label, loading: 'lazy' })
     : h('div', { class: 'pending' }, 'Preparing this photo…');
   const favCount = h('span', { class: 'fav-count' }, String(a.favoriteCount));
