@@ -104,6 +104,28 @@ func (c Crop) valid() bool {
 	return c.X >= 0 && c.Y >= 0 && c.W > 0 && c.H > 0 && c.X+c.W <= 1+eps && c.Y+c.H <= 1+eps
 }
 
+// CheckCropPixels names the sides of e's crop ("params.crop.w",
+// "params.crop.h") that are less than one pixel of a photo of width×height
+// as shown: a crop that holds no pixel is a mistake, and its fractions only
+// grow the size worked out from them.
+func CheckCropPixels(e Edit, width, height int64) map[string]string {
+	problems := map[string]string{}
+	if e.Crop == nil {
+		return problems
+	}
+	const eps = 1e-9 // 1/2560 times 2560 may come out a hair under 1
+	for _, side := range []struct {
+		name   string
+		frac   float64
+		pixels int64
+	}{{"w", e.Crop.W, width}, {"h", e.Crop.H, height}} {
+		if side.pixels > 0 && side.frac*float64(side.pixels) < 1-eps {
+			problems["params.crop."+side.name] = fmt.Sprintf("must be at least one pixel of the photo's %d: %.3g or more", side.pixels, 1/float64(side.pixels))
+		}
+	}
+	return problems
+}
+
 // Edited is an edit rendered: a preview and a thumbnail, JPEG.
 type Edited struct {
 	Preview, Thumbnail imaging.Output
@@ -117,14 +139,7 @@ const maxEditSource = 8192
 // ingest reads works here too) at the size the crop needs, cropped, turned,
 // straightened, adjusted, then scaled to a preview and a thumbnail.
 func ApplyEdit(ctx context.Context, engine imaging.Engine, original []byte, e Edit) (*Edited, error) {
-	box := imaging.DefaultPreviewSize
-	if e.Crop != nil {
-		box = int(math.Ceil(float64(box) / min(e.Crop.W, e.Crop.H)))
-	}
-	if e.Straighten != 0 {
-		box = box * 3 / 2 // straightening crops the corners away
-	}
-	box = min(box, maxEditSource)
+	box := sourceBox(e)
 	src, err := engine.Render(ctx, original, imaging.RenderOptions{Width: box, Height: box, Quality: 95})
 	if err != nil {
 		return nil, err
@@ -154,6 +169,25 @@ func ApplyEdit(ctx context.Context, engine imaging.Engine, original []byte, e Ed
 		return nil, err
 	}
 	return &Edited{Preview: preview, Thumbnail: thumb}, nil
+}
+
+// sourceBox is the long edge ApplyEdit decodes for e: enough that the crop
+// still fills a preview, never more than maxEditSource. It is worked out in
+// floats and clamped before it becomes an int: the preview's size over a
+// crop side of 1e-17 is past any int, and converted it turned negative,
+// which the engine read as "the whole original".
+func sourceBox(e Edit) int {
+	need := float64(imaging.DefaultPreviewSize)
+	if e.Crop != nil {
+		need /= min(e.Crop.W, e.Crop.H)
+	}
+	if e.Straighten != 0 {
+		need *= 1.5 // straightening crops the corners away
+	}
+	if !(need < maxEditSource) { // NaN too
+		return maxEditSource
+	}
+	return int(math.Ceil(need))
 }
 
 func toRGBA(src image.Image) *image.RGBA {

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"image"
 	"image/jpeg"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"lightbox/imaging"
 	"lightbox/render"
 )
 
@@ -95,5 +98,59 @@ func TestApplyEdit(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(plain.Preview.Data[:2]), "\xff\xd8") {
 		t.Error("the preview is not a JPEG")
+	}
+}
+
+// sizeSpy records the size each render of the engine asks for.
+type sizeSpy struct {
+	imaging.Engine
+	asked []image.Point
+}
+
+func (s *sizeSpy) Render(ctx context.Context, data []byte, opt imaging.RenderOptions) ([]byte, error) {
+	s.asked = append(s.asked, image.Pt(opt.Width, opt.Height))
+	return s.Engine.Render(ctx, data, opt)
+}
+
+// A crop of a sliver of a pixel asks for the largest source an edit ever
+// decodes, not for a size that overflowed past the int range (negative: the
+// whole original, whatever its size).
+func TestApplyEditClampsTheSourceOfATinyCrop(t *testing.T) {
+	kite := readCorpus(t, "photos/kite-2560x1600.jpg")
+	for _, e := range []render.Edit{
+		{Crop: &render.Crop{W: 1e-17, H: 1}},
+		{Crop: &render.Crop{X: 0.5, Y: 0.5, W: 1e-300, H: 1e-300}, Straighten: 45},
+		{Crop: &render.Crop{W: 1e-3, H: 1}, Straighten: -1},
+	} {
+		spy := &sizeSpy{Engine: newEngine(t)}
+		out, err := render.ApplyEdit(context.Background(), spy, kite, e)
+		if err != nil {
+			t.Fatalf("crop %+v: %v", *e.Crop, err)
+		}
+		if want := []image.Point{image.Pt(8192, 8192)}; !slices.Equal(spy.asked, want) {
+			t.Errorf("crop %+v straighten %v: the source asked for is %v, want %v", *e.Crop, e.Straighten, spy.asked, want)
+		}
+		if out.Preview.Width < 1 || out.Preview.Height < 1 {
+			t.Errorf("crop %+v: preview %dx%d", *e.Crop, out.Preview.Width, out.Preview.Height)
+		}
+	}
+}
+
+func TestCheckCropPixels(t *testing.T) {
+	crop := func(w, h float64) render.Edit { return render.Edit{Crop: &render.Crop{W: w, H: h}} }
+	for _, c := range []struct {
+		e    render.Edit
+		want []string
+	}{
+		{crop(1e-17, 1), []string{"params.crop.w"}},
+		{crop(1, 0.5/1600), []string{"params.crop.h"}},
+		{crop(0.1/2560, 0.1/1600), []string{"params.crop.h", "params.crop.w"}},
+		{crop(1.0/2560, 1.0/1600), nil}, // one pixel each way
+		{render.Edit{}, nil},
+	} {
+		got := slices.Sorted(maps.Keys(render.CheckCropPixels(c.e, 2560, 1600)))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v on 2560x1600: problems on %v, want %v", c.e.Crop, got, c.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func (s *Server) createEdit(c *gin.Context) {
 	}
 	errs := fieldErrors{}
 	name := checkEditName(errs, in.Name)
-	params := editParams(errs, in.Params)
+	params := s.editParams(errs, in.Params, a)
 	if in.ParentID != nil {
 		if p, err := s.store.EditVersion(c.Request.Context(), principal(c).ID, *in.ParentID); err != nil || p.AssetID != a.ID {
 			errs.add("parentId", "must be a version of this asset")
@@ -191,14 +192,21 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 	return versions, rows
 }
 
-// editParams checks params and returns them as stored: the parsed values,
-// so unknown spellings never reach the table.
-func editParams(errs fieldErrors, raw json.RawMessage) json.RawMessage {
+// editParams checks params for asset a and returns them as stored: the
+// parsed values, so unknown spellings never reach the table. A crop must
+// hold at least a pixel of the photo as ingest measured it, or, before
+// ingest has, of the longest photo MAX_PIXELS lets in (1 × MAX_PIXELS).
+func (s *Server) editParams(errs fieldErrors, raw json.RawMessage, a *store.Asset) json.RawMessage {
 	if len(raw) == 0 {
 		errs.add("params", "is required")
 		return nil
 	}
 	e, problems := render.ParseEdit(raw)
+	width, height := s.cfg.MaxPixels, s.cfg.MaxPixels
+	if a.WidthPx != nil && a.HeightPx != nil {
+		width, height = int64(*a.WidthPx), int64(*a.HeightPx)
+	}
+	maps.Copy(problems, render.CheckCropPixels(e, width, height))
 	for field, problem := range problems {
 		errs.add(field, problem)
 	}

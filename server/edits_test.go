@@ -176,3 +176,40 @@ func TestEditsNeedAFinalizedOriginal(t *testing.T) {
 		t.Fatalf("%d render jobs after refused requests, want 1", n)
 	}
 }
+
+// A crop of a sliver of a pixel (w: 1e-17) made the render's size
+// arithmetic overflow and decode the original whole. It is refused, naming
+// the side: against the photo's own size once ingest measured it, and
+// before that against the longest photo MAX_PIXELS lets in.
+func TestEditCropOfLessThanAPixelIsRefused(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/kite-2560x1600.jpg"))
+	edits := "/v1/assets/" + ups[0].AssetID + "/edits"
+	crop := func(w, h float64) map[string]any {
+		return map[string]any{"params": map[string]any{"crop": map[string]any{"x": 0, "y": 0, "w": w, "h": h}}}
+	}
+	refused := func(body map[string]any, field string) {
+		t.Helper()
+		r := a.do("POST", edits, key, body)
+		expect(t, r, 400, "validation_failed")
+		if f := fields(t, r); f[field] == nil || len(f) != 1 {
+			t.Errorf("%v: fields %v, want %s alone", body, f, field)
+		}
+	}
+
+	// Not ingested yet: its size is not known.
+	refused(crop(1e-17, 1), "params.crop.w")
+	refused(crop(1, 1e-17), "params.crop.h")
+	expect(t, a.do("POST", edits, key, crop(1e-6, 1)), 201, "")
+
+	a.startWorker()
+	waitCount(t, a, "ingest over", 1, `SELECT count(*) FROM assets WHERE id = $1 AND width_px = 2560 AND height_px = 1600`, ups[0].AssetID)
+	refused(crop(1e-6, 1), "params.crop.w")
+	refused(crop(1, 0.5/1600), "params.crop.h")
+	expect(t, a.do("POST", edits, key, crop(1.0/2560, 1.0/1600)), 201, "")
+	if n := a.count(`SELECT count(*) FROM edit_versions`); n != 2 {
+		t.Fatalf("%d versions, want the 2 accepted", n)
+	}
+}
