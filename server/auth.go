@@ -106,11 +106,20 @@ func toUserJSON(p *store.Principal) userJSON {
 
 // createSession exchanges an API key (in the body or the Bearer header) for
 // an HttpOnly, SameSite=Strict cookie, so the web pages never hold the key.
+// Only an API key makes a session: an access token lasts an hour and is
+// refreshed, and must not become a week's cookie.
 func (s *Server) createSession(c *gin.Context) {
 	var in struct {
 		APIKey string `json:"apiKey"`
 	}
-	if c.GetHeader("Authorization") == "" {
+	if h := c.GetHeader("Authorization"); h != "" {
+		key, ok := bearerToken(h)
+		if !ok || key == "" {
+			fail(c, s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "The Authorization header must be 'Bearer <api key>'.")))
+			return
+		}
+		in.APIKey = key
+	} else {
 		if err := decodeJSON(c, &in); err != nil {
 			fail(c, err)
 			return
@@ -119,9 +128,15 @@ func (s *Server) createSession(c *gin.Context) {
 			fail(c, fieldErrors{"apiKey": "is required"}.err())
 			return
 		}
-		c.Request.Header.Set("Authorization", "Bearer "+in.APIKey)
 	}
-	p, err := s.principalFrom(c)
+	p, err := s.store.PrincipalByAPIKey(c.Request.Context(), in.APIKey)
+	if errors.Is(err, store.ErrNotFound) {
+		msg := "The API key is unknown or revoked."
+		if strings.HasPrefix(in.APIKey, store.AccessPrefix) || strings.HasPrefix(in.APIKey, store.RefreshPrefix) {
+			msg = "Only an API key makes a session; a sign-in token is used as it is and refreshed with /v1/auth/refresh."
+		}
+		err = s.failedCredential(c, apiError(http.StatusUnauthorized, "invalid_credentials", "%s", msg))
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -149,9 +164,30 @@ func (s *Server) getSession(c *gin.Context) {
 	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(p), Quotas: &q})
 }
 
+// deleteSession signs out the credential the request came with. A cookie
+// session ends. An access token stands for a device signed in by mail,
+// whose own API key (made by /v1/auth/verify, never shown) holds its
+// access and refresh tokens: the key is revoked, so the refresh token
+// cannot bring the device back. An API key is no session: it is refused,
+// not revoked, since only an administrator makes another.
 func (s *Server) deleteSession(c *gin.Context) {
+	ctx := c.Request.Context()
+	if h := c.GetHeader("Authorization"); h != "" {
+		// authenticate resolved this header to the principal.
+		if token, _ := bearerToken(h); !strings.HasPrefix(token, store.AccessPrefix) {
+			fail(c, apiError(http.StatusBadRequest, "not_a_session",
+				"An API key is not a session: it works until it is revoked (lightbox keys revoke)."))
+			return
+		}
+		if err := s.store.RevokeAPIKey(ctx, principal(c).KeyID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			fail(c, err)
+			return
+		}
+		c.Status(http.StatusNoContent)
+		return
+	}
 	if token, err := c.Cookie(sessionCookie); err == nil {
-		if err := s.store.DeleteSession(c.Request.Context(), token); err != nil {
+		if err := s.store.DeleteSession(ctx, token); err != nil {
 			fail(c, err)
 			return
 		}

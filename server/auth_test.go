@@ -129,3 +129,51 @@ func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
 	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/json; charset=utf-8"), 201, "")
 	expect(t, a.do("POST", "/v1/projects", key, `{"title":"Labelled"}`, "Content-Type", "application/merge-patch+json"), 201, "")
 }
+
+// An access token from a mailed code lasts an hour; it must not become a
+// week-long cookie session, in the body or as the Bearer header.
+func TestAccessTokenMakesNoSession(t *testing.T) {
+	a, mails := mailApp(t)
+	key := a.user("ana@example.org", false)
+	access, refresh := a.signIn(t, mails, "ana@example.org")
+
+	for _, r := range []reply{
+		a.do("POST", "/v1/session", "", map[string]string{"apiKey": access}),
+		a.do("POST", "/v1/session", access, nil),
+		a.do("POST", "/v1/session", "", map[string]string{"apiKey": refresh}),
+	} {
+		expect(t, r, 401, "invalid_credentials")
+		if c := r.header.Get("Set-Cookie"); c != "" {
+			t.Fatalf("a refused session set a cookie: %s", c)
+		}
+	}
+	if n := a.count(`SELECT count(*) FROM sessions s JOIN api_keys k ON k.id = s.api_key_id WHERE k.name LIKE 'sign-in %'`); n != 1 {
+		t.Fatalf("%d sessions of the signed-in device, want its one access token", n)
+	}
+	expect(t, a.do("POST", "/v1/session", "", map[string]string{"apiKey": key}), 201, "")
+}
+
+// Signing out ends the credential that signed out: a device signed in by
+// mail loses its access token and its refresh token, while the user's
+// other devices and API keys go on. An API key is not a session.
+func TestSignOutRevokesTheAccessToken(t *testing.T) {
+	a, mails := mailApp(t)
+	key := a.user("ana@example.org", false)
+	access, refresh := a.signIn(t, mails, "ana@example.org")
+	otherAccess, otherRefresh := a.signIn(t, mails, "ana@example.org")
+	// An older access token of the same device, from a refresh.
+	r := a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh})
+	expect(t, r, 200, "")
+	refreshed, refresh := r.json(t)["accessToken"].(string), r.json(t)["refreshToken"].(string)
+
+	expect(t, a.do("DELETE", "/v1/session", refreshed, nil), 204, "")
+	for _, token := range []string{refreshed, access} {
+		expect(t, a.do("GET", "/v1/projects", token, nil), 401, "token_expired")
+	}
+	expect(t, a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh}), 401, "invalid_refresh_token")
+
+	expect(t, a.do("GET", "/v1/projects", otherAccess, nil), 200, "")
+	expect(t, a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": otherRefresh}), 200, "")
+	expect(t, a.do("DELETE", "/v1/session", key, nil), 400, "not_a_session")
+	expect(t, a.do("GET", "/v1/projects", key, nil), 200, "")
+}

@@ -115,3 +115,28 @@ func TestSignInByMailedCode(t *testing.T) {
 		t.Fatalf("429 without Retry-After: %v %s", r.header, r.body)
 	}
 }
+
+// mailApp is an app that mails sign-in codes to a test SMTP server.
+func mailApp(t *testing.T, env ...string) (*app, <-chan testenv.Mail) {
+	t.Helper()
+	smtpURL, mails := testenv.SMTP(t)
+	vars := map[string]string{"SMTP_URL": smtpURL, "MAIL_FROM": "Lightbox <no-reply@example.org>"}
+	for i := 0; i+1 < len(env); i += 2 {
+		vars[env[i]] = env[i+1]
+	}
+	e := testenv.New(t)
+	return startAppWith(t, e, e.Redis, options{env: vars}), mails
+}
+
+// signIn signs email in by the mailed code, as a device would, and
+// returns its access and refresh tokens.
+func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, headers ...string) (access, refresh string) {
+	t.Helper()
+	r := a.do("POST", "/v1/auth/login", "", map[string]any{"email": email}, headers...)
+	expect(t, r, 200, "")
+	challenge := r.json(t)["challengeId"].(string)
+	r = a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": mailedCode(t, mails, email)}, headers...)
+	expect(t, r, 200, "")
+	m := r.json(t)
+	return m["accessToken"].(string), m["refreshToken"].(string)
+}
