@@ -63,7 +63,7 @@ type Server struct {
 	signer     blob.URLSigner
 	verifier   blob.URLVerifier // nil when the URLs lead to another service
 	limits     limits
-	uploads    *redislock.Client // one PUT at a time per upload
+	locks      *redislock.Client // one PUT at a time per upload, one chain verification per user
 	jobs       *jobs.Dispatcher
 	embedModel string
 	texts      embed.TextEmbedder
@@ -98,7 +98,7 @@ func New(d Deps) *Server {
 	var err error
 	s.verifier, _ = d.Signer.(blob.URLVerifier)
 	s.streams.max = d.Config.SSEStreamsPerUser
-	s.uploads = redislock.New(d.Redis)
+	s.locks = redislock.New(d.Redis)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// uploadLockTTL bounds how long a server that died mid-upload keeps an
-// upload locked; a live upload renews its lock every third of it.
-const uploadLockTTL = 30 * time.Second
+// lockTTL bounds how long a server that died holding a lock keeps it; a
+// live holder renews its lock every third of it.
+const lockTTL = 30 * time.Second
 
 // lockUpload lets one PUT at a time write an asset's bytes, across every
 // server process: a replayed URL cannot stream many copies of a large file
@@ -23,19 +23,31 @@ const uploadLockTTL = 30 * time.Second
 // unlocked (the row lock at commit still orders the writes): an outage of
 // the lock must not stop uploads.
 func (s *Server) lockUpload(ctx context.Context, log *slog.Logger, asset uuid.UUID) (release func(), err error) {
+	release, err = s.hold(ctx, log, "lightbox:upload-lock:"+asset.String())
+	if errors.Is(err, redislock.ErrNotObtained) {
+		return nil, apiError(http.StatusConflict, "upload_in_progress", "Another upload to this URL is in progress; wait for it to end.")
+	}
+	return release, err
+}
+
+// hold takes the lock key, shared by every server process, and renews it
+// until the returned function releases it. It answers
+// redislock.ErrNotObtained while another holds key. When Redis does not
+// answer, it logs and lets the caller go on unlocked.
+func (s *Server) hold(ctx context.Context, log *slog.Logger, key string) (release func(), err error) {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	lock, err := s.uploads.Obtain(ctx, "lightbox:upload-lock:"+asset.String(), uploadLockTTL, nil)
+	lock, err := s.locks.Obtain(ctx, key, lockTTL, nil)
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
-		return nil, apiError(http.StatusConflict, "upload_in_progress", "Another upload to this URL is in progress; wait for it to end.")
+		return nil, err
 	case err != nil:
-		log.Warn("upload lock unavailable; upload goes on unlocked", "assetId", asset, "err", err)
+		log.Warn("lock unavailable; going on unlocked", "lock", key, "err", err)
 		return func() {}, nil
 	}
 	done := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(uploadLockTTL / 3)
+		tick := time.NewTicker(lockTTL / 3)
 		defer tick.Stop()
 		for {
 			select {
@@ -43,8 +55,8 @@ func (s *Server) lockUpload(ctx context.Context, log *slog.Logger, asset uuid.UU
 				return
 			case <-tick.C:
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				if err := lock.Refresh(ctx, uploadLockTTL, nil); err != nil {
-					log.Warn("upload lock not renewed", "assetId", asset, "err", err)
+				if err := lock.Refresh(ctx, lockTTL, nil); err != nil {
+					log.Warn("lock not renewed", "lock", key, "err", err)
 				}
 				cancel()
 			}
@@ -55,7 +67,7 @@ func (s *Server) lockUpload(ctx context.Context, log *slog.Logger, asset uuid.UU
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := lock.Release(ctx); err != nil && !errors.Is(err, redislock.ErrLockNotHeld) {
-			log.Warn("upload lock not released; it expires", "assetId", asset, "err", err)
+			log.Warn("lock not released; it expires", "lock", key, "err", err)
 		}
 	}, nil
 }
