@@ -76,7 +76,8 @@ func (s *Server) idempotent(c *gin.Context) {
 	c.Next()
 
 	ctx := context.WithoutCancel(c.Request.Context())
-	if status := rec.Status(); status >= 500 {
+	// A failure or a "busy, retry" is no answer to replay: the retry runs.
+	if status := rec.Status(); status >= 500 || status == http.StatusTooManyRequests {
 		err = s.store.ReleaseIdempotencyKey(ctx, user, key)
 	} else {
 		err = s.store.SaveIdempotentResponse(ctx, user, key, store.SavedResponse{
