@@ -261,3 +261,52 @@ func TestVerifyRowsThatNameNoKey(t *testing.T) {
 		t.Fatalf("an unnamed row's attestation shows key %s, want the retired one that verifies it, %x", a.Record.PublicKey, old)
 	}
 }
+
+// A span's state names everything its verification reads: it stays while
+// nothing changes, and changes with any row of the range or the one before
+// it, with the head, and with the keys; rows after the range do not count.
+func TestSpanStateChangesWithWhatVerifyReads(t *testing.T) {
+	f := chainOf10(t)
+	ctx := context.Background()
+	state := func(keys chain.Keys, from, to int64) string {
+		t.Helper()
+		s, err := chain.SpanOf(ctx, f.st, keys, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.State
+	}
+	before := state(f.keys(), 3, 6)
+	if again := state(f.keys(), 3, 6); again != before {
+		t.Fatal("the state changed while nothing did")
+	}
+	if state(f.keys(), 3, 7) == before || state(f.keys(), 4, 6) == before {
+		t.Fatal("another range has the same state")
+	}
+	other, _, _ := ed25519.GenerateKey(rand.Reader)
+	if state(chain.Keys{Current: f.pub, Retired: []ed25519.PublicKey{other}}, 3, 6) == before {
+		t.Fatal("another key set has the same state")
+	}
+	f.exec(t, `UPDATE attestations SET cid = 'ff' || substr(cid, 3) WHERE seq = 9`)
+	if state(f.keys(), 3, 6) != before {
+		t.Fatal("a row after the range changed the state")
+	}
+	f.exec(t, `UPDATE attestations SET signature = set_byte(signature, 0, (get_byte(signature, 0) + 1) % 256) WHERE seq = 2`)
+	if state(f.keys(), 3, 6) == before {
+		t.Fatal("the row the range links to changed, and the state did not")
+	}
+	before = state(f.keys(), 3, 6)
+	f.exec(t, `UPDATE chain_head SET seq = seq + 1`)
+	if state(f.keys(), 3, 6) == before {
+		t.Fatal("the head moved, and the state did not")
+	}
+
+	// Past the head, a span holds nothing, and verifying it finds no fault.
+	s, err := chain.SpanOf(ctx, f.st, f.keys(), 50, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := chain.VerifySpan(ctx, f.st, f.keys(), s); err != nil || !res.OK || res.Checked != 0 {
+		t.Fatalf("verify past the head: %+v, %v", res, err)
+	}
+}

@@ -23,6 +23,10 @@ type serverMetrics struct {
 	handler  http.Handler // answers a scrape
 	requests *prometheus.HistogramVec
 	refused  *prometheus.CounterVec
+	// verifications counts chain verify calls by outcome: ran, kept (an
+	// outcome kept for the chain as it stands), busy (refused while the
+	// user's own verification ran).
+	verifications *prometheus.CounterVec
 }
 
 func newServerMetrics(s *Server) *serverMetrics {
@@ -38,8 +42,15 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Name: "lightbox_rate_limit_refusals_total",
 			Help: "Requests refused with 429, by the budget they exceeded.",
 		}, []string{"limit"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lightbox_chain_verifications_total",
+			Help: "Chain verify calls by outcome: ran, kept (answered from a verification of the chain as it stands), busy.",
+		}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.refused,
+	for _, outcome := range []string{"ran", "kept", "busy"} {
+		m.verifications.WithLabelValues(outcome) // 0 from the start, not absent
+	}
+	reg.MustRegister(m.requests, m.refused, m.verifications,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lightbox_sse_connections",
 			Help: "Live progress streams open on this server.",

@@ -184,9 +184,10 @@ var serverBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// startServerProcess runs cmd/server on the test's database and Redis
-// until the benchmark ends.
-func startServerProcess(b *testing.B, env *testenv.Env, extra map[string]string) serverProcess {
+// startServerProcess runs cmd/server, built without the race detector, on
+// the test's database and Redis until the test ends: what is measured
+// through it is the server, not an instrumented test binary.
+func startServerProcess(b testing.TB, env *testenv.Env, extra map[string]string) serverProcess {
 	b.Helper()
 	bin, err := serverBinary()
 	if err != nil {

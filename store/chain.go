@@ -299,6 +299,22 @@ func (s *Store) Attestations(ctx context.Context, from, to int64, limit int) ([]
 	return rows, err
 }
 
+// AttestationsDigest is how many rows have from <= seq <= to and a SHA-256
+// (hex) of every column a verification reads of them, in seq order: it
+// changes when any of those rows does.
+func (s *Store) AttestationsDigest(ctx context.Context, from, to int64) (n int64, digest string, err error) {
+	var out struct {
+		N      int64  `db:"n"`
+		Digest string `db:"digest"`
+	}
+	err = s.db.GetContext(ctx, &out, `
+		SELECT count(*) AS n, coalesce(encode(sha256(convert_to(string_agg(
+			concat_ws('|', seq, cid, tx_id, prev_tx, prev_cid, payload, signature, coalesce(public_key, '')), E'\n' ORDER BY seq
+		), 'UTF8')), 'hex'), '') AS digest
+		FROM attestations WHERE seq BETWEEN $1 AND $2`, from, to)
+	return out.N, out.Digest, err
+}
+
 // AttestationBySeq reads one row of the chain.
 func (s *Store) AttestationBySeq(ctx context.Context, seq int64) (*AttestationRecord, error) {
 	var r AttestationRecord
