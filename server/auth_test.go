@@ -133,7 +133,7 @@ func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
 // An access token from a mailed code lasts an hour; it must not become a
 // week-long cookie session, in the body or as the Bearer header.
 func TestAccessTokenMakesNoSession(t *testing.T) {
-	a, mails := mailApp(t)
+	a, mails := mailApp(t, options{})
 	key := a.user("ana@example.org", false)
 	access, refresh := a.signIn(t, mails, "ana@example.org")
 
@@ -157,7 +157,7 @@ func TestAccessTokenMakesNoSession(t *testing.T) {
 // mail loses its access token and its refresh token, while the user's
 // other devices and API keys go on. An API key is not a session.
 func TestSignOutRevokesTheAccessToken(t *testing.T) {
-	a, mails := mailApp(t)
+	a, mails := mailApp(t, options{})
 	key := a.user("ana@example.org", false)
 	access, refresh := a.signIn(t, mails, "ana@example.org")
 	otherAccess, otherRefresh := a.signIn(t, mails, "ana@example.org")

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -61,7 +62,8 @@ type options struct {
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 	store    blob.Store     // the disk backend under dataDir by default
 	texts    embed.TextEmbedder
-	model    string // the embedding model /similar compares; testEmbedModel by default
+	model    string           // the embedding model /similar compares; testEmbedModel by default
+	now      func() time.Time // the sign-in throttle's clock; time.Now by default
 }
 
 // newChainKey is a new chain signing key as CHAIN_KEY takes it.
@@ -135,7 +137,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	srv := server.New(server.Deps{
 		ChainKeys: keys, EmbedModel: cmp.Or(o.model, testEmbedModel), TextEmbedder: o.texts,
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
-		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer,
+		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer, Now: o.now,
 	})
 	// Every answer is checked against openapi.yaml, so it cannot drift.
 	handler = conforming(t, srv.Handler())

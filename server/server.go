@@ -23,6 +23,7 @@ import (
 	"lightbox/config"
 	"lightbox/embed"
 	"lightbox/events"
+	"lightbox/internal/guess"
 	"lightbox/internal/mail"
 	"lightbox/jobs"
 	"lightbox/similar"
@@ -50,6 +51,9 @@ type Deps struct {
 	// half and the retired keys older attestations name.
 	ChainKeys chain.Keys
 	Logger    *slog.Logger
+	// Now is the time the sign-in throttle counts by; time.Now when nil.
+	// Tests move it to play hours of guessing in a moment.
+	Now func() time.Time
 }
 
 // Server is the API.
@@ -75,7 +79,9 @@ type Server struct {
 	log        *slog.Logger
 	router     *gin.Engine
 	metrics    *serverMetrics
-	mail       mail.Sender // sign-in codes
+	mail       mail.Sender    // sign-in codes
+	guesses    *guess.Counter // sign-in codes tried
+	now        func() time.Time
 }
 
 // New builds the server and its routes.
@@ -83,7 +89,7 @@ func New(d Deps) *Server {
 	s := &Server{
 		cfg: d.Config, store: d.Store, rdb: d.Redis, queue: d.Queue, inspector: d.Inspector,
 		blobs: d.Blobs, signer: d.Signer, log: d.Logger, embedModel: d.EmbedModel, texts: d.TextEmbedder, chainKeys: d.ChainKeys,
-		vectors: &similar.Index{Store: d.Store},
+		vectors: &similar.Index{Store: d.Store}, guesses: guess.New(d.Redis), now: d.Now,
 		limits: limits{
 			rl:      redis_rate.NewLimiter(d.Redis),
 			errors:  new(atomic.Int64),
@@ -101,6 +107,9 @@ func New(d Deps) *Server {
 	s.locks = redislock.New(d.Redis)
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.mail, err = mail.New(d.Config.SMTPURL, d.Config.MailFrom, s.log); err != nil {
 		// The configuration checked both; this would be a bug.

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/mail"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/internal/guess"
 	"lightbox/store"
 )
 
@@ -28,10 +30,46 @@ const (
 	signInMailLimit = 30 * time.Second
 )
 
-// codesPerAddress is the budget of codes mailed to one address, shared by
-// every server process. Sign-in calls have a budget per client address
-// (RATE_SIGNIN_*), spent in the route table.
-var codesPerAddress = perPeriod(5, 10*time.Minute)
+// Codes mailed to one mailbox, budgets shared by every server process:
+// from one client address, and from all of them. A stranger spending the
+// first cannot stop the owner's next code from another address: one
+// client's budget refills slower than the mailbox's. Sign-in calls have a
+// budget per client address too (RATE_SIGNIN_*), spent in the route table.
+var (
+	codesFromOneClient = perPeriod(5, time.Hour)
+	codesPerMailbox    = perPeriod(30, time.Hour)
+)
+
+// Tries of sign-in codes are counted before each is checked, across
+// challenges, and slowed down (internal/guess), never locked out:
+//   - per mailbox from one client address: a run of logins and wrong codes
+//     from one address gets 8 tries in its first hour, then about 1 an hour;
+//   - per mailbox from anywhere: loose enough that one address's run never
+//     slows the owner signing in from another, yet at most about 6 an hour
+//     once many addresses guess together;
+//   - per client address, whatever the mailbox, and for the whole service.
+//
+// Unknown mailboxes are counted like known ones, so the answers do not
+// tell them apart. Admins sign in by the same rules.
+var (
+	guessMailboxFromClient = guess.Rule{Free: 3, Base: time.Minute, Max: time.Hour, Forget: time.Hour}
+	guessMailbox           = guess.Rule{Free: 8, Base: time.Minute, Max: 10 * time.Minute, Forget: 15 * time.Minute}
+	guessFromClient        = guess.Rule{Free: 20, Base: time.Minute, Max: time.Hour, Forget: time.Hour}
+	guessAll               = guess.Rule{Free: 100, Base: time.Second, Max: time.Minute, Forget: 5 * time.Second}
+)
+
+// guessScopes are the counts a code tried for mailbox from this request's
+// client address is kept in.
+func guessScopes(c *gin.Context, mailbox string) []guess.Scope {
+	const p = "lightbox:signin-guesses:"
+	mailbox, client := strings.ToLower(mailbox), c.ClientIP()
+	return []guess.Scope{
+		{Key: p + "mailbox-client:" + mailbox + ":" + client, Rule: guessMailboxFromClient},
+		{Key: p + "mailbox:" + mailbox, Rule: guessMailbox},
+		{Key: p + "client:" + client, Rule: guessFromClient},
+		{Key: p + "all", Rule: guessAll},
+	}
+}
 
 type signInJSON struct {
 	AccessToken  string    `json:"accessToken"`
@@ -65,7 +103,9 @@ func (s *Server) login(c *gin.Context) {
 		fail(c, fieldErrors{"locale": "must be a language tag such as en or pt-BR"}.err())
 		return
 	}
-	if !s.allow(c, "signin-email:"+strings.ToLower(email), codesPerAddress, 1) {
+	mailbox := strings.ToLower(email)
+	if !s.allow(c, "signin-email-client:"+mailbox+":"+c.ClientIP(), codesFromOneClient, 1) ||
+		!s.allow(c, "signin-email:"+mailbox, codesPerMailbox, 1) {
 		return
 	}
 	code, err := newCode()
@@ -116,7 +156,7 @@ func (s *Server) verify(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	u, err := s.store.UseChallenge(ctx, in.ChallengeID, codeHash(in.ChallengeID, in.Code), codeAttempts)
+	u, err := s.tryCode(c, in.ChallengeID, in.Code)
 	switch {
 	case errors.Is(err, store.ErrWrongCode):
 		fail(c, apiError(http.StatusUnauthorized, "invalid_code", "The code is wrong."))
@@ -134,6 +174,48 @@ func (s *Server) verify(c *gin.Context) {
 		return
 	}
 	s.answerTokens(c, &store.Principal{User: *u, KeyID: key.ID})
+}
+
+// tryCode checks code against challenge id, counted before the check; a
+// right code is taken back from the counts, as it was no failure.
+func (s *Server) tryCode(c *gin.Context, id uuid.UUID, code string) (*store.User, error) {
+	ctx := c.Request.Context()
+	ch, err := s.store.ChallengeByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !ch.Live(codeAttempts)) {
+		return nil, store.ErrCodeExpired // no code is tried, so nothing is counted
+	}
+	if err != nil {
+		return nil, err
+	}
+	scopes := guessScopes(c, ch.Email)
+	if err := s.countGuess(c, scopes); err != nil {
+		return nil, err
+	}
+	u, err := s.store.UseChallenge(ctx, id, codeHash(id, code), codeAttempts)
+	if err == nil {
+		if err := s.guesses.Forgive(context.WithoutCancel(ctx), scopes...); err != nil {
+			logger(c).Warn("take back a right sign-in code", "err", err)
+		}
+	}
+	return u, err
+}
+
+// countGuess counts a code tried in scopes before it is checked, and
+// answers 429 with the wait when the guessing must slow down. Without
+// Redis no code is checked: an uncounted guess is what the count is for.
+func (s *Server) countGuess(c *gin.Context, scopes []guess.Scope) error {
+	wait, err := s.guesses.Take(c.Request.Context(), s.now(), scopes...)
+	if err != nil {
+		logger(c).Error("count a sign-in code", "err", err)
+		return apiError(http.StatusServiceUnavailable, "signin_unavailable", "Codes cannot be checked right now; retry shortly. API keys and signed-in devices still work.")
+	}
+	if wait <= 0 {
+		return nil
+	}
+	retry := ceilSeconds(wait)
+	c.Header("Retry-After", strconv.Itoa(retry))
+	s.metrics.refusedBy("signin-guesses:")
+	return apiError(http.StatusTooManyRequests, "rate_limited", "Too many wrong codes; retry in %d s.", retry).with("retryAfter", retry)
 }
 
 // refresh spends a refresh token for a new pair. A refresh token that

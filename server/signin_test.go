@@ -1,8 +1,12 @@
 package server_test
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,9 +33,8 @@ func mailedCode(t *testing.T, mails <-chan testenv.Mail, to string) string {
 }
 
 func TestSignInByMailedCode(t *testing.T) {
-	smtpURL, mails := testenv.SMTP(t)
-	env := testenv.New(t)
-	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SMTP_URL": smtpURL, "MAIL_FROM": "Lightbox <no-reply@example.org>"}})
+	clock := newClock()
+	a, mails := mailApp(t, options{now: clock.Now})
 	a.user("ana@example.org", false)
 	login := func(email string) string {
 		t.Helper()
@@ -43,8 +46,18 @@ func TestSignInByMailedCode(t *testing.T) {
 		}
 		return got["challengeId"].(string)
 	}
+	// verify waits as long as the server says when it slows the tries down.
 	verify := func(challenge, code string) reply {
-		return a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": code})
+		t.Helper()
+		for range 10 {
+			r := a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": code})
+			if r.status != 429 {
+				return r
+			}
+			clock.Advance(retryAfter(t, r))
+		}
+		t.Fatal("still told to wait after 10 waits")
+		return reply{}
 	}
 
 	// An unknown address gets the same answer, and no mail; its challenge
@@ -104,7 +117,7 @@ func TestSignInByMailedCode(t *testing.T) {
 		expect(t, a.do("POST", c.path, "", c.body), 400, "validation_failed")
 	}
 
-	// Codes to one address are limited: five in ten minutes.
+	// Codes to one address from one client are limited: five an hour.
 	for range 3 {
 		login("ANA@example.org")
 		mailedCode(t, mails, "ANA@example.org")
@@ -116,16 +129,46 @@ func TestSignInByMailedCode(t *testing.T) {
 	}
 }
 
-// mailApp is an app that mails sign-in codes to a test SMTP server.
-func mailApp(t *testing.T, env ...string) (*app, <-chan testenv.Mail) {
+// mailApp is an app with options o that mails sign-in codes to a test
+// SMTP server.
+func mailApp(t *testing.T, o options) (*app, <-chan testenv.Mail) {
 	t.Helper()
 	smtpURL, mails := testenv.SMTP(t)
 	vars := map[string]string{"SMTP_URL": smtpURL, "MAIL_FROM": "Lightbox <no-reply@example.org>"}
-	for i := 0; i+1 < len(env); i += 2 {
-		vars[env[i]] = env[i+1]
-	}
+	maps.Copy(vars, o.env)
+	o.env = vars
 	e := testenv.New(t)
-	return startAppWith(t, e, e.Redis, options{env: vars}), mails
+	return startAppWith(t, e, e.Redis, o), mails
+}
+
+// clock is a time a test moves by hand, for the sign-in throttle.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// retryAfter is the wait a 429 announces, failing t unless it has one.
+func retryAfter(t *testing.T, r reply) time.Duration {
+	t.Helper()
+	s, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 429 || err != nil || s < 1 {
+		t.Fatalf("want a 429 with Retry-After; got %d %v %s", r.status, r.header, r.body)
+	}
+	return time.Duration(s) * time.Second
 }
 
 // signIn signs email in by the mailed code, as a device would, and
@@ -139,4 +182,157 @@ func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, head
 	expect(t, r, 200, "")
 	m := r.json(t)
 	return m["accessToken"].(string), m["refreshToken"].(string)
+}
+
+// guessRun plays an attacker guessing mailbox's sign-in codes for d of the
+// clock's time: it asks for a code, tries wrong ones from the client
+// addresses addrs in turn (X-Forwarded-For, through a trusted proxy), asks
+// for another code when one is spent, and, when every address is told to
+// wait, moves the clock by the shortest Retry-After announced. It returns
+// when each wrong code was checked, from the start, and why it stopped
+// early, if it did.
+func guessRun(t *testing.T, a *app, c *clock, mails <-chan testenv.Mail, mailbox string, addrs []string, d time.Duration) (tries []time.Duration, stopped string) {
+	t.Helper()
+	start := c.Now()
+	from := func(i int) []string { return []string{"X-Forwarded-For", addrs[i%len(addrs)]} }
+	challenge, wrong := "", ""
+	for c.Now().Sub(start) < d {
+		if challenge == "" {
+			r := a.do("POST", "/v1/auth/login", "", map[string]any{"email": mailbox}, from(len(tries))...)
+			if r.status != 200 {
+				return tries, fmt.Sprintf("a code was refused after %v: %d %s", c.Now().Sub(start), r.status, r.body)
+			}
+			challenge, wrong = r.json(t)["challengeId"].(string), "000000"
+			if mailedCode(t, mails, mailbox) == wrong {
+				wrong = "111111"
+			}
+		}
+		var soonest time.Duration
+		for i := range addrs {
+			r := a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": wrong}, from(i)...)
+			if r.status == 429 {
+				if w := retryAfter(t, r); soonest == 0 || w < soonest {
+					soonest = w
+				}
+				continue
+			}
+			expect(t, r, 401, "")
+			switch code := r.json(t)["code"]; code {
+			case "invalid_code":
+				tries = append(tries, c.Now().Sub(start))
+			case "code_expired":
+				challenge = ""
+			default:
+				t.Fatalf("verify: %s", r.body)
+			}
+			soonest = 0
+			break
+		}
+		c.Advance(soonest)
+	}
+	return tries, ""
+}
+
+// mostInAnHour is the most tries of any hour of the run, and the hour's start.
+func mostInAnHour(tries []time.Duration) (most int, from time.Duration) {
+	for _, s := range tries {
+		n := 0
+		for _, x := range tries {
+			if x >= s && x < s+time.Hour {
+				n++
+			}
+		}
+		if n > most {
+			most, from = n, s
+		}
+	}
+	return most, from
+}
+
+// An attacker at one address asks for a code of an admin's mailbox and
+// tries five wrong codes, again and again, for three hours of the clock:
+// the tries counted across the codes are slowed down to fewer than 10 an
+// hour. Meanwhile the admin's device keeps its refresh token and API key,
+// and the admin signing in afresh from another address gets a code and
+// signs in at once.
+func TestGuessingSignInCodesFromOneAddress(t *testing.T) {
+	c := newClock()
+	a, mails := mailApp(t, options{now: c.Now, env: map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32", "RATE_SIGNIN_BURST": "10000"}})
+	const mailbox = "root@example.org"
+	key := a.user(mailbox, true)
+	owner := []string{"X-Forwarded-For", "198.51.100.9"}
+	_, refresh := a.signIn(t, mails, mailbox, owner...)
+
+	attacker := []string{"X-Forwarded-For", "203.0.113.7"}
+	tries, stopped := guessRun(t, a, c, mails, mailbox, attacker[1:], 3*time.Hour)
+	most, from := mostInAnHour(tries)
+	t.Logf("%d wrong codes checked in 3 h from one address, %d at most in an hour (from %v): %v", len(tries), most, from, tries)
+	if most >= 10 {
+		t.Errorf("%d wrong codes checked in the hour from %v, want fewer than 10", most, from)
+	}
+	if stopped != "" {
+		t.Fatalf("the run stopped early, so its figure says little: %s", stopped)
+	}
+
+	// The owner, from another address: the device signed in before, its
+	// API key, and a fresh sign-in by a mailed code, answered at once.
+	r := a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh}, owner...)
+	expect(t, r, 200, "")
+	expect(t, a.do("GET", "/v1/projects", r.json(t)["accessToken"].(string), nil, owner...), 200, "")
+	expect(t, a.do("GET", "/v1/projects", key, nil, owner...), 200, "")
+	a.signIn(t, mails, mailbox, owner...)
+
+	// The owner signing in took nothing off the attacker's count: the
+	// attack goes on an hour apart.
+	r = a.do("POST", "/v1/auth/login", "", map[string]any{"email": mailbox}, attacker...)
+	expect(t, r, 200, "")
+	challenge, wrong := r.json(t)["challengeId"], "000000"
+	if mailedCode(t, mails, mailbox) == wrong {
+		wrong = "111111"
+	}
+	for i := 0; ; i++ {
+		r = a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": wrong}, attacker...)
+		if r.status == 429 {
+			if wait := retryAfter(t, r); wait < 30*time.Minute {
+				t.Fatalf("after the owner signed in, the attacker waits %v for the next try", wait)
+			}
+			break
+		}
+		expect(t, r, 401, "invalid_code")
+		if i > 0 {
+			t.Fatal("after the owner signed in, the attacker tried twice without a wait")
+		}
+	}
+}
+
+// Guessing one mailbox's codes from ten addresses at once is slowed per
+// mailbox: the first hour lets a few more tries through than one address
+// gets, then about 6 an hour.
+func TestGuessingSignInCodesFromManyAddresses(t *testing.T) {
+	c := newClock()
+	a, mails := mailApp(t, options{now: c.Now, env: map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32", "RATE_SIGNIN_BURST": "10000"}})
+	const mailbox = "ana@example.org"
+	a.user(mailbox, false)
+	addrs := make([]string, 10)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("203.0.113.%d", i+1)
+	}
+	tries, stopped := guessRun(t, a, c, mails, mailbox, addrs, 3*time.Hour)
+	most, from := mostInAnHour(tries)
+	var later []time.Duration
+	for _, x := range tries {
+		if x >= time.Hour {
+			later = append(later, x)
+		}
+	}
+	mostLater, laterFrom := mostInAnHour(later)
+	t.Logf("%d wrong codes checked in 3 h from %d addresses: %d at most in an hour (from %v), %d at most in an hour after the first: %v",
+		len(tries), len(addrs), most, from, mostLater, tries)
+	if most >= 20 || mostLater >= 10 {
+		t.Errorf("%d wrong codes in the hour from %v and %d in the hour from %v; want fewer than 20 in the first hour, fewer than 10 in any later one",
+			most, from, mostLater, laterFrom)
+	}
+	if stopped != "" {
+		t.Fatalf("the run stopped early, so its figure says little: %s", stopped)
+	}
 }

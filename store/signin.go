@@ -20,6 +20,8 @@ type Challenge struct {
 	UsedAt    *time.Time `db:"used_at"`
 }
 
+const challengeColumns = `id, email, user_id, code_hash, attempts, expires_at, used_at`
+
 // CreateChallenge records sign-in challenge id for email, whether or not a
 // user has that address (then no code ever matches); UserID says which.
 func (s *Store) CreateChallenge(ctx context.Context, id uuid.UUID, email string, codeHash []byte, ttl time.Duration) (*Challenge, error) {
@@ -27,9 +29,22 @@ func (s *Store) CreateChallenge(ctx context.Context, id uuid.UUID, email string,
 	err := s.db.GetContext(ctx, c, `
 		INSERT INTO sign_in_challenges (id, email, user_id, code_hash, expires_at)
 		VALUES ($1, $2, (SELECT id FROM users WHERE lower(email) = lower($2)), $3, now() + $4::interval)
-		RETURNING id, email, user_id, code_hash, attempts, expires_at, used_at`,
+		RETURNING `+challengeColumns,
 		id, email, codeHash, ttl.String())
 	return c, err
+}
+
+// ChallengeByID reads a challenge, to know whose code is being tried
+// before the try is counted and checked.
+func (s *Store) ChallengeByID(ctx context.Context, id uuid.UUID) (*Challenge, error) {
+	c := &Challenge{}
+	err := s.db.GetContext(ctx, c, `SELECT `+challengeColumns+` FROM sign_in_challenges WHERE id = $1`, id)
+	return c, notFound(err)
+}
+
+// Live reports whether a code may still be tried against c.
+func (c *Challenge) Live(maxAttempts int) bool {
+	return c.UsedAt == nil && c.Attempts < maxAttempts && time.Now().Before(c.ExpiresAt)
 }
 
 // Sign-in refusals.
@@ -47,15 +62,14 @@ func (s *Store) UseChallenge(ctx context.Context, id uuid.UUID, codeHash []byte,
 	var refusal error // returned after the commit, so a wrong try counts
 	err := s.WithTx(ctx, func(tx *Store) error {
 		c := &Challenge{}
-		err := tx.db.GetContext(ctx, c, `SELECT id, email, user_id, code_hash, attempts, expires_at, used_at
-			FROM sign_in_challenges WHERE id = $1 FOR UPDATE`, id)
+		err := tx.db.GetContext(ctx, c, `SELECT `+challengeColumns+` FROM sign_in_challenges WHERE id = $1 FOR UPDATE`, id)
 		if err != nil {
 			if errors.Is(notFound(err), ErrNotFound) {
 				return ErrCodeExpired
 			}
 			return err
 		}
-		if c.UsedAt != nil || c.Attempts >= maxAttempts || time.Now().After(c.ExpiresAt) {
+		if !c.Live(maxAttempts) {
 			return ErrCodeExpired
 		}
 		if c.UserID == nil || subtle.ConstantTimeCompare(c.CodeHash, codeHash) != 1 {
