@@ -1,0 +1,321 @@
+// Lightbox's face provider: an HTTP service that finds faces in a JPEG and
+// measures their eyes and head angles. It detects only; it never describes,
+// recognises or matches a face.
+//
+//   POST /v1/faces   body: a JPEG (Content-Type: image/jpeg)
+//                    → {width, height, faces: [...], model, tiles, tookMs}
+//   GET  /healthz    → 200 once the models are loaded, 503 before
+//
+// Errors are {code, message} with a matching status. A pool of threads
+// (ML_WORKERS, one per core by default) each runs one detection at a time;
+// ML_QUEUE more requests may wait, and the next one is refused at once with
+// 503 and Retry-After, so memory stays bounded by the pool, not the load.
+//
+// Settings (environment):
+//   ML_HOST             127.0.0.1
+//   ML_PORT             57080 (0 picks a free port; the port is printed)
+//   ML_WORKERS          detection threads, default one per core
+//   ML_QUEUE            requests that may wait for a thread, default 2 per thread
+//   ML_MAX_BODY_MB      largest JPEG accepted, default 20
+//   ML_MAX_MEGAPIXELS   largest image decoded, default 16
+//   ML_TILES            auto (default) or off: search large images in tiles too
+//   ML_TIMEOUT_MS       longest one detection may run, default 60000
+
+import http from 'node:http';
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { MODEL, defaults } from './faces.js';
+
+function env(name, fallback, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min || v > max) {
+    console.error(`faces: ${name}=${raw} is not a whole number from ${min} to ${max}`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const settings = {
+  host: process.env.ML_HOST || '127.0.0.1',
+  port: env('ML_PORT', 57080, { max: 65535 }),
+  workers: env('ML_WORKERS', Math.max(1, os.availableParallelism()), { min: 1, max: 64 }),
+  queue: env('ML_QUEUE', -1, { max: 10000 }),
+  maxBody: env('ML_MAX_BODY_MB', 20, { min: 1, max: 1024 }) * 1024 * 1024,
+  maxMegapixels: env('ML_MAX_MEGAPIXELS', defaults.maxMegapixels, { min: 1, max: 200 }),
+  tiles: process.env.ML_TILES || 'auto',
+  timeoutMs: env('ML_TIMEOUT_MS', 60000, { min: 100 }),
+};
+if (settings.queue < 0) settings.queue = 2 * settings.workers;
+if (!['auto', 'off'].includes(settings.tiles)) {
+  console.error(`faces: ML_TILES=${settings.tiles} is neither auto nor off`);
+  process.exit(2);
+}
+
+const log = (...a) => console.error('faces:', ...a);
+
+class HTTPError extends Error {
+  constructor(status, code, message, headers = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+// Pool runs detections on worker threads, one at a time per thread, and
+// replaces a thread that dies or overruns its time.
+class Pool {
+  constructor(size, workerData, timeoutMs) {
+    this.workerData = workerData;
+    this.timeoutMs = timeoutMs;
+    this.slots = [];
+    this.waiting = [];
+    this.nextID = 1;
+    this.avgMs = 1000;
+    this.loaded = false;
+    for (let i = 0; i < size; i++) this.spawn(i);
+  }
+
+  ready() {
+    return this.slots.filter((s) => s.ready).length;
+  }
+
+  busy() {
+    return this.slots.filter((s) => s.job).length;
+  }
+
+  spawn(i) {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: this.workerData });
+    const slot = { worker, ready: false, job: null };
+    this.slots[i] = slot;
+    worker.on('message', (msg) => {
+      if (msg.type === 'ready') {
+        slot.ready = true;
+        if (!this.loaded) log(`models loaded: ${MODEL}`);
+        this.loaded = true;
+        this.dispatch();
+      } else if (msg.type === 'failed') {
+        // The models did not load: a broken install, not a passing fault.
+        log(`a detection thread could not load the models: ${msg.message}`);
+        process.exit(1);
+      } else if (slot.job && msg.id === slot.job.id) {
+        this.finish(slot, msg);
+      }
+    });
+    worker.on('error', (err) => log(`detection thread ${i} failed: ${(err && err.stack) || err}`));
+    worker.on('exit', (code) => {
+      if (this.closing || this.slots[i] !== slot) return;
+      if (slot.job) this.finish(slot, { error: { code: 'detection_failed', message: 'The detection thread stopped.' }, internal: true });
+      log(`detection thread ${i} exited (${code}); starting another`);
+      setTimeout(() => this.closing || this.spawn(i), 500).unref();
+    });
+  }
+
+  // run queues one JPEG and resolves with the thread's answer.
+  run(jpeg, tiles) {
+    return new Promise((resolve) => {
+      this.waiting.push({ id: this.nextID++, jpeg, tiles, resolve });
+      this.dispatch();
+    });
+  }
+
+  dispatch() {
+    for (const slot of this.slots) {
+      if (!this.waiting.length) return;
+      if (!slot.ready || slot.job) continue;
+      const job = this.waiting.shift();
+      slot.job = job;
+      job.started = performance.now();
+      job.timer = setTimeout(() => {
+        slot.ready = false;
+        this.finish(slot, {
+          error: { code: 'detection_timeout', message: `Detection took longer than ${this.timeoutMs} ms.` },
+          internal: true,
+        });
+        // A thread stuck in WASM cannot be interrupted: replace it.
+        slot.worker.terminate();
+      }, this.timeoutMs);
+      slot.worker.postMessage({ id: job.id, jpeg: job.jpeg, tiles: job.tiles }, [job.jpeg]);
+    }
+  }
+
+  finish(slot, msg) {
+    const job = slot.job;
+    if (!job) return;
+    clearTimeout(job.timer);
+    slot.job = null;
+    if (msg.result) this.avgMs = 0.8 * this.avgMs + 0.2 * (performance.now() - job.started);
+    job.resolve(msg);
+    this.dispatch();
+  }
+
+  // retryAfter is a guess, in seconds, of when a thread will be free.
+  retryAfter() {
+    return Math.max(1, Math.ceil((this.avgMs * (this.waiting.length + 1)) / this.slots.length / 1000));
+  }
+
+  async close() {
+    this.closing = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}
+
+const pool = new Pool(
+  settings.workers,
+  { detector: { maxMegapixels: settings.maxMegapixels } },
+  settings.timeoutMs,
+);
+// Requests admitted and not yet answered, including those still sending
+// their body: at most one per thread plus the queue.
+let admitted = 0;
+const capacity = settings.workers + settings.queue;
+
+function send(res, status, body, headers = {}) {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data), ...headers });
+  res.end(data);
+}
+
+function fail(res, err) {
+  if (!(err instanceof HTTPError)) {
+    log(`internal error: ${(err && err.stack) || err}`);
+    err = new HTTPError(500, 'internal', 'The face service failed; see its log.');
+  }
+  send(res, err.status, { code: err.code, message: err.message }, err.headers);
+}
+
+// drainLimit is how many bytes of a body too large are read and dropped
+// before the refusal is sent: a client still sending when the connection
+// closes sees a reset, not the answer.
+const drainLimit = 16 * 1024 * 1024;
+
+// readBody reads at most max bytes into one ArrayBuffer of its own (it is
+// handed to a thread, not copied). A larger body is read to its end and
+// dropped, up to drainLimit more; beyond that the connection is closed.
+function readBody(req, max) {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (declared > max + drainLimit) {
+      reject(tooLarge(max, true));
+      return;
+    }
+    const chunks = [];
+    let size = 0;
+    req.on('data', (c) => {
+      size += c.length;
+      if (size <= max) {
+        chunks.push(c);
+      } else if (chunks.length) {
+        chunks.length = 0;
+      }
+      if (size > max + drainLimit) {
+        req.removeAllListeners('data');
+        req.removeAllListeners('end');
+        reject(tooLarge(max, true));
+      }
+    });
+    req.on('end', () => {
+      if (size > max) {
+        reject(tooLarge(max, false));
+        return;
+      }
+      const out = new Uint8Array(size);
+      let at = 0;
+      for (const c of chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      resolve(out.buffer);
+    });
+    req.on('error', reject);
+  });
+}
+
+function tooLarge(max, close) {
+  return new HTTPError(413, 'body_too_large', `The body is larger than ${max / 1024 / 1024} MB.`, close ? { Connection: 'close' } : {});
+}
+
+const statusOf = { bad_image: 422, too_many_pixels: 422, detection_timeout: 500, detection_failed: 500 };
+
+async function detectFaces(req, res, url) {
+  const type = (req.headers['content-type'] || '').split(';')[0].trim().toLowerCase();
+  if (type !== 'image/jpeg') {
+    throw new HTTPError(415, 'unsupported_media_type', 'Send the image as a JPEG with Content-Type: image/jpeg.');
+  }
+  const tiles = url.searchParams.get('tiles') || settings.tiles;
+  if (!['auto', 'off'].includes(tiles)) throw new HTTPError(400, 'bad_parameter', 'tiles is auto or off.');
+  if (!pool.loaded) {
+    throw new HTTPError(503, 'starting', 'The face models are still loading.', { 'Retry-After': '2' });
+  }
+  if (admitted >= capacity) {
+    throw new HTTPError(503, 'busy', 'Every detection thread is busy and the queue is full; retry later.', {
+      'Retry-After': String(pool.retryAfter()),
+    });
+  }
+  admitted++;
+  try {
+    const jpeg = await readBody(req, settings.maxBody);
+    if (jpeg.byteLength === 0) throw new HTTPError(400, 'empty_body', 'The body is empty: send a JPEG.');
+    const msg = await pool.run(jpeg, tiles);
+    if (msg.error) throw new HTTPError(statusOf[msg.error.code] || 500, msg.error.code, msg.error.message);
+    send(res, 200, msg.result);
+  } finally {
+    admitted--;
+  }
+}
+
+const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, 'http://localhost');
+  try {
+    if (url.pathname === '/healthz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HTTPError(405, 'method_not_allowed', 'Use GET.', { Allow: 'GET, HEAD' });
+      const body = { status: pool.loaded ? 'ok' : 'starting', model: MODEL, workers: settings.workers, ready: pool.ready(), busy: pool.busy(), queued: pool.waiting.length };
+      send(res, pool.loaded ? 200 : 503, pool.loaded ? body : { code: 'starting', message: 'The face models are still loading.', ...body });
+      return;
+    }
+    if (url.pathname === '/v1/faces') {
+      if (req.method !== 'POST') throw new HTTPError(405, 'method_not_allowed', 'Use POST with a JPEG body.', { Allow: 'POST' });
+      await detectFaces(req, res, url);
+      return;
+    }
+    throw new HTTPError(404, 'not_found', `No route ${req.method} ${url.pathname}.`);
+  } catch (err) {
+    if (!res.headersSent) fail(res, err);
+    // A refused body is not read: close the connection instead of draining it.
+    if (err instanceof HTTPError && err.headers.Connection === 'close') res.on('finish', () => req.destroy());
+  }
+});
+// A client has two minutes to send a request. An idle connection is kept
+// for a minute, longer than clients keep theirs (the Go client: 30 s), so
+// the client is the one to close it, never a request racing the close.
+server.requestTimeout = 120000;
+server.keepAliveTimeout = 61000;
+server.headersTimeout = 62000;
+
+server.on('error', (err) => {
+  log(`cannot listen on ${settings.host}:${settings.port}: ${err.message}`);
+  process.exit(1);
+});
+server.listen(settings.port, settings.host, () => {
+  const { port } = server.address();
+  // The tests read the port from this line.
+  console.log(`faces: listening on http://${settings.host}:${port} (${settings.workers} threads, queue ${settings.queue})`);
+});
+
+let stopping = false;
+function stop(signal) {
+  if (stopping) return;
+  stopping = true;
+  log(`${signal}: finishing the requests in progress`);
+  const deadline = setTimeout(() => process.exit(0), 10000);
+  deadline.unref();
+  server.close(async () => {
+    await pool.close();
+    process.exit(0);
+  });
+  server.closeIdleConnections();
+}
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));
