@@ -1,0 +1,254 @@
+// The face service over HTTP, started as its own process, on real photos.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { start, detect } from '../testlib/sidecar.js';
+import { demo, demoPhoto, noPeople, corpusPhoto, decode, encode, shrink, mirror, collage } from '../testlib/images.js';
+
+let svc;
+before(async () => {
+  svc = await start({ ML_WORKERS: '2', ML_MAX_BODY_MB: '4' });
+});
+after(async () => {
+  await svc?.stop();
+  if (process.env.ML_TEST_LOG) console.error(svc?.stderr());
+});
+
+// inParallel runs fn over items two at a time, one per detection thread.
+async function inParallel(items, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all([lane(), lane()]);
+  return out;
+}
+
+function checkFace(f, where) {
+  const { box } = f;
+  for (const v of [box.x, box.y, box.w, box.h]) assert.ok(v >= 0 && v <= 1, `${where}: box ${JSON.stringify(box)} is not in fractions`);
+  assert.ok(box.x + box.w <= 1.0001 && box.y + box.h <= 1.0001, `${where}: box ${JSON.stringify(box)} leaves the image`);
+  assert.ok(f.score > 0 && f.score <= 1, `${where}: score ${f.score}`);
+  for (const [name, p] of Object.entries(f.landmarks)) {
+    const slack = 0.02;
+    assert.ok(
+      p.x >= box.x - slack && p.x <= box.x + box.w + slack && p.y >= box.y - slack && p.y <= box.y + box.h + slack,
+      `${where}: ${name} ${JSON.stringify(p)} lies outside the face ${JSON.stringify(box)}`,
+    );
+  }
+  for (const side of ['left', 'right']) {
+    const v = f.eyeOpenness[side];
+    assert.ok(v >= 0 && v <= 1, `${where}: eye openness ${side} ${v}`);
+  }
+  for (const a of ['yaw', 'pitch', 'roll']) {
+    assert.ok(Number.isFinite(f.headAngles[a]) && Math.abs(f.headAngles[a]) <= 180, `${where}: ${a} ${f.headAngles[a]}`);
+  }
+}
+
+test('finds at least 20 of the 22 faces in the six group photos, and none that is not there', async () => {
+  const answers = await inParallel(demo, ([name]) => detect(svc.url, demoPhoto(name)));
+  let found = 0;
+  let want = 0;
+  const counts = [];
+  answers.forEach((a, i) => {
+    const [name, n] = demo[i];
+    assert.equal(a.status, 200, `${name}: ${JSON.stringify(a.body)}`);
+    assert.ok(a.body.width > 0 && a.body.height > 0 && a.body.model.includes('blazeface'), JSON.stringify(a.body));
+    assert.ok(a.body.faces.length <= n, `${name}: ${a.body.faces.length} faces where there are ${n}`);
+    a.body.faces.forEach((f, j) => checkFace(f, `${name} face ${j}`));
+    found += a.body.faces.length;
+    want += n;
+    counts.push(`${name} ${a.body.faces.length}/${n}`);
+  });
+  assert.equal(want, 22);
+  assert.ok(found >= 20, `found ${found} of 22 faces: ${counts.join(', ')}`);
+});
+
+test('finds no face in the corpus photos without people', async () => {
+  // As the worker sends them: the stored preview, 2048 pixels at most.
+  // (Made first: decoding blocks this process for seconds.)
+  const previews = noPeople.map((name) => encode(shrink(decode(corpusPhoto(name)), 2048)));
+  const answers = await inParallel(previews, (jpeg) => detect(svc.url, jpeg));
+  answers.forEach((a, i) => {
+    assert.equal(a.status, 200, `${noPeople[i]}: ${JSON.stringify(a.body)}`);
+    assert.ok(a.body.tiles > 0, `${noPeople[i]} was not searched in tiles`);
+    assert.deepEqual(a.body.faces, [], `${noPeople[i]}: ${JSON.stringify(a.body.faces)}`);
+  });
+});
+
+test('reads eyes closed (or cast down) as closed and open eyes as open', async () => {
+  // In sample2 the woman on the right has her eyes cast down to closed; in
+  // sample6 all four look at the camera.
+  const closed = await detect(svc.url, demoPhoto('sample2.jpg'));
+  const right = closed.body.faces.find((f) => f.box.x > 0.6);
+  assert.ok(right, JSON.stringify(closed.body.faces));
+  assert.ok(Math.max(right.eyeOpenness.left, right.eyeOpenness.right) < 0.15, `closed eyes read ${JSON.stringify(right.eyeOpenness)}`);
+  const open = await detect(svc.url, demoPhoto('sample6.jpg'));
+  assert.equal(open.body.faces.length, 4);
+  for (const f of open.body.faces) {
+    assert.ok(Math.min(f.eyeOpenness.left, f.eyeOpenness.right) > 0.25, `open eyes read ${JSON.stringify(f.eyeOpenness)}`);
+  }
+});
+
+test('head angles and sides follow a mirrored photo', async () => {
+  // sample2's woman on the left is in profile, facing the image's left.
+  const img = decode(demoPhoto('sample2.jpg'));
+  const [plain, flipped] = await Promise.all([detect(svc.url, encode(img, 92)), detect(svc.url, encode(mirror(img), 92))]);
+  const a = plain.body.faces.find((f) => f.box.x < 0.3);
+  const b = flipped.body.faces.find((f) => f.box.x + f.box.w > 0.7);
+  assert.ok(a && b, `${JSON.stringify(plain.body.faces)} / ${JSON.stringify(flipped.body.faces)}`);
+  assert.ok(a.headAngles.yaw > 15, `profile facing left: yaw ${a.headAngles.yaw}`);
+  assert.ok(b.headAngles.yaw < -15, `profile facing right: yaw ${b.headAngles.yaw}`);
+  // Left and right are the person's own: the left eye is on the image's
+  // right for a face turned to the camera.
+  for (const f of [...plain.body.faces, ...flipped.body.faces]) {
+    if (Math.abs(f.headAngles.yaw) < 30) assert.ok(f.landmarks.leftEye.x > f.landmarks.rightEye.x, JSON.stringify(f.landmarks));
+  }
+});
+
+test('tiles find the small faces of a group seen from afar', async () => {
+  // The six photos shrunk onto one 2048-pixel frame: faces of 3–5 % of its
+  // long side, which BlazeFace misses on the whole frame.
+  const far = encode(collage(demo.map(([name]) => decode(demoPhoto(name))), 2048, 1365, 3, 0.75), 92);
+  const [off, tiled] = await Promise.all([detect(svc.url, far, { query: '?tiles=off' }), detect(svc.url, far)]);
+  assert.equal(off.status, 200);
+  assert.equal(tiled.status, 200);
+  assert.equal(off.body.tiles, 0);
+  assert.ok(tiled.body.tiles >= 4, `${tiled.body.tiles} tiles`);
+  tiled.body.faces.forEach((f, j) => checkFace(f, `collage face ${j}`));
+  assert.ok(tiled.body.faces.length >= 20 && tiled.body.faces.length <= 22, `tiles found ${tiled.body.faces.length} of 22`);
+  assert.ok(off.body.faces.length < tiled.body.faces.length, `the whole frame alone found ${off.body.faces.length}`);
+});
+
+test('refuses what it cannot read with a status and a code', async () => {
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+  const cases = [
+    [await detect(svc.url, png, { type: 'image/png' }), 415, 'unsupported_media_type'],
+    [await detect(svc.url, Buffer.from('<html>not a photo</html>')), 422, 'bad_image'],
+    [await detect(svc.url, Buffer.alloc(0)), 400, 'empty_body'],
+    [await detect(svc.url, demoPhoto('sample1.jpg'), { query: '?tiles=many' }), 400, 'bad_parameter'],
+    [await detect(svc.url, bomb()), 422, 'too_many_pixels'],
+    [await detect(svc.url, Buffer.alloc(5 * 1024 * 1024, 0xff)), 413, 'body_too_large'],
+  ];
+  for (const [a, status, code] of cases) {
+    assert.equal(a.status, status, JSON.stringify(a.body));
+    assert.equal(a.body.code, code);
+    assert.ok(a.body.message.length > 10, JSON.stringify(a.body));
+  }
+  // A body far too large is refused before it is read.
+  const huge = raw(svc.url, 1 << 30, Buffer.alloc(1024, 0xff));
+  assert.match(await huge.done, /^HTTP\/1\.1 413 [^]*"code":"body_too_large"/);
+  const get = await fetch(`${svc.url}/v1/faces`);
+  assert.equal(get.status, 405);
+  assert.equal((await get.json()).code, 'method_not_allowed');
+  const none = await fetch(`${svc.url}/v1/nothing`);
+  assert.equal(none.status, 404);
+  assert.equal((await none.json()).code, 'not_found');
+  // And it still works.
+  assert.equal((await detect(svc.url, demoPhoto('sample3.jpg'))).body.faces.length, 3);
+});
+
+// bomb is a valid 16 × 16 JPEG whose header claims 60000 × 60000 pixels.
+function bomb() {
+  const small = encode({ width: 16, height: 16, data: new Uint8Array(16 * 16 * 3).fill(90) });
+  const out = Buffer.from(small);
+  for (let i = 0; i < out.length - 9; i++) {
+    if (out[i] === 0xff && out[i + 1] === 0xc0) {
+      out.writeUInt16BE(60000, i + 5);
+      out.writeUInt16BE(60000, i + 7);
+      return out;
+    }
+  }
+  throw new Error('no SOF0 marker');
+}
+
+test('health says ok with its model and threads', async () => {
+  const res = await fetch(`${svc.url}/healthz`);
+  assert.equal(res.status, 200);
+  const h = await res.json();
+  assert.equal(h.status, 'ok');
+  assert.equal(h.workers, 2);
+  assert.equal(h.ready, 2);
+  assert.match(h.model, /^human-3\.3\.6:/);
+});
+
+// raw opens a connection, sends a POST's headers declaring length bytes
+// and the first of them, and returns the connection and the whole answer
+// to come, as text.
+function raw(url, length, first) {
+  const { hostname, port } = new URL(url);
+  const sock = net.connect(Number(port), hostname);
+  let answer = '';
+  sock.on('data', (d) => {
+    answer += d;
+  });
+  sock.on('error', () => {});
+  const done = new Promise((resolve) => sock.on('close', () => resolve(answer)));
+  sock.write(`POST /v1/faces HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`);
+  sock.write(first);
+  return { sock, done };
+}
+
+// hold sends the headers and half of a body, and keeps the rest back until
+// release() is called: the request holds its place meanwhile.
+function hold(url, body) {
+  const { sock, done } = raw(url, body.length, body.subarray(0, body.length >> 1));
+  return {
+    release() {
+      sock.write(body.subarray(body.length >> 1));
+      return done;
+    },
+  };
+}
+
+test('answers 503 with Retry-After when every thread is busy and the queue is full', async () => {
+  const one = await start({ ML_WORKERS: '1', ML_QUEUE: '1' });
+  try {
+    const photo = demoPhoto('sample3.jpg');
+    const first = hold(one.url, photo);
+    const second = hold(one.url, photo);
+    // Both places are taken as soon as the server has read their headers.
+    const deadline = Date.now() + 120000;
+    let refused;
+    for (;;) {
+      refused = await detect(one.url, photo);
+      if (refused.status === 503 || Date.now() > deadline) break;
+      assert.equal(refused.status, 200);
+    }
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.equal(refused.body.code, 'busy');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1, `Retry-After: ${refused.headers.get('retry-after')}`);
+    const answers = await Promise.all([first.release(), second.release()]);
+    for (const a of answers) assert.match(a, /^HTTP\/1\.1 200 /, a);
+    // Once they are answered the next one is taken.
+    assert.equal((await detect(one.url, photo)).status, 200);
+  } finally {
+    await one.stop();
+  }
+});
+
+test('replaces a thread that overruns its time, and answers with a code', async () => {
+  const slow = await start({ ML_WORKERS: '1', ML_TIMEOUT_MS: '100' });
+  try {
+    const far = encode(collage(demo.map(([name]) => decode(demoPhoto(name))), 2048, 1365, 3, 0.75), 92);
+    const a = await detect(slow.url, far);
+    assert.equal(a.status, 500, JSON.stringify(a.body));
+    assert.equal(a.body.code, 'detection_timeout');
+    // A new thread loads the models and takes the next request.
+    const deadline = Date.now() + 180000;
+    for (;;) {
+      const h = await (await fetch(`${slow.url}/healthz`)).json();
+      if (h.ready === 1 && h.busy === 0) break;
+      assert.ok(Date.now() < deadline, `no thread came back: ${JSON.stringify(h)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(slow.stderr(), /starting another/);
+  } finally {
+    await slow.stop();
+  }
+});

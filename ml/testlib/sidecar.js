@@ -1,0 +1,55 @@
+// start runs server.js as its own process on a free loopback port, the way
+// the scripts run it, and waits (minutes at most: the machine may be busy)
+// until its models are loaded.
+
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const server = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'server.js');
+
+export async function start(env = {}, { deadlineMs = 180000 } = {}) {
+  const proc = spawn(process.execPath, [server], {
+    env: { ...process.env, ML_HOST: '127.0.0.1', ML_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) resolve(m[1]);
+    });
+    exited.then((code) => reject(new Error(`the face service exited (${code}) before listening:\n${stderr}`)));
+  });
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const res = await fetch(`${url}/healthz`).catch(() => null);
+    if (res && res.status === 200) break;
+    if (proc.exitCode !== null) throw new Error(`the face service exited (${proc.exitCode}):\n${stderr}`);
+    if (Date.now() > deadline) throw new Error(`the face service did not load its models in ${deadlineMs} ms:\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    proc,
+    stderr: () => stderr,
+    async stop() {
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}
+
+// detect posts a JPEG and returns {status, headers, body}.
+export async function detect(url, jpeg, { query = '', type = 'image/jpeg' } = {}) {
+  const res = await fetch(`${url}/v1/faces${query}`, { method: 'POST', headers: { 'Content-Type': type }, body: jpeg });
+  return { status: res.status, headers: res.headers, body: await res.json() };
+}
