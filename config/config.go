@@ -86,6 +86,9 @@ type Config struct {
 	EmbedDim        int            // EMBED_DIM, the length of the provider's vectors
 	EmbedText       bool           // EMBED_TEXT, the provider embeds text too, so search ranks by meaning
 	EmbedRatePerMin int            // EMBED_RATE_PER_MINUTE, shared by all workers
+	FacesURL        string         // FACES_URL, the face provider's POST endpoint, e.g. the bundled sidecar's http://127.0.0.1:57080/v1/faces; empty for none
+	FacesTimeout    time.Duration  // FACES_TIMEOUT, the longest one face detection may take
+	FacesRatePerMin int            // FACES_RATE_PER_MINUTE, shared by all workers
 	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
 	DownloadAllow   []netip.Prefix // DOWNLOAD_ALLOW_NETS, private networks URL imports may reach, e.g. 127.0.0.1/32
 	DownloadPerHost int            // DOWNLOAD_RATE_PER_HOST, fetches per minute per host, shared by all workers
@@ -164,6 +167,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.EmbedDim = r.integer("EMBED_DIM", 0, 0, 1<<16)
 	c.EmbedText = r.boolean("EMBED_TEXT", false)
 	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
+	c.FacesURL = r.str("FACES_URL", "")
+	c.FacesTimeout = r.duration("FACES_TIMEOUT", 2*time.Minute)
+	c.FacesRatePerMin = r.integer("FACES_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
 	if nets := r.str("DOWNLOAD_ALLOW_NETS", ""); nets != "" {
 		for _, n := range strings.Split(nets, ",") {
@@ -186,6 +192,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		}
 	} else if c.EmbedText {
 		r.fail("EMBED_TEXT", "needs EMBED_URL: the built-in descriptor has no text side")
+	}
+	if c.FacesURL != "" {
+		r.check("FACES_URL", c.FacesURL, func(v string) error { return checkURL(v, "http", "https") })
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))

@@ -26,6 +26,9 @@ func TestDefaults(t *testing.T) {
 	if c.UploadURLTTL != 5*time.Minute || c.MaxUploadBytes != 200<<20 || c.BodyReadTimeout != time.Minute {
 		t.Fatalf("upload defaults: ttl %v, max %d, body read timeout %v", c.UploadURLTTL, c.MaxUploadBytes, c.BodyReadTimeout)
 	}
+	if c.FacesURL != "" || c.FacesTimeout != 2*time.Minute || c.FacesRatePerMin != 600 {
+		t.Fatalf("faces defaults: url %q, timeout %v, rate %d", c.FacesURL, c.FacesTimeout, c.FacesRatePerMin)
+	}
 }
 
 func TestEveryProblemReportedAtOnce(t *testing.T) {
@@ -40,12 +43,13 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"EMBED_TEXT":         "true",
 		"CHAIN_RETIRED_KEYS": strings.Repeat("ab", 32) + ", not-a-key",
 		"BODY_READ_TIMEOUT":  "100ms",
+		"FACES_URL":          "127.0.0.1:57080/v1/faces",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
