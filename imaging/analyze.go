@@ -144,10 +144,18 @@ func measureQuality(img *image.RGBA) Quality {
 	q.HighlightsClipped = round(float64(hi)/n, 4)
 	q.ShadowsClipped = round(float64(lo)/n, 4)
 
-	// Variance of the 4-neighbour Laplacian over the interior, summed in
-	// integers: exact, and faster than the same sums in floats.
+	q.Sharpness = round(LaplacianVariance(g), 2)
+	return q
+}
+
+// LaplacianVariance is the variance of the 4-neighbour Laplacian of g over
+// its interior: high where edges are crisp, low where they are blurred. It
+// is 0 for an image under 3 pixels on a side. The sums are in integers:
+// exact, and faster than the same sums in floats.
+func LaplacianVariance(g *image.Gray) float64 {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
 	if w < 3 || h < 3 {
-		return q
+		return 0
 	}
 	var s, s2 int64
 	for y := 1; y < h-1; y++ {
@@ -160,6 +168,5 @@ func measureQuality(img *image.RGBA) Quality {
 	}
 	m := float64((w - 2) * (h - 2))
 	mean := float64(s) / m
-	q.Sharpness = round(float64(s2)/m-mean*mean, 2)
-	return q
+	return float64(s2)/m - mean*mean
 }
