@@ -11,8 +11,9 @@ import (
 	"image/jpeg"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
+
+	"lightbox/internal/retryafter"
 )
 
 // HTTPConfig configures an HTTP embedder.
@@ -165,7 +166,7 @@ func (h *HTTP) post(ctx context.Context, r httpRequest) ([]float32, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return nil, &RateLimitedError{RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+		return nil, &RateLimitedError{RetryAfter: retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())}
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, &StatusError{StatusCode: resp.StatusCode, Body: string(bytes.ToValidUTF8(data[:min(len(data), 200)], nil))}
 	}
@@ -180,18 +181,4 @@ func (h *HTTP) post(ctx context.Context, r httpRequest) ([]float32, error) {
 		return nil, err
 	}
 	return ans.Embedding, nil
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now).Round(time.Second)
-	}
-	return 0
 }

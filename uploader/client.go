@@ -10,13 +10,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"lightbox/internal/retryafter"
 	"lightbox/internal/wait"
 )
 
@@ -232,11 +232,7 @@ func answerError(res *http.Response) error {
 		e.Code = strings.ToLower(strings.ReplaceAll(http.StatusText(res.StatusCode), " ", "_"))
 		e.Message = strings.TrimSpace(string(b))
 	}
-	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
-		e.RetryAfter = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(res.Header.Get("Retry-After")); err == nil {
-		e.RetryAfter = time.Until(t)
-	}
+	e.RetryAfter = retryafter.Parse(res.Header.Get("Retry-After"), time.Now())
 	if e.Status == http.StatusTooManyRequests && e.RetryAfter <= 0 && e.maxAtOnce() == 0 {
 		e.RetryAfter = time.Second // a 429 that names no wait still asks for one
 	}
