@@ -1,0 +1,170 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FaceService is the face sidecar (ml/server.js) run by one test.
+type FaceService struct {
+	// URL is where it listens, e.g. http://127.0.0.1:41234; the faces
+	// endpoint is URL + "/v1/faces".
+	URL  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mlDir is the sidecar's folder in this repository.
+func mlDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "ml")
+}
+
+// FaceDemo is the folder of the six group photos that @vladmandic/face-api
+// ships in its demo/ (22 faces), installed in ml/node_modules: tests read
+// them there, since their licence does not let us copy them.
+func FaceDemo(t testing.TB) string {
+	t.Helper()
+	needML(t)
+	return filepath.Join(mlDir(), "node_modules", "@vladmandic", "face-api", "demo")
+}
+
+// needML skips t when Node is not installed and fails it when the
+// sidecar's packages are not.
+func needML(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not on PATH: the face sidecar's tests need Node.js 20 or newer (apt-get install nodejs npm)")
+	}
+	if _, err := os.Stat(filepath.Join(mlDir(), "node_modules", "@vladmandic", "human", "package.json")); err != nil {
+		t.Fatalf("the face sidecar's packages are not installed in ml/node_modules: run scripts/ml-deps.sh (make test does)")
+	}
+}
+
+var listening = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
+
+// StartFaces runs the face sidecar with node on a free loopback port, with
+// env ("ML_WORKERS=1", ...) added to the test's environment, and waits,
+// minutes at most, until its models are loaded. It skips t when Node is
+// not installed. The sidecar is stopped when t ends.
+func StartFaces(t testing.TB, env ...string) *FaceService {
+	t.Helper()
+	needML(t)
+	cmd := exec.Command("node", "server.js")
+	cmd.Dir = mlDir()
+	cmd.Env = append(os.Environ(), "ML_HOST=127.0.0.1", "ML_PORT=0")
+	cmd.Env = append(cmd.Env, env...)
+	s := &FaceService{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
+	cmd.Stderr = s.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the face sidecar: %v", err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+		cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(s.Stop)
+	deadline := time.After(3 * time.Minute)
+	select {
+	case s.URL = <-urls:
+	case <-s.done:
+		t.Fatalf("the face sidecar exited before listening:\n%s", s.log)
+	case <-deadline:
+		t.Fatalf("the face sidecar did not listen within 3 minutes:\n%s", s.log)
+	}
+	for {
+		if s.healthy() {
+			return s
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("the face sidecar exited while loading its models:\n%s", s.log)
+		case <-deadline:
+			t.Fatalf("the face sidecar did not load its models within 3 minutes:\n%s", s.log)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *FaceService) healthy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/healthz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Endpoint is the URL that receives the faces POST.
+func (s *FaceService) Endpoint() string { return s.URL + "/v1/faces" }
+
+// Log is what the sidecar wrote to its standard error so far.
+func (s *FaceService) Log() string { return strings.TrimSpace(s.log.String()) }
+
+// Stop asks the sidecar to stop and waits for it, killing it after 15 s.
+func (s *FaceService) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		s.Kill()
+	}
+}
+
+// Kill ends the sidecar at once, as a crash would, and waits for it.
+func (s *FaceService) Kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}
