@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,12 +60,17 @@ func FaceDemo(t testing.TB) string {
 	return filepath.Join(mlDir(), "node_modules", "@vladmandic", "face-api", "demo")
 }
 
-// needML skips t when Node is not installed and fails it when the
-// sidecar's packages are not.
+// needML skips t when Node.js 20 or newer is not installed and fails it
+// when the sidecar's packages are not.
 func needML(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH: the face sidecar's tests need Node.js 20 or newer (apt-get install nodejs npm)")
+		t.Skip("node is not on PATH: the face sidecar's tests need Node.js 20 or newer with npm")
+	}
+	out, err := exec.Command("node", "-p", "process.versions.node").Output()
+	v := strings.TrimSpace(string(out))
+	if major, _ := strconv.Atoi(strings.Split(v, ".")[0]); err != nil || major < 20 {
+		t.Skipf("node %q is too old or does not run (%v): the face sidecar's tests need Node.js 20 or newer", v, err)
 	}
 	if _, err := os.Stat(filepath.Join(mlDir(), "node_modules", "@vladmandic", "human", "package.json")); err != nil {
 		t.Fatalf("the face sidecar's packages are not installed in ml/node_modules: run scripts/ml-deps.sh (make test does)")
