@@ -10,11 +10,17 @@
 #                    folder per bucket), credentials, versitygw.pid, .log;
 #                    started for the tests and for BLOB_BACKEND=s3 only
 #   .data/bin/       versitygw, built once from its Go module
+#   .data/ml/        the face sidecar (ml/): ml.pid (its supervisor), ml.log;
+#                    started for faces only (see ml_up)
 #
 # Settings (environment):
 #   LIGHTBOX_REDIS_PORT  default 56379
 #   LIGHTBOX_PG_PORT     default 55432
 #   LIGHTBOX_S3_PORT     default 57070
+#   LIGHTBOX_ML_PORT     default 57080
+#   LIGHTBOX_FACES       auto (default), on or off: whether `make run` starts
+#                        the face sidecar; auto starts it when Node.js 20 is
+#                        installed and FACES_URL names no other provider
 #   LIGHTBOX_PG_FSYNC    on (default) or off: off trades crash safety for
 #                        speed and only applies when we start the server
 
@@ -31,6 +37,9 @@ S3_DIR=$DATA/s3
 VERSITYGW_VERSION=v1.8.0
 # S3_WANTED=1 makes services_up start the S3 server too.
 S3_WANTED=${S3_WANTED:-}
+ML_PORT=${LIGHTBOX_ML_PORT:-57080}
+ML_DIR=$DATA/ml
+ML_SRC=$ROOT/ml
 
 # STARTED lists the services this process started, so that it stops those and
 # leaves alone the ones it found running.
@@ -454,6 +463,145 @@ s3_stop() {
 	term_wait "the S3 server" "$pid" 10
 }
 
+# ---- the face sidecar (ml/) --------------------------------------------------
+
+# node_ok says whether Node.js 20 or newer and npm are installed; otherwise
+# it prints why not.
+node_ok() {
+	local v
+	if ! command -v node >/dev/null; then
+		echo "Node.js is not installed"
+		return 1
+	fi
+	v=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || v=0
+	if [ "$v" -lt 20 ]; then
+		echo "Node.js $(node --version 2>/dev/null) is too old"
+		return 1
+	fi
+	if ! command -v npm >/dev/null; then
+		echo "npm is not installed"
+		return 1
+	fi
+}
+
+# ml_deps installs the sidecar's npm packages, exactly as ml/package-lock.json
+# pins them, when node_modules is missing or was installed from another
+# lockfile. OMIT_DEV=1 leaves out the test-only packages.
+ml_deps() {
+	local why stamp want
+	why=$(node_ok) || die "the face sidecar needs Node.js 20 or newer with npm: $why. Install them (Debian 12 ships Node.js 18: take Node.js 20 from nodejs.org or NodeSource), or set LIGHTBOX_FACES=off"
+	want="$(sha256sum "$ML_SRC/package-lock.json" | cut -d' ' -f1) node$(node -p 'process.versions.node.split(".")[0]')${OMIT_DEV:+ omit-dev}"
+	stamp=$ML_SRC/node_modules/.lightbox-installed
+	[ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || return 0
+	mkdir -p "$ML_DIR"
+	# One install at a time per tree.
+	(
+		flock -w 600 8 || die "another install holds $ML_DIR/.deps.lock"
+		[ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || exit 0
+		say "installing the face sidecar's packages (npm ci in ml/)"
+		# Packages run no install scripts: none needs one.
+		(cd "$ML_SRC" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error ${OMIT_DEV:+--omit=dev}) >&2 ||
+			die "npm ci in ml/ failed: see above"
+		echo "$want" >"$stamp"
+	) 8>"$ML_DIR/.deps.lock"
+}
+
+ml_url() { echo "http://127.0.0.1:$ML_PORT"; }
+
+# ml_pid prints the pid of the sidecar's supervisor we started, if it is alive.
+ml_pid() {
+	local pid
+	pid=$(cat "$ML_DIR/ml.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'ml-supervise\.sh' && echo "$pid"
+}
+
+ml_answers() {
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(ml_url)/healthz" 2>/dev/null)" = 200 ]
+}
+
+# ml_wanted says whether to run the bundled face sidecar: LIGHTBOX_FACES=on
+# always, off never, auto (the default) when FACES_URL names no other
+# provider and Node.js 20 is installed (otherwise it says why faces are off).
+ml_wanted() {
+	local why
+	case ${LIGHTBOX_FACES:-auto} in
+	on) return 0 ;;
+	off) return 1 ;;
+	auto) ;;
+	*) die "LIGHTBOX_FACES is auto, on or off, not ${LIGHTBOX_FACES}" ;;
+	esac
+	[ -z "${FACES_URL:-}" ] || return 1
+	if ! why=$(node_ok); then
+		say "faces are off: $why (the face sidecar needs Node.js 20 or newer with npm)"
+		return 1
+	fi
+}
+
+# ml_up installs the sidecar's packages if need be, starts it on loopback
+# under a supervisor that starts it again if it exits, waits until its
+# models are loaded, and exports FACES_URL.
+ml_up() {
+	local pid i
+	ml_deps
+	mkdir -p "$ML_DIR"
+	if pid=$(ml_pid); then
+		if ml_answers; then
+			say "reusing the face sidecar at $(ml_url) (pid $pid)"
+			export FACES_URL
+			FACES_URL=$(ml_url)/v1/faces
+			return 0
+		fi
+		die "our face sidecar (pid $pid) does not answer on port $ML_PORT; was LIGHTBOX_ML_PORT different when it started? Stop it with: scripts/ml.sh stop"
+	fi
+	if ml_answers; then
+		die "a server that is not ours answers on port $ML_PORT: stop it, or set LIGHTBOX_ML_PORT"
+	fi
+	wait_port_free "$ML_PORT" LIGHTBOX_ML_PORT
+	# The supervisor runs in a process group of its own (setsid), so that
+	# ml_stop ends it and the sidecar together.
+	ML_HOST=127.0.0.1 ML_PORT=$ML_PORT setsid "$ROOT/scripts/ml-supervise.sh" >>"$ML_DIR/ml.log" 2>&1 9>&- 8>&- </dev/null &
+	echo $! >"$ML_DIR/ml.pid"
+	# Loading the models takes seconds, longer on a busy machine.
+	for i in $(seq 1200); do
+		ml_answers && break
+		if [ "$i" -gt 10 ] && ! ml_pid >/dev/null; then
+			tail -n 20 "$ML_DIR/ml.log" >&2 || true
+			die "the face sidecar stopped while starting: see $ML_DIR/ml.log"
+		fi
+		sleep 0.1
+	done
+	if ! ml_answers; then
+		tail -n 20 "$ML_DIR/ml.log" >&2 || true
+		die "the face sidecar did not answer on port $ML_PORT within 2 minutes: see $ML_DIR/ml.log"
+	fi
+	STARTED+=(ml)
+	export FACES_URL
+	FACES_URL=$(ml_url)/v1/faces
+	say "started the face sidecar at $(ml_url), log in ${ML_DIR#"$ROOT"/}/ml.log"
+}
+
+# ml_stop stops our face sidecar and its supervisor.
+ml_stop() {
+	local pid i
+	if ! pid=$(ml_pid); then
+		say "face sidecar: ours is not running"
+		return 0
+	fi
+	# The whole group: the supervisor, and the sidecar, which finishes the
+	# requests in progress (up to 10 s).
+	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+	for i in $(seq 150); do
+		kill -0 -- "-$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 -- "-$pid" 2>/dev/null; then
+		say "the face sidecar (group $pid) did not stop within 15 s"
+		return 1
+	fi
+	rm -f "$ML_DIR/ml.pid"
+	say "stopped the face sidecar (pid $pid)"
+}
+
 # ---- all --------------------------------------------------------------------
 
 # services_up starts (or reuses) our Redis and PostgreSQL for whichever of
@@ -501,6 +649,7 @@ services_down() {
 		redis) redis_stop || true ;;
 		pg) pg_stop || true ;;
 		s3) s3_stop || true ;;
+		ml) ml_stop || true ;;
 		esac
 	done
 	STARTED=()
