@@ -1,9 +1,10 @@
 // The face sidecar's costs, printed (`npm run bench` in ml/):
 //
 //   - CPU milliseconds per photo on one thread, for the JPEG decode alone
-//     (the baseline: every request pays it), and for decode and detection
-//     with tiles off and on, over the six demo group photos and the corpus
-//     photos without people as 2048-pixel previews;
+//     (the baseline: every JPEG request pays it), and for detection with
+//     tiles off and on, from a JPEG body and from a PPM one (no decode),
+//     over the six demo group photos and the corpus photos without people
+//     as 2048-pixel previews;
 //   - the resident memory of a sidecar process with 1 and 2 threads after
 //     it has served those photos, with tiles off and on.
 //
@@ -39,20 +40,24 @@ await d.load();
 // Warm up the JIT and the WASM kernels on one photo.
 await d.detect(decodeJPEG(photos[0][1]));
 
-const rows = { decode: [], off: [], auto: [] };
+const rows = { decode: [], off: [], auto: [], pixelsOff: [], pixelsAuto: [] };
 for (const [, jpeg] of photos) {
   const [img, dec] = cpu(() => decodeJPEG(jpeg));
   rows.decode.push(dec);
   for (const tiles of ['off', 'auto']) {
     const [, det] = await cpu(() => d.detect(img, { tiles }));
     rows[tiles].push(dec + det);
+    rows[tiles === 'off' ? 'pixelsOff' : 'pixelsAuto'].push(det);
   }
 }
-const fmt = (v) => `mean ${mean(v).toFixed(0)} ms, median ${median(v).toFixed(0)} ms`;
+const fmt = (v) => `mean ${mean(v).toFixed(0).padStart(4)} ms, median ${median(v).toFixed(0).padStart(4)} ms`;
+const ratio = (v) => `${(mean(v) / mean(rows.decode)).toFixed(1)}× the decode`;
 console.log(`CPU per photo on one thread, ${photos.length} photos (6 group photos, ${noPeople.length} previews without people):`);
-console.log(`  decode only (baseline)   ${fmt(rows.decode)}`);
-console.log(`  decode + faces, no tiles ${fmt(rows.off)}  (${(mean(rows.off) / mean(rows.decode)).toFixed(1)}× the decode)`);
-console.log(`  decode + faces, tiles    ${fmt(rows.auto)}  (${(mean(rows.auto) / mean(rows.decode)).toFixed(1)}× the decode)`);
+console.log(`  JPEG decode only (baseline)        ${fmt(rows.decode)}`);
+console.log(`  JPEG body, faces without tiles     ${fmt(rows.off)}  (${ratio(rows.off)})`);
+console.log(`  JPEG body, faces with tiles        ${fmt(rows.auto)}  (${ratio(rows.auto)})`);
+console.log(`  PPM body (pixels), without tiles   ${fmt(rows.pixelsOff)}  (${ratio(rows.pixelsOff)})`);
+console.log(`  PPM body (pixels), with tiles      ${fmt(rows.pixelsAuto)}  (${ratio(rows.pixelsAuto)})`);
 
 function rssMB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

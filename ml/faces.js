@@ -151,6 +151,43 @@ export function decodeJPEG(buf, maxMegapixels = defaults.maxMegapixels) {
   return { width: img.width, height: img.height, data: img.data };
 }
 
+// decodePPM reads a binary PPM (P6, 8 bits): the raw RGB pixels a caller
+// that has decoded the image already sends, so that they are not decoded
+// twice. It returns {width, height, data: RGB bytes} or throws an ImageError.
+export function decodePPM(buf, maxMegapixels = defaults.maxMegapixels) {
+  // The header: "P6", width, height and maxval, separated by whitespace or
+  // comments, then one whitespace byte before the pixels.
+  const fields = [];
+  let at = 0;
+  while (fields.length < 4 && at < Math.min(buf.length, 1024)) {
+    const c = buf[at];
+    if (c === 0x23) {
+      while (at < buf.length && buf[at] !== 0x0a) at++;
+    } else if (c === 0x20 || (c >= 0x09 && c <= 0x0d)) {
+      at++;
+    } else {
+      const from = at;
+      while (at < buf.length && buf[at] > 0x20 && buf[at] !== 0x23) at++;
+      fields.push(buf.toString('latin1', from, at));
+    }
+  }
+  const [magic, w, h, maxval] = fields;
+  const width = Number(w);
+  const height = Number(h);
+  if (magic !== 'P6' || fields.length < 4 || !/^\d+$/.test(w) || !/^\d+$/.test(h) || maxval !== '255') {
+    throw new ImageError('bad_image', 'The body is not a binary PPM (P6) of 8-bit RGB.');
+  }
+  if (!width || !height) throw new ImageError('bad_image', 'The PPM has no pixels.');
+  if (width * height > maxMegapixels * 1e6) {
+    throw new ImageError('too_many_pixels', `The PPM has more than ${maxMegapixels} megapixels.`);
+  }
+  const start = at + 1;
+  if (buf.length - start !== width * height * 3) {
+    throw new ImageError('bad_image', `The PPM holds ${buf.length - start} bytes of pixels, not ${width * height * 3}.`);
+  }
+  return { width, height, data: new Uint8Array(buf.buffer, buf.byteOffset + start, width * height * 3) };
+}
+
 export class Detector {
   constructor(opts = {}) {
     this.opts = { ...defaults, ...opts };

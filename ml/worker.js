@@ -1,9 +1,9 @@
 // One detection thread of the pool: it loads the models once, then answers
-// the main thread's requests one at a time, {id, jpeg, tiles} →
+// the main thread's requests one at a time, {id, body, type, tiles} →
 // {id, result} or {id, error: {code, message}}.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { Detector, ImageError, decodeJPEG, MODEL } from './faces.js';
+import { Detector, ImageError, decodeJPEG, decodePPM, MODEL } from './faces.js';
 
 const detector = new Detector(workerData.detector);
 try {
@@ -14,10 +14,11 @@ try {
 }
 parentPort.postMessage({ type: 'ready' });
 
-parentPort.on('message', async ({ id, jpeg, tiles }) => {
+parentPort.on('message', async ({ id, body, type, tiles }) => {
   const start = performance.now();
   try {
-    const img = decodeJPEG(Buffer.from(jpeg), workerData.detector.maxMegapixels);
+    const decode = type === 'image/x-portable-pixmap' ? decodePPM : decodeJPEG;
+    const img = decode(Buffer.from(body), workerData.detector.maxMegapixels);
     const { faces, tiles: n } = await detector.detect(img, { tiles });
     parentPort.postMessage({
       id,

@@ -4,11 +4,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { start, detect } from '../testlib/sidecar.js';
-import { demo, demoPhoto, noPeople, corpusPhoto, decode, encode, shrink, mirror, collage } from '../testlib/images.js';
+import { demo, demoPhoto, noPeople, corpusPhoto, decode, encode, shrink, mirror, collage, ppm } from '../testlib/images.js';
 
 let svc;
 before(async () => {
-  svc = await start({ ML_WORKERS: '2', ML_MAX_BODY_MB: '4' });
+  svc = await start({ ML_WORKERS: '2', ML_MAX_BODY_MB: '10' });
 });
 after(async () => {
   await svc?.stop();
@@ -125,6 +125,27 @@ test('tiles find the small faces of a group seen from afar', async () => {
   assert.ok(off.body.faces.length < tiled.body.faces.length, `the whole frame alone found ${off.body.faces.length}`);
 });
 
+test('reads raw pixels sent as a PPM as it reads the JPEG they come from', async () => {
+  const jpeg = demoPhoto('sample4.jpg');
+  const type = 'image/x-portable-pixmap';
+  const [a, b] = await Promise.all([detect(svc.url, jpeg), detect(svc.url, ppm(decode(jpeg)), { type })]);
+  assert.equal(b.status, 200, JSON.stringify(b.body));
+  assert.deepEqual([b.body.width, b.body.height], [a.body.width, a.body.height]);
+  assert.equal(b.body.faces.length, 4);
+  // jpeg-js decoded both, so the pixels and the faces are the same.
+  assert.deepEqual(b.body.faces, a.body.faces);
+  const bad = [
+    [Buffer.from('P5\n2 2\n255\n\0\0\0\0'), 'bad_image'],
+    [Buffer.from('P6\n2 2\n255\n\0\0\0'), 'bad_image'],
+    [Buffer.from('P6\n# big\n60000 60000\n255\n\0'), 'too_many_pixels'],
+  ];
+  for (const [body, code] of bad) {
+    const r = await detect(svc.url, body, { type });
+    assert.equal(r.status, 422, JSON.stringify(r.body));
+    assert.equal(r.body.code, code);
+  }
+});
+
 test('refuses what it cannot read with a status and a code', async () => {
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
   const cases = [
@@ -133,7 +154,7 @@ test('refuses what it cannot read with a status and a code', async () => {
     [await detect(svc.url, Buffer.alloc(0)), 400, 'empty_body'],
     [await detect(svc.url, demoPhoto('sample1.jpg'), { query: '?tiles=many' }), 400, 'bad_parameter'],
     [await detect(svc.url, bomb()), 422, 'too_many_pixels'],
-    [await detect(svc.url, Buffer.alloc(5 * 1024 * 1024, 0xff)), 413, 'body_too_large'],
+    [await detect(svc.url, Buffer.alloc(11 * 1024 * 1024, 0xff)), 413, 'body_too_large'],
   ];
   for (const [a, status, code] of cases) {
     assert.equal(a.status, status, JSON.stringify(a.body));

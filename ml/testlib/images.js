@@ -71,6 +71,12 @@ export function encode(img, quality = 85) {
   return jpeg.encode({ width: img.width, height: img.height, data: rgba }, quality).data;
 }
 
+// ppm is img as a binary PPM, the raw pixels a caller that decoded the
+// image already may send.
+export function ppm(img) {
+  return Buffer.concat([Buffer.from(`P6\n${img.width} ${img.height}\n255\n`), Buffer.from(img.data)]);
+}
+
 // shrink scales img down by averaging so that its long side is at most
 // long pixels, as the stored preview is.
 export function shrink(img, long) {
