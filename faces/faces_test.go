@@ -86,6 +86,35 @@ func TestHTTPOnTheDemoPhotos(t *testing.T) {
 	p := provider(t, svc.Endpoint(), 0)
 	t.Run("finds at least 20 of the 22 faces", func(t *testing.T) { findsTheFaces(t, p) })
 	t.Run("a sharp face measures sharper than its blurred copy", func(t *testing.T) { sharpOverBlurred(t, p) })
+	t.Run("decoded pixels find the faces the JPEG does", func(t *testing.T) { pixelsAsJPEG(t, p) })
+}
+
+func pixelsAsJPEG(t *testing.T, p *faces.HTTP) {
+	data := readDemo(t, "sample4.jpg")
+	img := decodeJPEG(t, data)
+	// A sub-image, as a crop would be: its pixels start elsewhere in memory.
+	sub := image.NewRGBA(image.Rect(-5, -7, img.Bounds().Dx()+5, img.Bounds().Dy()+7))
+	draw.Draw(sub, img.Bounds(), img, image.Point{}, draw.Src)
+	for _, src := range []image.Image{img, sub.SubImage(img.Bounds())} {
+		a, err := p.Detect(context.Background(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.DetectImage(context.Background(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Width != a.Width || b.Height != a.Height || len(b.Faces) != 4 || len(a.Faces) != 4 {
+			t.Fatalf("JPEG %d×%d, %d faces; pixels %d×%d, %d faces", a.Width, a.Height, len(a.Faces), b.Width, b.Height, len(b.Faces))
+		}
+		// Go and the sidecar decode a JPEG a little differently, so the
+		// boxes differ a little.
+		for i := range a.Faces {
+			if o := iou(a.Faces[i].Box, b.Faces[i].Box); o < 0.8 {
+				t.Errorf("face %d: boxes %+v and %+v overlap by %.2f", i, a.Faces[i].Box, b.Faces[i].Box, o)
+			}
+		}
+	}
 }
 
 func findsTheFaces(t *testing.T, p faces.Provider) {

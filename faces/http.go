@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"math"
 	"net/http"
 	"time"
+
+	"golang.org/x/image/draw"
 
 	"lightbox/internal/retryafter"
 )
@@ -99,9 +102,45 @@ func (h *HTTP) Detect(ctx context.Context, jpeg []byte) (Result, error) {
 	if len(jpeg) == 0 {
 		return Result{}, errors.New("faces: empty image")
 	}
+	return h.post(ctx, "image/jpeg", jpeg)
+}
+
+// DetectImage finds the faces in pixels the caller has decoded already,
+// sent as a binary PPM (Content-Type: image/x-portable-pixmap): the bundled
+// sidecar then skips its own JPEG decode, which is about 40 % of its CPU
+// time per photo (ml/bench.js). A provider that takes only JPEG answers
+// 415, a *StatusError.
+func (h *HTTP) DetectImage(ctx context.Context, img image.Image) (Result, error) {
+	if img == nil || img.Bounds().Empty() {
+		return Result{}, errors.New("faces: empty image")
+	}
+	return h.post(ctx, "image/x-portable-pixmap", ppm(img))
+}
+
+// ppm encodes img as a binary PPM: a short header, then 8-bit RGB.
+func ppm(img image.Image) []byte {
+	b := img.Bounds()
+	rgba, ok := img.(*image.RGBA)
+	if !ok {
+		rgba = image.NewRGBA(b)
+		draw.Draw(rgba, b, img, b.Min, draw.Src)
+	}
+	w, hgt := b.Dx(), b.Dy()
+	out := fmt.Appendf(make([]byte, 0, 32+3*w*hgt), "P6\n%d %d\n255\n", w, hgt)
+	for y := range hgt {
+		row := rgba.Pix[rgba.PixOffset(b.Min.X, b.Min.Y+y):][:4*w]
+		for x := 0; x < len(row); x += 4 {
+			out = append(out, row[x], row[x+1], row[x+2])
+		}
+	}
+	return out
+}
+
+// post sends one image and reads the faces found in it.
+func (h *HTTP) post(ctx context.Context, contentType string, body []byte) (Result, error) {
 	rctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, h.cfg.URL, bytes.NewReader(jpeg))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, h.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return Result{}, fmt.Errorf("faces: %w", err)
 	}
@@ -110,7 +149,7 @@ func (h *HTTP) Detect(ctx context.Context, jpeg []byte) (Result, error) {
 			req.Header.Add(k, v)
 		}
 	}
-	req.Header.Set("Content-Type", "image/jpeg")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	resp, err := h.client.Do(req)
 	if err != nil {
