@@ -31,10 +31,11 @@ help:
 run:
 	@scripts/run.sh
 
-## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the whole test suite, then each fuzz target for FUZZTIME (20000x); RACE= to skip -race, FUZZ= to skip fuzzing
+## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the face sidecar's npm packages, the whole test suite (and ml/'s Node tests), then each fuzz target for FUZZTIME (20000x); RACE= to skip -race, FUZZ= to skip fuzzing
 test:
 	@scripts/e2e-deps.sh
 	@scripts/sdk-deps.sh
+	@scripts/ml-deps.sh
 	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' TIMEOUT='$(TIMEOUT)' \
 		scripts/with-services.sh scripts/test.sh
 

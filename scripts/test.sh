@@ -5,7 +5,8 @@
 # goroutine sees, which -race makes ten times slower and has nothing to
 # find in: under -race they leave out their largest inputs (see
 # imaging/race_test.go) and the second pass runs them in full. Both passes
-# run even when the first fails; the status is the first failure's.
+# run even when the first fails; the status is the first failure's. The
+# face sidecar's Node tests follow when PKG is the whole module.
 #
 #   PKG=./... RACE=-race PLAIN_PKG=./imaging/ TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -31,6 +32,12 @@ if [ -n "$RACE" ] && [ -n "$PLAIN_PKG" ]; then
 		# shellcheck disable=SC2086
 		go test -count=1 -timeout "$TIMEOUT" $plain || { s=$?; [ "$rc" -ne 0 ] || rc=$s; }
 	fi
+fi
+# The face sidecar's own tests (Node's test runner), with the whole suite,
+# when scripts/ml-deps.sh installed its packages.
+if [ "$PKG" = ./... ] && [ -f ml/node_modules/.lightbox-installed ] && node_ok >/dev/null; then
+	say "node --test in ml/"
+	(cd ml && node --test) || { s=$?; [ "$rc" -ne 0 ] || rc=$s; }
 fi
 # -fuzz takes one package and one target at a time.
 # shellcheck disable=SC2086
