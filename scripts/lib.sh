@@ -465,16 +465,17 @@ s3_stop() {
 
 # ---- the face sidecar (ml/) --------------------------------------------------
 
+# node_major prints the major version of the Node.js on PATH, 0 for none.
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
 # node_ok says whether Node.js 20 or newer and npm are installed; otherwise
 # it prints why not.
 node_ok() {
-	local v
 	if ! command -v node >/dev/null; then
 		echo "Node.js is not installed"
 		return 1
 	fi
-	v=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || v=0
-	if [ "$v" -lt 20 ]; then
+	if [ "$(node_major)" -lt 20 ]; then
 		echo "Node.js $(node --version 2>/dev/null) is too old"
 		return 1
 	fi
@@ -490,7 +491,7 @@ node_ok() {
 ml_deps() {
 	local why stamp want
 	why=$(node_ok) || die "the face sidecar needs Node.js 20 or newer with npm: $why. Install them (Debian 12 ships Node.js 18: take Node.js 20 from nodejs.org or NodeSource), or set LIGHTBOX_FACES=off"
-	want="$(sha256sum "$ML_SRC/package-lock.json" | cut -d' ' -f1) node$(node -p 'process.versions.node.split(".")[0]')${OMIT_DEV:+ omit-dev}"
+	want="$(sha256sum "$ML_SRC/package-lock.json" | cut -d' ' -f1) node$(node_major)${OMIT_DEV:+ omit-dev}"
 	stamp=$ML_SRC/node_modules/.lightbox-installed
 	[ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || return 0
 	mkdir -p "$ML_DIR"

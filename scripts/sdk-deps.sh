@@ -7,8 +7,6 @@
 # run, and the SDK's test fails saying the same.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	if is_root && command -v apt-get >/dev/null; then
 		apt_install "the SDK's tests need Node.js and npm" nodejs npm
