@@ -109,8 +109,9 @@ class Pool {
     });
     worker.on('error', (err) => log(`detection thread ${i} failed: ${(err && err.stack) || err}`));
     worker.on('exit', (code) => {
+      slot.ready = false;
       if (this.closing || this.slots[i] !== slot) return;
-      if (slot.job) this.finish(slot, { error: { code: 'detection_failed', message: 'The detection thread stopped.' }, internal: true });
+      if (slot.job) this.finish(slot, { error: { code: 'detection_failed', message: 'The detection thread stopped.' } });
       log(`detection thread ${i} exited (${code}); starting another`);
       setTimeout(() => this.closing || this.spawn(i), 500).unref();
     });
@@ -135,7 +136,6 @@ class Pool {
         slot.ready = false;
         this.finish(slot, {
           error: { code: 'detection_timeout', message: `Detection took longer than ${this.timeoutMs} ms.` },
-          internal: true,
         });
         // A thread stuck in WASM cannot be interrupted: replace it.
         slot.worker.terminate();

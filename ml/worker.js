@@ -28,7 +28,7 @@ parentPort.on('message', async ({ id, body, type, tiles }) => {
     if (err instanceof ImageError) {
       parentPort.postMessage({ id, error: { code: err.code, message: err.message } });
     } else {
-      parentPort.postMessage({ id, error: { code: 'detection_failed', message: `Detection failed: ${err && err.message}` }, internal: true });
+      parentPort.postMessage({ id, error: { code: 'detection_failed', message: `Detection failed: ${err && err.message}` } });
     }
   }
 });
