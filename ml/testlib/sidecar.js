@@ -48,8 +48,21 @@ export async function start(env = {}, { deadlineMs = 180000 } = {}) {
   };
 }
 
-// detect posts a JPEG and returns {status, headers, body}.
+// detect posts a JPEG and returns {status, headers, body}. A connection the
+// service closed while this process was blocked (a test decoding photos on
+// a busy machine) is tried once more on a new one: detection is safe to
+// repeat. Other network errors fail with their cause spelled out, since
+// fetch's own message is only "fetch failed".
 export async function detect(url, jpeg, { query = '', type = 'image/jpeg' } = {}) {
-  const res = await fetch(`${url}/v1/faces${query}`, { method: 'POST', headers: { 'Content-Type': type }, body: jpeg });
+  const post = () => fetch(`${url}/v1/faces${query}`, { method: 'POST', headers: { 'Content-Type': type }, body: jpeg });
+  let res;
+  try {
+    res = await post().catch((err) => {
+      if (err?.cause?.code === 'UND_ERR_SOCKET' || err?.cause?.code === 'ECONNRESET') return post();
+      throw err;
+    });
+  } catch (err) {
+    throw new Error(`POST ${url}/v1/faces${query}: ${err.message}: ${err.cause?.code ?? ''} ${err.cause?.message ?? err.cause ?? ''}`, { cause: err });
+  }
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
