@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"lightbox/internal/password"
 	"lightbox/internal/redisconn"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	SSEHeartbeat      time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SSEStreamsPerUser int           // SSE_STREAMS_PER_USER, event streams one user may hold open on one server
 	SessionTTL        time.Duration // SESSION_TTL
+	// PasswordHashes is how many gallery password hashes (argon2id, 64 MiB
+	// each) one server computes at once; a request finding them all busy
+	// is refused with 429. Default: sized from the cores and memory (see
+	// internal/password).
+	PasswordHashes int // PASSWORD_HASHES
 
 	UploadSecret   string        // UPLOAD_SECRET or the file UPLOAD_SECRET_FILE, HMAC key of signed URLs; generated under DATA_DIR when empty
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
@@ -127,6 +133,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		SSEHeartbeat:      r.duration("SSE_HEARTBEAT", 15*time.Second),
 		SSEStreamsPerUser: r.integer("SSE_STREAMS_PER_USER", 16, 1, 1<<20),
 		SessionTTL:        r.duration("SESSION_TTL", 7*24*time.Hour),
+		PasswordHashes:    r.integer("PASSWORD_HASHES", password.DefaultSlots(), 1, 256),
 
 		UploadSecret:   r.str("UPLOAD_SECRET", ""),
 		UploadURLTTL:   r.duration("UPLOAD_URL_TTL", 5*time.Minute),

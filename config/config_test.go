@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"lightbox/config"
+	"lightbox/internal/password"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -29,6 +30,9 @@ func TestDefaults(t *testing.T) {
 	if c.FacesURL != "" || c.FacesTimeout != 2*time.Minute || c.FacesRatePerMin != 600 {
 		t.Fatalf("faces defaults: url %q, timeout %v, rate %d", c.FacesURL, c.FacesTimeout, c.FacesRatePerMin)
 	}
+	if c.PasswordHashes != password.DefaultSlots() {
+		t.Fatalf("password hashes at once %d, want the machine's %d", c.PasswordHashes, password.DefaultSlots())
+	}
 }
 
 func TestEveryProblemReportedAtOnce(t *testing.T) {
@@ -44,12 +48,13 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"CHAIN_RETIRED_KEYS": strings.Repeat("ab", 32) + ", not-a-key",
 		"BODY_READ_TIMEOUT":  "100ms",
 		"FACES_URL":          "127.0.0.1:57080/v1/faces",
+		"PASSWORD_HASHES":    "0",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL", "PASSWORD_HASHES"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}

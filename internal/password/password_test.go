@@ -1,6 +1,8 @@
 package password_test
 
 import (
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,7 +14,7 @@ func TestHashAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=2$") {
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=1$") {
 		t.Fatalf("hash %q does not carry its parameters", h)
 	}
 	if again, _ := password.Hash("correct horse"); again == h {
@@ -32,11 +34,38 @@ func TestHashAndVerify(t *testing.T) {
 }
 
 // BenchmarkHash is what one gallery password check costs (Verify does the
-// same work). Baseline: about 260 ms and 64 MiB on two busy cores.
+// same work). Baseline: about 380 ms and 64 MiB, on one core (one lane).
 func BenchmarkHash(b *testing.B) {
 	for b.Loop() {
 		if _, err := password.Hash("correct horse"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A full pool refuses at once: no caller waits for a slot, so callers
+// never pile up holding memory.
+func TestPoolRefusesWhenFull(t *testing.T) {
+	p := password.NewPool(1)
+	h, err := p.Hash("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := p.Hold()
+	if _, err := p.Hash("x"); !errors.Is(err, password.ErrBusy) {
+		t.Fatalf("Hash on a full pool: %v, want ErrBusy", err)
+	}
+	if _, err := p.Verify(h, "correct horse"); !errors.Is(err, password.ErrBusy) {
+		t.Fatalf("Verify on a full pool: %v, want ErrBusy", err)
+	}
+	release()
+	if ok, err := p.Verify(h, "correct horse"); !ok || err != nil {
+		t.Fatalf("Verify once a slot is free: %v, %v", ok, err)
+	}
+	if p.Ran() != 2 || p.Refused() != 2 {
+		t.Errorf("ran %d, refused %d; want 2 and 2", p.Ran(), p.Refused())
+	}
+	if n := password.DefaultSlots(); n < 1 || n > runtime.GOMAXPROCS(0) {
+		t.Errorf("DefaultSlots %d on %d cores", n, runtime.GOMAXPROCS(0))
 	}
 }

@@ -1,0 +1,7 @@
+package password
+
+// Hold takes a slot as a running hash would, until release is called.
+func (p *Pool) Hold() (release func()) {
+	p.slots <- struct{}{}
+	return p.give
+}
