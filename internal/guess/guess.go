@@ -4,6 +4,12 @@
 // scopes at once (the target, the address it comes from, everything), in
 // one Redis step, so guesses sent together are counted like guesses sent
 // one after another, on every server process.
+//
+// Counter slows each scope with a delay after its last guess. Turns, for a
+// target anyone may guess at from anywhere (a gallery's password), refuses
+// an address past its guesses and otherwise hands out turns, one address
+// at a time, so the target's rightful user waits for the turns before its
+// own and is never locked out by a guesser asking faster.
 package guess
 
 import (
