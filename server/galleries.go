@@ -118,7 +118,7 @@ func (s *Server) createGallery(c *gin.Context) {
 	}
 	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
 		Watermark: in.Watermark, AllowDownloads: in.AllowDownloads}
-	if g.PasswordHash, err = hashPassword(in.Password); err != nil {
+	if g.PasswordHash, err = s.hashPassword(c, in.Password); err != nil {
 		fail(c, err)
 		return
 	}
@@ -203,7 +203,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 		return
 	}
 	if in.Password.Set {
-		hash, err := hashPassword(in.Password.Value)
+		hash, err := s.hashPassword(c, in.Password.Value)
 		if err != nil {
 			fail(c, err)
 			return
@@ -378,10 +378,23 @@ func checkExpiry(errs fieldErrors, at *time.Time) {
 }
 
 // hashPassword is the stored form of a gallery password; nil for none.
-func hashPassword(pw *string) (*string, error) {
+func (s *Server) hashPassword(c *gin.Context, pw *string) (*string, error) {
 	if pw == nil {
 		return nil, nil
 	}
-	h, err := password.Hash(*pw)
-	return &h, err
+	h, err := s.hashes.Hash(*pw)
+	if err != nil {
+		return nil, s.hashFailed(c, err)
+	}
+	return &h, nil
+}
+
+// hashFailed is the answer to a password hash that could not run: a 429
+// when every slot is busy. A hash takes a fraction of a second, so a
+// second later one is likely free.
+func (s *Server) hashFailed(c *gin.Context, err error) error {
+	if errors.Is(err, password.ErrBusy) {
+		return retryLater(c, time.Second, "busy", "The server is checking other passwords")
+	}
+	return err
 }

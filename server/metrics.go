@@ -56,6 +56,18 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Help: "Live progress streams open on this server.",
 		}, func() float64 { return float64(s.hub.Subscribers()) }),
 		chainLag{s.store},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lightbox_password_hashes_total",
+			Help: "Password hashes (argon2id) this server started: gallery passwords set and tried.",
+		}, func() float64 { return float64(s.hashes.Ran()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lightbox_password_hashes_refused_total",
+			Help: "Password hashes refused with 429 busy because every slot was taken.",
+		}, func() float64 { return float64(s.hashes.Refused()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lightbox_password_hash_slots",
+			Help: "Password hashes this server computes at once (PASSWORD_HASHES).",
+		}, func() float64 { return float64(s.hashes.Slots()) }),
 	)
 	if s.inspector != nil {
 		// asynq_queue_size, asynq_queue_latency_seconds, asynq_tasks_processed_total, ...

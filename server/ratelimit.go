@@ -104,9 +104,15 @@ func (s *Server) spend(c *gin.Context, key string, limit redis_rate.Limit, n int
 		return nil
 	}
 	s.metrics.refusedBy(key)
-	retry := ceilSeconds(res.RetryAfter)
-	h.Set("Retry-After", strconv.Itoa(retry))
-	return apiError(http.StatusTooManyRequests, "rate_limited", "Too many requests; retry in %d s.", retry).with("retryAfter", retry)
+	return retryLater(c, res.RetryAfter, "rate_limited", "Too many requests")
+}
+
+// retryLater is a 429 with code, saying what happened and when to retry:
+// in Retry-After and details.retryAfter, whole seconds, at least one.
+func retryLater(c *gin.Context, wait time.Duration, code, what string) *Error {
+	retry := max(1, ceilSeconds(wait))
+	c.Writer.Header().Set("Retry-After", strconv.Itoa(retry))
+	return apiError(http.StatusTooManyRequests, code, "%s; retry in %d s.", what, retry).with("retryAfter", retry)
 }
 
 func ceilSeconds(d time.Duration) int {

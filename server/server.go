@@ -25,6 +25,7 @@ import (
 	"lightbox/events"
 	"lightbox/internal/guess"
 	"lightbox/internal/mail"
+	"lightbox/internal/password"
 	"lightbox/jobs"
 	"lightbox/similar"
 	"lightbox/store"
@@ -82,6 +83,10 @@ type Server struct {
 	mail       mail.Sender    // sign-in codes
 	guesses    *guess.Counter // sign-in codes tried
 	now        func() time.Time
+	// hashes computes password hashes, a few at a time (PASSWORD_HASHES).
+	hashes *password.Pool
+	// shareGuesses counts gallery passwords tried, before they are checked.
+	shareGuesses *guess.Turns
 }
 
 // New builds the server and its routes.
@@ -115,6 +120,8 @@ func New(d Deps) *Server {
 		// The configuration checked both; this would be a bug.
 		panic(err)
 	}
+	s.hashes = password.NewPool(d.Config.PasswordHashes)
+	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
 	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}}
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})

@@ -12,9 +12,17 @@ package server
 //     for any password, or none, and its GET gives one to a caller that
 //     sent none: favourites and comments need one, so each viewer
 //     favourites a photo once.
-//   - Ten wrong passwords in a row for one gallery from one address lock
-//     that address out of the gallery for 15 minutes (429): the tenth
-//     answers 429, and so does the right password until then.
+//   - Passwords tried are counted before they are checked, in one Redis
+//     step (internal/guess). Ten wrong ones for one gallery from one
+//     address lock that address out of the gallery for 15 minutes (429
+//     too_many_attempts): the tenth answers 429, and so does the right
+//     password until then, without a hash. A gallery tried 30 times in an
+//     hour from anywhere hands out turns: each address waits for its own
+//     (429 slow_down with Retry-After), turns come a second apart, twice
+//     as far every ten tries, up to a minute. Its client is slowed, never
+//     locked out.
+//   - A password is checked on one of a few hash slots (PASSWORD_HASHES);
+//     when all are busy the answer is 429 busy at once.
 //   - Preview and original links are signed blob URLs; a watermarked
 //     gallery shows only watermarked previews, and marks a photo whose
 //     preview is not made yet as pending, with a placeholder's link.
@@ -33,18 +41,22 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/password"
+	"lightbox/internal/guess"
 	"lightbox/store"
 )
 
 // Public gallery limits.
 const (
-	viewerTTL        = 24 * time.Hour
-	maxWrongPassword = 10
-	lockout          = 15 * time.Minute
-	maxCommentLen    = 2000
-	viewerPrefix     = "lbv_"
+	viewerTTL     = 24 * time.Hour
+	maxCommentLen = 2000
+	viewerPrefix  = "lbv_"
 )
+
+// shareGuessLimits are the rules of gallery passwords tried.
+var shareGuessLimits = guess.TurnLimits{
+	PerAddress: 10, AddressWindow: 15 * time.Minute,
+	Free: 30, TargetWindow: time.Hour, Delay: time.Second, Step: 10, MaxDelay: time.Minute,
+}
 
 // sharePerIP is the budget of the public gallery routes per client address.
 var sharePerIP = perMinute(300, 100)
@@ -199,29 +211,10 @@ func (s *Server) shareAuth(c *gin.Context) {
 		return
 	}
 	if g.PasswordHash != nil {
-		tries := fmt.Sprintf("share-pw:%s:%s", g.ID, c.ClientIP())
-		if n, err := s.rdb.Get(ctx, tries).Int(); err == nil && n >= maxWrongPassword {
-			s.lockedOut(c, tries)
-			return
-		}
-		ok, err := password.Verify(*g.PasswordHash, in.Password)
-		if err != nil {
+		if err := s.checkSharePassword(c, g, in.Password); err != nil {
 			fail(c, err)
 			return
 		}
-		if !ok {
-			n, err := s.rdb.Incr(ctx, tries).Result()
-			if err == nil {
-				s.rdb.Expire(ctx, tries, lockout)
-			}
-			if n >= maxWrongPassword {
-				s.lockedOut(c, tries)
-				return
-			}
-			fail(c, apiError(http.StatusUnauthorized, "wrong_password", "The password is wrong."))
-			return
-		}
-		s.rdb.Del(ctx, tries)
 	}
 	token := store.NewSecret(viewerPrefix)
 	v, err := s.store.CreateViewer(ctx, g, store.HashSecret(token), viewerTTL)
@@ -232,11 +225,42 @@ func (s *Server) shareAuth(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"token": token, "expiresAt": v.ExpiresAt.UTC()})
 }
 
-func (s *Server) lockedOut(c *gin.Context, key string) {
-	retry := ceilSeconds(s.rdb.TTL(c.Request.Context(), key).Val())
-	c.Header("Retry-After", fmt.Sprint(retry))
-	fail(c, apiError(http.StatusTooManyRequests, "too_many_attempts",
-		"Too many wrong passwords from this address; retry in %d s.", retry).with("retryAfter", retry))
+// checkSharePassword counts the try, then checks it on a hash slot: nil
+// when it is g's password.
+func (s *Server) checkSharePassword(c *gin.Context, g *store.Gallery, pw string) error {
+	ctx := c.Request.Context()
+	gallery, addr := g.ID.String(), c.ClientIP()
+	v, err := s.shareGuesses.Take(ctx, gallery, addr)
+	switch {
+	case err != nil:
+		// An uncounted try is what the count is for: none is checked.
+		logger(c).Error("count a gallery password", "err", err)
+		return apiError(http.StatusServiceUnavailable, "password_check_unavailable",
+			"Passwords cannot be checked right now; retry shortly.")
+	case v.Locked:
+		return retryLater(c, v.Wait, "too_many_attempts", "Too many wrong passwords from this address")
+	case !v.Allowed:
+		return retryLater(c, v.Wait, "slow_down", "This gallery has had many wrong passwords, so each address takes its turn; yours comes")
+	}
+	ok, err := s.hashes.Verify(*g.PasswordHash, pw)
+	// The count is kept even if the client hangs up meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	if err != nil {
+		if err := s.shareGuesses.Unchecked(ctx, gallery, addr); err != nil {
+			logger(c).Warn("give back a password try", "err", err)
+		}
+		return s.hashFailed(c, err)
+	}
+	if ok {
+		if err := s.shareGuesses.Forgive(ctx, gallery, addr); err != nil {
+			logger(c).Warn("clear the password tries", "err", err)
+		}
+		return nil
+	}
+	if v.Left == 0 {
+		return retryLater(c, shareGuessLimits.AddressWindow, "too_many_attempts", "Too many wrong passwords from this address")
+	}
+	return apiError(http.StatusUnauthorized, "wrong_password", "The password is wrong.")
 }
 
 // viewerRequest reads the body of a viewer's request about one photo:
