@@ -339,23 +339,25 @@ func toCommentJSON(cm store.Comment) commentJSON {
 	return commentJSON{ID: cm.ID, AssetID: cm.AssetID, Text: cm.Body, CreatedAt: cm.CreatedAt.UTC()}
 }
 
-// galleryComments lists what viewers wrote, oldest first, for the owner.
+// galleryComments lists what viewers wrote, oldest first, a page at a
+// time, for the owner.
 func (s *Server) galleryComments(c *gin.Context) {
 	g, err := s.ownGallery(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	cms, err := s.store.GalleryComments(c.Request.Context(), g.ID)
+	cur, limit, err := pageParams(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	out := make([]commentJSON, len(cms))
-	for i, cm := range cms {
-		out[i] = toCommentJSON(cm)
+	page, err := s.store.GalleryComments(c.Request.Context(), g.ID, cur, limit)
+	if err != nil {
+		fail(c, err)
+		return
 	}
-	c.JSON(http.StatusOK, gin.H{"items": out})
+	c.JSON(http.StatusOK, toPaged(page, toCommentJSON))
 }
 
 func checkGalleryTitle(errs fieldErrors, title string) {

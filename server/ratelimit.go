@@ -107,6 +107,26 @@ func (s *Server) spend(c *gin.Context, key string, limit redis_rate.Limit, n int
 	return retryLater(c, res.RetryAfter, "rate_limited", "Too many requests")
 }
 
+// spendAlso spends one from a second budget of a request: unless it
+// refuses, the answer's X-RateLimit-* headers stay those of the first,
+// the budget of the route.
+func (s *Server) spendAlso(c *gin.Context, key string, limit redis_rate.Limit) *Error {
+	h := c.Writer.Header()
+	kept := map[string][]string{}
+	for _, k := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		kept[k] = h.Values(k)
+	}
+	if err := s.spend(c, key, limit, 1); err != nil {
+		return err
+	}
+	for k, v := range kept {
+		if h.Del(k); len(v) > 0 {
+			h[k] = v
+		}
+	}
+	return nil
+}
+
 // retryLater is a 429 with code, saying what happened and when to retry:
 // in Retry-After and details.retryAfter, whole seconds, at least one.
 func retryLater(c *gin.Context, wait time.Duration, code, what string) *Error {

@@ -23,6 +23,13 @@ package server
 //     locked out.
 //   - A password is checked on one of a few hash slots (PASSWORD_HASHES);
 //     when all are busy the answer is 429 busy at once.
+//   - What viewers leave is capped. A gallery gives at most 30 viewer
+//     tokens an hour to one address (429 rate_limited) and has at most
+//     1,000 live viewers (429 gallery_viewer_limit, until the oldest
+//     expires). A viewer writes at most 50 comments (403
+//     viewer_comment_limit), an address 60 an hour to one gallery (429
+//     rate_limited), and a gallery holds at most 5,000 (403
+//     gallery_comment_limit). The owner reads them a page at a time.
 //   - Preview and original links are signed blob URLs; a watermarked
 //     gallery shows only watermarked previews, and marks a photo whose
 //     preview is not made yet as pending, with a placeholder's link.
@@ -60,6 +67,15 @@ var shareGuessLimits = guess.TurnLimits{
 
 // sharePerIP is the budget of the public gallery routes per client address.
 var sharePerIP = perMinute(300, 100)
+
+// Caps on what viewers leave behind (see the top of the file).
+var (
+	viewersPerAddress  = perPeriod(30, time.Hour)
+	commentsPerAddress = perPeriod(60, time.Hour)
+	commentCaps        = store.CommentCaps{PerViewer: 50, PerGallery: 5000}
+)
+
+const maxLiveViewers = 1000
 
 // Context keys of the share routes.
 const (
@@ -151,15 +167,24 @@ func (s *Server) getShare(c *gin.Context) {
 		return
 	}
 	if v == nil {
-		token := store.NewSecret(viewerPrefix)
-		var err error
-		if v, err = s.store.CreateViewer(ctx, g, store.HashSecret(token), viewerTTL); err != nil {
+		token, nv, err := s.newViewer(c, g)
+		var refused *Error
+		switch {
+		case errors.As(err, &refused) && refused.Status == http.StatusTooManyRequests:
+			// Past the viewer caps the photos are still shown, without a
+			// token: only favourites and comments need one.
+			c.Writer.Header().Del("Retry-After")
+		case err != nil:
 			fail(c, err)
 			return
+		default:
+			v, out.Token = nv, token
 		}
-		out.Token = token
 	}
-	viewer := &v.ID
+	var viewer *uuid.UUID
+	if v != nil {
+		viewer = &v.ID
+	}
 	items, err := s.store.GalleryItems(ctx, g.ID, viewer)
 	if err != nil {
 		fail(c, err)
@@ -201,7 +226,6 @@ func (s *Server) signShareURL(ctx context.Context, key, contentType string) *str
 
 // shareAuth gives a viewer token for the right password.
 func (s *Server) shareAuth(c *gin.Context) {
-	ctx := c.Request.Context()
 	g := shareGallery(c)
 	var in struct {
 		Password string `json:"password"`
@@ -216,13 +240,28 @@ func (s *Server) shareAuth(c *gin.Context) {
 			return
 		}
 	}
-	token := store.NewSecret(viewerPrefix)
-	v, err := s.store.CreateViewer(ctx, g, store.HashSecret(token), viewerTTL)
+	token, v, err := s.newViewer(c, g)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"token": token, "expiresAt": v.ExpiresAt.UTC()})
+}
+
+// newViewer records a viewer of g for the caller and returns its token,
+// within the caps: tokens an address gets from the gallery, and the
+// gallery's live viewers (both 429).
+func (s *Server) newViewer(c *gin.Context, g *store.Gallery) (string, *store.Viewer, error) {
+	if err := s.spendAlso(c, "share-viewers:"+g.ID.String()+":"+c.ClientIP(), viewersPerAddress); err != nil {
+		return "", nil, err
+	}
+	token := store.NewSecret(viewerPrefix)
+	v, err := s.store.CreateViewer(c.Request.Context(), g, store.HashSecret(token), viewerTTL, maxLiveViewers)
+	var full *store.ViewerLimitError
+	if errors.As(err, &full) {
+		return "", nil, retryLater(c, time.Until(full.FreeAt), "gallery_viewer_limit", "This gallery has as many viewers as it takes")
+	}
+	return token, v, err
 }
 
 // checkSharePassword counts the try, then checks it on a hash slot: nil
@@ -326,7 +365,17 @@ func (s *Server) shareComment(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	cm, n, err := s.store.AddComment(c.Request.Context(), v.GalleryID, asset, v.ID, in.Text)
+	if err := s.spendAlso(c, "share-comments:"+v.GalleryID.String()+":"+c.ClientIP(), commentsPerAddress); err != nil {
+		fail(c, err)
+		return
+	}
+	cm, n, err := s.store.AddComment(c.Request.Context(), v.GalleryID, asset, v.ID, in.Text, commentCaps)
+	switch {
+	case errors.Is(err, store.ErrViewerComments):
+		err = apiError(http.StatusForbidden, "viewer_comment_limit", "This viewer has written %d comments, the most one may.", commentCaps.PerViewer)
+	case errors.Is(err, store.ErrGalleryComments):
+		err = apiError(http.StatusForbidden, "gallery_comment_limit", "This gallery holds %d comments, the most it takes.", commentCaps.PerGallery)
+	}
 	if err != nil {
 		fail(c, notInGallery(err))
 		return

@@ -322,15 +322,49 @@ type Viewer struct {
 	ExpiresAt   time.Time `db:"expires_at"`
 }
 
+// ViewerLimitError says a gallery has as many live viewers as it may
+// have; one more fits at FreeAt, when the oldest expires.
+type ViewerLimitError struct{ FreeAt time.Time }
+
+func (e *ViewerLimitError) Error() string {
+	return "store: the gallery has as many live viewers as it may, until " + e.FreeAt.UTC().Format(time.RFC3339)
+}
+
 // CreateViewer records a viewer of g whose token hashes to tokenHash,
-// valid for ttl and until g's password changes.
-func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, ttl time.Duration) (*Viewer, error) {
+// valid for ttl and until g's password changes, unless g has maxLive
+// viewers already (*ViewerLimitError).
+func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, ttl time.Duration, maxLive int) (*Viewer, error) {
 	v := &Viewer{}
-	err := s.db.GetContext(ctx, v, `
-		INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at)
-		VALUES ($1, $2, $3, $4, now() + $5::interval)
-		RETURNING id, gallery_id, auth_version, expires_at`, uuid.New(), g.ID, tokenHash, g.AuthVersion, ttl.String())
+	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockGallery(ctx, g.ID); err != nil {
+			return err
+		}
+		var live struct {
+			N      int        `db:"n"`
+			Oldest *time.Time `db:"oldest"`
+		}
+		if err := tx.db.GetContext(ctx, &live, `SELECT count(*) AS n, min(expires_at) AS oldest FROM gallery_viewers
+			WHERE gallery_id = $1 AND expires_at > now()`, g.ID); err != nil {
+			return err
+		}
+		if live.N >= maxLive && live.Oldest != nil {
+			return &ViewerLimitError{FreeAt: *live.Oldest}
+		}
+		return tx.db.GetContext(ctx, v, `
+			INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at)
+			VALUES ($1, $2, $3, $4, now() + $5::interval)
+			RETURNING id, gallery_id, auth_version, expires_at`, uuid.New(), g.ID, tokenHash, g.AuthVersion, ttl.String())
+	})
 	return v, err
+}
+
+// lockGallery takes the gallery's row for a change that counts what the
+// gallery holds, so such changes take their turns and the counts stay
+// true. Changes to its photos take the row first too, so the locks are
+// always taken in one order.
+func (s *Store) lockGallery(ctx context.Context, id uuid.UUID) error {
+	_, err := s.db.ExecContext(ctx, `SELECT 1 FROM galleries WHERE id = $1 FOR NO KEY UPDATE`, id)
+	return err
 }
 
 // ViewerByToken returns the live viewer of gallery whose token hashes to
@@ -404,15 +438,42 @@ type Comment struct {
 	CreatedAt time.Time  `db:"created_at"`
 }
 
+// Errors of AddComment past its caps.
+var (
+	ErrViewerComments  = errors.New("store: the viewer has written as many comments as one may")
+	ErrGalleryComments = errors.New("store: the gallery holds as many comments as it may")
+)
+
+// CommentCaps bound the comments of one viewer and of one gallery.
+type CommentCaps struct{ PerViewer, PerGallery int }
+
 // AddComment records viewer's comment on asset in gallery and returns it
 // with the asset's comment count there; ErrNotFound when the asset is not
-// in the gallery.
-func (s *Store) AddComment(ctx context.Context, gallery, asset, viewer uuid.UUID, body string) (*Comment, int, error) {
+// in the gallery, ErrViewerComments or ErrGalleryComments past caps.
+func (s *Store) AddComment(ctx context.Context, gallery, asset, viewer uuid.UUID, body string, caps CommentCaps) (*Comment, int, error) {
 	c := &Comment{}
 	var n int
 	err := s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockGallery(ctx, gallery); err != nil {
+			return err
+		}
 		if err := tx.inGallery(ctx, gallery, asset); err != nil {
 			return err
+		}
+		var count struct {
+			Viewer  int `db:"viewer"`
+			Gallery int `db:"gallery"`
+		}
+		if err := tx.db.GetContext(ctx, &count, `SELECT
+				(SELECT count(*) FROM gallery_comments WHERE viewer_id = $2) AS viewer,
+				(SELECT count(*) FROM gallery_comments WHERE gallery_id = $1) AS gallery`, gallery, viewer); err != nil {
+			return err
+		}
+		switch {
+		case count.Viewer >= caps.PerViewer:
+			return ErrViewerComments
+		case count.Gallery >= caps.PerGallery:
+			return ErrGalleryComments
 		}
 		if err := tx.db.GetContext(ctx, c, `INSERT INTO gallery_comments (id, gallery_id, asset_id, viewer_id, body)
 			VALUES ($1, $2, $3, $4, $5) RETURNING id, asset_id, viewer_id, body, created_at`,
@@ -425,12 +486,20 @@ func (s *Store) AddComment(ctx context.Context, gallery, asset, viewer uuid.UUID
 	return c, n, err
 }
 
-// GalleryComments lists a gallery's comments, oldest first, for its owner.
-func (s *Store) GalleryComments(ctx context.Context, gallery uuid.UUID) ([]Comment, error) {
-	var out []Comment
-	err := s.db.SelectContext(ctx, &out, `SELECT id, asset_id, viewer_id, body, created_at FROM gallery_comments
-		WHERE gallery_id = $1 ORDER BY created_at, id`, gallery)
-	return out, err
+// GalleryComments lists a gallery's comments for its owner, oldest first,
+// a page at a time.
+func (s *Store) GalleryComments(ctx context.Context, gallery uuid.UUID, after *Cursor, limit int) (Page[Comment], error) {
+	var rows []Comment
+	afterTime, afterID := time.Time{}, uuid.Nil
+	if after != nil {
+		afterTime, afterID = after.Time, after.ID
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT id, asset_id, viewer_id, body, created_at FROM gallery_comments
+		WHERE gallery_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, gallery, afterTime, afterID, limit+1)
+	if err != nil {
+		return Page[Comment]{}, err
+	}
+	return pageOf(rows, limit, func(c Comment) Cursor { return Cursor{c.CreatedAt, c.ID} }), nil
 }
 
 // inGallery locks asset's place in gallery, or answers ErrNotFound.

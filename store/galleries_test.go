@@ -126,7 +126,7 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 	g := galleryOf(t, env, project, "first", false, assets[:1]...).Gallery
 	other := galleryOf(t, env, project, "second", false, assets...).Gallery
 
-	v, err := env.Store.CreateViewer(ctx, g, []byte("token-1"), 24*time.Hour)
+	v, err := env.Store.CreateViewer(ctx, g, []byte("token-1"), 24*time.Hour, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +146,10 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 	if _, err := env.Store.Favorite(ctx, g.ID, assets[1], v.ID, true); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("favourite outside the gallery: %v", err)
 	}
-	if _, n, err := env.Store.AddComment(ctx, g.ID, assets[0], v.ID, "lovely"); err != nil || n != 1 {
+	if _, n, err := env.Store.AddComment(ctx, g.ID, assets[0], v.ID, "lovely", roomy); err != nil || n != 1 {
 		t.Fatalf("comment: %d, %v", n, err)
 	}
-	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[1], v.ID, "lovely"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[1], v.ID, "lovely", roomy); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("comment outside the gallery: %v", err)
 	}
 	items, err := env.Store.GalleryItems(ctx, g.ID, &v.ID)
@@ -169,6 +169,77 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 	}
 }
 
+// roomy caps comments far beyond what a test writes.
+var roomy = store.CommentCaps{PerViewer: 100, PerGallery: 100}
+
+// A gallery holds so many live viewers and comments, and a viewer writes so
+// many, then refuses more; an expired viewer makes room.
+func TestGalleryCapsViewersAndComments(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	_, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(1)...)
+	g := galleryOf(t, env, project, "proofs", false, assets...).Gallery
+	viewer := func(token string, ttl time.Duration) (*store.Viewer, error) {
+		return env.Store.CreateViewer(ctx, g, []byte(token), ttl, 2)
+	}
+	if _, err := viewer("gone", -time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first, err := viewer("first", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := viewer("second", 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full *store.ViewerLimitError
+	if _, err := viewer("third", time.Hour); !errors.As(err, &full) || !full.FreeAt.Equal(first.ExpiresAt) {
+		t.Fatalf("a third live viewer: %v; want a limit until the first expires (%v)", err, first.ExpiresAt)
+	}
+	env.DB.MustExec(`UPDATE gallery_viewers SET expires_at = now() WHERE id = $1`, first.ID)
+	if _, err := viewer("third", time.Hour); err != nil {
+		t.Fatalf("a viewer once one expired: %v", err)
+	}
+
+	caps := store.CommentCaps{PerViewer: 2, PerGallery: 3}
+	comment := func(v *store.Viewer) error {
+		_, _, err := env.Store.AddComment(ctx, g.ID, assets[0], v.ID, "lovely", caps)
+		return err
+	}
+	for range 2 {
+		if err := comment(second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := comment(second); !errors.Is(err, store.ErrViewerComments) {
+		t.Fatalf("a viewer's third comment: %v", err)
+	}
+	if err := comment(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := comment(first); !errors.Is(err, store.ErrGalleryComments) {
+		t.Fatalf("the gallery's fourth comment: %v", err)
+	}
+	// The owner reads them a page at a time, oldest first.
+	var read []store.Comment
+	var after *store.Cursor
+	for pages := 0; ; pages++ {
+		p, err := env.Store.GalleryComments(ctx, g.ID, after, 2)
+		if err != nil || pages > 2 {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		read = append(read, p.Items...)
+		if after = p.Next; after == nil {
+			break
+		}
+	}
+	if len(read) != 3 || *read[0].ViewerID != second.ID || *read[2].ViewerID != first.ID {
+		t.Fatalf("comments read %+v", read)
+	}
+}
+
 // Expired viewers go with the purge unless they left favourites, which the
 // owner still reads; comments outlive their viewer.
 func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
@@ -178,14 +249,14 @@ func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
 	assets := env.Upload(t, project, testenv.Files(1)...)
 	g := galleryOf(t, env, project, "proofs", false, assets...).Gallery
 	viewer := func(token string, ttl time.Duration) uuid.UUID {
-		v, err := env.Store.CreateViewer(ctx, g, []byte(token), ttl)
+		v, err := env.Store.CreateViewer(ctx, g, []byte(token), ttl, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v.ID
 	}
 	live, commented, favoured := viewer("live", time.Hour), viewer("commented", -time.Hour), viewer("favoured", -time.Hour)
-	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[0], commented, "lovely"); err != nil {
+	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[0], commented, "lovely", roomy); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.Store.Favorite(ctx, g.ID, assets[0], favoured, true); err != nil {
