@@ -11,7 +11,9 @@ package server
 //   - With watermark on, each photo gets a watermarked preview from a
 //     gallery:render job, in a batch of kind "gallery"; adding photos or
 //     turning the watermark on starts one, and the answer names it as
-//     renderBatchId.
+//     renderBatchId. The previews show watermarkText, or the title when it
+//     is null: never anything of the owner's account. A change of what
+//     they show draws them all again.
 
 import (
 	"context"
@@ -21,6 +23,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -34,6 +37,7 @@ import (
 // Gallery limits.
 const (
 	maxGalleryTitle = 200
+	maxMarkText     = 100
 	minPasswordLen  = 4
 	maxPasswordLen  = 256
 	randomSlugLen   = 10
@@ -51,6 +55,7 @@ type galleryJSON struct {
 	ShareURL       string     `json:"shareUrl"`
 	ExpiresAt      *time.Time `json:"expiresAt"`
 	Watermark      bool       `json:"watermark"`
+	WatermarkText  *string    `json:"watermarkText"`
 	AllowDownloads bool       `json:"allowDownloads"`
 	// RequiresPassword is what the public answer calls requiresAuth: the
 	// KILO SDK (seed 002) names the two sides differently.
@@ -65,14 +70,15 @@ type galleryJSON struct {
 func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, ShareSlug: g.Slug,
 		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresPassword: g.PasswordHash != nil,
-		Watermark: g.Watermark, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
+		Watermark: g.Watermark, WatermarkText: g.WatermarkText, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 
-// answerGalleryChange enqueues the renders a change recorded and answers
-// with the gallery.
+// answerGalleryChange enqueues the renders a change recorded, deletes the
+// previews it made stale and answers with the gallery.
 func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.GalleryChange) {
 	s.jobs.Enqueue(context.WithoutCancel(c.Request.Context()), logger(c), ch.Jobs)
+	s.deleteWatermarks(c, ch.Stale)
 	out := s.toGalleryJSON(ch.Gallery)
 	out.RenderBatchID = ch.BatchID
 	c.JSON(status, out)
@@ -93,6 +99,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		Password       *string    `json:"password"`
 		ExpiresAt      *time.Time `json:"expiresAt"`
 		Watermark      bool       `json:"watermark"`
+		WatermarkText  *string    `json:"watermarkText"`
 		AllowDownloads bool       `json:"allowDownloads"`
 		AssetIDs       []string   `json:"assetIds"`
 	}
@@ -107,6 +114,7 @@ func (s *Server) createGallery(c *gin.Context) {
 	}
 	checkPassword(errs, in.Password)
 	checkExpiry(errs, in.ExpiresAt)
+	checkMarkText(errs, in.WatermarkText)
 	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -117,7 +125,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		return
 	}
 	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
-		Watermark: in.Watermark, AllowDownloads: in.AllowDownloads}
+		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads}
 	if g.PasswordHash, err = s.hashPassword(c, in.Password); err != nil {
 		fail(c, err)
 		return
@@ -166,6 +174,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 		Password       optional[string]    `json:"password"`
 		ExpiresAt      optional[time.Time] `json:"expiresAt"`
 		Watermark      optional[bool]      `json:"watermark"`
+		WatermarkText  optional[string]    `json:"watermarkText"`
 		AllowDownloads optional[bool]      `json:"allowDownloads"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
@@ -197,6 +206,10 @@ func (s *Server) patchGallery(c *gin.Context) {
 	}
 	if in.Password.Set {
 		checkPassword(errs, in.Password.Value)
+	}
+	if in.WatermarkText.Set {
+		checkMarkText(errs, in.WatermarkText.Value)
+		patch.WatermarkText = &in.WatermarkText.Value
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -363,6 +376,18 @@ func (s *Server) galleryComments(c *gin.Context) {
 func checkGalleryTitle(errs fieldErrors, title string) {
 	if n := utf8.RuneCountInString(strings.TrimSpace(title)); n == 0 || n > maxGalleryTitle {
 		errs.add("title", "must be 1 to 200 characters")
+	}
+}
+
+// checkMarkText checks the text drawn across watermarked previews: a line
+// of 1 to 100 characters, or null for the title.
+func checkMarkText(errs fieldErrors, text *string) {
+	if text == nil {
+		return
+	}
+	n := utf8.RuneCountInString(strings.TrimSpace(*text))
+	if n == 0 || n > maxMarkText || strings.ContainsFunc(*text, unicode.IsControl) {
+		errs.add("watermarkText", "must be one line of 1 to 100 characters, or null for the title")
 	}
 }
 

@@ -23,6 +23,7 @@ type Gallery struct {
 	AuthVersion    int        `db:"auth_version"`
 	ExpiresAt      *time.Time `db:"expires_at"`
 	Watermark      bool       `db:"watermark"`
+	WatermarkText  *string    `db:"watermark_text"` // nil draws the title
 	AllowDownloads bool       `db:"allow_downloads"`
 	AssetCount     int        `db:"asset_count"`
 	CreatedAt      time.Time  `db:"created_at"`
@@ -32,9 +33,12 @@ type Gallery struct {
 // Expired reports whether the gallery's expiry has passed at now.
 func (g *Gallery) Expired(now time.Time) bool { return g.ExpiresAt != nil && !now.Before(*g.ExpiresAt) }
 
+// markText is the SQL of the text drawn across g's watermarked previews.
+const markText = `coalesce(g.watermark_text, g.title)`
+
 const gallerySelect = `
 	SELECT g.id, g.project_id, p.owner_user_id, g.title, g.slug, g.password_hash, g.auth_version, g.expires_at,
-	       g.watermark, g.allow_downloads, g.created_at, g.updated_at,
+	       g.watermark, g.watermark_text, g.allow_downloads, g.created_at, g.updated_at,
 	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count
 	FROM galleries g JOIN projects p ON p.id = g.project_id`
 
@@ -45,15 +49,18 @@ type GalleryInput struct {
 	PasswordHash   **string
 	ExpiresAt      **time.Time
 	Watermark      *bool
+	WatermarkText  **string
 	AllowDownloads *bool
 }
 
 // GalleryChange is a gallery after a change, with the render jobs the
-// change recorded (none when nothing needs a watermarked preview).
+// change recorded (none when nothing needs a watermarked preview) and the
+// keys of the watermarked previews it made stale, which are discards.
 type GalleryChange struct {
 	Gallery *Gallery
 	Jobs    []Job
 	BatchID *uuid.UUID
+	Stale   []string
 }
 
 // CreateGallery records g in its project with assets and, for a
@@ -63,9 +70,9 @@ func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUI
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		_, err := tx.db.ExecContext(ctx, `
-			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, allow_downloads)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.AllowDownloads)
+			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, watermark_text, allow_downloads)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.WatermarkText, g.AllowDownloads)
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
 			return ErrSlugTaken
@@ -147,41 +154,73 @@ func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error
 }
 
 // UpdateGallery changes owner's gallery id. A new or removed password ends
-// every viewer token given before; turning the watermark on records the
-// render jobs of the photos that have no watermarked preview yet.
+// every viewer token given before; a new text to draw makes every
+// watermarked preview stale (discarded, and named in the change); turning
+// the watermark on, or a new text while it is on, records the render jobs
+// of the photos that have no watermarked preview.
 func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in GalleryInput, spec JobSpec) (*GalleryChange, error) {
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var found bool
-		err := tx.db.GetContext(ctx, &found, `SELECT true FROM galleries g JOIN projects p ON p.id = g.project_id
+		var before string
+		err := tx.db.GetContext(ctx, &before, `SELECT `+markText+` FROM galleries g JOIN projects p ON p.id = g.project_id
 			WHERE g.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF g`, id, owner)
 		if err != nil {
 			return notFound(err)
 		}
-		var hash, expires any
-		setHash, setExpires := in.PasswordHash != nil, in.ExpiresAt != nil
+		var hash, expires, text any
+		setHash, setExpires, setText := in.PasswordHash != nil, in.ExpiresAt != nil, in.WatermarkText != nil
 		if setHash {
 			hash = *in.PasswordHash
 		}
 		if setExpires {
 			expires = *in.ExpiresAt
 		}
-		_, err = tx.db.ExecContext(ctx, `UPDATE galleries SET
+		if setText {
+			text = *in.WatermarkText
+		}
+		var after string
+		err = tx.db.GetContext(ctx, &after, `UPDATE galleries g SET
 				title = coalesce($2, title),
 				password_hash = CASE WHEN $3 THEN $4 ELSE password_hash END,
 				auth_version = auth_version + CASE WHEN $3 THEN 1 ELSE 0 END,
 				expires_at = CASE WHEN $5 THEN $6::timestamptz ELSE expires_at END,
 				watermark = coalesce($7, watermark),
 				allow_downloads = coalesce($8, allow_downloads),
+				watermark_text = CASE WHEN $9 THEN $10::text ELSE watermark_text END,
 				updated_at = now()
-			WHERE id = $1`, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads)
+			WHERE id = $1 RETURNING `+markText, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads, setText, text)
 		if err != nil {
 			return err
 		}
+		var stale []string
+		if after != before {
+			if stale, err = tx.staleWatermarks(ctx, id); err != nil {
+				return err
+			}
+		}
 		out, err = tx.galleryRenders(ctx, id, spec)
+		if out != nil {
+			out.Stale = stale
+		}
 		return err
 	})
 	return out, err
+}
+
+// staleWatermarks forgets the watermarked previews of gallery, drawn with
+// a text it no longer has, and returns their keys, discarded: the caller
+// deletes them, or else the sweeper does.
+func (s *Store) staleWatermarks(ctx context.Context, gallery uuid.UUID) ([]string, error) {
+	var keys []string
+	if err := s.db.SelectContext(ctx, &keys, `
+		UPDATE gallery_assets ga SET watermark_key = NULL
+		FROM (SELECT asset_id, watermark_key FROM gallery_assets
+		      WHERE gallery_id = $1 AND watermark_key IS NOT NULL FOR UPDATE) old
+		WHERE ga.gallery_id = $1 AND ga.asset_id = old.asset_id
+		RETURNING old.watermark_key`, gallery); err != nil {
+		return nil, err
+	}
+	return keys, s.DiscardAfter(ctx, keys, time.Now())
 }
 
 // AddGalleryAssets adds assets of the gallery's project to it (those it
@@ -275,7 +314,7 @@ func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID, spec JobSpec) 
 // gallery.
 type GalleryRender struct {
 	Watermark   bool    `db:"watermark"`
-	OwnerEmail  string  `db:"owner_email"`
+	Text        string  `db:"text"` // to draw: the gallery's watermark text, or its title
 	AssetStatus string  `db:"asset_status"`
 	Rendered    *string `db:"watermark_key"`
 }
@@ -285,23 +324,35 @@ type GalleryRender struct {
 func (s *Store) GalleryRenderItem(ctx context.Context, gallery, asset uuid.UUID) (*GalleryRender, error) {
 	r := &GalleryRender{}
 	err := s.db.GetContext(ctx, r, `
-		SELECT g.watermark, u.email AS owner_email, a.status AS asset_status, ga.watermark_key
+		SELECT g.watermark, `+markText+` AS text, a.status AS asset_status, ga.watermark_key
 		FROM gallery_assets ga
 		JOIN galleries g ON g.id = ga.gallery_id
-		JOIN projects p ON p.id = g.project_id
-		JOIN users u ON u.id = p.owner_user_id
 		JOIN assets a ON a.id = ga.asset_id
 		WHERE ga.gallery_id = $1 AND ga.asset_id = $2`, gallery, asset)
 	return r, notFound(err)
 }
 
+// ErrMarkChanged says the gallery's watermark text changed while a
+// preview was drawn with the one before.
+var ErrMarkChanged = errors.New("store: the gallery's watermark text changed")
+
 // SetWatermarkKey records the watermarked preview of asset in gallery,
-// which its render discarded before writing it (see DiscardAfter): the
-// discard goes in the same transaction. ErrNotFound when the photo is no
-// longer in the gallery or another render is recorded, ErrDiscardDue when
-// the sweeper may be deleting the file; the discard then stays.
-func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key string) error {
+// drawn with text, which its render discarded before writing it (see
+// DiscardAfter): the discard goes in the same transaction. ErrNotFound
+// when the photo is no longer in the gallery or another render is
+// recorded, ErrMarkChanged when the gallery draws another text now,
+// ErrDiscardDue when the sweeper may be deleting the file; the discard
+// then stays.
+func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key, text string) error {
 	return s.WithTx(ctx, func(tx *Store) error {
+		var current string
+		// The gallery's row first, as a change of its text takes it.
+		if err := tx.db.GetContext(ctx, &current, `SELECT `+markText+` FROM galleries g WHERE g.id = $1 FOR SHARE`, gallery); err != nil {
+			return notFound(err)
+		}
+		if current != text {
+			return ErrMarkChanged
+		}
 		res, err := tx.db.ExecContext(ctx, `UPDATE gallery_assets SET watermark_key = $3
 			WHERE gallery_id = $1 AND asset_id = $2 AND watermark_key IS NULL`, gallery, asset, key)
 		if err != nil {

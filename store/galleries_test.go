@@ -62,7 +62,7 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg"); err != nil {
+		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg", "Proofs"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,14 +75,14 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		t.Fatalf("%d discards left once every render was recorded (%v)", left, err)
 	}
 	// A second render of a photo already rendered is not recorded.
-	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[2], "galleries/x/other.jpg"); !errors.Is(err, store.ErrNotFound) {
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[2], "galleries/x/other.jpg", "Proofs"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a second render was recorded: %v", err)
 	}
 	keys, err := env.Store.RemoveGalleryAssets(ctx, g.Gallery.ID, assets[:1])
 	if err != nil || len(keys) != 1 || keys[0] != "galleries/x/"+assets[0].String()+".jpg" {
 		t.Fatalf("removed keys %v, %v", keys, err)
 	}
-	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k"); !errors.Is(err, store.ErrNotFound) {
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k", "Proofs"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a render of a removed photo was recorded: %v", err)
 	}
 	// Its file is the sweeper's to delete should the caller's delete fail.
@@ -115,6 +115,70 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	}
 	if due, err := env.Store.DueDiscards(ctx, time.Now().Add(time.Minute), 10); err != nil || !slices.Contains(due, previews[0]) {
 		t.Fatalf("discards due once the gallery was deleted: %v, %v; want %v among them", due, err, previews)
+	}
+}
+
+// A gallery draws its title on its previews, or the text its owner sets;
+// a new text makes every preview drawn with the old one stale, and a
+// render of the old text in flight is not recorded.
+func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(2)...)
+	g := galleryOf(t, env, project, "proofs", true, assets...)
+	spec := jobs.GallerySpec(project, g.Gallery.ID)
+	text := func() string {
+		t.Helper()
+		r, err := env.Store.GalleryRenderItem(ctx, g.Gallery.ID, assets[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Text
+	}
+	record := func(a uuid.UUID, key, text string) error {
+		if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		return env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, key, text)
+	}
+	if text() != "Proofs" {
+		t.Fatalf("drawn %q, want the title", text())
+	}
+	for _, a := range assets {
+		if err := record(a, "galleries/old/"+a.String(), "Proofs"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
+	same := "Proofs"
+	if ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Title: &same}, spec); err != nil || len(ch.Stale) != 0 || len(ch.Jobs) != 0 {
+		t.Fatalf("the same title again: %+v, %v", ch, err)
+	}
+
+	mark := "© Ana Lima Photography"
+	pm := &mark
+	ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &pm}, spec)
+	if err != nil || len(ch.Stale) != 2 || len(ch.Jobs) != 2 || ch.Gallery.WatermarkText == nil || *ch.Gallery.WatermarkText != mark {
+		t.Fatalf("a new text: %+v, %v; want both previews stale and drawn again", ch, err)
+	}
+	if due, err := env.Store.DueDiscards(ctx, time.Now().Add(time.Minute), 10); err != nil || len(due) != 2 {
+		t.Fatalf("stale previews due for the sweeper: %v, %v", due, err)
+	}
+	if text() != mark {
+		t.Fatalf("drawn %q, want %q", text(), mark)
+	}
+	if err := record(assets[0], "galleries/late/"+assets[0].String(), "Proofs"); !errors.Is(err, store.ErrMarkChanged) {
+		t.Fatalf("a render of the old text: %v, want ErrMarkChanged", err)
+	}
+	if err := record(assets[0], "galleries/new/"+assets[0].String(), mark); err != nil {
+		t.Fatal(err)
+	}
+	// Back to the title: stale again.
+	var none *string
+	if ch, err = env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &none}, spec); err != nil ||
+		len(ch.Stale) != 1 || ch.Gallery.WatermarkText != nil || text() != "Proofs" {
+		t.Fatalf("the text cleared: %+v, %v", ch, err)
 	}
 }
 
@@ -301,7 +365,7 @@ func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
 			recordErr := make(chan error, 1)
 			go func() {
 				recordErr <- env.Store.WithTx(ctx, func(tx *store.Store) error {
-					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key); err != nil {
+					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key, "Proofs"); err != nil {
 						return err
 					}
 					var pid int

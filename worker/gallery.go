@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -19,7 +18,9 @@ import (
 )
 
 // galleryRender makes a photo's watermarked preview for a gallery from its
-// plain preview, stores it under the gallery's own key and records it. A
+// plain preview, with the text the gallery names (its title unless its
+// owner set another), stores it under the gallery's own key and records
+// it. A
 // photo taken out of the gallery, or a gallery whose watermark was turned
 // off, needs nothing; a preview ingest has not made yet is waited for
 // through the retries.
@@ -62,7 +63,7 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	marked, err := render.Watermark(src, watermarkText(item.OwnerEmail), imaging.DefaultPreviewQuality)
+	marked, err := render.Watermark(src, item.Text, imaging.DefaultPreviewQuality)
 	if err != nil {
 		return badInput("corrupt_image", "The photo's preview cannot be read: %v.", err)
 	}
@@ -74,23 +75,23 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	err = w.st.SetWatermarkKey(ctx, p.GalleryID, p.AssetID, key)
+	err = w.st.SetWatermarkKey(ctx, p.GalleryID, p.AssetID, key, item.Text)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// Taken out of the gallery meanwhile, or another run's is recorded:
 		// nobody will show this one.
 		return w.blobs.Delete(ctx, key)
+	case errors.Is(err, store.ErrMarkChanged):
+		// The owner changed the text while this drew the old one; the
+		// retry draws the new one.
+		if err := w.blobs.Delete(ctx, key); err != nil {
+			return err
+		}
+		return fmt.Errorf("gallery:render: %w", err)
 	case errors.Is(err, store.ErrDiscardDue):
 		w.dropLate(ctx, key)
 	}
 	return err
-}
-
-// watermarkText credits the gallery's owner by the name part of their
-// address.
-func watermarkText(email string) string {
-	name, _, _ := strings.Cut(email, "@")
-	return "© " + name
 }
 
 // galleryPreviewKey is where run of gallery:render stores a photo's

@@ -19,7 +19,9 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/imaging"
 	"lightbox/jobs"
+	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -298,4 +300,68 @@ func (h *harness) galleryFiles(gallery uuid.UUID) []string {
 		return nil
 	})
 	return out
+}
+
+// A render that drew the gallery's text while its owner changed it is not
+// recorded: its file is deleted and its retry draws the new text.
+func TestGalleryRenderOfAnOldTextIsDrawnAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	disk, err := blob.NewDisk(dir + "/blobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := &losingBlobs{Store: disk, held: gate{make(chan struct{}), make(chan struct{})}}
+	h := newHarnessOn(t, map[string]string{"DATA_DIR": dir}, blobs)
+	project := h.project()
+	photo := h.ready(project, "photos/wood.jpg")
+	blobs.asset = photo.String()
+	gallery, renders := h.newGallery(project, photo)
+
+	ended := make(chan error, 1)
+	go func() { ended <- h.runJob(renders[photo]) }()
+	await(t, "the render's write", blobs.held.reached)
+	mark := "© Ana Lima Photography"
+	pm := &mark
+	ch, err := h.env.Store.UpdateGallery(context.Background(), h.owner, gallery, store.GalleryInput{WatermarkText: &pm},
+		jobs.GallerySpec(project, gallery))
+	if err != nil || len(ch.Jobs) != 0 {
+		t.Fatalf("a new text while the photo's render runs: %+v, %v; want no second job", ch, err)
+	}
+	close(blobs.held.open)
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the render of the old text was recorded")
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatal("timed out waiting for the render")
+	}
+	if files := h.galleryFiles(gallery); len(files) != 0 {
+		t.Fatalf("stored under the gallery: %v; want nothing", files)
+	}
+
+	if err := h.runJob(renders[photo]); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	var key string
+	if err := h.env.DB.Get(&key, `SELECT watermark_key FROM gallery_assets WHERE gallery_id = $1`, gallery); err != nil {
+		t.Fatal(err)
+	}
+	read := func(k string) []byte {
+		f, _, err := h.blobs.Open(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		return b
+	}
+	want, err := render.Watermark(read(blob.DerivedKey(photo, "preview", "jpg")), mark, imaging.DefaultPreviewQuality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(key), want) {
+		t.Fatalf("the retry's preview is not drawn with %q", mark)
+	}
 }

@@ -354,6 +354,8 @@ export interface Gallery {
   updatedAt: ISODateTime;
   /** The batch of watermark renders this change started. */
   renderBatchId?: UUID;
+  /** The text drawn across watermarked previews; null draws the title. */
+  watermarkText: string | null;
 }
 
 export interface CreateGalleryRequest {
@@ -363,6 +365,8 @@ export interface CreateGalleryRequest {
   expiresAt?: ISODateTime | null;
   watermark?: boolean;
   allowDownloads?: boolean;
+  /** Beyond the seed: the text drawn across watermarked previews (1 to 100 characters); null draws the title. */
+  watermarkText?: string | null;
 }
 
 export interface UpdateGalleryRequest {
@@ -371,6 +375,8 @@ export interface UpdateGalleryRequest {
   expiresAt?: ISODateTime | null;
   watermark?: boolean;
   allowDownloads?: boolean;
+  /** Beyond the seed: a change draws every watermarked preview again. */
+  watermarkText?: string | null;
 }
 
 export interface AddGalleryAssetsRequest {
