@@ -71,21 +71,35 @@ async function load() {
 function passwordForm(g) {
   const input = h('input', { id: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const error = h('p', { class: 'error', id: 'auth-error', role: 'alert' });
-  const form = h('form', { class: 'card narrow', id: 'auth-form', onsubmit: async (e) => {
-    e.preventDefault();
-    error.textContent = '';
+  const submit = h('button', { class: 'primary', type: 'submit' }, 'View the photos');
+  // A gallery tried too often hands out turns (slow_down) and a busy
+  // server asks for a second (busy): the page waits and sends the same
+  // password again by itself, rather than losing the viewer's turn.
+  const send = async () => {
     try {
       keepToken((await call('POST', '/auth', { password: input.value })).token);
       load();
     } catch (err) {
+      if ((err.code === 'slow_down' || err.code === 'busy') && err.retryAfter) {
+        error.textContent = `Checking the password, in ${err.retryAfter} s…`;
+        setTimeout(send, err.retryAfter * 1000);
+        return;
+      }
+      submit.disabled = false;
       error.textContent = err.code === 'wrong_password' ? 'That password is not right. Try again.' : err.message;
       input.select();
     }
+  };
+  const form = h('form', { class: 'card narrow', id: 'auth-form', onsubmit: (e) => {
+    e.preventDefault();
+    error.textContent = '';
+    submit.disabled = true;
+    send();
   } },
   h('h1', { id: 'title' }, g.title),
   h('p', {}, 'This gallery is protected. Enter the password you were given.'),
   h('label', { for: 'password' }, 'Password'), input, error,
-  h('div', { class: 'buttons' }, h('button', { class: 'primary', type: 'submit' }, 'View the photos')));
+  h('div', { class: 'buttons' }, submit));
   clear(main, form);
   input.focus();
 }
