@@ -91,6 +91,27 @@ func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store
 	return d.enqueue(ctx, log, now) + d.Release(ctx, log, shares...)
 }
 
+// afterCommitTimeout bounds the work that follows a commit once it no
+// longer ends with its request: a Redis that does not answer within it
+// leaves the jobs to the sweeper, as a failed enqueue always does.
+const afterCommitTimeout = 10 * time.Second
+
+// AfterCommit is ctx for handing over work a caller has just committed:
+// it keeps ctx's values but not its end, so a client that hangs up cannot
+// strand a recorded job until the sweep, and it ends after a bound of its
+// own. Every enqueue that follows a commit runs under it.
+func AfterCommit(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+}
+
+// EnqueueCommitted is Enqueue for jobs the caller's request has just
+// committed, detached from the request (see AfterCommit).
+func (d *Dispatcher) EnqueueCommitted(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
+	return d.Enqueue(ctx, log, jobs)
+}
+
 // Release tops each share of the queue up with its user's waiting batch
 // jobs, as far as the windows allow (store.ReleasableJobs), and returns
 // how many it handed over. Two callers releasing the same job at once
@@ -176,7 +197,8 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 		return nil, err
 	}
 	// The work is recorded: hand it over even if the caller has gone.
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := AfterCommit(ctx)
+	defer cancel()
 	for _, key := range res.Discard {
 		if err := d.Blobs.Delete(ctx, key); err != nil {
 			log.Warn("discard blob", "key", key, "err", err)
@@ -231,6 +253,8 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 				fmt.Sprintf("The same photo was uploaded again as asset %s, which is kept; this one cannot run again.", dup.Of))
 		}
 		if err != nil {
+			// Those already put back are committed: they go now all the same.
+			d.EnqueueCommitted(ctx, log, requeued)
 			return retried, dups, err
 		}
 		if dup != nil {
@@ -248,7 +272,7 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 	}
 	// Through the windows like new work: retrying a whole failed upload must
 	// not put it ahead of the user's other batches, nor of other users'.
-	d.Enqueue(ctx, log, requeued)
+	d.EnqueueCommitted(ctx, log, requeued)
 	return retried, dups, nil
 }
 
@@ -320,6 +344,6 @@ func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid
 	if err != nil {
 		return uuid.Nil, err
 	}
-	d.Enqueue(ctx, log, []store.Job{*job})
+	d.EnqueueCommitted(ctx, log, []store.Job{*job})
 	return job.ID, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -358,7 +359,9 @@ func (s *Server) adminRequeueChain(c *gin.Context) {
 		return
 	}
 	if n > 0 {
-		if err := s.jobs.FlushChain(context.WithoutCancel(c.Request.Context())); err != nil {
+		ctx, cancel := jobs.AfterCommit(c.Request.Context())
+		defer cancel()
+		if err := s.jobs.FlushChain(ctx); err != nil {
 			// The sweeper starts a flush for any pending item.
 			logger(c).Warn("enqueue chain flush", "err", err)
 		}

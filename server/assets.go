@@ -570,7 +570,7 @@ func (s *Server) deleteAsset(c *gin.Context) {
 	// already running finds it gone when it saves, at the latest.
 	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID))
 	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeEmbed), tasks.EmbedID(a.ID, s.embedModel))
-	s.jobs.Enqueue(ctx, logger(c), []store.Job{*job})
+	s.jobs.EnqueueCommitted(ctx, logger(c), []store.Job{*job})
 	s.publish(c, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "deleted": true})
 	c.Status(http.StatusNoContent)
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -96,15 +95,15 @@ func (s *Server) cancelBatch(c *gin.Context) {
 	if !s.markCanceling(c, b.ProjectID) {
 		return
 	}
-	jobs, nb, err := s.store.CancelBatch(c.Request.Context(), b.ID)
+	dropped, nb, err := s.store.CancelBatch(c.Request.Context(), b.ID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.jobs.Drop(logger(c), jobs)
+	s.jobs.Drop(logger(c), dropped)
 	var canceled []uuid.UUID
 	var freed []store.Share
-	for _, j := range jobs {
+	for _, j := range dropped {
 		canceled = append(canceled, j.ID)
 		if sh := (store.Share{User: nb.UserID, Queue: j.Queue}); !slices.Contains(freed, sh) {
 			freed = append(freed, sh)
@@ -112,10 +111,12 @@ func (s *Server) cancelBatch(c *gin.Context) {
 	}
 	// The places the batch held in its user's windows go to the user's
 	// other batches now, not at the next sweep.
-	s.jobs.Release(context.WithoutCancel(c.Request.Context()), logger(c), freed...)
+	ctx, cancel := jobs.AfterCommit(c.Request.Context())
+	defer cancel()
+	s.jobs.Release(ctx, logger(c), freed...)
 	s.publishBatch(c, nb)
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
-	s.jobs.BatchEnded(context.WithoutCancel(c.Request.Context()), logger(c), nb)
+	s.jobs.BatchEnded(ctx, logger(c), nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
 }
 

@@ -188,7 +188,7 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 		fail(c, foreignAssets(err, "assetIds"))
 		return nil, nil
 	}
-	s.jobs.Enqueue(c.Request.Context(), logger(c), rows)
+	s.jobs.EnqueueCommitted(c.Request.Context(), logger(c), rows)
 	return versions, rows
 }
 

@@ -133,7 +133,7 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
-	s.jobs.Enqueue(context.WithoutCancel(ctx), logger(c), []store.Job{job})
+	s.jobs.EnqueueCommitted(ctx, logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
 }
 

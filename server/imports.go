@@ -79,7 +79,7 @@ func (s *Server) importURLs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.jobs.Enqueue(c.Request.Context(), logger(c), recorded)
+	s.jobs.EnqueueCommitted(c.Request.Context(), logger(c), recorded)
 	ids := make([]uuid.UUID, len(recorded))
 	for i, j := range recorded {
 		ids[i] = j.ID

@@ -62,8 +62,10 @@ type options struct {
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 	store    blob.Store     // the disk backend under dataDir by default
 	texts    embed.TextEmbedder
-	model    string           // the embedding model /similar compares; testEmbedModel by default
-	now      func() time.Time // the sign-in throttle's clock; time.Now by default
+	model    string                          // the embedding model /similar compares; testEmbedModel by default
+	now      func() time.Time                // the sign-in throttle's clock; time.Now by default
+	queue    *asynq.Client                   // the server's queue client; one on queueURL by default
+	wrap     func(http.Handler) http.Handler // around the server's handler, inside the answer checks
 }
 
 // newChainKey is a new chain signing key as CHAIN_KEY takes it.
@@ -111,8 +113,11 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := asynq.NewClient(queueOpt)
-	t.Cleanup(func() { queue.Close() })
+	queue := o.queue
+	if queue == nil {
+		queue = asynq.NewClient(queueOpt)
+		t.Cleanup(func() { queue.Close() })
+	}
 	inspector := asynq.NewInspector(queueOpt)
 	t.Cleanup(func() { inspector.Close() })
 	blobs, err := blob.NewDisk(filepath.Join(o.dataDir, "blobs"))
@@ -139,8 +144,12 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 		Config: cfg, Store: env.Store, Redis: rdb, Queue: queue, Inspector: inspector, Logger: quiet,
 		Blobs: cmp.Or[blob.Store](o.store, blobs), Signer: o.signer, Now: o.now,
 	})
+	h := srv.Handler()
+	if o.wrap != nil {
+		h = o.wrap(h)
+	}
 	// Every answer is checked against openapi.yaml, so it cannot drift.
-	handler = conforming(t, srv.Handler())
+	handler = conforming(t, h)
 	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), chainKey: key}
 }
 
