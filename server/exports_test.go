@@ -67,6 +67,23 @@ func (a *app) startWorker() *worker.Worker {
 // startWorkerOn is startWorker with the worker's blobs in blobs.
 func (a *app) startWorkerOn(blobs blob.Store) *worker.Worker {
 	a.t.Helper()
+	w := a.newWorker(blobs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	a.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			a.t.Errorf("worker: %v", err)
+		}
+	})
+	return w
+}
+
+// newWorker is the real worker on the app's Postgres and Redis, its blobs
+// in blobs, not running: its Handler runs tasks one at a time.
+func (a *app) newWorker(blobs blob.Store) *worker.Worker {
+	a.t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine, err := imaging.New(a.cfg.ImagingEngine, imaging.Config{MaxPixels: a.cfg.MaxPixels})
 	if err != nil {
@@ -82,16 +99,7 @@ func (a *app) startWorkerOn(blobs blob.Store) *worker.Worker {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	a.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			a.t.Errorf("worker: %v", err)
-		}
-		ledger.Close()
-	})
+	a.t.Cleanup(func() { ledger.Close() })
 	return w
 }
 

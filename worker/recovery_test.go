@@ -89,11 +89,10 @@ func stopBinary(t *testing.T, cmd *exec.Cmd) {
 
 // TestKilledWorkerLosesNothing kills a worker with SIGKILL in the middle of
 // 100 assets and starts another: every asset ends processed exactly once
-// in the data, whatever ran twice. Asynq hands the dead worker's leased
-// tasks back a minute after their lease expires (asynq's recoverer allows
-// for clock skew), so this test waits that long: it runs beside the others.
+// in the data, whatever ran twice. The dead worker's leased tasks come
+// back once its heartbeat has lapsed (see queuestate.HandBack).
 func TestKilledWorkerLosesNothing(t *testing.T) {
-	// Most of its time goes on waiting for the leases: other tests use it.
+	// Some of its time goes on waiting for the heartbeat: other tests use it.
 	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1h"})
 	project := h.project()
@@ -319,5 +318,57 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 	})
 	if d := h.delivery(job.ID); d.Status != store.DeliveryDone || d.JobStatus != "done" {
 		t.Errorf("after the next worker: %+v, want delivered and done", d)
+	}
+}
+
+// TestKilledWorkersTaskComesBackOnceItsHeartbeatIsGone kills a worker with
+// SIGKILL while it downloads a photo, and runs another: the download comes
+// back as soon as the dead worker's heartbeat has lapsed, still its first
+// attempt, and finishes. Asynq's own recovery would have taken it back a
+// minute or two later and counted a retry (attempt 2).
+func TestKilledWorkersTaskComesBackOnceItsHeartbeatIsGone(t *testing.T) {
+	t.Parallel()
+	wood := readCorpus(t, "photos/wood.jpg")
+	var requests atomic.Int32
+	hold := make(chan struct{})
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			// The first worker's download hangs until it is killed.
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Write(wood)
+	}))
+	t.Cleanup(src.Close)
+	t.Cleanup(func() { close(hold) })
+	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1h"})
+	project := h.project()
+	asset := h.importURLs(project, src.URL+"/wood.jpg")[0]
+
+	first := h.startBinary(buildWorker(t), chainKeyFile(t), "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
+	h.waitFor("the first worker to start the download", 2*time.Minute, func() bool { return requests.Load() >= 1 })
+	if err := first.Process.Kill(); err != nil { // SIGKILL: its lease is left behind
+		t.Fatal(err)
+	}
+	first.Wait()
+	h.run()
+	h.waitFor("the photo to be downloaded and processed", 4*time.Minute, func() bool {
+		st, _ := h.importStatus(asset)
+		return st == "search" || st == "ai" || st == "failed"
+	})
+	var job struct {
+		Status  string `db:"status"`
+		Attempt int    `db:"attempt"`
+	}
+	if err := h.env.DB.Get(&job, `SELECT status, attempt FROM jobs WHERE type = 'asset:download'`); err != nil {
+		t.Fatal(err)
+	}
+	if st, code := h.importStatus(asset); st == "failed" || job.Status != "done" || job.Attempt != 1 {
+		t.Fatalf("asset %s (%s), download job %s on attempt %d: want processed, done on attempt 1 "+
+			"(handed back when the dead worker's heartbeat lapsed, not by Asynq's lease recovery, which counts a retry)",
+			st, code, job.Status, job.Attempt)
 	}
 }

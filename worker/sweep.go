@@ -10,6 +10,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/chain"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -38,6 +39,9 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
 
+	// Queues missing from Asynq's registry mean Redis lost its data: the
+	// waiting jobs go back now, not once their rows have been quiet.
+	errs = append(errs, w.noticeLoss(ctx, now))
 	// Reconciling first puts jobs whose task Redis lost back among the
 	// never-enqueued ones, which the windows then release in order.
 	errs = append(errs, w.reconcile(ctx, now))
@@ -151,6 +155,13 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
 		}
 	}
+	w.reconciled(ctx, r)
+	return err
+}
+
+// reconciled tells of the jobs a reconcile found ended and releases the
+// places they held.
+func (w *Worker) reconciled(ctx context.Context, r jobs.Reconciled) {
 	// Several finished jobs may share a user's share of a queue; one
 	// release tops it up.
 	var shares []store.Share
@@ -168,7 +179,6 @@ func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
 		w.log.Info("sweep put lost jobs back", "checked", r.Checked, "enqueued", r.Enqueued,
 			"rerun", r.Rerun, "finished", len(r.Finished))
 	}
-	return err
 }
 
 // lateWrites is how long past its task's timeout a run may still be

@@ -187,6 +187,40 @@ func TestSweepPutsBackEveryJobAfterRedisLosesEverything(t *testing.T) {
 	}
 }
 
+// TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything: a queue
+// missing from Asynq's registry tells the sweep that Redis lost its data,
+// so it puts back jobs whose rows were quiet for seconds, not minutes.
+// A job recorded as running waits until live workers have had time to
+// list what they run, then goes back too.
+func TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	waiting, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
+	running, runningJob := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
+	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.sweep()
+	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Both were enqueued a little while ago; one had started.
+	h.exec("UPDATE jobs SET updated_at = now() - interval '10 seconds'")
+	h.exec("UPDATE jobs SET status = 'running', attempt = 1 WHERE id = $1", runningJob)
+
+	h.sweep()
+	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(waiting)); err != nil {
+		t.Fatalf("one sweep after Redis lost everything, the waiting ingest is not back: %v", err)
+	}
+	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(running)); err == nil {
+		t.Fatal("a job recorded as running went back before live workers could say they run it")
+	}
+	h.waitFor("the running job's task to come back once no live worker lists it", 2*time.Minute, func() bool {
+		h.sweep()
+		_, err := h.in.GetTaskInfo("default", tasks.IngestID(running))
+		return err == nil
+	})
+}
+
 // TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires finalizes two
 // copies of one photo: the second is a duplicate and its bytes are
 // discarded. They are in storage again, as a late PUT to its S3 URL puts

@@ -76,6 +76,8 @@ type Worker struct {
 	// their tasks starts.
 	reconcileMu sync.Mutex
 	reconcileAt *store.Cursor
+	// loss is what this process saw of Redis losing its data (watch.go).
+	loss redisLoss
 	// ledgerOutages counts the flushes in a row that found the ledger down.
 	ledgerOutages atomic.Int64
 
@@ -95,7 +97,8 @@ func New(d Deps) (*Worker, error) {
 	w := &Worker{cfg: d.Config, st: d.Store, rdb: d.Redis, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
-		hooks: webhookClient(d.Config.DownloadAllow), marks: jobs.NewMarks(d.Redis)}
+		hooks: webhookClient(d.Config.DownloadAllow), marks: jobs.NewMarks(d.Redis),
+		loss: redisLoss{leftToAsynq: map[string]bool{}}}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
@@ -194,7 +197,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.log.Info("worker started", "concurrency", w.cfg.WorkerConcurrency, "queues", w.cfg.QueueWeights)
+	watching := make(chan struct{})
+	go func() { defer close(watching); w.watch(ctx) }()
 	<-ctx.Done()
+	<-watching
 	w.stopping.Store(true)
 	w.sched.Shutdown()
 	w.srv.Shutdown()
