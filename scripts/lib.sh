@@ -52,6 +52,36 @@ die() {
 }
 is_root() { [ "$(id -u)" = 0 ]; }
 
+# CHILD is the long command run_child is waiting for, if any.
+CHILD=
+
+# run_child runs "$@" in a process group of its own and waits for it,
+# returning its status. Bash runs a trap only once its foreground command
+# has ended, so a SIGTERM sent to the script alone (by a supervisor, or by
+# make passing it on) would wait for a whole build or test run while the
+# services kept running; `wait` gives way to the trap at once, and the trap
+# ends the child's group with stop_child. Ctrl-C reaches the child through
+# the trap too.
+run_child() {
+	set -m
+	"$@" <&0 &
+	CHILD=$!
+	set +m
+	local rc=0
+	wait "$CHILD" || rc=$?
+	CHILD=
+	return $rc
+}
+
+# stop_child SIGNAL sends SIGNAL to the group of the command run_child is
+# waiting for, and waits for it to end.
+stop_child() {
+	[ -n "$CHILD" ] || return 0
+	kill -"$1" -- -"$CHILD" 2>/dev/null || true
+	wait "$CHILD" 2>/dev/null || true
+	CHILD=
+}
+
 # apt_install WHY PACKAGE... installs Debian packages when we are root and
 # otherwise says what to install.
 APT_UPDATED=

@@ -19,7 +19,7 @@ KEY_FILE=$DATA/dev-api-key
 
 PIDS=()
 stop_all() {
-	trap - EXIT INT TERM
+	trap - EXIT INT TERM HUP
 	if [ ${#PIDS[@]} -gt 0 ]; then
 		say "stopping the server and the worker"
 		kill -TERM "${PIDS[@]}" 2>/dev/null || true
@@ -30,9 +30,13 @@ stop_all() {
 	fi
 	services_down
 }
+# Ctrl-C and SIGTERM (a supervisor, a closing terminal through make) stop
+# it alike: what runs in the foreground first, then everything this run
+# started.
 trap stop_all EXIT
-trap 'exit 0' INT
-trap 'exit 0' TERM
+trap 'stop_child INT; exit 0' INT
+trap 'stop_child TERM; exit 0' TERM
+trap 'stop_child HUP; exit 0' HUP
 
 ensure_build_deps
 [ "${BLOB_BACKEND:-disk}" != s3 ] || S3_WANTED=1
@@ -51,7 +55,7 @@ if [ "${BLOB_BACKEND:-disk}" = s3 ]; then
 fi
 
 say "building"
-go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox
+run_child go build -o bin/ ./cmd/server ./cmd/worker ./cmd/lightbox
 mkdir -p "$DATA_DIR"
 bin/lightbox migrate
 if [ ! -e "$CHAIN_KEY_FILE" ]; then

@@ -9,14 +9,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [ $# -gt 0 ] || die "usage: scripts/with-services.sh COMMAND [ARG...]"
 
+# Ctrl-C, SIGTERM and a closing terminal stop the command, then the
+# servers, alike.
 trap 'services_down' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'stop_child INT; exit 130' INT
+trap 'stop_child TERM; exit 143' TERM
+trap 'stop_child HUP; exit 129' HUP
 
 ensure_build_deps
 S3_WANTED=1
 services_up
 cd "$ROOT"
 rc=0
-"$@" || rc=$?
+run_child "$@" || rc=$?
 exit $rc
