@@ -97,6 +97,8 @@ type sessionJSON struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// Quotas are the caller's limits and what is used of each.
 	Quotas *quotasJSON `json:"quotas,omitempty"`
+	// UploadOrigins are where upload URLs lead (see uploadOrigins).
+	UploadOrigins []string `json:"uploadOrigins,omitempty"`
 }
 
 func toUserJSON(p *store.Principal) userJSON {
@@ -161,7 +163,7 @@ func (s *Server) getSession(c *gin.Context) {
 		return
 	}
 	q := s.toQuotasJSON(u)
-	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(p), Quotas: &q})
+	c.JSON(http.StatusOK, sessionJSON{User: toUserJSON(p), Quotas: &q, UploadOrigins: s.uploadOrigins(c.Request.Context())})
 }
 
 // deleteSession signs out the credential the request came with. A cookie

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -163,6 +164,23 @@ func (s *Server) prepareUpload(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"uploads": out})
+}
+
+// uploadOrigins are the origins of the upload URLs prepareUpload hands out,
+// for clients that send bytes nowhere else. The signer is asked for a URL
+// rather than told its origin: whatever it builds (a bucket in the host
+// name, a public endpoint), its URLs share one origin.
+func (s *Server) uploadOrigins(ctx context.Context) []string {
+	u, err := s.signer.SignPut(ctx, blob.Grant{Key: blob.OriginalKey(uuid.Nil, uuid.Nil), Expires: time.Now().Add(time.Minute),
+		MaxSize: 1, ContentType: "image/jpeg"})
+	if err != nil {
+		return nil
+	}
+	parsed, err := url.Parse(u.URL)
+	if err != nil || parsed.Host == "" {
+		return nil
+	}
+	return []string{parsed.Scheme + "://" + parsed.Host}
 }
 
 // activeProject loads the caller's project from the path; archived

@@ -539,3 +539,28 @@ func TestShortPutIsRefused(t *testing.T) {
 	expect(t, a.put(u.UploadURL, u.Headers, p.data), 201, "")
 	expect(t, a.finalize(key, project, []upload{u}, []string{p.sum()}), 200, "")
 }
+
+// TestSessionNamesWhereUploadURLsLead: the session lists the origin of
+// every upload URL prepare hands out, with the disk backend (the server's
+// own /blobs) and with S3 (the bucket's endpoint), so a client can refuse
+// a URL that leads anywhere else.
+func TestSessionNamesWhereUploadURLsLead(t *testing.T) {
+	s3, _ := s3AppOn(t, testenv.S3(t), nil)
+	for name, a := range map[string]*app{"disk": newApp(t), "s3": s3} {
+		key := a.user("ana@example.org", false)
+		ups := a.prepare(key, a.newProject(key), corpus(t, "photos/wood.jpg"))
+		u, err := url.Parse(ups[0].UploadURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := a.do("GET", "/v1/session", key, nil)
+		expect(t, r, 200, "")
+		var s struct {
+			UploadOrigins []string `json:"uploadOrigins"`
+		}
+		json.Unmarshal(r.body, &s)
+		if want := []string{u.Scheme + "://" + u.Host}; !slices.Equal(s.UploadOrigins, want) {
+			t.Errorf("%s: the session names upload origins %v; prepare's URL leads to %v", name, s.UploadOrigins, want)
+		}
+	}
+}
