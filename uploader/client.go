@@ -232,6 +232,8 @@ func answerError(res *http.Response) error {
 		e.Code = strings.ToLower(strings.ReplaceAll(http.StatusText(res.StatusCode), " ", "_"))
 		e.Message = strings.TrimSpace(string(b))
 	}
+	// Both end up on a terminal.
+	e.Code, e.Message = Clean(e.Code), Clean(e.Message)
 	e.RetryAfter = retryafter.Parse(res.Header.Get("Retry-After"), time.Now())
 	if e.Status == http.StatusTooManyRequests && e.RetryAfter <= 0 && e.maxAtOnce() == 0 {
 		e.RetryAfter = time.Second // a 429 that names no wait still asks for one

@@ -2,9 +2,12 @@ package uploader
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,6 +39,12 @@ type batchState struct {
 	done                     bool
 	heard                    time.Time
 }
+
+// maxEventLine bounds a line of the event stream, and a message's data.
+const maxEventLine = 1 << 20
+
+// errEventTooLong ends a stream that sent more than maxEventLine at once.
+var errEventTooLong = errors.New("the server's event stream sent a line longer than 1 MiB; it was dropped, and the batches are polled instead")
 
 // staleAfter is how long a batch may go unheard of before it is polled.
 const staleAfter = 10 * time.Second
@@ -104,6 +113,9 @@ func (t *tracker) follow(ctx context.Context) {
 		if ae, ok := err.(*APIError); ok && ae.RetryAfter > pause {
 			pause = ae.RetryAfter
 		}
+		if errors.Is(err, errEventTooLong) {
+			t.r.report(Event{Kind: EventRetry, Message: err.Error(), WaitSeconds: pause.Seconds()})
+		}
 		if wait.For(ctx, pause) != nil {
 			return
 		}
@@ -133,16 +145,21 @@ func (t *tracker) stream(ctx context.Context) error {
 		return err
 	}
 	// Server-Sent Events: "field: value" lines, a blank line ends a
-	// message, lines starting with ':' are comments (heartbeats).
-	rd := bufio.NewReader(res.Body)
+	// message, lines starting with ':' are comments (heartbeats). A line,
+	// or a message, longer than maxEventLine ends the stream: a server
+	// that never ends a line would otherwise fill the memory.
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	var id, name string
 	var data strings.Builder
 	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return err
+		if !sc.Scan() {
+			if errors.Is(sc.Err(), bufio.ErrTooLong) {
+				return errEventTooLong
+			}
+			return cmp.Or(sc.Err(), io.EOF)
 		}
-		line = strings.TrimRight(line, "\r\n")
+		line := strings.TrimRight(sc.Text(), "\r")
 		if line == "" {
 			if name != "" || data.Len() > 0 {
 				t.handle(id, name, data.String())
@@ -159,6 +176,9 @@ func (t *tracker) stream(ctx context.Context) error {
 		case "event":
 			name = value
 		case "data":
+			if data.Len()+len(value) >= maxEventLine {
+				return errEventTooLong
+			}
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}

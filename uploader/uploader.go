@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +85,14 @@ type Event struct {
 	Counts      *Counts   `json:"counts,omitempty"`
 }
 
+// clean is ev with its text shown safely on a terminal (see Clean).
+func (ev Event) clean() Event {
+	for _, f := range []*string{&ev.Path, &ev.AssetID, &ev.BatchID, &ev.ProjectID, &ev.Stage, &ev.Code, &ev.Message} {
+		*f = Clean(*f)
+	}
+	return ev
+}
+
 // Counts sum up a run.
 type Counts struct {
 	Files        int   `json:"files"` // files of accepted formats found
@@ -134,6 +144,9 @@ type run struct {
 	win     *window
 	project string
 	tracker *tracker
+	// origins are where bytes may go: the server's and the upload
+	// origins it declared at the start of the run.
+	origins map[string]bool
 
 	mu       sync.Mutex
 	chunk    int
@@ -155,7 +168,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
-	r := &run{o: o, chunk: o.ChunkSize, uploaded: map[string]*file{}}
+	r := &run{o: o, chunk: o.ChunkSize, uploaded: map[string]*file{}, origins: map[string]bool{}}
 	var reportMu sync.Mutex
 	r.report = func(ev Event) {
 		if o.Report == nil {
@@ -163,11 +176,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		reportMu.Lock()
 		defer reportMu.Unlock()
-		o.Report(ev)
+		o.Report(ev.clean())
 	}
 	r.win = newWindow(o.Concurrency, min(4*o.Concurrency, 64))
 	r.win.onResize = func(n int) { r.report(Event{Kind: EventConcurrency, Concurrency: n}) }
-	r.api = &client{base: strings.TrimRight(o.URL, "/"), key: o.APIKey, http: o.HTTPClient, report: r.report, slowDown: r.win.failure}
+	server, ok := originOf(o.URL)
+	if !ok {
+		return nil, fmt.Errorf("%q is not an http:// or https:// URL", o.URL)
+	}
+	r.origins[server] = true
+	// A redirect is followed only within the origins bytes may go to.
+	hc := *o.HTTPClient
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if to, _ := originOf(req.URL.String()); !r.allowed(to) {
+			return fmt.Errorf("redirected to %s, which is neither the server nor the storage it names", to)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	r.o.HTTPClient = &hc
+	r.api = &client{base: strings.TrimRight(o.URL, "/"), key: o.APIKey, http: &hc, report: r.report, slowDown: r.win.failure}
 
 	files, ignored, err := scan(o.Paths)
 	if err != nil {
@@ -182,6 +212,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.report(Event{Kind: EventScanned, Counts: r.counts()})
 
+	if err := r.uploadOrigins(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.resolveProject(ctx); err != nil {
 		return nil, err
 	}
@@ -240,8 +273,60 @@ func (r *run) chunkSize() int {
 	return r.chunk
 }
 
+// uploadOrigins asks the server, once per run, where its upload URLs
+// lead besides itself (its storage's origin): bytes go nowhere else, so a
+// server cannot send a file, or the headers it names, to another host.
+func (r *run) uploadOrigins(ctx context.Context) error {
+	var s struct {
+		UploadOrigins []string `json:"uploadOrigins"`
+	}
+	if err := r.api.call(ctx, http.MethodGet, "/v1/session", nil, &s); err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	for _, o := range s.UploadOrigins {
+		if origin, ok := originOf(o); ok {
+			r.origins[origin] = true
+		}
+	}
+	return nil
+}
+
+// allowed reports whether bytes may go to origin.
+func (r *run) allowed(origin string) bool {
+	return origin != "" && r.origins[origin]
+}
+
+// originOf is raw's origin as scheme://host[:port], lower case and
+// without the scheme's default port, for http and https URLs only.
+func originOf(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	switch {
+	case scheme != "http" && scheme != "https":
+		return "", false
+	case scheme == "http" && port == "80", scheme == "https" && port == "443":
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, true
+}
+
+// putHeaders are the only headers of a prepare answer a PUT carries: what
+// the storage's signature covers. Anything else a server names (a
+// credential, a cookie, a forwarded address) stays here.
+var putHeaders = []string{"Content-Type", "If-None-Match"}
+
 // fail records a file that did not make it.
 func (r *run) fail(f *file, stage, code, msg string) {
+	code, msg = Clean(code), Clean(msg)
 	r.mu.Lock()
 	r.res.Failures = append(r.res.Failures, Failure{Path: f.path, Stage: stage, Code: code, Message: msg})
 	if stage == StageUpload {
@@ -537,6 +622,15 @@ func (r *run) prepare(ctx context.Context, files []*file) ([]*upload, error) {
 				if err != nil || i < 0 || i >= len(part) {
 					return out, fmt.Errorf("prepare answered an upload for unknown file %q", u.ClientFileID)
 				}
+				if origin, ok := originOf(u.UploadURL); !r.allowed(origin) {
+					if !ok {
+						origin = strconv.Quote(u.UploadURL)
+					}
+					r.fail(part[i], StageUpload, "upload_url_refused", fmt.Sprintf(
+						"the server's upload URL leads to %s, which is neither the server nor the storage it names (%s); the file was not sent",
+						origin, strings.Join(slices.Sorted(maps.Keys(r.origins)), ", ")))
+					continue
+				}
 				// A URL this close to its end (20 s, or a quarter of a short
 				// lifetime) is not worth starting on: by the server's clock it
 				// may be over already.
@@ -678,7 +772,9 @@ func (r *run) putOnce(ctx context.Context, u *upload) (err error) {
 	req.ContentLength = u.f.size
 	// The URL's signature is the credential: the API key goes nowhere else.
 	for k, v := range u.headers {
-		req.Header.Set(k, v)
+		if slices.ContainsFunc(putHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+			req.Header.Set(k, v)
+		}
 	}
 	res, err := r.o.HTTPClient.Do(req)
 	if err != nil {

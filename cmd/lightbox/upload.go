@@ -88,7 +88,8 @@ func upload(ctx context.Context, o uploader.Options, asJSON bool, stdout, stderr
 		return errors.New("interrupted; run the same command again to send the rest")
 	}
 	if err != nil {
-		return err
+		// Its text may hold a server's words: shown without controls.
+		return errors.New(uploader.Clean(err.Error()))
 	}
 	if len(res.Failures) == 0 {
 		return nil
@@ -98,7 +99,7 @@ func upload(ctx context.Context, o uploader.Options, asJSON bool, stdout, stderr
 	for _, f := range res.Failures {
 		fmt.Fprintf(&b, "\n  %s: %s failed: %s: %s", f.Path, f.Stage, f.Code, f.Message)
 	}
-	return errors.New(b.String())
+	return errors.New(uploader.Clean(b.String()))
 }
 
 // bars draws the upload's progress on a terminal: bytes, files, rate and
