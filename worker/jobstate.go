@@ -102,21 +102,46 @@ func failsForGood(ctx context.Context, err error) bool {
 	return tasks.IsPermanent(err) || retried >= maxRetry
 }
 
-// storageRetry is how long a task waits for a blob store that does not
-// answer before it runs again.
-const storageRetry = 10 * time.Second
+// How long a task waits for a service that does not answer before it runs
+// again: the blob store, the database.
+const (
+	storageRetry  = 10 * time.Second
+	databaseRetry = 5 * time.Second
+)
 
-// waitOutStorage makes a blob store that does not answer a wait rather than
-// a failure: the task runs again once storage may be back, without
-// spending a retry, so an outage fails no asset and loses no work.
-func waitOutStorage(next asynq.Handler) asynq.Handler {
+// waitOutOutages makes an outage of the blob store or of Postgres a wait
+// rather than a failure: the task runs again once the service may be back,
+// without spending a retry, so an outage fails no asset, archives no task
+// and leaves no job on a later attempt than its work took. A task that
+// failed while the database does not answer a ping is taken to have
+// failed for that: whatever its own trouble, it shows once the database
+// is back.
+func (w *Worker) waitOutOutages(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-		err := next.ProcessTask(ctx, t)
-		if errors.Is(err, blob.ErrUnavailable) && !tasks.IsPermanent(err) {
-			return tasks.Unavailable("blob storage", storageRetry, err)
-		}
-		return err
+		return w.outage(ctx, next.ProcessTask(ctx, t))
 	})
+}
+
+// outage is err as a wait for the service that caused it (see
+// waitOutOutages), or err itself.
+func (w *Worker) outage(ctx context.Context, err error) error {
+	var rl *tasks.RateLimitedError
+	switch {
+	case err == nil || tasks.IsPermanent(err) || errors.As(err, &rl):
+		return err
+	case errors.Is(err, blob.ErrUnavailable):
+		return tasks.Unavailable("blob storage", storageRetry, err)
+	case w.databaseDown(ctx):
+		return tasks.Unavailable("the database", databaseRetry, err)
+	}
+	return err
+}
+
+// databaseDown reports whether Postgres fails to answer a ping now.
+func (w *Worker) databaseDown(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	return w.st.Ping(ctx) != nil
 }
 
 // trackJobs records each run in the job's row: running with its attempt,
@@ -133,7 +158,7 @@ func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
 		}
 		retried, _ := asynq.GetRetryCount(ctx)
 		if wanted, err := w.stillWanted(ctx, ref); !wanted || err != nil {
-			return err
+			return w.outage(ctx, err)
 		}
 		state := store.JobState{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
 		w.states.record(state)

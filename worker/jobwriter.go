@@ -26,7 +26,9 @@ const (
 // Redis pipeline, at most every jobStateEvery. Two round trips per task
 // become two per write, whatever the number of tasks.
 //
-// A process that dies before a write loses the states it held; the job's
+// States that a database outage keeps from being written are kept until
+// it answers again. A process that dies before a write loses the states
+// it held; the job's
 // row then shows it queued or running while Asynq no longer has its task
 // (a completed task is not kept), and the sweeper's reconcile runs the
 // task again once the row has been quiet a while: at least once, as
@@ -83,6 +85,18 @@ func (jw *jobWriter) close() {
 	jw.mu.Unlock()
 	jw.poke()
 	<-jw.done
+}
+
+// keep hands states back to be written after databaseRetry, before
+// anything handed over since.
+func (jw *jobWriter) keep(states []store.JobState) {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
+	if jw.closed {
+		return
+	}
+	jw.pending = append(states, jw.pending...)
+	time.AfterFunc(databaseRetry, jw.poke)
 }
 
 func (jw *jobWriter) poke() {
@@ -145,6 +159,14 @@ func (jw *jobWriter) write(changes []store.JobState) {
 		time.Sleep(jobStateBackoff << try)
 	}
 	if err != nil {
+		if w.databaseDown(ctx) {
+			// Kept for when it is back: a job whose work ended during an
+			// outage is recorded done then, not run again by the
+			// sweeper's reconcile. A later state of a job replaces these.
+			w.log.Warn("record job states: the database does not answer; keeping them", "jobs", len(states), "err", err)
+			jw.keep(states)
+			return
+		}
 		// The sweeper's reconcile repairs rows left behind.
 		w.log.Error("record job states", "jobs", len(states), "err", err)
 		return

@@ -126,7 +126,7 @@ func New(d Deps) (*Worker, error) {
 	w.metrics = newTaskMetrics()
 	w.states = newJobWriter(w)
 	w.mux = asynq.NewServeMux()
-	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, waitOutStorage)
+	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, w.waitOutOutages)
 	w.routes()
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period
