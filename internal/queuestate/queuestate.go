@@ -70,8 +70,9 @@ func Running(ctx context.Context, rdb redis.UniversalClient, now time.Time) (map
 }
 
 // Quiet is how long a lease must have gone without being extended before
-// its task counts as abandoned: two heartbeats of the server holding it.
-const Quiet = 10 * time.Second
+// its task counts as abandoned: three heartbeats of the server holding it,
+// so a live server slowed down by a busy machine is not taken for dead.
+const Quiet = 15 * time.Second
 
 // MaxHandBacks is how many times one task is handed back after its server
 // died. A task that kills the worker running it (the memory of a huge
