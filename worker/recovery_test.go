@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"lightbox/chain"
 	"lightbox/jobs"
@@ -370,5 +371,32 @@ func TestKilledWorkersTaskComesBackOnceItsHeartbeatIsGone(t *testing.T) {
 		t.Fatalf("asset %s (%s), download job %s on attempt %d: want processed, done on attempt 1 "+
 			"(handed back when the dead worker's heartbeat lapsed, not by Asynq's lease recovery, which counts a retry)",
 			st, code, job.Status, job.Attempt)
+	}
+}
+
+// TestJobAWorkerEndedButNeverRecordedRunsOnceItsHeartbeatLapses: a worker
+// that dies between its task's end and the write of its job's state
+// leaves the row running and no task in Asynq. Once the dead worker's
+// heartbeat has lapsed, a live worker runs the job again, without the
+// sweep (an hour away here), which would wait for minutes of quiet.
+func TestJobAWorkerEndedButNeverRecordedRunsOnceItsHeartbeatLapses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1h", "SWEEP_INTERVAL": "1h"})
+	project := h.project()
+	asset, job := h.finalizeNamed(project, "kite.jpg", readCorpus(t, "photos/kite-2560x1600.jpg"))
+	// The dead worker had started the job (the row says so) and its task
+	// completed (Asynq keeps none); its heartbeat lapsed a moment ago.
+	h.exec(`UPDATE jobs SET status = 'running', attempt = 1, enqueued_at = now() - interval '30 seconds',
+		updated_at = now() - interval '30 seconds' WHERE id = $1`, job)
+	if err := h.env.Redis.ZAdd(context.Background(), "asynq:servers",
+		redis.Z{Score: float64(time.Now().Add(-time.Second).Unix()), Member: "asynq:servers:{dead-host:1:dead}"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.run()
+	h.waitFor("the job to run again and end", 2*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND status = 'done'`, job) == 1
+	})
+	if st, _ := h.importStatus(asset); st != "search" && st != "ai" && st != "cull" {
+		t.Errorf("the asset is %s", st)
 	}
 }

@@ -57,6 +57,9 @@ func (w *Worker) watch(ctx context.Context) {
 		if err := w.handBack(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			w.log.Warn("hand back the tasks of dead workers", "err", err)
 		}
+		if err := w.noticeDeaths(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			w.log.Warn("look for jobs of dead workers", "err", err)
+		}
 	}
 }
 
@@ -91,9 +94,9 @@ func (w *Worker) noticeLoss(ctx context.Context, now time.Time) error {
 	case at.IsZero():
 		return nil
 	case now.Sub(at) < heartbeatSettle:
-		return w.reconcileLost(ctx, now, false)
+		return w.reconcileLost(ctx, now, store.JobQueued)
 	}
-	if err := w.reconcileLost(ctx, now, true); err != nil {
+	if err := w.reconcileLost(ctx, now, store.JobQueued, store.JobRunning); err != nil {
 		return err
 	}
 	w.loss.mu.Lock()
@@ -104,11 +107,11 @@ func (w *Worker) noticeLoss(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// reconcileLost compares every job recorded as in the queue and waiting
-// (with running, running too) with Asynq (see jobs.Dispatcher.Reconcile),
-// but the few whose row just changed and those a live worker runs; and
+// reconcileLost compares every job recorded as in the queue in one of
+// statuses with Asynq (see jobs.Dispatcher.Reconcile), but the few whose
+// row just changed and those a live worker runs; and, for waiting ones,
 // the cluster runs due by now.
-func (w *Worker) reconcileLost(ctx context.Context, now time.Time, running bool) error {
+func (w *Worker) reconcileLost(ctx context.Context, now time.Time, statuses ...string) error {
 	w.reconcileMu.Lock()
 	defer w.reconcileMu.Unlock()
 	live, err := queuestate.Running(ctx, w.rdb, now)
@@ -123,7 +126,7 @@ func (w *Worker) reconcileLost(ctx context.Context, now time.Time, running bool)
 		}
 		var check []store.Job
 		for _, j := range page {
-			if !live[j.TaskID] && (j.Status == store.JobQueued || running) {
+			if !live[j.TaskID] && slices.Contains(statuses, j.Status) {
 				check = append(check, j)
 			}
 		}
@@ -137,6 +140,9 @@ func (w *Worker) reconcileLost(ctx context.Context, now time.Time, running bool)
 		}
 		last := page[len(page)-1]
 		after = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
+	}
+	if !slices.Contains(statuses, store.JobQueued) {
+		return nil
 	}
 	overdue, err := w.st.OverdueClusterRuns(ctx, now, now.Add(-tasks.Timeout(tasks.TypeCluster)-stuckRunAfter), sweepBatch)
 	if err != nil {
@@ -168,4 +174,18 @@ func (w *Worker) handBack(ctx context.Context, now time.Time) error {
 		}
 	}
 	return err
+}
+
+// noticeDeaths puts back, once a worker's heartbeat has lapsed, the jobs
+// it ended but could not record before it died: their rows say running,
+// their tasks are gone from Asynq (a completed task is not kept), and the
+// sweep would wait for the rows to be quiet for minutes. They run again,
+// as every task may. Its tasks still active are handBack's.
+func (w *Worker) noticeDeaths(ctx context.Context, now time.Time) error {
+	dead, err := queuestate.DeadServers(ctx, w.rdb, now)
+	if err != nil || len(dead) == 0 {
+		return err
+	}
+	w.log.Info("workers died; looking for the jobs they ran", "workers", dead)
+	return w.reconcileLost(ctx, now, store.JobRunning)
 }

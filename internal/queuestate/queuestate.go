@@ -22,6 +22,7 @@ import (
 const (
 	queuesKey  = "asynq:queues"  // SET of every queue's name
 	workersKey = "asynq:workers" // ZSET: each server's workers hash, scored by when its heartbeat lapses
+	serversKey = "asynq:servers" // ZSET: each server's info, likewise
 )
 
 func queuePrefix(q string) string { return "asynq:{" + q + "}:" }
@@ -67,6 +68,30 @@ func Running(ctx context.Context, rdb redis.UniversalClient, now time.Time) (map
 		}
 	}
 	return running, nil
+}
+
+// DeadServers takes the servers whose heartbeat has lapsed out of Asynq's
+// list of servers, which keeps them until they are told to go, and
+// returns them. A server that stops cleanly takes itself out, so these
+// died. Of processes racing, one takes each.
+func DeadServers(ctx context.Context, rdb redis.UniversalClient, now time.Time) ([]string, error) {
+	lapsed, err := rdb.ZRangeByScore(ctx, serversKey, &redis.ZRangeBy{Min: "-inf", Max: "(" + itoa(now.Unix())}).Result()
+	if err != nil {
+		return nil, err
+	}
+	var dead []string
+	for _, key := range lapsed {
+		n, err := rdb.ZRem(ctx, serversKey, key).Result()
+		if err != nil {
+			return dead, err
+		}
+		if n == 1 {
+			id := strings.TrimPrefix(key, serversKey+":")
+			rdb.ZRem(ctx, workersKey, workersKey+":"+id)
+			dead = append(dead, strings.Trim(id, "{}"))
+		}
+	}
+	return dead, nil
 }
 
 // Quiet is how long a lease must have gone without being extended before

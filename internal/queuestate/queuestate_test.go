@@ -105,6 +105,9 @@ func TestAbandonedTasksAreHandedBackOnceTheirServerIsGone(t *testing.T) {
 		if got, err := queuestate.HandBack(ctx, env.Redis, queues, time.Now()); err != nil || len(got) != 0 {
 			t.Fatalf("death %d: a live server's task was handed back: %v %v", death, got, err)
 		}
+		if dead, err := queuestate.DeadServers(ctx, env.Redis, time.Now()); err != nil || len(dead) != 0 {
+			t.Fatalf("death %d: live servers taken for dead: %v %v", death, dead, err)
+		}
 
 		die()
 		var got []queuestate.Abandoned
@@ -121,6 +124,14 @@ func TestAbandonedTasksAreHandedBackOnceTheirServerIsGone(t *testing.T) {
 		info, err := in.GetTaskInfo("default", "hold:1")
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Its heartbeat lapsed before its lease went quiet: it is dead,
+		// and taken out of the list of servers once.
+		if dead, err := queuestate.DeadServers(ctx, env.Redis, time.Now()); err != nil || len(dead) != 1 {
+			t.Fatalf("death %d: dead servers %v %v, want the one that died", death, dead, err)
+		}
+		if dead, err := queuestate.DeadServers(ctx, env.Redis, time.Now()); err != nil || len(dead) != 0 {
+			t.Fatalf("death %d: a second look found dead servers %v %v", death, dead, err)
 		}
 		if death > queuestate.MaxHandBacks {
 			if got[0].Given || info.State != asynq.TaskStateActive {
