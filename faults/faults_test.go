@@ -277,8 +277,8 @@ func stopPostgres(t *testing.T) {
 }
 
 // fillBlobDisk keeps the blobs on a small tmpfs, fills it while the
-// worker ingests and an upload arrives, then frees it: the ingests and
-// the upload retry and finish.
+// worker ingests and an upload arrives, then frees it: the ingests wait
+// for room without spending retries, the upload retries, and both finish.
 func fillBlobDisk(t *testing.T) {
 	dir := t.TempDir()
 	// Room for every original, its derived files and the export, once the
@@ -307,9 +307,9 @@ func fillBlobDisk(t *testing.T) {
 		_, _, err := uploadAll([]string{server.URL}, r.key, r.project, []photo{last})
 		late <- err
 	}()
-	procs.WaitFor(t, "an ingest to fail on the full disk", patience, func() bool {
+	procs.WaitFor(t, "an ingest to wait for the full disk", patience, func() bool {
 		return testenv.Scrape(t, w.URL+"/metrics", "").Value("lightbox_task_duration_seconds",
-			map[string]string{"type": "asset:ingest", "outcome": "retry"}) > 0
+			map[string]string{"type": "asset:ingest", "outcome": "deferred"}) > 0
 	})
 	time.Sleep(current().disk) // the outage itself
 	if err := os.Remove(filler); err != nil {

@@ -109,7 +109,8 @@ const (
 	databaseRetry = 5 * time.Second
 )
 
-// waitOutOutages makes an outage of the blob store or of Postgres a wait
+// waitOutOutages makes an outage of the blob store (or its disk full) or
+// of Postgres a wait
 // rather than a failure: the task runs again once the service may be back,
 // without spending a retry, so an outage fails no asset, archives no task
 // and leaves no job on a later attempt than its work took. A task that
@@ -129,7 +130,9 @@ func (w *Worker) outage(ctx context.Context, err error) error {
 	switch {
 	case err == nil || tasks.IsPermanent(err) || errors.As(err, &rl):
 		return err
-	case errors.Is(err, blob.ErrUnavailable):
+	case errors.Is(err, blob.ErrUnavailable) || errors.Is(err, blob.ErrFull):
+		// A full disk, like a bucket that does not answer, waits for an
+		// operator, not for the task's retries to run out.
 		return tasks.Unavailable("blob storage", storageRetry, err)
 	case w.databaseDown(ctx):
 		return tasks.Unavailable("the database", databaseRetry, err)
