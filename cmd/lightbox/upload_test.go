@@ -36,7 +36,8 @@ type hostile struct {
 	puts []http.Header
 }
 
-func newHostile(t *testing.T) *hostile {
+// newHostile starts a hostile server once configure has set it up.
+func newHostile(t *testing.T, configure func(h *hostile)) *hostile {
 	h := &hostile{project: uuid.NewString(), denied: uuid.NewString(), title: "Trip"}
 	batch := uuid.NewString()
 	mux := http.NewServeMux()
@@ -111,7 +112,9 @@ func newHostile(t *testing.T) *hostile {
 		reply(w, 200, map[string]any{"batch": map[string]any{"id": batch, "status": "completed", "total": 1, "completed": 1,
 			"completedAt": time.Now()}, "jobs": []any{}})
 	})
-	h.Server = httptest.NewServer(mux)
+	h.Server = httptest.NewUnstartedServer(mux)
+	configure(h)
+	h.Start()
 	t.Cleanup(h.Close)
 	return h
 }
@@ -167,19 +170,24 @@ func photo(t *testing.T, name string) string {
 	return filepath.Join(testenv.Corpus(t), "photos", name)
 }
 
+// badPrepare refuses a prepare with escape sequences, C1 controls and a
+// bidi override in its code, message and field message.
+func badPrepare(w http.ResponseWriter, _ int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	fmt.Fprintf(w, `{"code":"validation_failed\u001b[5m","message":"\u001b]0;owned\u0007Bad.","details":{"fields":{"files[0].byteSize":"\u001b[2J\u001b]52;c;ZXZpbA==\u0007is too large\u009b31m\u202egpj.exe"}}}`)
+}
+
 // TestUploadShowsNoTerminalControlsFromTheServer: a server's error text,
 // field messages and project title carry escape sequences (a title
 // change, a clipboard write, a screen clear), C1 controls and a bidi
 // override; the user sees the words without them, with progress lines
 // and with --json.
 func TestUploadShowsNoTerminalControlsFromTheServer(t *testing.T) {
-	h := newHostile(t)
-	h.title = "Trip\x1b]0;owned\x07\u202e"
-	h.prepare = func(w http.ResponseWriter, n int) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(400)
-		fmt.Fprintf(w, `{"code":"validation_failed\u001b[5m","message":"\u001b]0;owned\u0007Bad.","details":{"fields":{"files[0].byteSize":"\u001b[2J\u001b]52;c;ZXZpbA==\u0007is too large\u009b31m\u202egpj.exe"}}}`)
-	}
+	h := newHostile(t, func(h *hostile) {
+		h.title = "Trip\x1b]0;owned\x07\u202e"
+		h.prepare = badPrepare
+	})
 	lightbox := uploadCommand(t, h).Run
 
 	status, stdout, stderr := lightbox("upload", "--project", h.project, photo(t, "wood.jpg"))
@@ -208,23 +216,24 @@ func TestUploadShowsNoTerminalControlsFromTheServer(t *testing.T) {
 // and the URL on the server's own origin gets the file with only the
 // headers an upload needs, whatever else the server named.
 func TestUploadSendsBytesOnlyToTheServerOrItsStorage(t *testing.T) {
-	h := newHostile(t)
 	elsewhere := []*bystander{newBystander(t, "127.0.0.2:0"), newBystander(t, "127.0.0.1:0")}
-	h.prepare = func(w http.ResponseWriter, n int) {
-		var ups []any
-		for i := range n {
-			u := h.URL + "/blobs/" + fmt.Sprint(i)
-			if i < len(elsewhere) {
-				u = elsewhere[i].url + "/steal"
+	h := newHostile(t, func(hh *hostile) {
+		hh.prepare = func(w http.ResponseWriter, n int) {
+			var ups []any
+			for i := range n {
+				u := hh.URL + "/blobs/" + fmt.Sprint(i)
+				if i < len(elsewhere) {
+					u = elsewhere[i].url + "/steal"
+				}
+				ups = append(ups, map[string]any{"clientFileId": fmt.Sprint(i), "assetId": uuid.NewString(), "uploadUrl": u,
+					"headers": map[string]string{"Content-Type": "image/jpeg", "Authorization": "Bearer lba_stolen",
+						"Cookie": "lightbox_session=stolen", "X-Forwarded-For": "203.0.113.7", "X-Api-Key": "lba_test"},
+					"expiresAt": time.Now().Add(5 * time.Minute)})
 			}
-			ups = append(ups, map[string]any{"clientFileId": fmt.Sprint(i), "assetId": uuid.NewString(), "uploadUrl": u,
-				"headers": map[string]string{"Content-Type": "image/jpeg", "Authorization": "Bearer lba_stolen",
-					"Cookie": "lightbox_session=stolen", "X-Forwarded-For": "203.0.113.7", "X-Api-Key": "lba_test"},
-				"expiresAt": time.Now().Add(5 * time.Minute)})
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"uploads": ups})
 		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"uploads": ups})
-	}
+	})
 	lightbox := uploadCommand(t, h).Run
 	status, _, stderr := lightbox("upload", "--concurrency", "1", "--project", h.project,
 		photo(t, "wood.jpg"), photo(t, "dune.jpg"), photo(t, "storm.jpg"))
@@ -264,23 +273,25 @@ func TestUploadSendsBytesOnlyToTheServerOrItsStorage(t *testing.T) {
 // 3 MiB; the command drops the stream with a clear message rather than
 // hold the line, follows the batch by polling, and finishes.
 func TestUploadBoundsAnEventStreamLine(t *testing.T) {
-	h := newHostile(t)
-	h.realtime = func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: batch.updated\ndata: ")
-		chunk := strings.Repeat("x", 64<<10)
-		for range 3 << 4 { // 3 MiB in 64 KiB writes
-			if _, err := io.WriteString(w, chunk); err != nil {
-				return
-			}
-		}
-		io.WriteString(w, "\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}
+	h := newHostile(t, func(h *hostile) { h.realtime = longLine })
 	status, _, stderr := uploadCommand(t, h).Run("upload", "--project", h.project, photo(t, "wood.jpg"))
 	if status != 0 || !strings.Contains(stderr, "event stream sent a line longer than 1 MiB") ||
 		!strings.Contains(stderr, "processed 1, 0 failed") {
 		t.Errorf("status %d, stderr:\n%s\nwant 0, the long line named, and the upload followed to its end", status, stderr)
 	}
+}
+
+// longLine is an event stream whose first line is 3 MiB long.
+func longLine(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	io.WriteString(w, "event: batch.updated\ndata: ")
+	chunk := strings.Repeat("x", 64<<10)
+	for range 3 << 4 { // 3 MiB in 64 KiB writes
+		if _, err := io.WriteString(w, chunk); err != nil {
+			return
+		}
+	}
+	io.WriteString(w, "\n\n")
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
 }
