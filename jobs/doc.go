@@ -50,7 +50,8 @@
 // still live (an outage, such as Postgres down past the retries) runs again; a
 // task that completed without its job being recorded is recorded as done.
 // Waiting, scheduled and running tasks are left alone. After a FLUSHALL the
-// work is back within a sweep interval plus 2 minutes. Cluster runs have no
+// worker's watch (every 2 s) finds the queue registry gone and puts waiting
+// jobs back at once, running ones once live workers have listed theirs. Cluster runs have no
 // job rows; the sweep checks each run still waiting 2 minutes after it was due
 // the same way (500 a sweep, oldest first): a task Redis lost is enqueued
 // again, and an archived one (its start failed through every retry) runs
