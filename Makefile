@@ -44,9 +44,10 @@ chaos:
 	@mkdir -p artifacts
 	@LIGHTBOX_CHAOS=1 scripts/with-services.sh go test -count=1 -v -timeout '$(CHAOS_TIMEOUT)' ./faults/
 
-## bench: services, then the benchmarks (BENCH=regex, PKG=./x/...), also in artifacts/bench.txt
+## bench: services, sharp for the imaging baselines, then the benchmarks (BENCH=regex, PKG=./x/...), also in artifacts/bench.txt
 bench:
 	@mkdir -p artifacts
+	@scripts/bench-deps.sh
 	@BENCH='$(BENCH)' PKG='$(PKG)' BENCH_TIMEOUT='$(BENCH_TIMEOUT)' scripts/with-services.sh bash -c \
 		'set -o pipefail; go test -run "^$$" -bench "$$BENCH" -benchmem -count=1 -timeout "$$BENCH_TIMEOUT" $$PKG 2>&1 | tee artifacts/bench.txt'
 

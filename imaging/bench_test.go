@@ -12,14 +12,25 @@ import (
 )
 
 // The benchmarks process every file in photos/ per iteration and report
-// photos/s. The baseline is the vipsthumbnail command making the same two
-// sizes (2048 px at quality 82 and 320 px at quality 80) from the same files,
-// measured in the same run; x_vipsthumbnail is engine rate / baseline rate.
-// Both libvips sides run with one thread (VIPS_CONCURRENCY=1, as the worker
-// configures the engine).
+// photos/s beside two baselines measured in the same run on the same files,
+// making the same two sizes (2048 px at quality 82 and 320 px at quality
+// 80): the vipsthumbnail command (x_vipsthumbnail is engine rate / its
+// rate) and sharp as Immich uses it (x_sharp, see sharp_bench_test.go).
+// Every libvips side runs with one thread (VIPS_CONCURRENCY=1, as the
+// worker configures the engine).
 
 func benchPhotos(b *testing.B) [][]byte {
+	_, data := benchFiles(b)
+	return data
+}
+
+// benchFiles returns the corpus photos' paths and their bytes.
+func benchFiles(b *testing.B) ([]string, [][]byte) {
 	files, _ := filepath.Glob(filepath.Join(corpusDir(b), "photos", "*.jpg"))
+	return files, readFiles(b, files)
+}
+
+func readFiles(b *testing.B, files []string) [][]byte {
 	var out [][]byte
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -89,8 +100,11 @@ func BenchmarkVipsthumbnail(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(files))/time.Since(start).Seconds(), "photos/s")
 }
 
+// BenchmarkProcess runs the engines over the corpus photos. The libvips
+// engine's rounds alternate with sharp's, so a busy moment on a shared
+// machine falls on both alike.
 func BenchmarkProcess(b *testing.B) {
-	photos := benchPhotos(b)
+	files, photos := benchFiles(b)
 	base, baseErr := vipsthumbnailRate(b)
 	for _, name := range engineNames() {
 		b.Run(name, func(b *testing.B) {
@@ -98,17 +112,23 @@ func BenchmarkProcess(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				for _, data := range photos {
-					if _, err := e.Process(context.Background(), data, Options{}); err != nil {
-						b.Fatal(err)
-					}
-				}
+			var sh *sharp
+			if name == EngineVips {
+				sh = sharpBeside(b, e, files, photos, Options{})
 			}
-			rate := float64(b.N*len(photos)) / time.Since(start).Seconds()
-			b.ReportMetric(rate, "photos/s")
+			var t timed
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t.round(func() {
+					for _, data := range photos {
+						if _, err := e.Process(context.Background(), data, Options{}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				t.sharpRound(b, sh)
+			}
+			rate := t.report(b, sh, b.N*len(photos))
 			if baseErr == nil {
 				b.ReportMetric(base, "vipsthumbnail_photos/s")
 				b.ReportMetric(rate/base, "x_vipsthumbnail")

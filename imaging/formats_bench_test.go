@@ -21,8 +21,12 @@ import (
 // making both sizes for HEIC, AVIF and JPEG XL; for raws, LibRaw's own
 // command-line tools followed by vipsthumbnail (simple_dcraw -e extracting
 // the embedded JPEG, or dcraw_emu developing the sensor data to sRGB).
-// x_baseline is the engine's rate over the baseline's. Every libvips side
-// runs with one thread, as the worker configures the engine.
+// x_baseline is the engine's rate over the baseline's. HEIC, AVIF and JPEG
+// XL are also measured beside sharp as Immich uses it (x_sharp, see
+// sharp_bench_test.go), its rounds alternating with the engine's; sharp's
+// own libvips reads no HEVC and no JPEG XL, and the benchmark says so.
+// Every libvips side runs with one thread, as the worker configures the
+// engine.
 //
 //	go test -run '^$' -bench BenchmarkFormats -benchtime 3x ./imaging
 func BenchmarkFormats(b *testing.B) {
@@ -35,17 +39,18 @@ func BenchmarkFormats(b *testing.B) {
 		files []string
 		opt   Options
 		base  func(b *testing.B, files []string, out string) error
+		sharp bool
 	}{
 		// Not the Sony .hif: vipsthumbnail fails on it ("error in tile").
 		{"heic", []string{"heic/iphone8plus-grid-orientation6-p3.heic", "heic/iphone13pro-portrait-depthmap-p3.heic",
-			"heic/xiaomi-m2012k11ag-android-grid.heic"}, Options{}, vipsthumbnailBase},
-		{"avif", []string{"avif/pixel4a-paris-icc-exif-xmp.avif", "avif/cosmos-10bit-444-p3-pq-hdr.avif", "avif/sofa-grid1x5-420.avif"}, Options{}, vipsthumbnailBase},
-		{"jxl", []string{"jxl/bicycles-codestream.jxl", "jxl/isobmff-container.jxl"}, Options{}, vipsthumbnailBase},
+			"heic/xiaomi-m2012k11ag-android-grid.heic"}, Options{}, vipsthumbnailBase, true},
+		{"avif", []string{"avif/pixel4a-paris-icc-exif-xmp.avif", "avif/cosmos-10bit-444-p3-pq-hdr.avif", "avif/sofa-grid1x5-420.avif"}, Options{}, vipsthumbnailBase, true},
+		{"jxl", []string{"jxl/bicycles-codestream.jxl", "jxl/isobmff-container.jxl"}, Options{}, vipsthumbnailBase, true},
 		// The corpus' raws carry no embedded JPEG of 2048 px; the D30's is
 		// 1440 px, so this group asks for a 1440 px preview to measure the
 		// embedded-JPEG path.
-		{"raw-preview", []string{"raw/canon-eos-d30.crw"}, Options{PreviewSize: 1440}, simpleDcrawBase},
-		{"raw-libraw", []string{"raw/canon-eos-d30.crw", "raw/canon550d-magiclantern-14bit-uncompressed.dng"}, Options{}, dcrawEmuBase},
+		{"raw-preview", []string{"raw/canon-eos-d30.crw"}, Options{PreviewSize: 1440}, simpleDcrawBase, false},
+		{"raw-libraw", []string{"raw/canon-eos-d30.crw", "raw/canon550d-magiclantern-14bit-uncompressed.dng"}, Options{}, dcrawEmuBase, false},
 	}
 	e, err := New(EngineVips, Config{VipsConcurrency: 1})
 	if err != nil {
@@ -66,17 +71,23 @@ func BenchmarkFormats(b *testing.B) {
 				data, paths = append(data, d), append(paths, p)
 			}
 			base, baseErr := formatBaselineRate(b, g.base, paths)
-			b.ResetTimer()
-			start := time.Now()
-			for i := 0; i < b.N; i++ {
-				for _, d := range data {
-					if _, err := e.Process(context.Background(), d, g.opt); err != nil {
-						b.Fatal(err)
-					}
-				}
+			var sh *sharp
+			if g.sharp {
+				sh = sharpBeside(b, e, paths, data, g.opt)
 			}
-			rate := float64(b.N*len(data)) / time.Since(start).Seconds()
-			b.ReportMetric(rate, "photos/s")
+			var t timed
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t.round(func() {
+					for _, d := range data {
+						if _, err := e.Process(context.Background(), d, g.opt); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				t.sharpRound(b, sh)
+			}
+			rate := t.report(b, sh, b.N*len(data))
 			if baseErr != nil {
 				b.Logf("no baseline: %v", baseErr)
 				return
