@@ -4,6 +4,7 @@ package imaging
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/jpeg"
 
@@ -50,13 +51,41 @@ func flipOrientation(flip int) int {
 	return 1
 }
 
+// rawPlan is how a raw's pixels are got for an output of a given size.
+type rawPlan int
+
+const (
+	rawEmbedded    rawPlan = iota // the embedded JPEG, which covers the output
+	rawDevelopHalf                // LibRaw at half size, which still covers it
+	rawDevelopFull                // LibRaw at full size
+)
+
+// planRaw chooses for a raw whose sensor data develops to w×h and whose
+// largest embedded JPEG has a long edge of jpegLong (0 for none) when the
+// output's long edge is long: the JPEG when it reaches long (cameras write
+// one at full size, and it decodes in a fraction of the time), else
+// LibRaw, at half size only when half still reaches long, so the output is
+// never smaller than the sensor allows.
+func planRaw(w, h, jpegLong, long int) rawPlan {
+	switch {
+	case jpegLong > 0 && jpegLong >= long:
+		return rawEmbedded
+	case max(w, h)/2 >= long:
+		return rawDevelopHalf
+	}
+	return rawDevelopFull
+}
+
 // rawSource returns the bytes libvips decodes for a raw, the orientation
-// still to apply to them and their full size: the embedded JPEG when its
-// long edge reaches the preview size (cameras write one at full size, and
-// it decodes in a fraction of the time), else the sensor data developed by
-// LibRaw (turned already), at half size when that still covers the preview.
+// still to apply to them and their full size, as planRaw chooses: the
+// embedded JPEG, or the sensor data developed by LibRaw (turned already).
 func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, height int, err error) {
-	if jw, jh := h.rawJPEGSize[0], h.rawJPEGSize[1]; h.rawJPEG != nil && max(jw, jh) >= opt.PreviewSize {
+	jw, jh := h.rawJPEGSize[0], h.rawJPEGSize[1]
+	if h.rawJPEG == nil {
+		jw, jh = 0, 0
+	}
+	plan := planRaw(h.width, h.height, max(jw, jh), opt.PreviewSize)
+	if plan == rawEmbedded {
 		turn = h.rawTurn
 		var own Metadata
 		if j := walkJPEG(h.rawJPEG); j.exif != nil {
@@ -74,7 +103,15 @@ func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, hei
 		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: %d bytes cannot hold the sensor data of %d×%d pixels",
 			formatName(h.format), len(data), h.width, h.height)
 	}
-	ppm, err := librawDevelop(data, max(h.width, h.height)/2 >= opt.PreviewSize)
+	ppm, err := librawDevelop(data, plan == rawDevelopHalf)
+	if err == nil && plan == rawDevelopHalf {
+		// LibRaw's half size is not always half of the size it reports
+		// (sensors it turns or stretches while developing): a half that
+		// falls short of the output is developed again in full.
+		if pw, ph, ok := ppmSize(ppm); !ok || max(pw, ph) < opt.PreviewSize {
+			ppm, err = librawDevelop(data, false)
+		}
+	}
 	if err != nil {
 		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the sensor data of the %s file cannot be developed: %v", formatName(h.format), err)
 	}
@@ -82,6 +119,13 @@ func rawSource(data []byte, h header, opt Options) (src []byte, turn, width, hei
 		return nil, 1, 0, 0, newError(CodeCorruptImage, nil, "the %s file holds no picture: its sensor data is empty", formatName(h.format))
 	}
 	return ppm, 1, h.width, h.height, nil
+}
+
+// ppmSize reads the width and height of a binary PPM that librawDevelop
+// wrote.
+func ppmSize(ppm []byte) (w, h int, ok bool) {
+	_, err := fmt.Sscanf(string(ppm[:min(len(ppm), 32)]), "P6\n%d %d\n", &w, &h)
+	return w, h, err == nil
 }
 
 // uniform reports whether a PPM's samples, after its three header lines,
