@@ -93,10 +93,11 @@ func toGray(img image.Image) *image.Gray {
 	g := image.NewGray(image.Rect(0, 0, b.Dx(), b.Dy()))
 	if rgba, ok := img.(*image.RGBA); ok {
 		for y := 0; y < b.Dy(); y++ {
-			row := rgba.Pix[y*rgba.Stride : y*rgba.Stride+4*b.Dx()]
-			out := g.Pix[y*g.Stride:]
-			for x := 0; x < b.Dx(); x++ {
-				out[x] = luma(row[4*x], row[4*x+1], row[4*x+2])
+			row := rgba.Pix[y*rgba.Stride:][:4*b.Dx()]
+			out := g.Pix[y*g.Stride:][:b.Dx()]
+			for x := range out {
+				p := row[4*x:][:3] // one bounds check for the three samples
+				out[x] = luma(p[0], p[1], p[2])
 			}
 		}
 		return g
@@ -111,7 +112,8 @@ func toGray(img image.Image) *image.Gray {
 }
 
 func luma(r, g, b uint8) uint8 {
-	return uint8((299*int(r) + 587*int(g) + 114*int(b) + 500) / 1000)
+	// Unsigned: the division by a constant becomes a multiplication.
+	return uint8((299*uint32(r) + 587*uint32(g) + 114*uint32(b) + 500) / 1000)
 }
 
 // Clipping thresholds on the 0-255 luminance scale.

@@ -60,6 +60,19 @@ func shrinkRGB(pix []byte, w, h, long int) (*image.RGBA, error) {
 			k = n / long
 		}
 	}
+	if k == 1 && (tw != w || th != h) {
+		// No boxes: Lanczos3 straight from the pixels, on a copy when
+		// lanczosRGB would work in place (across only).
+		src := pix
+		if th == h {
+			src = append([]byte(nil), pix[:3*w*h]...)
+		}
+		rgb, err := lanczosRGB(src, w, h, tw, th, 0)
+		if err != nil {
+			return nil, err
+		}
+		return boxRGB(rgb, tw, th, 1), nil
+	}
 	img := boxRGB(pix, w, h, k)
 	bw, bh := img.Rect.Dx(), img.Rect.Dy()
 	if bw == tw && bh == th {
