@@ -93,7 +93,7 @@ func importParams() *vips.ImportParams {
 // derive makes the preview with shrink-on-load, the only time the original
 // is decoded, then encodes it and makes the thumbnail and the analysis
 // image from its pixels in memory (fromPreview).
-func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, opt Options) (*derived, error) {
+func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, orientation int, opt Options) (*derived, error) {
 	src, turn := data, 1
 	if h.format.IsRaw() {
 		var err error
@@ -101,9 +101,15 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, _ int, o
 			return nil, err
 		}
 	}
-	raw, pw, ph, err := previewPixels(src, h, turn, opt)
-	if err != nil {
-		return nil, err
+	raw, pw, ph, ok := []byte(nil), 0, 0, false
+	if h.format == JPEG {
+		raw, pw, ph, ok = jpegPreview(src, h, orientation, opt)
+	}
+	if !ok {
+		var err error
+		if raw, pw, ph, err = previewPixels(src, h, turn, opt); err != nil {
+			return nil, err
+		}
 	}
 	d := &derived{width: h.width, height: h.height}
 	// libvips applied the orientation it read itself; a turned preview means

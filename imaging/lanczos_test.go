@@ -4,10 +4,12 @@ package imaging
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,16 +223,42 @@ func TestPreviewLikeLibvips(t *testing.T) {
 			if w != ref.Width() || ht != ref.Height() {
 				t.Fatalf("preview %d×%d, libvips' thumbnail %d×%d", w, ht, ref.Width(), ref.Height())
 			}
-			var se float64
-			for i := range 3 * w * ht {
-				d := float64(got[i]) - float64(want[i])
-				se += d * d
-			}
-			if psnr := 10 * math.Log10(255*255/max(se/float64(3*w*ht), 1e-9)); psnr < in.minDB {
+			if psnr := psnrRGB(got, want, w, ht); psnr < in.minDB {
 				t.Errorf("preview %.1f dB from libvips' own (want %.0f or more)", psnr, in.minDB)
+			}
+			// JPEGs libvips would only decode and resize take libjpeg-turbo
+			// directly (scaled in the DCT from twice the size): the same
+			// picture, within the same noise.
+			if h.format != JPEG {
+				return
+			}
+			meta, _ := readMetadata(context.Background(), h)
+			direct, dw, dh, ok := jpegPreview(data, h, meta.Orientation, opt)
+			wantDirect := !strings.Contains(in.file, "cmyk") && !strings.Contains(in.file, "displayp3") && long < 4*in.size
+			if ok != wantDirect {
+				t.Fatalf("decoded by libjpeg-turbo directly: %v, want %v", ok, wantDirect)
+			}
+			if !ok {
+				return
+			}
+			if dw != w || dh != ht {
+				t.Fatalf("direct preview %d×%d, libvips' thumbnail %d×%d", dw, dh, w, ht)
+			}
+			if psnr := psnrRGB(direct, want, w, ht); psnr < in.minDB {
+				t.Errorf("direct preview %.1f dB from libvips' own (want %.0f or more)", psnr, in.minDB)
 			}
 		})
 	}
+}
+
+// psnrRGB is how close two w×h packed RGB images are, in dB.
+func psnrRGB(a, b []byte, w, h int) float64 {
+	var se float64
+	for i := range 3 * w * h {
+		d := float64(a[i]) - float64(b[i])
+		se += d * d
+	}
+	return 10 * math.Log10(255*255/max(se/float64(3*w*h), 1e-9))
 }
 
 // BenchmarkPreviewSplit makes the preview's pixels of each corpus photo

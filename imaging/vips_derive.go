@@ -2,39 +2,7 @@
 
 package imaging
 
-/*
-#cgo pkg-config: vips
-#include <stdlib.h>
-#include <vips/vips.h>
-
-// lb_jpeg encodes w×h packed 3-band 8-bit sRGB pixels, which stay the
-// caller's, with the options exportJPEG gives ImageRef.ExportJpeg: the
-// same file as encoding the image in libvips.
-static int lb_jpeg(void *pix, int w, int h, int quality, void **buf, size_t *len, char **err) {
-	VipsImage *in = vips_image_new_from_memory(pix, (size_t) w * h * 3, w, h, 3, VIPS_FORMAT_UCHAR);
-	int rc = -1;
-	if (in != NULL) {
-		in->Type = VIPS_INTERPRETATION_sRGB;
-		rc = vips_jpegsave_buffer(in, buf, len, "Q", quality, "strip", TRUE,
-			"interlace", FALSE, "optimize_coding", FALSE, NULL);
-		g_object_unref(in);
-	}
-	if (rc != 0) {
-		*err = g_strdup(vips_error_buffer());
-		vips_error_clear();
-	}
-	return rc;
-}
-*/
-import "C"
-
-import (
-	"errors"
-	"fmt"
-	"runtime"
-	"strings"
-	"unsafe"
-)
+import "fmt"
 
 // fromPreview encodes the preview from its pixels (w×h, packed 3-band
 // sRGB) and derives the thumbnail and the analysis image from the same
@@ -58,20 +26,4 @@ func fromPreview(pix []byte, w, h int, opt Options, d *derived) error {
 	}
 	d.mid, err = shrinkRGB(pix, w, h, analysisSize)
 	return err
-}
-
-// encodeRGB encodes packed 3-band sRGB pixels as a JPEG with libvips.
-func encodeRGB(pix []byte, w, h, quality int) (Output, error) {
-	var buf unsafe.Pointer
-	var n C.size_t
-	var cerr *C.char
-	rc := C.lb_jpeg(unsafe.Pointer(&pix[0]), C.int(w), C.int(h), C.int(quality), &buf, &n, &cerr)
-	runtime.KeepAlive(pix)
-	if rc != 0 {
-		msg := C.GoString(cerr)
-		C.g_free(C.gpointer(cerr))
-		return Output{}, errors.New("imaging: libvips cannot encode the JPEG: " + firstLine(errors.New(strings.TrimSpace(msg))))
-	}
-	defer C.g_free(C.gpointer(buf))
-	return Output{Data: C.GoBytes(buf, C.int(n)), ContentType: contentTypeJPEG, Width: w, Height: h}, nil
 }
