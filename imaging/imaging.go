@@ -8,7 +8,12 @@
 //   - "vips": libvips through govips, built only with cgo. It uses
 //     shrink-on-load (vips_thumbnail_buffer) for the preview, so a large JPEG
 //     is never decoded at full size, then encodes the preview and derives
-//     the thumbnail and the analysis images from its pixels in memory.
+//     the thumbnail and the analysis images from its pixels in memory. A
+//     plain JPEG (no colour profile but sRGB, not CMYK, under four times
+//     the preview) is decoded by libjpeg-turbo directly instead, scaled in
+//     the DCT from twice the preview's size, and every output is encoded
+//     by libjpeg-turbo directly with libvips' jpegsave settings: libvips'
+//     pipeline around the same codec cost a third more.
 //   - "go": the standard library decoders plus golang.org/x/image for WebP
 //     and TIFF, resized with github.com/nfnt/resize (it has fast paths for
 //     YCbCr and grey images and spreads work over all cores, where
