@@ -25,6 +25,8 @@ import (
 // XL are also measured beside sharp as Immich uses it (x_sharp, see
 // sharp_bench_test.go), its rounds alternating with the engine's; sharp's
 // own libvips reads no HEVC and no JPEG XL, and the benchmark says so.
+// For HEIC it also reports decode_of_process_cpu: the CPU time of libvips
+// decoding the same files whole, and nothing else, over the engine's.
 // Every libvips side runs with one thread, as the worker configures the
 // engine.
 //
@@ -75,7 +77,10 @@ func BenchmarkFormats(b *testing.B) {
 			if g.sharp {
 				sh = sharpBeside(b, e, paths, data, g.opt)
 			}
-			var t timed
+			var (
+				t       timed
+				decoded time.Duration
+			)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t.round(func() {
@@ -86,8 +91,16 @@ func BenchmarkFormats(b *testing.B) {
 					}
 				})
 				t.sharpRound(b, sh)
+				if g.name == "heic" {
+					decoded += timedDecodes(b, data)
+				}
 			}
 			rate := t.report(b, sh, b.N*len(data))
+			if decoded > 0 {
+				// What any libvips engine pays before its outputs: HEVC has
+				// no shrink-on-load, so libheif decodes every pixel.
+				b.ReportMetric(decoded.Seconds()/t.oursCPU.Seconds(), "decode_of_process_cpu")
+			}
 			if baseErr != nil {
 				b.Logf("no baseline: %v", baseErr)
 				return

@@ -5,11 +5,14 @@ package imaging
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
+
+	"lightbox/internal/procstat"
 )
 
 // BenchmarkStages times each step the vips engine takes to make a 12 MP
@@ -156,4 +159,24 @@ func twelveMPCrops(b *testing.B, n int) [][]byte {
 		}
 	}
 	return out
+}
+
+// timedDecodes decodes each file whole with libvips, nothing else, with
+// the benchmark's clock stopped, and returns the CPU time that took.
+func timedDecodes(b *testing.B, data [][]byte) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	start := procstat.CPU(os.Getpid())
+	for _, d := range data {
+		ref, err := vips.LoadImageFromBuffer(d, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = ref.Average()
+		ref.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return procstat.CPU(os.Getpid()) - start
 }

@@ -56,7 +56,9 @@ try {
         try {
           sizes.push(await outputs(buf, job));
         } catch (err) {
-          throw new Error(`${job.files[i]}: ${err.message}`);
+          // libvips puts its log before the error itself: keep the error.
+          const lines = err.message.split('\n').filter((l) => l.trim() !== '');
+          throw new Error(`${job.files[i]}: ${lines.at(-1)}`);
         }
       }
       say({ ready: true, outputs: sizes });
