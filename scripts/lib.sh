@@ -123,6 +123,8 @@ ensure_build_deps() {
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 	command -v pkg-config >/dev/null || missing+=(pkg-config)
 	pkg-config --exists vips 2>/dev/null || missing+=(libvips-dev)
+	# libvips-dev brings it today; the imaging code links it directly too.
+	pkg-config --exists libjpeg 2>/dev/null || missing+=(libjpeg62-turbo-dev)
 	command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
 	pkg-config --exists libraw 2>/dev/null || missing+=(libraw-dev)
 	command -v dcraw_emu >/dev/null || missing+=(libraw-bin)
