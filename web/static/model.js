@@ -18,6 +18,9 @@ export const STAGES = {
   duplicate: 'Duplicate',
 };
 
+// A mark beside each stage's name, so colour is not its only sign.
+export const ICONS = { uploading: '↑', incomplete: '!', uploaded: '↑', processing: '⟳', cull: '◐', searchable: '✓', failed: '✕', duplicate: '=' };
+
 // Failures that happened before the server had the file; the others come
 // from processing it.
 export const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'upload_missing', 'not_found', 'invalid_signature']);
@@ -79,6 +82,31 @@ class Rate {
 
 let localSeq = 0;
 
+// cameraName names a camera once: many models already start with the make.
+export function cameraName(make, model) {
+  if (make && model && model.toLowerCase().startsWith(make.toLowerCase())) return model;
+  return [make, model].filter(Boolean).join(' ');
+}
+
+// setRating keeps the caller's rating of a row's asset as the API last
+// said it ({picked, rejected, rating, starred, updatedAt}, or null), and
+// reports whether it changed. An older answer than the one held (an event
+// that waited while the list loaded) is not taken.
+function setRating(row, r) {
+  if (r === undefined) return false;
+  const held = row.rating;
+  if (held && r && held.updatedAt && r.updatedAt && Date.parse(r.updatedAt) < Date.parse(held.updatedAt)) return false;
+  const next = r ? { picked: !!r.picked, rejected: !!r.rejected, rating: r.rating ?? null, starred: !!r.starred, updatedAt: r.updatedAt } : null;
+  if (held && next && held.picked === next.picked && held.rejected === next.rejected && held.rating === next.rating &&
+    held.starred === next.starred) {
+    held.updatedAt = next.updatedAt;
+    return false;
+  }
+  if (!held && !next) return false;
+  row.rating = next;
+  return true;
+}
+
 export class ProjectModel extends EventTarget {
   constructor(projectId) {
     super();
@@ -96,6 +124,7 @@ export class ProjectModel extends EventTarget {
     this.missing = new Set(); // asset ids seen in events, to fetch
     this.lastHydrate = 0;
     this.buffer = null; // events that arrive while the list loads
+    this.version = 0; // moves whenever rows come, go or change what they are sorted by
   }
 
   // changed recomputes and tells listeners once per frame, or four times a
@@ -236,8 +265,20 @@ export class ProjectModel extends EventTarget {
     row.size = a.byteSize;
     row.asset = {
       id: a.id, filename: a.filename, capturedAt: a.capturedAt, widthPx: a.widthPx, heightPx: a.heightPx,
-      bestPreviewUrl: a.bestPreviewUrl, readiness: a.flags && a.flags.readiness,
+      bestPreviewUrl: a.bestPreviewUrl, readiness: a.flags && a.flags.readiness, contentType: a.contentType,
+      cameraMake: a.cameraMake, cameraModel: a.cameraModel, lensModel: a.lensModel, focalLengthMm: a.focalLengthMm,
+      shutterSpeed: a.shutterSpeed, aperture: a.aperture, iso: a.iso, createdAt: a.createdAt,
     };
+    // What the culling views sort and filter on, read once here rather
+    // than per row on every pass over 100,000 of them.
+    row.signedAt = Date.now(); // bestPreviewUrl's signature is fresh from here
+    row.camera = cameraName(a.cameraMake, a.cameraModel);
+    const t = Date.parse(a.capturedAt || a.createdAt);
+    row.time = Number.isNaN(t) ? 0 : t;
+    row.captured = a.capturedAt ? row.time : null;
+    row.edited = !!(a.flags && a.flags.edited);
+    setRating(row, a.myRating);
+    this.version++;
     if (row.local && row.local !== 'done' && a.flags.status === 'pending_upload') return row; // still on its way up
     if (row.local !== 'failed' || a.flags.status !== 'pending_upload') row.local = 'done';
     this.setStatus(row, a.flags.status, a.flags.errorCode ? { code: a.flags.errorCode, message: a.flags.errorMessage || '' } : null);
@@ -320,7 +361,16 @@ export class ProjectModel extends EventTarget {
           this.remove([data.assetId]);
           return;
         }
-        if (!data.status) return; // a person's rating or notes: nothing the upload list shows
+        if (data.myRating !== undefined || data.edited !== undefined) {
+          // A person's rating, or an edit: the culling views' marks.
+          const row = this.byAsset.get(data.assetId);
+          if (!row) return;
+          const rated = data.myRating !== undefined && setRating(row, data.myRating);
+          const edited = data.edited !== undefined && row.edited !== !!data.edited;
+          if (edited) row.edited = !!data.edited;
+          if (rated || edited) this.dispatchEvent(new CustomEvent('marks', { detail: { ids: [data.assetId] } }));
+        }
+        if (!data.status) return; // nothing the upload list shows
         const row = this.byAsset.get(data.assetId);
         if (!row) {
           this.fetchMissing(data.assetId);
@@ -378,6 +428,7 @@ export class ProjectModel extends EventTarget {
     }
     if (!gone.size) return;
     this.rows = this.rows.filter((row) => !gone.has(row));
+    this.version++;
     this.changed();
   }
 

@@ -1,0 +1,767 @@
+// Culling state for the open project: the one module the photo grid, the
+// loupe, compare and any view built on them import, so that a pick made in
+// one shows in all the others at once.
+//
+// The view: which photos, in which order
+//   attach(model) → detach()      follow a ProjectModel (model.js); one project at a time
+//   FILTER_DEFAULTS               {flag: 'any'|'picked'|'rejected'|'unflagged', ratingMin: 0..5 (at least),
+//                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
+//                                  both included), readiness: 'all'|'processing'|'cull'|'searchable'|'failed'|
+//                                  'duplicate', q: '' or words to search for}
+//   getFilter(), setFilter(patch) a q searches the server (POST /v1/projects/{id}/search with the same
+//                                  filters) and shows its best 100 matches by relevance
+//   SORTS, getSort() → {key, desc}, setSort(key, desc)   key: 'uploaded' | 'captured' | 'filename'
+//   viewIds(), viewRows()         the photos in view, in order (rows are model.js's)
+//   indexOf(id)                   its place in the view, -1 when out of it
+//   rowOf(id)                     the model's row of an asset
+//   counts()                      {total, shown, flag: {any, picked, rejected, unflagged},
+//                                  stars: [n with at least 0 … 5], cameras: [[name, n]], readiness:
+//                                  {all, processing, cull, searchable, failed, duplicate}}: each option
+//                                  counts the photos it would show with the other filters as they are
+//   searchState()                 {q, busy, error, tookMs} of the text search
+//   onViewChange(fn) → off
+//
+// Selection and focus
+//   selectedIds()                 in view order; isSelected(id), selectionSize(), anchorId()
+//   select(ids, mode)             mode: 'replace' (default) | 'add' | 'remove' | 'toggle'
+//   selectRange(fromId, toId, add), selectAll() (the whole view), clearSelection()
+//   onSelectionChange(fn) → off
+//   focusedId(), setFocus(id), onFocusChange(fn) → off
+//
+// Flags and stars, sent at once and undoable
+//   marksOf(id) → {picked, rejected, rating, edited}, as shown (waiting changes included);
+//                                  marksText(marks) says them in words, starText(n) draws ★★★☆☆
+//   apply(ids, change, {label})   change: any of {picked, rejected, rating: 1..5 | null}. Shown at
+//                                  once, sent at once through POST /v1/projects/{id}/cull:applyAction
+//                                  (1,000 a request), rolled back with a message when refused
+//   applyEach(actions, {label})   [{assetId, picked?, rejected?, rating?}]: one change per photo,
+//                                  undone as one step (compare's keeper uses it)
+//   undo(), canUndo()             Ctrl/Cmd-Z
+//   onMarksChange(fn(ids)) → off  a change made here, rolled back, or made in another tab
+//   settled() → Promise           resolves once nothing waits to be sent
+//
+// Keys, scopes, loupe panels
+//   registerKey(key, description, fn(ctx), {scopes}) → off
+//                                 key: 'p', 'shift+arrowright', 'mod+z' (Ctrl or Cmd), '?', …;
+//                                  scopes: any of 'grid', 'loupe', 'compare' (all three by
+//                                  default). ctx: {scope, targets, event}. The `?` help lists them.
+//   keyTable()                    what is registered, for the help
+//   pushScope({name, targets(), advance()}) → pop   the view that has the keys (last pushed wins)
+//   activeScope(), targets()      the scope on top; the photos its keys act on
+//   registerLoupePanel({id, title, mount(el, {assetId, row}) → {show(assetId)?, destroy()?}}) → off
+//   loupePanels()
+//   openLoupe(id), closeLoupe(), loupeId(), onLoupeChange(fn(id or null)) → off
+//   openCompare(ids)
+//   provide(name, impl)           how loupe.js ('loupe') and compare.js ('compare') plug in
+//
+// Settings (kept in the browser)
+//   settings.advance: move to the next photo after a flag (P, X, U); settings.preload: load the
+//   next and previous photos ahead in the loupe. setSetting(name, value), onSettingsChange(fn).
+
+import { api, ApiError, newKey, sleep, waitFor } from './api.js';
+import { announce } from './ui.js';
+
+// ---- small helpers ---------------------------------------------------------
+
+function listeners() {
+  const fns = new Set();
+  return {
+    on(fn) { fns.add(fn); return () => fns.delete(fn); },
+    emit(...args) {
+      for (const fn of [...fns]) {
+        try { fn(...args); } catch (err) { console.error(err); }
+      }
+    },
+  };
+}
+
+// afterPaint runs fn once the browser has drawn what is on the page now, so
+// the work it does never holds back the frame that shows a key's effect.
+function afterPaint(fn) {
+  requestAnimationFrame(() => setTimeout(fn, 0));
+}
+
+// sortChunked sorts rows by cmp without a long task: runs of a few
+// thousand sorted natively, then merged, yielding whenever a slice of
+// time is spent. A project of 100,000 photos sorts by name in ~100 ms of
+// work, which at a slow phone's pace would freeze the page for half a
+// second in one go. stale() stops it early when its answer is no longer
+// wanted.
+async function sortChunked(rows, cmp, stale) {
+  const budget = 8;
+  let start = performance.now();
+  const pause = async () => {
+    if (performance.now() - start < budget) return false;
+    await sleep(0);
+    start = performance.now();
+    return stale();
+  };
+  let a = rows.slice();
+  const run = 2048;
+  for (let i = 0; i < a.length; i += run) {
+    const part = a.slice(i, i + run).sort(cmp);
+    for (let k = 0; k < part.length; k++) a[i + k] = part[k];
+    if (await pause()) return null;
+  }
+  let b = new Array(a.length);
+  for (let width = run; width < a.length; width *= 2) {
+    for (let lo = 0; lo < a.length; lo += 2 * width) {
+      const mid = Math.min(lo + width, a.length);
+      const hi = Math.min(lo + 2 * width, a.length);
+      let i = lo;
+      let j = mid;
+      let k = lo;
+      while (i < mid && j < hi) {
+        b[k++] = cmp(a[j], a[i]) < 0 ? a[j++] : a[i++];
+        if ((k & 1023) === 0 && await pause()) return null;
+      }
+      while (i < mid) b[k++] = a[i++];
+      while (j < hi) b[k++] = a[j++];
+    }
+    [a, b] = [b, a];
+    if (await pause()) return null;
+  }
+  return a;
+}
+
+// ---- marks in words ---------------------------------------------------------
+
+const STAR_TEXT = ['no stars', '1 star', '2 stars', '3 stars', '4 stars', '5 stars'];
+
+// starText draws n stars of five; none as nothing.
+export const starText = (n) => (n ? '★'.repeat(n) + '☆'.repeat(5 - n) : '');
+
+// marksText says a photo's flag, stars and edit (marksOf's answer) in
+// words, for labels and screen readers.
+export function marksText(m) {
+  const bits = [];
+  if (m.picked) bits.push('picked');
+  if (m.rejected) bits.push('rejected');
+  if (m.rating) bits.push(STAR_TEXT[m.rating]);
+  if (m.edited) bits.push('edited');
+  return bits.join(', ');
+}
+
+// ---- settings --------------------------------------------------------------
+
+const SETTINGS_KEY = 'lightbox.cull';
+export const settings = { advance: false, preload: true };
+try {
+  Object.assign(settings, JSON.parse(localStorage.getItem(SETTINGS_KEY) || '{}'));
+} catch { /* defaults */ }
+const settingsChanged = listeners();
+export const onSettingsChange = settingsChanged.on;
+
+export function setSetting(name, value) {
+  if (!(name in settings)) throw new Error(`no setting ${name}`);
+  settings[name] = value;
+  try { localStorage.setItem(SETTINGS_KEY, JSON.stringify(settings)); } catch { /* not kept */ }
+  settingsChanged.emit(name, value);
+}
+
+// ---- the view ---------------------------------------------------------------
+
+export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, camera: '', from: '', to: '', readiness: 'all', q: '' });
+export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time'], ['filename', 'File name']];
+
+// The readiness filter's option for each of the model's stages.
+const READINESS = {
+  uploading: 'processing', incomplete: 'processing', uploaded: 'processing', processing: 'processing',
+  cull: 'cull', searchable: 'searchable', failed: 'failed', duplicate: 'duplicate',
+};
+const NO_MARKS = Object.freeze({ picked: false, rejected: false, rating: null });
+
+let model = null;
+let lastProject = null;
+let filter = { ...FILTER_DEFAULTS };
+let sort = { key: 'uploaded', desc: false };
+let base = []; // the rows in the sort's order, before the filter
+let baseFor = ''; // the version and sort base was made for
+let sorting = null; // the sort under way: {for}
+let view = [];
+let gen = 0; // stamps rows with their place in view (row.vi), so indexOf is O(1)
+let tally = emptyCounts();
+let search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
+let queued = false;
+const viewChanged = listeners();
+export const onViewChange = viewChanged.on;
+
+function emptyCounts() {
+  return {
+    total: 0, shown: 0, flag: { any: 0, picked: 0, rejected: 0, unflagged: 0 }, stars: [0, 0, 0, 0, 0, 0],
+    cameras: [], readiness: { all: 0, processing: 0, cull: 0, searchable: 0, failed: 0, duplicate: 0 },
+  };
+}
+
+let teardown = [];
+
+// attach follows model's rows and the marks its events bring; the view
+// starts with every photo, in upload order, nothing selected.
+export function attach(m) {
+  detach();
+  // Back on the same project, the filters and sort are as they were.
+  if (m.projectId !== lastProject) {
+    filter = { ...FILTER_DEFAULTS };
+    sort = { key: 'uploaded', desc: false };
+  }
+  lastProject = m.projectId;
+  model = m;
+  base = [];
+  baseFor = '';
+  view = [];
+  selection.clear();
+  anchor = null;
+  focus = null;
+  undoStack.length = 0;
+  search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
+  if (filter.q) runSearch();
+  // Rows change by the hundred while a project uploads or loads: a big
+  // one is filtered again at most once a second for them.
+  let last = 0;
+  let timer = null;
+  const onChange = () => {
+    if (m.rows.length <= 2000) return schedule();
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; last = Date.now(); schedule(); }, Math.max(0, 1000 - (Date.now() - last)));
+  };
+  const onMarks = (e) => {
+    for (const id of e.detail.ids) remark(id);
+    marksChanged.emit(e.detail.ids);
+    schedule();
+  };
+  m.addEventListener('change', onChange);
+  m.addEventListener('marks', onMarks);
+  teardown = [() => m.removeEventListener('change', onChange), () => m.removeEventListener('marks', onMarks), () => clearTimeout(timer)];
+  recompute();
+  return detach;
+}
+
+export function detach() {
+  for (const fn of teardown) fn();
+  teardown = [];
+  model = null;
+}
+
+export const getFilter = () => ({ ...filter });
+export const getSort = () => ({ ...sort });
+export const viewRows = () => view;
+export const viewIds = () => view.map((r) => r.assetId);
+export const counts = () => tally;
+export const rowOf = (id) => (model && model.byAsset.get(id)) || null;
+export const searchState = () => ({ q: search.q, busy: search.busy, error: search.error, tookMs: search.tookMs });
+
+export function indexOf(id) {
+  const r = rowOf(id);
+  return r && r.vgen === gen ? r.vi : -1;
+}
+
+export function setFilter(patch) {
+  const next = { ...filter, ...patch };
+  next.ratingMin = Math.max(0, Math.min(5, Number(next.ratingMin) || 0));
+  next.q = String(next.q || '').trim();
+  filter = next;
+  if (filter.q) runSearch();
+  else search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
+  recompute();
+}
+
+export function setSort(key, desc = false) {
+  if (!SORTS.some(([k]) => k === key)) throw new Error(`no sort ${key}`);
+  sort = { key, desc: !!desc };
+  recompute();
+}
+
+// schedule recomputes the view after the next paint, once however often
+// it is asked: events come by the hundred, and a key's own effect is drawn
+// before the view is worked out again.
+function schedule() {
+  if (queued) return;
+  queued = true;
+  afterPaint(() => {
+    queued = false;
+    recompute();
+  });
+}
+
+function recompute() {
+  if (!model) return;
+  const c = model.counts(); // brings every row's stage up to date
+  const want = `${model.version}/${sort.key}`;
+  if (baseFor !== want) {
+    const rows = c.visible.filter((r) => r.assetId);
+    if (sort.key === 'uploaded') {
+      base = rows;
+      baseFor = want;
+    } else if (!sorting || sorting.for !== want) {
+      // Until the sort ends, the view keeps the order it had (the new
+      // photos at its end).
+      if (!base.length || !baseFor.endsWith('/' + sort.key)) base = rows;
+      else base = mergeNew(base, rows);
+      const cmp = sort.key === 'captured' ? byTime : byName;
+      const job = { for: want };
+      sorting = job;
+      sortChunked(rows, cmp, () => sorting !== job).then((sorted) => {
+        if (!sorted || sorting !== job) return;
+        sorting = null;
+        base = sorted;
+        baseFor = want;
+        recompute();
+      });
+    }
+  }
+  pass();
+}
+
+// mergeNew is old's order with rows it did not hold at its end, and
+// without the rows no longer there.
+function mergeNew(old, rows) {
+  const now = new Set(rows);
+  const out = old.filter((r) => now.has(r));
+  const had = new Set(out);
+  for (const r of rows) if (!had.has(r)) out.push(r);
+  return out;
+}
+
+// Ties go by asset id, as the API's list orders them.
+function byTime(a, b) {
+  return a.time - b.time || (a.assetId < b.assetId ? -1 : 1);
+}
+function byName(a, b) {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : a.assetId < b.assetId ? -1 : 1;
+}
+
+// dayStart and dayEnd are a local calendar day's first and last instant.
+function dayStart(day) {
+  const t = new Date(`${day}T00:00:00`).getTime();
+  return Number.isNaN(t) ? -Infinity : t;
+}
+function dayEnd(day) {
+  const t = new Date(`${day}T23:59:59.999`).getTime();
+  return Number.isNaN(t) ? Infinity : t;
+}
+
+// pass filters the base into the view and counts every filter's options
+// in one walk over the rows: an option counts the photos that pass every
+// other filter and its own.
+function pass() {
+  const f = filter;
+  const from = f.from ? dayStart(f.from) : -Infinity;
+  const to = f.to ? dayEnd(f.to) : Infinity;
+  const dated = from !== -Infinity || to !== Infinity;
+  const t = emptyCounts();
+  const cams = new Map();
+  const out = [];
+  let rows = base;
+  if (f.q) rows = search.rows || [];
+  gen++;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
+    const m = overlay.get(r.assetId) || r.rating || NO_MARKS;
+    const flag = m.picked ? 'picked' : m.rejected ? 'rejected' : 'unflagged';
+    const stars = m.rating || 0;
+    const ready = READINESS[r.stage] || 'processing';
+    const okFlag = f.flag === 'any' || f.flag === flag;
+    const okStars = stars >= f.ratingMin;
+    const okCamera = !f.camera || r.camera === f.camera;
+    const okDate = !dated || (r.captured !== null && r.captured >= from && r.captured <= to);
+    const okReady = f.readiness === 'all' || f.readiness === ready;
+    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1);
+    if (misses > 1) continue;
+    if (misses === 0) {
+      r.vi = out.length;
+      r.vgen = gen;
+      out.push(r);
+    }
+    if (misses === 0 || !okFlag) { t.flag.any++; t.flag[flag]++; }
+    if (misses === 0 || !okStars) t.stars[stars]++;
+    if ((misses === 0 || !okCamera) && r.camera) cams.set(r.camera, (cams.get(r.camera) || 0) + 1);
+    if (misses === 0 || !okReady) { t.readiness.all++; t.readiness[ready]++; }
+  }
+  for (let s = 4; s >= 0; s--) t.stars[s] += t.stars[s + 1];
+  t.cameras = [...cams].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  t.total = rows.length;
+  t.shown = out.length;
+  tally = t;
+
+  const oldFocus = focus ? rowOf(focus) : null;
+  const focusAt = oldFocus && oldFocus.vi !== undefined ? oldFocus.vi : 0;
+  view = out;
+  // The selection holds only photos in view; the focus stays in place
+  // when its photo leaves (the next one takes its place).
+  let dropped = false;
+  for (const id of selection) {
+    if (indexOf(id) < 0) {
+      selection.delete(id);
+      dropped = true;
+    }
+  }
+  if (anchor && indexOf(anchor) < 0) anchor = null;
+  if (focus && indexOf(focus) < 0) {
+    focus = view.length ? view[Math.min(focusAt, view.length - 1)].assetId : null;
+    focusChanged.emit(focus);
+  }
+  viewChanged.emit();
+  if (dropped) selectionChanged.emit();
+}
+
+// runSearch asks the server for the photos matching the words and the
+// filters it knows, then the view filters them again, here, as marks change.
+async function runSearch() {
+  const f = filter;
+  const body = { q: f.q, limit: 100, filters: {} };
+  if (f.flag === 'picked') body.filters.picked = true;
+  if (f.flag === 'rejected') body.filters.rejected = true;
+  if (f.flag === 'unflagged') { body.filters.picked = false; body.filters.rejected = false; }
+  if (f.ratingMin) body.filters.ratingMin = f.ratingMin;
+  if (f.camera) body.filters.camera = f.camera;
+  if (f.from) body.filters.from = new Date(dayStart(f.from)).toISOString();
+  if (f.to) body.filters.to = new Date(dayEnd(f.to)).toISOString();
+  const searchable = { cull: ['cull'], searchable: ['search', 'ai'] }[f.readiness];
+  if (searchable) body.filters.readiness = searchable;
+  const key = JSON.stringify(body);
+  if (search.key === key && (search.busy || search.rows)) return;
+  search = { q: f.q, busy: true, error: null, tookMs: 0, rows: search.rows, key };
+  viewChanged.emit();
+  if (f.readiness !== 'all' && !searchable) {
+    // Search finds photos ready to cull or later only.
+    search = { ...search, busy: false, rows: [] };
+    recompute();
+    return;
+  }
+  try {
+    const res = await api('POST', `/v1/projects/${model.projectId}/search`, body);
+    if (search.key !== key) return;
+    search = { ...search, busy: false, tookMs: res.tookMs, rows: res.results.map((x) => rowOf(x.assetId)).filter(Boolean) };
+  } catch (err) {
+    if (search.key !== key) return;
+    search = { ...search, busy: false, error: err.message, rows: [] };
+  }
+  recompute();
+}
+
+// ---- selection and focus -----------------------------------------------------
+
+const selection = new Set();
+let anchor = null;
+let focus = null;
+const selectionChanged = listeners();
+const focusChanged = listeners();
+export const onSelectionChange = selectionChanged.on;
+export const onFocusChange = focusChanged.on;
+
+export const isSelected = (id) => selection.has(id);
+export const selectionSize = () => selection.size;
+export const anchorId = () => anchor;
+export const focusedId = () => focus;
+
+export function selectedIds() {
+  return [...selection].sort((a, b) => indexOf(a) - indexOf(b));
+}
+
+export function select(ids, mode = 'replace') {
+  if (mode === 'replace') selection.clear();
+  for (const id of ids) {
+    if (indexOf(id) < 0) continue;
+    if (mode === 'remove' || (mode === 'toggle' && selection.has(id))) selection.delete(id);
+    else selection.add(id);
+  }
+  if (ids.length === 1 && mode !== 'remove') anchor = ids[0];
+  selectionChanged.emit();
+}
+
+// selectRange selects the photos from one to the other in view order,
+// instead of the selection or (add) beside it; the anchor stays.
+export function selectRange(fromId, toId, add = false) {
+  let a = indexOf(fromId);
+  const b = indexOf(toId);
+  if (b < 0) return;
+  if (a < 0) a = b;
+  if (!add) selection.clear();
+  for (let i = Math.min(a, b); i <= Math.max(a, b); i++) selection.add(view[i].assetId);
+  anchor = view[a].assetId;
+  selectionChanged.emit();
+}
+
+export function selectAll() {
+  for (const r of view) selection.add(r.assetId);
+  selectionChanged.emit();
+}
+
+export function clearSelection() {
+  if (!selection.size) return;
+  selection.clear();
+  selectionChanged.emit();
+}
+
+export function setFocus(id) {
+  if (id === focus) return;
+  focus = id;
+  focusChanged.emit(id);
+}
+
+// ---- flags and stars -------------------------------------------------------------
+
+// Changes shown but not yet confirmed: each op is one request's worth or
+// less, in the order made. What a photo shows is the server's last word
+// (row.rating) with the waiting changes laid over it, in order.
+const pending = [];
+const overlay = new Map(); // asset id → marks shown, for photos with changes waiting
+let sending = false;
+let opSeq = 0;
+const undoStack = []; // {label, before: Map id → marks, ops: Set of op seqs}
+const marksChanged = listeners();
+export const onMarksChange = marksChanged.on;
+let idle = [];
+
+export function marksOf(id) {
+  const r = rowOf(id);
+  const m = overlay.get(id) || (r && r.rating) || NO_MARKS;
+  return { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, edited: !!(r && r.edited) };
+}
+
+function merge(m, change) {
+  const out = { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null };
+  if ('picked' in change) out.picked = change.picked;
+  if ('rejected' in change) out.rejected = change.rejected;
+  if ('rating' in change) out.rating = change.rating;
+  return out;
+}
+
+// remark works out what asset id shows from its confirmed marks and the
+// changes waiting for it.
+function remark(id) {
+  const r = rowOf(id);
+  let m = (r && r.rating) || NO_MARKS;
+  let any = false;
+  for (const op of pending) {
+    const ch = op.actions.get(id);
+    if (ch) { m = merge(m, ch); any = true; }
+  }
+  if (any) overlay.set(id, m);
+  else overlay.delete(id);
+}
+
+export function apply(ids, change, opts = {}) {
+  return applyEach(ids.map((assetId) => ({ assetId, ...change })), opts);
+}
+
+// applyEach shows the changes at once, records how to undo them, and
+// sends them. It resolves true once the server has them all, false when
+// they were refused (and rolled back).
+export function applyEach(actions, { label = '', undoable = true } = {}) {
+  if (!model || !actions.length) return Promise.resolve(true);
+  const before = new Map();
+  for (const a of actions) {
+    if (!before.has(a.assetId)) {
+      const m = marksOf(a.assetId);
+      before.set(a.assetId, { picked: m.picked, rejected: m.rejected, rating: m.rating });
+    }
+  }
+  const entry = undoable ? { label, before, ops: new Set() } : null;
+  if (entry) {
+    undoStack.push(entry);
+    if (undoStack.length > 200) undoStack.shift();
+  }
+  const done = [];
+  const ids = [];
+  for (let i = 0; i < actions.length; i += 1000) {
+    const op = { seq: ++opSeq, actions: new Map(), entry, label };
+    for (const { assetId, ...ch } of actions.slice(i, i + 1000)) {
+      op.actions.set(assetId, { ...(op.actions.get(assetId) || {}), ...ch });
+    }
+    op.done = new Promise((resolve) => { op.resolve = resolve; });
+    if (entry) entry.ops.add(op.seq);
+    pending.push(op);
+    for (const id of op.actions.keys()) { remark(id); ids.push(id); }
+    done.push(op.done);
+  }
+  marksChanged.emit(ids);
+  schedule();
+  send();
+  return Promise.all(done).then((oks) => oks.every(Boolean));
+}
+
+export const canUndo = () => undoStack.length > 0;
+
+// undo sets the photos of the last change back to what they showed
+// before it.
+export async function undo() {
+  const entry = undoStack.pop();
+  if (!entry) {
+    announce('Nothing to undo.');
+    return false;
+  }
+  const actions = [...entry.before].map(([assetId, m]) => ({ assetId, picked: m.picked, rejected: m.rejected, rating: m.rating }));
+  announce(`Undone: ${entry.label || 'the last change'}.`);
+  const ok = await applyEach(actions, { label: entry.label, undoable: false });
+  if (!ok) undoStack.push(entry);
+  return ok;
+}
+
+// settled resolves once every change made so far has been answered.
+export function settled() {
+  if (!pending.length && !sending) return Promise.resolve();
+  return new Promise((resolve) => idle.push(resolve));
+}
+
+// send sends the waiting changes, one request at a time so that they
+// reach the server in the order they were made; changes made while one
+// is on its way go together in the next.
+async function send() {
+  if (sending) return;
+  sending = true;
+  try {
+    for (;;) {
+      const batch = [];
+      let n = 0;
+      for (const op of pending) {
+        if (op.sent) continue;
+        if (batch.length && n + op.actions.size > 1000) break;
+        batch.push(op);
+        n += op.actions.size;
+      }
+      if (!batch.length) break;
+      for (const op of batch) op.sent = true;
+      const merged = new Map();
+      for (const op of batch) {
+        for (const [id, ch] of op.actions) merged.set(id, { ...(merged.get(id) || {}), ...ch });
+      }
+      const project = model && model.projectId;
+      const ok = await post(project, [...merged].map(([assetId, ch]) => ({ assetId, ...ch })));
+      settle(batch, ok);
+    }
+  } finally {
+    sending = false;
+    if (!pending.length) {
+      const waiting = idle;
+      idle = [];
+      for (const fn of waiting) fn();
+    } else if (pending.some((op) => !op.sent)) {
+      send();
+    }
+  }
+}
+
+// post sends one cull:applyAction, again after a pause while the trouble
+// is passing (the network, the server's rate budget), and reports whether
+// it was taken. A refusal is said to the user.
+async function post(project, actions) {
+  const key = newKey(); // the same for every try: the server applies it once
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await api('POST', `/v1/projects/${project}/cull:applyAction`, { actions }, { 'Idempotency-Key': key });
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && err.transient && attempt < 5) {
+        await sleep(waitFor(err, attempt));
+        continue;
+      }
+      announce(`Not saved, so undone on screen: ${err.message}`, 'error');
+      return false;
+    }
+  }
+}
+
+function settle(batch, ok) {
+  const ids = new Set();
+  for (const op of batch) {
+    pending.splice(pending.indexOf(op), 1);
+    for (const [id, ch] of op.actions) {
+      ids.add(id);
+      const r = rowOf(id);
+      // Taken: the server now holds it, as its event will say too.
+      if (ok && r) r.rating = { ...merge(r.rating || NO_MARKS, ch), starred: !!(r.rating && r.rating.starred) };
+    }
+    if (!ok && op.entry) {
+      // A change that was not made cannot be undone.
+      const at = undoStack.indexOf(op.entry);
+      if (at >= 0) undoStack.splice(at, 1);
+    }
+    op.resolve(ok);
+  }
+  for (const id of ids) remark(id);
+  marksChanged.emit([...ids]);
+  schedule();
+}
+
+// ---- keys, scopes and panels ---------------------------------------------------------
+
+const SCOPES = ['grid', 'loupe', 'compare'];
+const keys = [];
+const scopes = [];
+const keysChanged = listeners();
+export const onKeysChange = keysChanged.on;
+
+export function registerKey(key, description, fn, { scopes: where = SCOPES } = {}) {
+  const entry = { key: key.toLowerCase(), description, fn, scopes: where };
+  keys.push(entry);
+  keysChanged.emit();
+  return () => {
+    const i = keys.indexOf(entry);
+    if (i >= 0) keys.splice(i, 1);
+    keysChanged.emit();
+  };
+}
+
+export const keyTable = () => keys.map(({ key, description, scopes: s }) => ({ key, description, scopes: s }));
+
+// keyFor is the entry that handles key in scope: the one registered last,
+// so a view can take a key over while it is open.
+export function keyFor(key, scope) {
+  for (let i = keys.length - 1; i >= 0; i--) {
+    if (keys[i].key === key && keys[i].scopes.includes(scope)) return keys[i];
+  }
+  return null;
+}
+
+export function pushScope(scope) {
+  scopes.push(scope);
+  return () => {
+    const i = scopes.indexOf(scope);
+    if (i >= 0) scopes.splice(i, 1);
+  };
+}
+
+export const activeScope = () => scopes[scopes.length - 1] || null;
+
+export function targets() {
+  const s = activeScope();
+  return s ? s.targets() : [];
+}
+
+const panels = [];
+export function registerLoupePanel(panel) {
+  panels.push(panel);
+  return () => {
+    const i = panels.indexOf(panel);
+    if (i >= 0) panels.splice(i, 1);
+  };
+}
+export const loupePanels = () => [...panels];
+
+const impls = {};
+export function provide(name, impl) { impls[name] = impl; }
+
+let loupeAt = null;
+const loupeChanged = listeners();
+export const onLoupeChange = loupeChanged.on;
+export const loupeId = () => loupeAt;
+
+// loupeShows is how the loupe says which photo it shows (null: closed).
+export function loupeShows(id) {
+  loupeAt = id;
+  if (id) setFocus(id);
+  loupeChanged.emit(id);
+}
+
+export function openLoupe(id) { if (impls.loupe) impls.loupe.open(id); }
+export function closeLoupe() { if (impls.loupe) impls.loupe.close(); }
+
+export function openCompare(ids) {
+  if (!impls.compare) return;
+  if (ids.length < 2 || ids.length > 4) {
+    announce(`Compare takes two to four photos; ${ids.length.toLocaleString()} selected.`);
+    return;
+  }
+  impls.compare.open(ids);
+}
