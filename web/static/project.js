@@ -1,14 +1,16 @@
 // A project: the uploader with its three phases and per-file list, the
-// photo grid with readiness filters, moments and duplicate groups, and a
+// photo grid to cull in (grid.js), moments and duplicate groups, and a
 // photo's details. A project's model and uploader outlive the view, so an
 // upload goes on while the user looks elsewhere, and coming back shows the
 // same state (rebuilt from the API after a reload).
 
-import { api, pages, ApiError, sleep, waitFor } from './api.js';
+import { api, pages } from './api.js';
 import { h, clear, announce, bytes, duration, when, plural, table } from './ui.js';
-import { ProjectModel, STAGES, stageOf, UPLOAD_ERRORS } from './model.js';
+import { ProjectModel, STAGES, ICONS, stageOf, UPLOAD_ERRORS, cameraName } from './model.js';
 import { Uploader, ACCEPT, FORMAT_NAMES } from './uploader.js';
-import { VirtualList, VirtualGrid } from './vlist.js';
+import { VirtualList } from './vlist.js';
+import { Thumbs } from './images.js';
+import { photosView } from './grid.js';
 
 const open = new Map(); // project id → {model, uploader}
 let current = null; // the project on screen: {id, model, teardown: [fn]}
@@ -266,8 +268,6 @@ function uploadTab(root, state, project) {
   redraw();
 }
 
-const ICONS = { uploading: '↑', incomplete: '!', uploaded: '↑', processing: '⟳', cull: '◐', searchable: '✓', failed: '✕', duplicate: '=' };
-
 function fileRow(el, row) {
   const { name, stage, detail, retry } = el.parts;
   el.row = row;
@@ -402,88 +402,6 @@ async function droppedFiles(dt) {
   return out;
 }
 
-// ---- Thumbnails -----------------------------------------------------------
-
-// Thumbs loads thumbnails of tiles as they scroll into view, through a few
-// requests at a time, and remembers the signed URLs until they expire.
-class Thumbs {
-  constructor() {
-    this.urls = new Map();
-    this.queue = [];
-    this.running = 0;
-    this.io = new IntersectionObserver((entries) => {
-      for (const e of entries) {
-        if (!e.isIntersecting) continue;
-        this.io.unobserve(e.target);
-        this.queue.push(e.target);
-      }
-      this.next();
-    }, { rootMargin: '200px' });
-  }
-
-  watch(img, row) {
-    img.row = row;
-    if (img.dataset.loaded === row.assetId) return;
-    if (img.dataset.loaded) {
-      // A reused tile: not the last photo's thumbnail under this one's name.
-      img.removeAttribute('src');
-      delete img.dataset.loaded;
-    }
-    // A row counts() has not seen yet (a group's photo before the list
-    // has it) has no stage of its own.
-    const stage = row.stage || stageOf(row);
-    const ready = stage === 'cull' || stage === 'searchable';
-    if (!ready) return;
-    const hit = this.urls.get(row.assetId);
-    if (hit && hit.expires > Date.now() + 30000) {
-      img.src = hit.url;
-      img.dataset.loaded = row.assetId;
-      return;
-    }
-    this.io.observe(img);
-  }
-
-  async next() {
-    while (this.running < 4 && this.queue.length && !this.paused) {
-      const img = this.queue.shift();
-      // Gone, or a reused tile that scrolled on to another photo (which
-      // watch has asked for again) or already has its thumbnail.
-      if (!img.isConnected || img.hidden || img.closest('[hidden]') || img.dataset.loaded === img.row.assetId) continue;
-      this.running++;
-      const id = img.row.assetId;
-      try {
-        const { files } = await api('GET', `/v1/assets/${id}/files`);
-        const f = files.find((x) => x.kind === 'thumbnail') || files.find((x) => x.kind === 'preview');
-        if (f) {
-          this.urls.set(id, { url: f.url, expires: Date.parse(f.expiresAt) });
-          if (img.row.assetId === id) {
-            img.src = f.url;
-            img.dataset.loaded = id;
-          }
-        }
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 429) {
-          // Over the rate budget: ask again once the server says it has room.
-          this.queue.push(img);
-          this.pause(waitFor(err, 1));
-        }
-      } finally {
-        this.running--;
-      }
-    }
-  }
-
-  async pause(ms) {
-    if (this.paused) return;
-    this.paused = true;
-    await sleep(ms);
-    this.paused = false;
-    this.next();
-  }
-
-  stop() { this.io.disconnect(); this.queue = []; }
-}
-
 // tile is a photo's button; update(row) shows another photo in it, as the
 // photo grid does when it reuses tiles.
 function tile(row, thumbs, onOpen) {
@@ -508,82 +426,8 @@ function tile(row, thumbs, onOpen) {
 
 // ---- Photos ---------------------------------------------------------------
 
-const PHOTO_FILTERS = [
-  ['all', 'All', () => true],
-  ['processing', 'Processing', (s) => s === 'uploading' || s === 'uploaded' || s === 'processing' || s === 'incomplete'],
-  ['cull', 'Ready to cull', (s) => s === 'cull'],
-  ['searchable', 'Searchable', (s) => s === 'searchable'],
-  ['failed', 'Failed', (s) => s === 'failed'],
-  ['duplicate', 'Duplicates', (s) => s === 'duplicate'],
-];
-
 function photosTab(root, state) {
-  const { model } = state;
-  const thumbs = new Thumbs();
-  let filter = 'all';
-  let matching = [];
-  const grid = h('ul', { class: 'grid vgrid', id: 'grid', 'aria-label': 'Photos' });
-  const note = h('p', { class: 'muted' });
-  const filterBox = h('div', { class: 'segmented', role: 'group', 'aria-label': 'Show photos' });
-  const buttons = PHOTO_FILTERS.map(([k, label]) => {
-    const b = h('button', { type: 'button', 'aria-pressed': String(k === filter), 'data-filter': k }, label);
-    b.addEventListener('click', () => {
-      filter = k;
-      for (const x of buttons) x.setAttribute('aria-pressed', String(x === b));
-      draw();
-      // Back to the filters if the page was further down the grid.
-      const top = filterBox.getBoundingClientRect().top + window.scrollY;
-      if (window.scrollY > top) window.scrollTo(0, top);
-    });
-    filterBox.append(b);
-    return b;
-  });
-  // Only the tiles in view exist; each is reused for whichever photo
-  // scrolls under it.
-  const view = new VirtualGrid(grid, {
-    count: () => matching.length,
-    make: () => h('li', {}, tile(null, thumbs, (row) => showDetails(row, state))),
-    render: (i, el) => el.firstChild.update(matching[i]),
-  });
-
-  let last = 0;
-  let timer = null;
-  // draw at most once a second: events may come by the hundred.
-  const schedule = () => {
-    if (timer) return;
-    timer = setTimeout(() => { timer = null; draw(); }, Math.max(0, 1000 - (Date.now() - last)));
-  };
-  // draw counts each filter's photos and picks the matching ones, in one
-  // pass over the rows, then lets the grid redraw what is in view.
-  function draw() {
-    last = Date.now();
-    const rows = model.counts().visible;
-    const tests = PHOTO_FILTERS.map(([, , test]) => test);
-    const counts = PHOTO_FILTERS.map(() => 0);
-    const test = PHOTO_FILTERS.find(([k]) => k === filter)[2];
-    const picked = [];
-    let total = 0;
-    for (const r of rows) {
-      if (!r.assetId) continue;
-      total++;
-      for (let k = 0; k < tests.length; k++) if (tests[k](r.stage)) counts[k]++;
-      if (test(r.stage)) picked.push(r);
-    }
-    matching = picked;
-    buttons.forEach((b, i) => { b.textContent = `${PHOTO_FILTERS[i][1]} (${counts[i].toLocaleString()})`; });
-    note.textContent = !model.loaded && !total ? 'Loading the photos…' : matching.length ? '' : 'No photos here.';
-    view.refresh();
-  }
-  model.addEventListener('change', schedule);
-  current.teardown.push(() => {
-    model.removeEventListener('change', schedule);
-    clearTimeout(timer);
-    view.destroy();
-    thumbs.stop();
-  });
-  clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
-    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), filterBox), note, grid));
-  draw();
+  photosView(root, state.model, { onDetails: (row) => showDetails(row, state), teardown: current.teardown });
 }
 
 // ---- Moments and duplicates -----------------------------------------------
@@ -684,7 +528,7 @@ async function showDetails(row, state) {
     fl.metadataWarning ? ['Metadata warning', fl.metadataWarning] : null,
     ['Captured', a.capturedAt ? when(a.capturedAt) + (a.capturedOffset ? ` (${a.capturedOffset})` : '') : 'unknown'],
     a.widthPx ? ['Size', `${a.widthPx} × ${a.heightPx} px, ${bytes(a.byteSize)}`] : ['Size', bytes(a.byteSize)],
-    a.cameraMake || a.cameraModel ? ['Camera', camera(a.cameraMake, a.cameraModel)] : null,
+    a.cameraMake || a.cameraModel ? ['Camera', cameraName(a.cameraMake, a.cameraModel)] : null,
     a.lensModel ? ['Lens', a.lensModel] : null,
     a.focalLengthMm ? ['Focal length', `${a.focalLengthMm} mm`] : null,
     a.aperture ? ['Aperture', `ƒ/${a.aperture}`] : null,
@@ -736,12 +580,6 @@ async function showDetails(row, state) {
     : h('p', { class: 'muted' }, 'No jobs.'));
   sections.push(h('h3', {}, 'Attestation'), attestation(att));
   clear(body, sections);
-}
-
-// camera names the camera once: many models already start with the make.
-function camera(make, model) {
-  if (make && model && model.toLowerCase().startsWith(make.toLowerCase())) return model;
-  return [make, model].filter(Boolean).join(' ');
 }
 
 function attestation(res) {

@@ -144,6 +144,7 @@ export class VirtualGrid extends Drawn {
     }
     const gap = this.gap;
     const cols = Math.max(1, Math.floor((width + gap) / (this.minWidth + gap)));
+    this.cols = cols;
     const tileWidth = (width - gap * (cols - 1)) / cols;
     if (this.tileWidth !== tileWidth) this.rowHeight = 0; // a new width, a new height
     this.tileWidth = tileWidth;
@@ -193,6 +194,25 @@ export class VirtualGrid extends Drawn {
     this.keepFocus(held, first, need);
     // The first draw had no tile to measure: draw again with one.
     if (!this.rowHeight && need) this.refresh();
+  }
+
+  // reveal scrolls the page so that tile i is in view, below a bar of
+  // inset px stuck to the window's top, and draws at once, so the tile's
+  // element exists when it returns (see elementAt).
+  reveal(i, inset = 0) {
+    const rowH = this.rowHeight || 1;
+    const cols = this.cols || 1;
+    const listTop = this.list.getBoundingClientRect().top + window.scrollY;
+    const top = listTop + Math.floor(i / cols) * rowH;
+    const bottom = top + rowH - (this.gap || 0);
+    if (top < window.scrollY + inset) window.scrollTo(0, top - inset);
+    else if (bottom > window.scrollY + window.innerHeight) window.scrollTo(0, bottom - window.innerHeight);
+    this.draw();
+  }
+
+  // elementAt is the element showing tile i, if it is drawn.
+  elementAt(i) {
+    return this.pool.find((el) => !el.hidden && el.vindex === i) || null;
   }
 
   destroy() {

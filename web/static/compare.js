@@ -1,0 +1,203 @@
+// Compare: two to four photos side by side, zoomed to 100 % and panned
+// together; one key keeps one of them, picked, and rejects the others, as
+// one change that Ctrl/Cmd-Z undoes. It plugs itself into cull.js as
+// 'compare'.
+
+import * as cull from './cull.js';
+import { h, clear, announce, plural } from './ui.js';
+import { previewUrl, fullSize } from './images.js';
+import { keyLabel } from './keys.js';
+
+let dlg = null;
+let el = {};
+let panes = [];
+let focusAt = 0;
+let zoomed = false;
+let popScope = null;
+let syncing = false;
+
+function build() {
+  if (dlg) return;
+  el.zoom = h('button', { type: 'button', class: 'small', id: 'compare-zoom', 'aria-pressed': 'false', onclick: () => setZoom(!zoomed) },
+    '100 %', h('kbd', { 'aria-hidden': 'true' }, 'Z'));
+  el.panes = h('div', { class: 'compare-panes', id: 'compare-panes' });
+  el.title = h('h2', { id: 'compare-h' }, 'Compare');
+  dlg = h('dialog', { id: 'compare', class: 'compare', 'aria-labelledby': 'compare-h', 'aria-describedby': 'compare-help', 'data-cull-keys': '' },
+    h('div', { class: 'loupe-bar' },
+      h('div', { class: 'loupe-title' }, el.title,
+        h('span', { id: 'compare-help', class: 'muted small' }, 'The number of a photo, or K for the one with the focus, keeps it and rejects the others. ←/→ move the focus.')),
+      h('div', { class: 'loupe-tools' }, el.zoom,
+        h('button', { type: 'button', class: 'small', id: 'compare-close', onclick: () => dlg.close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc')))),
+    el.panes);
+  dlg.addEventListener('close', () => {
+    if (popScope) popScope();
+    popScope = null;
+    panes = [];
+    clear(el.panes);
+  });
+  document.body.append(dlg);
+}
+
+export function open(ids) {
+  build();
+  zoomed = false;
+  el.zoom.setAttribute('aria-pressed', 'false');
+  panes = ids.slice(0, 4).map((id, k) => pane(id, k)).filter(Boolean);
+  el.panes.dataset.n = String(panes.length);
+  el.title.textContent = `Compare ${panes.length} photos`;
+  clear(el.panes, panes.map((p) => p.el));
+  if (!dlg.open) {
+    dlg.showModal();
+    popScope = cull.pushScope({ name: 'compare', targets: () => (panes[focusAt] ? [panes[focusAt].id] : []), advance: () => focusPane(focusAt + 1) });
+  }
+  focusPane(0);
+}
+
+function pane(id, k) {
+  const row = cull.rowOf(id);
+  if (!row) return null;
+  const img = h('img', { alt: `Preview of ${row.name}`, draggable: 'false' });
+  const msg = h('p', { class: 'loupe-msg' });
+  const stage = h('div', { class: 'pane-stage' }, img, msg);
+  const marks = h('span', { class: 'pane-marks' });
+  const keep = h('button', { type: 'button', class: 'small primary', 'data-keep': String(k + 1), onclick: () => keepOne(k) },
+    'Keep this one', h('kbd', { 'aria-hidden': 'true' }, String(k + 1)));
+  const figure = h('figure', { class: 'pane', tabindex: '-1', 'data-asset': id, 'aria-label': `Photo ${k + 1}: ${row.name}` },
+    h('figcaption', {}, h('span', { class: 'pane-num' }, String(k + 1)), ' ', h('span', { class: 'pane-name' }, row.name), ' ', marks),
+    stage, keep);
+  const p = { id, row, el: figure, img, stage, marks, msg };
+  previewUrl(row).then((url) => {
+    if (url) img.src = url;
+    else msg.textContent = 'No preview.';
+  }).catch(() => { msg.textContent = 'The preview could not be loaded.'; });
+  figure.addEventListener('focusin', () => focusPane(k, false));
+  figure.addEventListener('pointerdown', () => focusPane(k));
+  stage.addEventListener('scroll', () => sync(p));
+  drag(p);
+  paintMarks(p);
+  return p;
+}
+
+function paintMarks(p) {
+  const m = cull.marksOf(p.id);
+  p.marks.textContent = [m.picked ? '✓ Picked' : m.rejected ? '✕ Rejected' : '', cull.starText(m.rating || 0)].filter(Boolean).join(' · ');
+  p.el.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+}
+
+cull.onMarksChange((ids) => {
+  for (const p of panes) if (ids.includes(p.id)) paintMarks(p);
+});
+
+function focusPane(k, move = true) {
+  if (!panes.length) return;
+  focusAt = Math.max(0, Math.min(panes.length - 1, k));
+  panes.forEach((p, i) => p.el.classList.toggle('current', i === focusAt));
+  if (move && !panes[focusAt].el.contains(document.activeElement)) panes[focusAt].el.focus({ preventScroll: true });
+}
+
+// keepOne picks photo k and rejects the others, in one undoable change.
+function keepOne(k) {
+  const keeper = panes[k];
+  if (!keeper) return;
+  const actions = panes.map((p) => (p === keeper
+    ? { assetId: p.id, picked: true, rejected: false }
+    : { assetId: p.id, picked: false, rejected: true }));
+  cull.applyEach(actions, { label: `kept ${keeper.row.name} over ${plural(panes.length - 1, 'other')}` });
+  announce(`Kept ${keeper.row.name}; ${plural(panes.length - 1, 'other')} rejected. ${keyLabel('mod+z')} undoes it.`);
+  dlg.close();
+  if (cull.indexOf(keeper.id) >= 0) {
+    cull.select([keeper.id]);
+    cull.setFocus(keeper.id);
+  }
+}
+
+// setZoom shows every photo at 100 %, each centred, then their originals
+// where a browser can draw them; their pans stay together from then on.
+async function setZoom(on) {
+  zoomed = on;
+  el.zoom.setAttribute('aria-pressed', String(on));
+  el.panes.classList.toggle('zoomed', on);
+  const dpr = window.devicePixelRatio || 1;
+  for (const p of panes) {
+    if (!on) {
+      p.img.style.width = '';
+      p.img.style.height = '';
+      continue;
+    }
+    const a = p.row.asset || {};
+    const w = a.widthPx || p.img.naturalWidth;
+    const hgt = a.heightPx || p.img.naturalHeight;
+    p.img.style.width = `${w / dpr}px`;
+    p.img.style.height = `${hgt / dpr}px`;
+  }
+  if (!on) return;
+  syncing = true;
+  for (const p of panes) {
+    p.stage.scrollLeft = (p.stage.scrollWidth - p.stage.clientWidth) / 2;
+    p.stage.scrollTop = (p.stage.scrollHeight - p.stage.clientHeight) / 2;
+  }
+  requestAnimationFrame(() => { syncing = false; });
+  await Promise.all(panes.map(async (p) => {
+    try {
+      const full = await fullSize(p.row);
+      if (!full || !full.original) return;
+      const o = new Image();
+      o.src = full.url;
+      await o.decode();
+      if (zoomed && panes.includes(p)) p.img.src = full.url;
+    } catch { /* the preview stays */ }
+  }));
+}
+
+// sync moves the other photos to the same place, as fractions of their
+// own size, when one is panned.
+function sync(from) {
+  if (syncing || !zoomed) return;
+  syncing = true;
+  const s = from.stage;
+  const fx = s.scrollLeft / Math.max(1, s.scrollWidth - s.clientWidth);
+  const fy = s.scrollTop / Math.max(1, s.scrollHeight - s.clientHeight);
+  for (const p of panes) {
+    if (p === from) continue;
+    p.stage.scrollLeft = fx * (p.stage.scrollWidth - p.stage.clientWidth);
+    p.stage.scrollTop = fy * (p.stage.scrollHeight - p.stage.clientHeight);
+  }
+  requestAnimationFrame(() => { syncing = false; });
+}
+
+function drag(p) {
+  let down = null;
+  p.stage.addEventListener('pointerdown', (e) => {
+    if (!zoomed || e.pointerType === 'touch' || e.button !== 0) return;
+    down = { x: e.clientX, y: e.clientY, left: p.stage.scrollLeft, top: p.stage.scrollTop };
+    p.stage.setPointerCapture(e.pointerId);
+  });
+  p.stage.addEventListener('pointermove', (e) => {
+    if (!down) return;
+    p.stage.scrollLeft = down.left - (e.clientX - down.x);
+    p.stage.scrollTop = down.top - (e.clientY - down.y);
+  });
+  const up = () => { down = null; };
+  p.stage.addEventListener('pointerup', up);
+  p.stage.addEventListener('pointercancel', up);
+}
+
+function pan(dx, dy) {
+  const p = panes[focusAt];
+  if (!p) return;
+  p.stage.scrollLeft += dx * p.stage.clientWidth * 0.2;
+  p.stage.scrollTop += dy * p.stage.clientHeight * 0.2;
+}
+
+const COMPARE = { scopes: ['compare'] };
+for (let k = 1; k <= 4; k++) {
+  cull.registerKey(String(k), `Keep photo ${k}, reject the others`, () => keepOne(k - 1), COMPARE);
+}
+cull.registerKey('k', 'Keep the photo with the focus, reject the others', () => keepOne(focusAt), COMPARE);
+cull.registerKey('arrowright', 'Focus the next photo (at 100 %: pan)', () => (zoomed ? pan(1, 0) : focusPane(focusAt + 1)), COMPARE);
+cull.registerKey('arrowleft', 'Focus the previous photo (at 100 %: pan)', () => (zoomed ? pan(-1, 0) : focusPane(focusAt - 1)), COMPARE);
+cull.registerKey('arrowdown', 'At 100 %: pan', () => zoomed && pan(0, 1), COMPARE);
+cull.registerKey('arrowup', 'At 100 %: pan', () => zoomed && pan(0, -1), COMPARE);
+cull.registerKey('z', 'Zoom all to 100 % and back, panned together', () => setZoom(!zoomed), COMPARE);
+
+cull.provide('compare', { open });

@@ -1,0 +1,335 @@
+// The photo grid of a project: filters that combine, sorts, text search
+// and live counts over cull.js's view; tiles that show each photo's flag,
+// stars and edit mark; selection by click, Shift-click, Ctrl/Cmd-click
+// and keys; a bar of the culling actions for pointer and touch. Only the
+// tiles in view exist (vlist.js), so 100,000 photos scroll as 100 do.
+
+import * as cull from './cull.js';
+import { h, clear, announce, plural } from './ui.js';
+import { STAGES, ICONS } from './model.js';
+import { Thumbs } from './images.js';
+import { VirtualGrid } from './vlist.js';
+import { settingBox, keyLabel, showHelp } from './keys.js';
+import './loupe.js';
+import './compare.js';
+
+const READINESS = [['all', 'All'], ['processing', 'Processing'], ['cull', 'Ready to cull'], ['searchable', 'Searchable'],
+  ['failed', 'Failed'], ['duplicate', 'Duplicates']];
+const FLAGS = [['any', 'Any flag'], ['picked', 'Picked'], ['rejected', 'Rejected'], ['unflagged', 'Unflagged']];
+
+// photosView fills root with the grid of model's photos. onDetails(row)
+// opens a photo's details; teardown collects what to undo on leaving.
+export function photosView(root, model, { onDetails, teardown }) {
+  cull.attach(model);
+  const thumbs = new Thumbs();
+  const f0 = cull.getFilter();
+  const s0 = cull.getSort();
+
+  // ---- the filters --------------------------------------------------------
+  const segmented = (label, options, attr, current, onPick) => {
+    const box = h('div', { class: 'segmented', role: 'group', 'aria-label': label });
+    const buttons = options.map(([k, text]) => {
+      const b = h('button', { type: 'button', 'aria-pressed': String(k === current), [`data-${attr}`]: k }, text);
+      b.addEventListener('click', () => {
+        for (const x of buttons) x.setAttribute('aria-pressed', String(x === b));
+        onPick(k);
+      });
+      box.append(b);
+      return b;
+    });
+    return { box, buttons };
+  };
+  const ready = segmented('Show photos', READINESS, 'filter', f0.readiness, (k) => change({ readiness: k }));
+  const flags = segmented('Flag', FLAGS, 'flag', f0.flag, (k) => change({ flag: k }));
+  const stars = h('select', { id: 'filter-stars' },
+    [0, 1, 2, 3, 4, 5].map((n) => h('option', { value: String(n), selected: n === f0.ratingMin || null }, n ? `${'★'.repeat(n)} or more` : 'Any rating')));
+  stars.addEventListener('change', () => change({ ratingMin: Number(stars.value) }));
+  const camera = h('select', { id: 'filter-camera' }, h('option', { value: '' }, 'Any camera'));
+  camera.addEventListener('change', () => change({ camera: camera.value }));
+  const from = h('input', { type: 'date', id: 'filter-from', value: f0.from || null });
+  const to = h('input', { type: 'date', id: 'filter-to', value: f0.to || null });
+  from.addEventListener('change', () => change({ from: from.value }));
+  to.addEventListener('change', () => change({ to: to.value }));
+  const sortBy = h('select', { id: 'sort' }, cull.SORTS.map(([k, text]) => h('option', { value: k, selected: k === s0.key || null }, text)));
+  const order = h('button', { type: 'button', id: 'sort-order', 'aria-pressed': String(s0.desc), class: 'small' }, 'Reverse order');
+  sortBy.addEventListener('change', () => { cull.setSort(sortBy.value, order.getAttribute('aria-pressed') === 'true'); toTop(); });
+  order.addEventListener('click', () => {
+    const desc = order.getAttribute('aria-pressed') !== 'true';
+    order.setAttribute('aria-pressed', String(desc));
+    cull.setSort(sortBy.value, desc);
+    toTop();
+  });
+  const q = h('input', { type: 'search', id: 'photo-search', value: f0.q || null, placeholder: 'File name, camera, lens, date…', autocomplete: 'off' });
+  let typing = null;
+  q.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => change({ q: q.value }), 400);
+  });
+  const searchForm = h('form', { role: 'search', class: 'photo-search', 'aria-label': 'Search the photos' },
+    h('label', { for: 'photo-search' }, 'Search'), h('div', { class: 'inline' }, q, h('button', { type: 'submit' }, 'Search')));
+  searchForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    clearTimeout(typing);
+    change({ q: q.value });
+  });
+  const reset = h('button', { type: 'button', id: 'filter-reset', class: 'small' }, 'Reset filters');
+  reset.addEventListener('click', () => {
+    q.value = '';
+    from.value = '';
+    to.value = '';
+    stars.value = '0';
+    camera.value = '';
+    for (const b of ready.buttons) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
+    for (const b of flags.buttons) b.setAttribute('aria-pressed', String(b.dataset.flag === 'any'));
+    change({ ...cull.FILTER_DEFAULTS });
+  });
+  const field = (label, id, el) => h('div', { class: 'field' }, h('label', { for: id }, label), el);
+
+  // ---- the bar of actions -------------------------------------------------
+  const selStatus = h('span', { id: 'selection-status', class: 'sel-status', 'aria-live': 'polite' });
+  const act = (key) => () => {
+    const entry = cull.keyFor(key, 'grid');
+    if (entry) entry.fn({ scope: 'grid', targets: cull.targets(), event: null });
+  };
+  const barButton = (text, key, id) => h('button', { type: 'button', class: 'small', id, onclick: act(key), 'aria-keyshortcuts': key.length === 1 ? key.toUpperCase() : null },
+    text, h('kbd', { 'aria-hidden': 'true' }, keyLabel(key)));
+  const setStars = h('select', { id: 'set-stars', 'aria-label': 'Set stars of the selected photos' },
+    h('option', { value: '' }, 'Stars…'), [0, 1, 2, 3, 4, 5].map((n) => h('option', { value: String(n) }, n ? '★'.repeat(n) : 'No stars')));
+  setStars.addEventListener('change', () => {
+    if (setStars.value !== '') act(setStars.value)();
+    setStars.value = '';
+  });
+  const selectAllButton = h('button', { type: 'button', class: 'small', id: 'select-all', onclick: () => cull.selectAll() }, 'Select all');
+  const clearButton = h('button', { type: 'button', class: 'small', id: 'select-none', onclick: () => cull.clearSelection() }, 'Select none');
+  const advance = settingBox('advance', 'Next photo after a flag');
+  const bar = h('div', { class: 'cullbar', role: 'toolbar', 'aria-label': 'Culling' },
+    selStatus,
+    barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
+    barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'),
+    selectAllButton, clearButton,
+    h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo() }, 'Undo', h('kbd', { 'aria-hidden': 'true' }, keyLabel('mod+z'))),
+    advance,
+    h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp() }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));
+
+  // ---- the grid -------------------------------------------------------------
+  const grid = h('ul', {
+    class: 'grid vgrid', id: 'grid', role: 'listbox', 'aria-multiselectable': 'true', 'aria-label': 'Photos',
+    'aria-describedby': 'grid-help', 'data-cull-keys': '',
+  });
+  const note = h('p', { class: 'muted', id: 'grid-note' });
+  const status = h('p', { class: 'view-status', id: 'view-status' });
+  const view = new VirtualGrid(grid, {
+    count: () => cull.viewRows().length,
+    make: makeTile,
+    render: (i, el) => paint(el, cull.viewRows()[i], thumbs),
+  });
+
+  // Which tile takes Tab: the focused photo's, or the first one drawn.
+  const roving = () => {
+    const focus = cull.focusedId();
+    const drawn = view.pool.filter((el) => !el.hidden);
+    const mine = drawn.find((el) => el.dataset.asset === focus);
+    for (const el of drawn) el.tabIndex = el === (mine || drawn[0]) ? 0 : -1;
+  };
+  const draw = view.draw.bind(view);
+  view.draw = () => { draw(); roving(); };
+
+  const inset = () => bar.getBoundingClientRect().height + 8;
+  // focusTile brings a photo's tile into view and gives it the focus.
+  function focusTile(id) {
+    const i = cull.indexOf(id);
+    if (i < 0) return;
+    cull.setFocus(id);
+    view.reveal(i, inset());
+    const el = view.elementAt(i);
+    if (el) el.focus({ preventScroll: true });
+  }
+
+  function move(delta, mode) {
+    const rows = cull.viewRows();
+    if (!rows.length) return;
+    const i = cull.indexOf(cull.focusedId());
+    const at = i < 0 ? 0 : Math.max(0, Math.min(rows.length - 1, i + delta));
+    const id = rows[at].assetId;
+    if (mode === 'extend') cull.selectRange(cull.anchorId() || cull.focusedId() || id, id);
+    else if (mode === 'select') cull.select([id]);
+    focusTile(id);
+  }
+
+  grid.addEventListener('click', (e) => {
+    const li = e.target.closest('li[data-asset]');
+    if (!li) return;
+    const id = li.dataset.asset;
+    if (e.shiftKey) cull.selectRange(cull.anchorId() || cull.focusedId() || id, id, e.ctrlKey || e.metaKey);
+    else if (e.ctrlKey || e.metaKey) cull.select([id], 'toggle');
+    else cull.select([id]);
+    focusTile(id);
+  });
+  grid.addEventListener('dblclick', (e) => {
+    const li = e.target.closest('li[data-asset]');
+    if (li) cull.openLoupe(li.dataset.asset);
+  });
+  grid.addEventListener('focusin', (e) => {
+    const li = e.target.closest('li[data-asset]');
+    if (li) cull.setFocus(li.dataset.asset);
+  });
+  // Shift-click selects a range, not the page's text.
+  grid.addEventListener('mousedown', (e) => { if (e.shiftKey) e.preventDefault(); });
+
+  // ---- keys ---------------------------------------------------------------------
+  const perScreen = () => Math.max(1, Math.floor(window.innerHeight / (view.rowHeight || 200))) * (view.cols || 1);
+  const steps = {
+    arrowright: () => 1, arrowleft: () => -1, arrowdown: () => view.cols || 1, arrowup: () => -(view.cols || 1),
+    pagedown: perScreen, pageup: () => -perScreen(), home: () => -Infinity, end: () => Infinity,
+  };
+  const offs = [];
+  const key = (k, what, fn) => offs.push(cull.registerKey(k, what, fn, { scopes: ['grid'] }));
+  for (const [k, step] of Object.entries(steps)) {
+    const d = () => { const n = step(); return Number.isFinite(n) ? n : n > 0 ? 1e9 : -1e9; };
+    key(k, 'Move through the photos', () => move(d(), 'select'));
+    key(`shift+${k}`, 'Select from the first selected photo to the next', () => move(d(), 'extend'));
+    key(`mod+${k}`, 'Move without changing the selection', () => move(d(), 'focus'));
+  }
+  key('space', 'Select or deselect the photo', () => {
+    const id = cull.focusedId();
+    if (id) cull.select([id], 'toggle');
+  });
+  key('mod+a', 'Select every photo the filters show', () => cull.selectAll());
+  key('escape', 'Select none', () => cull.clearSelection());
+  key('enter', 'Open the photo full-window (the loupe)', () => {
+    const id = cull.focusedId() || (cull.viewRows()[0] && cull.viewRows()[0].assetId);
+    if (id) cull.openLoupe(id);
+  });
+  offs.push(cull.registerKey('i', 'Show the photo’s details', () => {
+    const id = cull.loupeId() || cull.focusedId();
+    const row = id && cull.rowOf(id);
+    if (row) onDetails(row);
+  }, { scopes: ['grid', 'loupe'] }));
+  const popScope = cull.pushScope({
+    name: 'grid',
+    targets: () => {
+      if (cull.selectionSize()) return cull.selectedIds();
+      const id = cull.focusedId();
+      return id && cull.indexOf(id) >= 0 ? [id] : [];
+    },
+    advance: () => move(1, 'select'),
+  });
+
+  // ---- keeping it all up to date -----------------------------------------------
+  let cameras = '';
+  function counts() {
+    const c = cull.counts();
+    const f = cull.getFilter();
+    ready.buttons.forEach((b, i) => { b.textContent = `${READINESS[i][1]} (${c.readiness[READINESS[i][0]].toLocaleString()})`; });
+    flags.buttons.forEach((b, i) => { b.textContent = `${FLAGS[i][1]} (${c.flag[FLAGS[i][0]].toLocaleString()})`; });
+    [...stars.options].forEach((o, n) => { o.textContent = `${n ? `${'★'.repeat(n)} or more` : 'Any rating'} (${c.stars[n].toLocaleString()})`; });
+    const names = c.cameras.map(([n]) => n);
+    if (f.camera && !names.includes(f.camera)) names.push(f.camera);
+    if (names.join('\n') !== cameras) {
+      cameras = names.join('\n');
+      clear(camera, h('option', { value: '' }, 'Any camera'), names.map((n) => h('option', { value: n }, n)));
+      camera.value = f.camera;
+    }
+    const byName = new Map(c.cameras);
+    [...camera.options].forEach((o) => {
+      o.textContent = o.value ? `${o.value} (${(byName.get(o.value) || 0).toLocaleString()})` : `Any camera (${c.stars[0].toLocaleString()})`;
+    });
+    const s = cull.searchState();
+    status.textContent = s.q
+      ? (s.busy ? `Searching for “${s.q}”…` : s.error ? `The search failed: ${s.error}`
+        : `${plural(c.shown, 'photo')} match “${s.q}”${c.shown >= 100 ? ' (the best 100)' : ''}`)
+      : c.shown === c.total ? `${plural(c.total, 'photo')}` : `${c.shown.toLocaleString()} of ${plural(c.total, 'photo')} shown`;
+    note.textContent = !model.loaded && !c.total ? 'Loading the photos…' : c.shown || s.busy ? '' : 'No photos match these filters.';
+    selection();
+  }
+  function selection() {
+    const n = cull.selectionSize();
+    selStatus.textContent = n ? `${n.toLocaleString()} selected` : 'None selected';
+    selectAllButton.textContent = `Select all ${cull.viewRows().length.toLocaleString()}`;
+    clearButton.disabled = !n;
+  }
+  const offView = cull.onViewChange(() => { counts(); view.refresh(); });
+  const offSel = cull.onSelectionChange(() => {
+    selection();
+    for (const el of view.pool) if (!el.hidden) el.setAttribute('aria-selected', String(cull.isSelected(el.dataset.asset)));
+  });
+  // A change of marks shows on its tile in the same frame as its key.
+  const offMarks = cull.onMarksChange((ids) => {
+    const set = new Set(ids);
+    for (const el of view.pool) if (!el.hidden && set.has(el.dataset.asset)) paint(el, el.row, thumbs);
+  });
+  const offLoupe = cull.onLoupeChange((id) => { if (!id && cull.focusedId()) focusTile(cull.focusedId()); });
+
+  function toTop() {
+    // Back to the filters if the page was further down the grid.
+    const top = bar.parentElement.getBoundingClientRect().top + window.scrollY;
+    if (window.scrollY > top) window.scrollTo(0, top);
+  }
+  function change(patch) {
+    cull.setFilter(patch);
+    toTop();
+    const c = cull.counts();
+    if (!cull.getFilter().q) announce(`${plural(c.shown, 'photo')} shown.`);
+  }
+
+  teardown.push(() => {
+    for (const off of [...offs, popScope, offView, offSel, offMarks, offLoupe]) off();
+    advance.detach();
+    clearTimeout(typing);
+    cull.closeLoupe();
+    view.destroy();
+    thumbs.stop();
+    cull.detach();
+  });
+
+  clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
+    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), status),
+    searchForm,
+    h('div', { class: 'filters' },
+      ready.box, flags.box,
+      h('div', { class: 'filter-fields' },
+        field('Stars', 'filter-stars', stars), field('Camera', 'filter-camera', camera),
+        field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
+        field('Sort by', 'sort', h('div', { class: 'inline' }, sortBy, order)), h('div', { class: 'field end' }, reset))),
+    bar,
+    h('p', { class: 'visually-hidden', id: 'grid-help' },
+      'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars; question mark lists every key.'),
+    note, grid));
+  counts();
+}
+
+function makeTile() {
+  const img = h('img', { alt: '', loading: 'lazy', width: 160, height: 120, draggable: 'false' });
+  const flag = h('span', { class: 'flag' });
+  const stars = h('span', { class: 'stars' });
+  const edit = h('span', { class: 'edit-mark' });
+  const caption = h('span', { class: 'caption' });
+  const badge = h('span', { class: 'badge' });
+  const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
+    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, flag, stars, edit, badge));
+  li.parts = { img, flag, stars, edit, caption, badge };
+  return li;
+}
+
+// paint shows row's photo in a tile, as it is now.
+function paint(li, row, thumbs) {
+  if (!row) return;
+  const { img, flag, stars, edit, caption, badge } = li.parts;
+  const m = cull.marksOf(row.assetId);
+  const st = row.stage;
+  li.row = row;
+  li.dataset.asset = row.assetId;
+  li.dataset.stage = st;
+  li.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+  li.dataset.rating = String(m.rating || 0);
+  li.setAttribute('aria-selected', String(cull.isSelected(row.assetId)));
+  flag.textContent = m.picked ? '✓ Pick' : m.rejected ? '✕ Reject' : '';
+  stars.textContent = cull.starText(m.rating || 0);
+  edit.textContent = m.edited ? '✎ Edited' : '';
+  caption.textContent = row.name;
+  caption.title = row.name || '';
+  badge.textContent = st === 'searchable' || st === 'cull' ? '' : `${ICONS[st] || ''} ${STAGES[st]}`;
+  const marks = cull.marksText(m);
+  li.setAttribute('aria-label', `${row.name}${marks ? ', ' + marks : ''}, ${STAGES[st] || st}`);
+  thumbs.watch(img, row);
+}

@@ -1,0 +1,142 @@
+// The culling views' keyboard: one keydown listener that hands each key to
+// what cull.js has registered for the view on top (grid, loupe or
+// compare), the keys every view shares (flags, stars, compare, undo), and
+// the `?` help that lists them all with the culling settings.
+
+import * as cull from './cull.js';
+import { h, clear, announce, plural } from './ui.js';
+
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
+
+// keyOf names a key press as registerKey names keys: 'p', 'shift+p',
+// 'mod+z' (Ctrl, or Cmd on a Mac), 'arrowright', 'space', '?'. Shift is
+// named only where it does not already make the character.
+export function keyOf(e) {
+  let k = e.key === ' ' ? 'space' : (e.key || '').toLowerCase();
+  const parts = [];
+  if (e.ctrlKey || e.metaKey) parts.push('mod');
+  if (e.altKey) parts.push('alt');
+  if (e.shiftKey && (k.length > 1 || /^[a-z]$/.test(k))) parts.push('shift');
+  parts.push(k);
+  return parts.join('+');
+}
+
+const NAMES = {
+  arrowleft: '←', arrowright: '→', arrowup: '↑', arrowdown: '↓', space: 'Space', enter: 'Enter',
+  escape: 'Esc', home: 'Home', end: 'End', pageup: 'Page Up', pagedown: 'Page Down',
+};
+
+// keyLabel writes a key as people read it: Ctrl+Z (⌘Z on a Mac), Shift+→.
+export function keyLabel(key) {
+  return key.split('+').map((p) => {
+    if (p === 'mod') return MAC ? '⌘' : 'Ctrl';
+    if (p === 'shift') return 'Shift';
+    if (p === 'alt') return MAC ? '⌥' : 'Alt';
+    return NAMES[p] || p.toUpperCase();
+  }).join(MAC ? '' : '+');
+}
+
+// Keys a focused control uses itself: a button's Enter, a link's Space.
+const CONTROL_KEYS = new Set(['enter', 'space', 'arrowleft', 'arrowright', 'arrowup', 'arrowdown', 'home', 'end', 'pageup', 'pagedown']);
+
+function onKeyDown(e) {
+  if (e.defaultPrevented || e.isComposing) return;
+  const t = e.target instanceof Element ? e.target : document.body;
+  // Typing, or another dialog (a photo's details) on top: not ours.
+  if (t.closest('input, textarea, select, [contenteditable]:not([contenteditable="false"])')) return;
+  const dlg = t.closest('dialog');
+  if (dlg && !dlg.hasAttribute('data-cull-keys')) return;
+  const scope = cull.activeScope();
+  if (!scope) return;
+  const key = keyOf(e);
+  if (CONTROL_KEYS.has(key) && t.closest('button, a[href], summary') && !t.closest('[data-cull-keys]')) return;
+  const entry = cull.keyFor(key, scope.name);
+  if (!entry) return;
+  e.preventDefault();
+  entry.fn({ scope: scope.name, targets: scope.targets(), event: e });
+}
+document.addEventListener('keydown', onKeyDown);
+
+// mark applies a flag or stars to the photos the keys act on, says so,
+// and after a flag moves on when the setting asks and there was one photo.
+function mark(change, label) {
+  const flag = 'picked' in change;
+  return (ctx) => {
+    const ids = ctx.targets;
+    if (!ids.length) {
+      announce('No photo is selected.');
+      return;
+    }
+    const one = ids.length === 1 && cull.rowOf(ids[0]);
+    cull.apply(ids, change, { label: `${label}: ${one ? one.name : plural(ids.length, 'photo')}` });
+    announce(`${label}: ${one ? one.name : plural(ids.length, 'photo')}.`);
+    const scope = cull.activeScope();
+    if (flag && cull.settings.advance && ids.length === 1 && scope && scope.advance) scope.advance();
+  };
+}
+
+const STARS = ['No stars', '1 star', '2 stars', '3 stars', '4 stars', '5 stars'];
+
+cull.registerKey('p', 'Pick', mark({ picked: true, rejected: false }, 'Picked'));
+cull.registerKey('x', 'Reject', mark({ picked: false, rejected: true }, 'Rejected'));
+cull.registerKey('u', 'Clear the pick or reject flag', mark({ picked: false, rejected: false }, 'Flag cleared'));
+for (let n = 0; n <= 5; n++) {
+  cull.registerKey(String(n), n ? `${STARS[n]}` : 'Clear the stars', mark({ rating: n || null }, STARS[n]));
+}
+cull.registerKey('c', 'Compare the selected photos (2 to 4), or the photo with the next one', (ctx) => {
+  let ids = ctx.targets;
+  if (ids.length === 1) {
+    const i = cull.indexOf(ids[0]);
+    const next = cull.viewRows()[i + 1];
+    if (next) ids = [ids[0], next.assetId];
+  }
+  cull.openCompare(ids);
+}, { scopes: ['grid', 'loupe'] });
+cull.registerKey('mod+z', 'Undo the last change of flags or stars', () => cull.undo());
+cull.registerKey('?', 'Show these keys', () => showHelp());
+
+const SCOPE_NAMES = { grid: 'the grid', loupe: 'the loupe', compare: 'compare' };
+
+// settingsForm is the culling settings as checkboxes, for the help and
+// the grid's bar.
+export function settingBox(name, label) {
+  const id = `setting-${name}`;
+  const box = h('input', { type: 'checkbox', id, checked: cull.settings[name] || null });
+  box.addEventListener('change', () => cull.setSetting(name, box.checked));
+  const off = cull.onSettingsChange((n, v) => { if (n === name) box.checked = v; });
+  const el = h('span', { class: 'check' }, box, h('label', { for: id }, label));
+  el.detach = off;
+  return el;
+}
+
+// showHelp lists every key registered, grouped by where it works.
+export function showHelp() {
+  let dlg = document.getElementById('keys-help');
+  if (!dlg) {
+    dlg = h('dialog', { id: 'keys-help', 'aria-labelledby': 'keys-help-h' });
+    document.body.append(dlg);
+  }
+  const groups = new Map();
+  for (const k of cull.keyTable()) {
+    const where = k.scopes.length === 3 ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s]).join(' and ')}`;
+    if (!groups.has(where)) groups.set(where, []);
+    const list = groups.get(where);
+    const same = list.find((x) => x.description === k.description);
+    if (same) same.keys.push(k.key);
+    else list.push({ keys: [k.key], description: k.description });
+  }
+  const close = h('button', { type: 'button', class: 'close', onclick: () => dlg.close() }, 'Close');
+  const boxes = [settingBox('advance', 'Move to the next photo after a flag (P, X or U)'),
+    settingBox('preload', 'Load the next and previous photos ahead in the loupe')];
+  dlg.addEventListener('close', () => boxes.forEach((b) => b.detach()), { once: true });
+  clear(dlg,
+    h('div', { class: 'dialog-head' }, h('h2', { id: 'keys-help-h' }, 'Keys'), close),
+    h('div', { class: 'details-body' },
+      [...groups].map(([where, list]) => [h('h3', {}, where),
+        h('dl', { class: 'facts keys-list' }, list.map((k) => [
+          h('dt', {}, k.keys.map((key, i) => [i ? ' ' : '', h('kbd', {}, keyLabel(key))])),
+          h('dd', {}, k.description)]))]),
+      h('h3', {}, 'Settings'), h('div', { class: 'settings' }, boxes)));
+  if (!dlg.open) dlg.showModal();
+  close.focus();
+}

@@ -1,0 +1,377 @@
+// The loupe: one photo full-window, its preview at once and its original
+// at 100 % on Z (panned by dragging, touch or the arrow keys), ←/→ through
+// cull.js's view with the neighbours' previews loaded and decoded ahead,
+// the EXIF line and the photo's flags, buttons for touch, a swipe to move
+// on at a phone's width, and side panels other modules register
+// (cull.registerLoupePanel). It plugs itself into cull.js as 'loupe'.
+
+import * as cull from './cull.js';
+import { h, clear, announce, when } from './ui.js';
+import { previewUrl, fullSize, forget } from './images.js';
+import { cameraName } from './model.js';
+
+let dlg = null;
+let el = {}; // the loupe's parts
+let cur = null; // the asset shown
+let lastIndex = 0; // its place in view when last seen there
+let zoomed = false;
+let popScope = null;
+const cache = new Map(); // asset id → {img, ready}, most recent last
+const mounted = new Map(); // panel id → {panel, section, api}
+
+function build() {
+  if (dlg) return;
+  const button = (text, key, attrs = {}) => h('button', {
+    type: 'button', class: 'small', onclick: () => run(key), 'aria-keyshortcuts': key.length === 1 ? key.toUpperCase() : null, ...attrs,
+  }, text);
+  el.name = h('h2', { id: 'loupe-name', class: 'loupe-name' });
+  el.pos = h('span', { class: 'loupe-pos', id: 'loupe-pos' });
+  el.marks = h('span', { class: 'loupe-marks', id: 'loupe-marks', 'aria-live': 'polite' });
+  el.exif = h('p', { class: 'loupe-exif', id: 'loupe-exif' });
+  el.zoom = button('100 %', 'z', { id: 'loupe-zoom', 'aria-pressed': 'false', title: 'Zoom to 100 % (Z)' });
+  el.msg = h('p', { class: 'loupe-msg', role: 'status' });
+  // The stage takes the focus on opening: a button would take the Enter
+  // that opened the loupe, and close it again.
+  el.stage = h('div', { class: 'loupe-stage', id: 'loupe-stage', tabindex: '-1', 'aria-label': 'Photo' });
+  el.zimg = h('img', { alt: '', class: 'zoom-img', draggable: 'false' });
+  el.panels = h('aside', { class: 'loupe-panels', hidden: true, 'aria-label': 'Panels' });
+  el.toggles = h('span', { class: 'loupe-toggles' });
+  el.close = h('button', { type: 'button', class: 'small', id: 'loupe-close', onclick: () => close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc'));
+  const stars = h('select', { 'aria-label': 'Stars', id: 'loupe-stars' },
+    h('option', { value: '' }, 'Stars…'), [0, 1, 2, 3, 4, 5].map((n) => h('option', { value: String(n) }, n ? '★'.repeat(n) : 'No stars')));
+  stars.addEventListener('change', () => { if (stars.value !== '') run(stars.value); stars.value = ''; });
+  dlg = h('dialog', { id: 'loupe', class: 'loupe', 'aria-labelledby': 'loupe-name', 'data-cull-keys': '' },
+    h('div', { class: 'loupe-bar' },
+      h('div', { class: 'loupe-title' }, el.name, el.pos, el.marks),
+      h('div', { class: 'loupe-tools', role: 'toolbar', 'aria-label': 'Photo' },
+        button('← Previous', 'arrowleft', { id: 'loupe-prev', onclick: () => step(-1) }),
+        button('Next →', 'arrowright', { id: 'loupe-next', onclick: () => step(1) }),
+        button('Pick', 'p', { id: 'loupe-pick' }), button('Reject', 'x', { id: 'loupe-reject' }), button('Clear flag', 'u'), stars,
+        el.zoom, button('Details', 'i'), el.toggles, el.close)),
+    h('div', { class: 'loupe-main' }, el.stage, el.panels),
+    el.exif);
+  dlg.addEventListener('close', closed);
+  // Esc is the loupe's key (back from 100 % first); the dialog's own
+  // cancel comes after it for the same press.
+  dlg.addEventListener('cancel', (e) => { if (escTaken) e.preventDefault(); });
+  wireStage();
+  document.body.append(dlg);
+}
+
+// run does what a key does in the loupe, for its buttons.
+function run(key) {
+  const entry = cull.keyFor(key, 'loupe');
+  if (entry) entry.fn({ scope: 'loupe', targets: cur ? [cur] : [], event: null });
+}
+
+export function open(id) {
+  if (!cull.rowOf(id)) return;
+  build();
+  if (!dlg.open) {
+    dlg.showModal();
+    popScope = cull.pushScope({ name: 'loupe', targets: () => (cur ? [cur] : []), advance: () => step(1) });
+    toggles();
+  }
+  show(id);
+  el.stage.focus({ preventScroll: true });
+}
+
+export function close() {
+  if (dlg && dlg.open) dlg.close();
+}
+
+function closed() {
+  if (popScope) popScope();
+  popScope = null;
+  setZoom(false);
+  for (const m of mounted.values()) if (m.api && m.api.destroy) m.api.destroy();
+  mounted.clear();
+  clear(el.panels);
+  el.panels.hidden = true;
+  cur = null;
+  cache.clear();
+  cull.loupeShows(null);
+}
+
+// show puts a photo on the stage: its decoded preview if it was loaded
+// ahead, else as soon as it arrives.
+function show(id) {
+  const row = cull.rowOf(id);
+  if (!row) return;
+  cur = id;
+  const i = cull.indexOf(id);
+  if (i >= 0) lastIndex = i;
+  setZoom(false);
+  const e = entry(row);
+  el.msg.textContent = '';
+  el.stage.replaceChildren(e.img, el.msg);
+  e.ready.then((ok) => {
+    if (cur !== id) return;
+    if (!ok) el.msg.textContent = noPreview(row);
+    if (cull.settings.preload) ahead();
+  });
+  if (!cull.settings.preload) {
+    for (const k of [...cache.keys()]) if (k !== id) cache.delete(k);
+  }
+  describe(row);
+  cull.loupeShows(id);
+  for (const m of mounted.values()) if (m.api && m.api.show) m.api.show(id);
+}
+
+function noPreview(row) {
+  if (row.stage === 'failed') return `No preview: this photo failed${row.error ? ` (${row.error.code})` : ''}.`;
+  if (row.stage === 'duplicate') return 'No preview: this file duplicates another photo of the project.';
+  if (row.stage === 'cull' || row.stage === 'searchable') return 'The preview could not be loaded.';
+  return 'No preview yet: this photo is still being processed.';
+}
+
+// entry is the photo's preview element, loaded and decoded, from the
+// cache when it was loaded ahead.
+function entry(row) {
+  const id = row.assetId;
+  let e = cache.get(id);
+  if (e) {
+    cache.delete(id);
+    cache.set(id, e);
+    return e;
+  }
+  const img = new Image();
+  img.alt = `Preview of ${row.name}`;
+  img.className = 'preview-img';
+  img.decoding = 'async';
+  img.draggable = false;
+  img.dataset.asset = id;
+  const load = async (again) => {
+    const url = await previewUrl(row);
+    if (!url) return false;
+    img.src = url;
+    try {
+      await img.decode();
+      return true;
+    } catch {
+      if (again) return false;
+      forget(row); // an expired link: ask for a new one once
+      return load(true);
+    }
+  };
+  e = { img, ready: load(false).catch(() => false) };
+  cache.set(id, e);
+  // Keep the few around the photo shown.
+  while (cache.size > 6) cache.delete(cache.keys().next().value);
+  return e;
+}
+
+// neighbour is the photo d places from the one shown in the view; when
+// that one has left the view (a filter it no longer matches), from the
+// place it had.
+function neighbour(d) {
+  const rows = cull.viewRows();
+  const i = cull.indexOf(cur);
+  const at = i >= 0 ? i + d : d > 0 ? lastIndex + d - 1 : lastIndex + d;
+  return at >= 0 && at < rows.length ? rows[at] : null;
+}
+
+function ahead() {
+  for (const d of [1, -1, 2]) {
+    const r = neighbour(d);
+    if (r) entry(r);
+  }
+}
+
+function step(d) {
+  const r = neighbour(d);
+  if (!r) {
+    announce(d > 0 ? 'This is the last photo.' : 'This is the first photo.');
+    return;
+  }
+  show(r.assetId);
+}
+
+function jump(to) {
+  const rows = cull.viewRows();
+  const r = to < 0 ? rows[0] : rows[rows.length - 1];
+  if (r) show(r.assetId);
+}
+
+// describe writes the photo's name, place, flags and EXIF line.
+function describe(row) {
+  const a = row.asset || {};
+  el.name.textContent = row.name || 'Photo';
+  const i = cull.indexOf(row.assetId);
+  const n = cull.viewRows().length;
+  el.pos.textContent = i >= 0 ? `${(i + 1).toLocaleString()} of ${n.toLocaleString()}` : 'no longer in this view';
+  marks();
+  const bits = [
+    cameraName(a.cameraMake, a.cameraModel), a.lensModel, a.focalLengthMm ? `${a.focalLengthMm} mm` : '',
+    a.aperture ? `ƒ/${a.aperture}` : '', a.shutterSpeed ? `${a.shutterSpeed} s` : '', a.iso ? `ISO ${a.iso}` : '',
+    a.capturedAt ? when(a.capturedAt) : '', a.widthPx ? `${a.widthPx} × ${a.heightPx}` : '',
+  ].filter(Boolean);
+  el.exif.textContent = bits.length ? bits.join(' · ') : 'No camera data.';
+}
+
+function marks() {
+  if (!cur) return;
+  const m = cull.marksOf(cur);
+  const bits = [m.picked ? '✓ Picked' : m.rejected ? '✕ Rejected' : '', cull.starText(m.rating || 0), m.edited ? '✎ Edited' : ''];
+  el.marks.textContent = bits.filter(Boolean).join(' · ');
+  el.marks.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+  el.marks.setAttribute('aria-label', cull.marksText(m) || 'no flag, no stars');
+}
+
+cull.onMarksChange((ids) => { if (cur && ids.includes(cur)) marks(); });
+cull.onViewChange(() => {
+  if (!cur) return;
+  const row = cull.rowOf(cur);
+  if (row) describe(row);
+});
+
+// ---- 100 % and pan --------------------------------------------------------------
+
+// setZoom shows the photo at 100 % (one of its pixels a screen pixel),
+// centred on the point at fractions (fx, fy) of it: the preview at once,
+// scaled up, then the original once it has arrived when a browser can draw
+// it.
+async function setZoom(on, fx = 0.5, fy = 0.5) {
+  if (!dlg) return;
+  zoomed = on;
+  el.stage.classList.toggle('zoomed', on);
+  el.zoom.setAttribute('aria-pressed', String(on));
+  if (!on) {
+    const e = cur && cache.get(cur);
+    if (e && el.zimg.isConnected) el.stage.replaceChildren(e.img, el.msg);
+    el.zimg.removeAttribute('src');
+    return;
+  }
+  const id = cur;
+  const row = cull.rowOf(id);
+  const shown = cache.get(id);
+  if (!row || !shown || !shown.img.naturalWidth) {
+    zoomed = false;
+    el.stage.classList.remove('zoomed');
+    el.zoom.setAttribute('aria-pressed', 'false');
+    return;
+  }
+  const dpr = window.devicePixelRatio || 1;
+  const w = (row.asset && row.asset.widthPx) || shown.img.naturalWidth;
+  const hgt = (row.asset && row.asset.heightPx) || shown.img.naturalHeight;
+  el.zimg.style.width = `${w / dpr}px`;
+  el.zimg.style.height = `${hgt / dpr}px`;
+  el.zimg.alt = `${row.name} at 100 %`;
+  el.zimg.src = shown.img.src;
+  delete el.zimg.dataset.original;
+  el.stage.replaceChildren(el.zimg, el.msg);
+  el.stage.scrollLeft = fx * (w / dpr) - el.stage.clientWidth / 2;
+  el.stage.scrollTop = fy * (hgt / dpr) - el.stage.clientHeight / 2;
+  el.msg.textContent = '100 %: loading the original…';
+  let full = null;
+  try {
+    full = await fullSize(row);
+    if (full) {
+      const o = new Image();
+      o.src = full.url;
+      await o.decode();
+    }
+  } catch { full = null; }
+  if (!zoomed || cur !== id) return;
+  if (!full) {
+    el.msg.textContent = '100 % of the preview: the original could not be loaded.';
+    return;
+  }
+  el.zimg.src = full.url;
+  el.zimg.dataset.original = String(full.original);
+  el.msg.textContent = full.original ? '' : '100 % of the preview: browsers cannot draw this original’s format.';
+}
+
+function pan(dx, dy) {
+  el.stage.scrollLeft += dx * el.stage.clientWidth * 0.2;
+  el.stage.scrollTop += dy * el.stage.clientHeight * 0.2;
+}
+
+// wireStage: a mouse drags the photo at 100 %, a click zooms in at its
+// point; a swipe sideways moves on (touch has its own pan at 100 %).
+function wireStage() {
+  let down = null;
+  el.stage.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0) return;
+    down = { x: e.clientX, y: e.clientY, left: el.stage.scrollLeft, top: el.stage.scrollTop, type: e.pointerType, moved: false };
+    if (zoomed && e.pointerType !== 'touch') el.stage.setPointerCapture(e.pointerId);
+  });
+  el.stage.addEventListener('pointermove', (e) => {
+    if (!down) return;
+    const dx = e.clientX - down.x;
+    const dy = e.clientY - down.y;
+    if (Math.abs(dx) + Math.abs(dy) > 6) down.moved = true;
+    if (zoomed && down.type !== 'touch') {
+      el.stage.scrollLeft = down.left - dx;
+      el.stage.scrollTop = down.top - dy;
+    }
+  });
+  const up = (e) => {
+    if (!down) return;
+    const d = down;
+    down = null;
+    const dx = e.clientX - d.x;
+    const dy = e.clientY - d.y;
+    if (!zoomed && Math.abs(dx) > 50 && Math.abs(dx) > 2 * Math.abs(dy)) {
+      step(dx < 0 ? 1 : -1);
+      return;
+    }
+    if (!d.moved && d.type === 'mouse' && e.type === 'pointerup') {
+      const img = zoomed ? el.zimg : e.target.closest('img');
+      if (zoomed) setZoom(false);
+      else if (img) {
+        const r = img.getBoundingClientRect();
+        setZoom(true, (e.clientX - r.left) / r.width, (e.clientY - r.top) / r.height);
+      }
+    }
+  };
+  el.stage.addEventListener('pointerup', up);
+  el.stage.addEventListener('pointercancel', up);
+}
+
+// ---- panels ------------------------------------------------------------------------
+
+// toggles puts a button on the bar for each registered panel.
+function toggles() {
+  clear(el.toggles, cull.loupePanels().map((p) => {
+    const b = h('button', { type: 'button', class: 'small', 'aria-expanded': 'false', 'data-panel': p.id }, p.title);
+    b.addEventListener('click', () => {
+      const m = mounted.get(p.id);
+      const open = b.getAttribute('aria-expanded') !== 'true';
+      b.setAttribute('aria-expanded', String(open));
+      if (open && !m) {
+        const section = h('section', { class: 'loupe-panel', 'aria-label': p.title, 'data-panel': p.id });
+        el.panels.append(section);
+        const api = p.mount(section, { assetId: cur, row: cull.rowOf(cur) }) || {};
+        mounted.set(p.id, { panel: p, section, api });
+      } else if (m) {
+        m.section.hidden = !open;
+        if (open && m.api.show) m.api.show(cur);
+      }
+      el.panels.hidden = ![...mounted.values()].some((x) => !x.section.hidden);
+    });
+    return b;
+  }));
+}
+
+// ---- keys ------------------------------------------------------------------------------
+
+const LOUPE = { scopes: ['loupe'] };
+cull.registerKey('arrowright', 'Next photo (at 100 %: pan)', () => (zoomed ? pan(1, 0) : step(1)), LOUPE);
+cull.registerKey('arrowleft', 'Previous photo (at 100 %: pan)', () => (zoomed ? pan(-1, 0) : step(-1)), LOUPE);
+cull.registerKey('arrowdown', 'At 100 %: pan', () => zoomed && pan(0, 1), LOUPE);
+cull.registerKey('arrowup', 'At 100 %: pan', () => zoomed && pan(0, -1), LOUPE);
+cull.registerKey('pagedown', 'Next photo', () => step(1), LOUPE);
+cull.registerKey('pageup', 'Previous photo', () => step(-1), LOUPE);
+cull.registerKey('home', 'First photo', () => jump(-1), LOUPE);
+cull.registerKey('end', 'Last photo', () => jump(1), LOUPE);
+cull.registerKey('z', 'Zoom to 100 % and back', () => setZoom(!zoomed), LOUPE);
+let escTaken = false;
+cull.registerKey('escape', 'Back from 100 %, or close the loupe', () => {
+  escTaken = true;
+  setTimeout(() => { escTaken = false; });
+  if (zoomed) setZoom(false);
+  else close();
+}, LOUPE);
+
+cull.provide('loupe', { open, close });
