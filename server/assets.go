@@ -128,6 +128,15 @@ var readiness = map[string]string{
 	store.AssetDuplicate:     "duplicate",
 }
 
+// statusOf is the asset status of each readiness.
+var statusOf = func() map[string]string {
+	m := map[string]string{}
+	for status, r := range readiness {
+		m[r] = status
+	}
+	return m
+}()
+
 // stage order, to tell which outputs a status implies.
 var stageRank = map[string]int{store.AssetCull: 1, store.AssetSearch: 2, store.AssetAI: 3}
 
@@ -216,9 +225,10 @@ func (s *Server) listAssets(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// assetFilter reads the list filters on the caller's own ratings.
+// assetFilter reads the list's filters (the caller's own ratings, the
+// camera, the capture time, the readiness) and its order.
 func assetFilter(c *gin.Context) (store.AssetFilter, error) {
-	f := store.AssetFilter{User: principal(c).ID}
+	f := store.AssetFilter{User: principal(c).ID, Camera: strings.TrimSpace(c.Query("camera"))}
 	errs := fieldErrors{}
 	for name, dst := range map[string]**bool{"picked": &f.Picked, "rejected": &f.Rejected} {
 		if v := c.Query(name); v != "" {
@@ -236,7 +246,57 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		}
 		f.RatingMin = &n
 	}
+	for name, dst := range map[string]**time.Time{"from": &f.From, "to": &f.To} {
+		if v := c.Query(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				errs.add(name, "must be an RFC 3339 time, such as 2026-06-21T14:00:00Z")
+				continue
+			}
+			*dst = &t
+		}
+	}
+	checkPhotoFilters(errs, "", f.Camera, f.From, f.To)
+	if v := c.Query("readiness"); v != "" {
+		for _, r := range strings.Split(v, ",") {
+			status, ok := statusOf[strings.TrimSpace(r)]
+			if !ok {
+				errs.add("readiness", "must list uploading, uploaded, cull, search, ai, failed or duplicate, separated by commas")
+				break
+			}
+			f.Statuses = append(f.Statuses, status)
+		}
+	}
+	switch by := c.DefaultQuery("sort", store.SortUploaded); by {
+	case store.SortUploaded, store.SortCaptured, store.SortFilename:
+		f.Order.By = by
+	default:
+		errs.add("sort", "must be uploaded, capturedAt or filename")
+	}
+	switch c.DefaultQuery("order", "asc") {
+	case "asc":
+	case "desc":
+		f.Order.Desc = true
+	default:
+		errs.add("order", "must be asc or desc")
+	}
 	return f, errs.err()
+}
+
+// checkPhotoFilters checks the filters a list and a search share, naming
+// fields under prefix ("filters.").
+func checkPhotoFilters(errs fieldErrors, prefix, camera string, from, to *time.Time) {
+	if len(camera) > 200 {
+		errs.add(prefix+"camera", "must be at most 200 characters")
+	}
+	if !isText(camera) {
+		errs.add(prefix+"camera", "must be UTF-8 text without NUL characters")
+	}
+	checkOffset(errs, prefix+"from", from)
+	checkOffset(errs, prefix+"to", to)
+	if from != nil && to != nil && to.Before(*from) {
+		errs.add(prefix+"to", "must not be before "+prefix+"from")
+	}
 }
 
 // addRatings fills in the caller's rating of each asset, in one query.

@@ -103,14 +103,7 @@ func (s *Server) searchFiltered(c *gin.Context) {
 	if r := fl.RatingMin; r != nil && (*r < 1 || *r > 5) {
 		errs.add("filters.ratingMin", "must be a whole number from 1 to 5")
 	}
-	if len(f.Camera) > 200 {
-		errs.add("filters.camera", "must be at most 200 characters")
-	}
-	checkOffset(errs, "filters.from", f.From)
-	checkOffset(errs, "filters.to", f.To)
-	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
-		errs.add("filters.to", "must not be before filters.from")
-	}
+	checkPhotoFilters(errs, "filters.", f.Camera, f.From, f.To)
 	for _, r := range fl.Readiness {
 		if r != store.AssetCull && r != store.AssetSearch && r != store.AssetAI {
 			errs.add("filters.readiness", "must list cull, search or ai")

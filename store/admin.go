@@ -39,7 +39,7 @@ func (s *Store) AdminJobs(ctx context.Context, status string, after *Cursor, lim
 	if err != nil {
 		return Page[AdminJob]{}, err
 	}
-	return pageOf(rows, limit, func(j AdminJob) Cursor { return Cursor{j.CreatedAt, j.ID} }), nil
+	return pageOf(rows, limit, func(j AdminJob) Cursor { return Cursor{Time: j.CreatedAt, ID: j.ID} }), nil
 }
 
 // AdminJob returns any user's job id.
@@ -89,7 +89,7 @@ func (s *Store) BatchesWithFailures(ctx context.Context, after *Cursor, limit in
 	if err != nil {
 		return Page[AdminBatch]{}, err
 	}
-	return pageOf(rows, limit, func(b AdminBatch) Cursor { return Cursor{b.CreatedAt, b.ID} }), nil
+	return pageOf(rows, limit, func(b AdminBatch) Cursor { return Cursor{Time: b.CreatedAt, ID: b.ID} }), nil
 }
 
 // AdminBatchExists reports whether any user has batch id.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,35 +149,117 @@ func (s *Store) Asset(ctx context.Context, owner, id uuid.UUID) (*Asset, error) 
 	return a, notFound(err)
 }
 
-// AssetFilter narrows a list of assets by one person's ratings; nil
-// fields do not filter.
+// AssetFilter narrows a list of assets by one person's ratings and by
+// what the photos are, and orders it; zero fields do not filter.
 type AssetFilter struct {
 	User      uuid.UUID
 	Picked    *bool
 	Rejected  *bool
 	RatingMin *int
+	Camera    string     // a part of the camera's make and model, any case
+	From, To  *time.Time // capture time, both ends included
+	Statuses  []string   // asset states; all when empty
+	Order     AssetOrder
 }
 
-// Assets lists a project's assets in upload order, limit at a time.
-func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, after *Cursor, limit int) (Page[Asset], error) {
-	var rows []Asset
-	// Without a cursor, start after a position earlier than any row.
-	var afterTime time.Time
-	afterID := uuid.Nil
-	if after != nil {
-		afterTime, afterID = after.Time, after.ID
+// AssetOrder is the order of a list of assets; ties go by id.
+type AssetOrder struct {
+	By   string // SortUploaded (the default), SortCaptured or SortFilename
+	Desc bool
+}
+
+// The orders of a list of assets. Photos without a capture time sort by
+// their upload time among the others; file names sort by their bytes, as
+// the same names do in any language.
+const (
+	SortUploaded = "uploaded"
+	SortCaptured = "capturedAt"
+	SortFilename = "filename"
+)
+
+// sortKeys are the SQL of each order's key, as the indexes of migration
+// 0060 hold them.
+var sortKeys = map[string]string{
+	SortUploaded: "a.created_at",
+	SortCaptured: "coalesce(a.captured_at, a.created_at)",
+	SortFilename: `(a.filename COLLATE "C")`,
+}
+
+// name is what a cursor of the order carries: the upload order's is empty,
+// as cursors of the list had before it had other orders.
+func (o AssetOrder) name() string {
+	n := o.By
+	if n == "" {
+		n = SortUploaded
 	}
+	if o.Desc {
+		return n + ".desc"
+	}
+	if n == SortUploaded {
+		return ""
+	}
+	return n
+}
+
+// Assets lists a project's assets in f's order, limit at a time. A cursor
+// of another order is ErrBadCursor.
+func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, after *Cursor, limit int) (Page[Asset], error) {
+	by := f.Order.By
+	if by == "" {
+		by = SortUploaded
+	}
+	key, ok := sortKeys[by]
+	if !ok {
+		return Page[Asset]{}, fmt.Errorf("store: no asset order %q", by)
+	}
+	op, dir := ">", "ASC"
+	if f.Order.Desc {
+		op, dir = "<", "DESC"
+	}
+	camera := containing(f.Camera)
+	statuses := append([]string{}, f.Statuses...)
+	args := []any{project, limit + 1, f.User, f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To, pq.Array(statuses)}
+	from := ""
+	if after != nil {
+		if after.Order != f.Order.name() {
+			return Page[Asset]{}, ErrBadCursor
+		}
+		from = fmt.Sprintf(" AND (%s, a.id) %s ($11, $12)", key, op)
+		if by == SortFilename {
+			args = append(args, after.Key, after.ID)
+		} else {
+			args = append(args, after.Time, after.ID)
+		}
+	}
+	var rows []Asset
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
-		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $5
-		WHERE a.project_id = $1 AND (a.created_at, a.id) > ($2, $3)
-		  AND ($6::boolean IS NULL OR coalesce(r.picked, false) = $6)
-		  AND ($7::boolean IS NULL OR coalesce(r.rejected, false) = $7)
-		  AND ($8::int IS NULL OR r.rating >= $8)
-		ORDER BY a.created_at, a.id LIMIT $4`, project, afterTime, afterID, limit+1, f.User, f.Picked, f.Rejected, f.RatingMin)
+		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $3
+		WHERE a.project_id = $1`+from+`
+		  AND ($4::boolean IS NULL OR coalesce(r.picked, false) = $4)
+		  AND ($5::boolean IS NULL OR coalesce(r.rejected, false) = $5)
+		  AND ($6::int IS NULL OR r.rating >= $6)
+		  AND ($7 = '' OR concat_ws(' ', a.camera_make, a.camera_model) ILIKE $7)
+		  AND ($8::timestamptz IS NULL OR a.captured_at >= $8)
+		  AND ($9::timestamptz IS NULL OR a.captured_at <= $9)
+		  AND (cardinality($10::text[]) = 0 OR a.status = ANY($10))
+		ORDER BY `+key+` `+dir+`, a.id `+dir+` LIMIT $2`, args...)
 	if err != nil {
 		return Page[Asset]{}, err
 	}
-	return pageOf(rows, limit, func(a Asset) Cursor { return Cursor{a.CreatedAt, a.ID} }), nil
+	name := f.Order.name()
+	return pageOf(rows, limit, func(a Asset) Cursor {
+		switch by {
+		case SortCaptured:
+			t := a.CreatedAt
+			if a.CapturedAt != nil {
+				t = *a.CapturedAt
+			}
+			return Cursor{Time: t, ID: a.ID, Order: name}
+		case SortFilename:
+			return Cursor{ID: a.ID, Order: name, Key: a.Filename}
+		}
+		return Cursor{Time: a.CreatedAt, ID: a.ID, Order: name}
+	}), nil
 }
 
 // LockPendingUpload locks an asset row for the end of an upload and reports

@@ -316,9 +316,9 @@ func (s *Store) Clusters(ctx context.Context, project uuid.UUID, kind string, af
 	}
 	return pageOf(rows, limit, func(c Cluster) Cursor {
 		if c.StartTime == nil {
-			return Cursor{time.Time{}, c.ID}
+			return Cursor{ID: c.ID}
 		}
-		return Cursor{*c.StartTime, c.ID}
+		return Cursor{Time: *c.StartTime, ID: c.ID}
 	}), nil
 }
 

@@ -108,7 +108,7 @@ func (s *Store) Galleries(ctx context.Context, project uuid.UUID, after *Cursor,
 	if err != nil {
 		return Page[Gallery]{}, err
 	}
-	return pageOf(rows, limit, func(g Gallery) Cursor { return Cursor{g.CreatedAt, g.ID} }), nil
+	return pageOf(rows, limit, func(g Gallery) Cursor { return Cursor{Time: g.CreatedAt, ID: g.ID} }), nil
 }
 
 // DeleteGallery removes owner's gallery id with its photos list, viewers,
@@ -550,7 +550,7 @@ func (s *Store) GalleryComments(ctx context.Context, gallery uuid.UUID, after *C
 	if err != nil {
 		return Page[Comment]{}, err
 	}
-	return pageOf(rows, limit, func(c Comment) Cursor { return Cursor{c.CreatedAt, c.ID} }), nil
+	return pageOf(rows, limit, func(c Comment) Cursor { return Cursor{Time: c.CreatedAt, ID: c.ID} }), nil
 }
 
 // inGallery locks asset's place in gallery, or answers ErrNotFound.

@@ -287,7 +287,7 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 	if err != nil {
 		return Page[Job]{}, err
 	}
-	return pageOf(rows, limit, func(j Job) Cursor { return Cursor{j.CreatedAt, j.ID} }), nil
+	return pageOf(rows, limit, func(j Job) Cursor { return Cursor{Time: j.CreatedAt, ID: j.ID} }), nil
 }
 
 // Reprocess records a new batch of one job to run asset's ingest again and

@@ -12,16 +12,23 @@ import (
 // ErrBadCursor is returned for a cursor this service did not issue.
 var ErrBadCursor = errors.New("bad cursor")
 
-// Cursor is a keyset position: the (time, id) of the last row of a page.
+// Cursor is a keyset position: the (time, id) of the last row of a page,
+// or for a list in another order its (key, id) and that order's name.
 // Keyset pages stay correct while rows are added, unlike offsets.
 type Cursor struct {
-	Time time.Time
-	ID   uuid.UUID
+	Time  time.Time
+	ID    uuid.UUID
+	Order string // the order the cursor belongs to; empty for a list's own
+	Key   string // the sort key when it is text
 }
 
 // Encode makes the opaque string clients pass back.
 func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.Time.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
+	s := c.Time.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()
+	if c.Order != "" {
+		s += "|" + c.Order + "|" + c.Key // the key last: it may hold anything
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
 }
 
 // DecodeCursor reads a cursor; the empty string is the first page.
@@ -33,9 +40,16 @@ func DecodeCursor(s string) (*Cursor, error) {
 	if err != nil {
 		return nil, ErrBadCursor
 	}
-	ts, id, ok := strings.Cut(string(raw), "|")
-	if !ok {
+	parts := strings.SplitN(string(raw), "|", 4)
+	if len(parts) != 2 && len(parts) != 4 {
 		return nil, ErrBadCursor
+	}
+	ts, id := parts[0], parts[1]
+	var order, key string
+	if len(parts) == 4 {
+		if order, key = parts[2], parts[3]; order == "" {
+			return nil, ErrBadCursor
+		}
 	}
 	// Cursors are issued in UTC; another offset may be one Postgres
 	// cannot read.
@@ -47,7 +61,7 @@ func DecodeCursor(s string) (*Cursor, error) {
 	if err != nil {
 		return nil, ErrBadCursor
 	}
-	return &Cursor{Time: t, ID: u}, nil
+	return &Cursor{Time: t, ID: u, Order: order, Key: key}, nil
 }
 
 // Page is one page of rows and the cursor of the next, if any.

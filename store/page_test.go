@@ -19,11 +19,18 @@ func TestCursorRoundTrip(t *testing.T) {
 	if err != nil || !got.Time.Equal(c.Time) || got.ID != c.ID {
 		t.Fatalf("decoded %+v, %v; want %+v", got, err, c)
 	}
+	// A cursor of another order carries its name and its key, whatever
+	// the key holds.
+	k := store.Cursor{ID: uuid.New(), Order: "filename.desc", Key: "a|b|c.jpg"}
+	if got, err := store.DecodeCursor(k.Encode()); err != nil || *got != k {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, k)
+	}
 	if got, err := store.DecodeCursor(""); got != nil || err != nil {
 		t.Fatalf("empty cursor = %+v, %v; want the first page", got, err)
 	}
 	farOffset := base64.RawURLEncoding.EncodeToString([]byte("2020-01-01T00:00:00-23:59|" + c.ID.String()))
-	for _, bad := range []string{"!!", "bm8tc2VwYXJhdG9y", "eHx5", farOffset} {
+	noOrder := base64.RawURLEncoding.EncodeToString([]byte("2020-01-01T00:00:00Z|" + c.ID.String() + "||key"))
+	for _, bad := range []string{"!!", "bm8tc2VwYXJhdG9y", "eHx5", farOffset, noOrder} {
 		if _, err := store.DecodeCursor(bad); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("DecodeCursor(%q) = %v, want ErrBadCursor", bad, err)
 		}

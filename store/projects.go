@@ -90,7 +90,7 @@ func (s *Store) Projects(ctx context.Context, owner uuid.UUID, after *Cursor, li
 	if err != nil {
 		return Page[Project]{}, err
 	}
-	return pageOf(rows, limit, func(p Project) Cursor { return Cursor{p.CreatedAt, p.ID} }), nil
+	return pageOf(rows, limit, func(p Project) Cursor { return Cursor{Time: p.CreatedAt, ID: p.ID} }), nil
 }
 
 // UpdateProject applies in to owner's project id.

@@ -40,10 +40,7 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 	if len(states) == 0 {
 		states = searchable
 	}
-	camera := ""
-	if f.Camera != "" {
-		camera = "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(f.Camera) + "%"
-	}
+	camera := containing(f.Camera)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	join = ` LEFT JOIN ratings r ON r.asset_id = a.asset_id AND r.user_id = ` + p(0)
 	where = ` AND a.status = ANY(` + p(1) + `::text[])
@@ -54,6 +51,15 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
 		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)`
 	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To}
+}
+
+// containing is an ILIKE pattern that matches text holding s, or "" for
+// an empty s.
+func containing(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s) + "%"
 }
 
 // Search finds a project's assets matching q (web search syntax: words,

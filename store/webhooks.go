@@ -85,7 +85,7 @@ func (s *Store) Webhooks(ctx context.Context, owner uuid.UUID, after *Cursor, li
 	if err != nil {
 		return Page[Webhook]{}, err
 	}
-	return pageOf(rows, limit, func(w Webhook) Cursor { return Cursor{w.CreatedAt, w.ID} }), nil
+	return pageOf(rows, limit, func(w Webhook) Cursor { return Cursor{Time: w.CreatedAt, ID: w.ID} }), nil
 }
 
 // Webhook returns owner's webhook id.
@@ -206,7 +206,7 @@ func (s *Store) Deliveries(ctx context.Context, owner, hook uuid.UUID, after *Cu
 	if err != nil {
 		return Page[Delivery]{}, err
 	}
-	return pageOf(rows, limit, func(d Delivery) Cursor { return Cursor{d.CreatedAt, d.ID} }), nil
+	return pageOf(rows, limit, func(d Delivery) Cursor { return Cursor{Time: d.CreatedAt, ID: d.ID} }), nil
 }
 
 // The row of an event webhooks hear of notes which of its states was told
