@@ -37,6 +37,7 @@ type assetFlags struct {
 	Hash            bool       `json:"hash"`
 	Embedding       bool       `json:"embedding"`
 	Clustered       bool       `json:"clustered"`
+	Edited          bool       `json:"edited"` // has an edit version
 	DuplicateOf     *uuid.UUID `json:"duplicateOf,omitempty"`
 	MetadataWarning *string    `json:"metadataWarning,omitempty"`
 	ErrorCode       *string    `json:"errorCode"`
@@ -158,7 +159,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
 			Thumbnail: rank >= 1, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
-			Embedding: rank >= 2, Clustered: rank >= 3,
+			Embedding: rank >= 2, Clustered: rank >= 3, Edited: a.Edited,
 			DuplicateOf: a.DuplicateOf, MetadataWarning: a.MetadataWarning, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage,
 			user: a.UserFlags,
 		},

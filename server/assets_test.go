@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/internal/seed"
 )
 
@@ -172,4 +173,43 @@ func walkAssets(t *testing.T, a *app, key, project, query string, limit int) []s
 	}
 	t.Fatalf("%s: no end to the pages", query)
 	return nil
+}
+
+// TestEditedMark: a photo with an edit says so in the list, and open
+// views hear it at once.
+func TestEditedMark(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	ids := processed(t, a, key, project, []string{"Canon", "Nikon"}, [][]float32{{1, 0}, {0, 1}})
+	edited := func() map[string]bool {
+		out := map[string]bool{}
+		for _, x := range a.assetList(key, project, "") {
+			out[x.ID] = x.Flags["edited"] == true
+		}
+		return out
+	}
+	if got := edited(); got[ids[0].String()] || got[ids[1].String()] {
+		t.Fatalf("edited before any edit: %v", got)
+	}
+	expect(t, a.do("POST", "/v1/assets/"+ids[1].String()+"/edits", key, map[string]any{"params": map[string]any{"exposure": 0.5}}), 201, "")
+	if got := edited(); got[ids[0].String()] || !got[ids[1].String()] {
+		t.Fatalf("edited after an edit of the second: %v", got)
+	}
+	evs, _, err := events.NewPublisher(a.env.Redis, events.PublisherOptions{}).Since(context.Background(), uuid.MustParse(project), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := false
+	for _, ev := range evs {
+		var data struct {
+			AssetID string
+			Edited  bool
+		}
+		json.Unmarshal(ev.Data, &data)
+		heard = heard || ev.Name == events.AssetUpdated && data.AssetID == ids[1].String() && data.Edited
+	}
+	if !heard {
+		t.Error("no asset.updated event said the photo was edited")
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
@@ -189,6 +190,10 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 		return nil, nil
 	}
 	s.jobs.EnqueueCommitted(c.Request.Context(), logger(c), rows)
+	// Open views mark the photos edited at once; the render follows as jobs.
+	for _, v := range versions {
+		s.publish(c, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": v.AssetID, "edited": true})
+	}
 	return versions, rows
 }
 

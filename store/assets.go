@@ -49,6 +49,7 @@ type Asset struct {
 	Notes           string          `db:"notes"`
 	IPTC            json.RawMessage `db:"iptc"`
 	UserFlags       json.RawMessage `db:"user_flags"` // the app's own flags, beside the service's
+	Edited          bool            `db:"edited"`     // has an edit version
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 }
@@ -131,7 +132,8 @@ const assetColumns = `a.id, a.project_id, a.client_file_id, a.filename, a.conten
 	a.checksum_sha256, a.upload_size, a.uploaded_at, a.status, a.duplicate_of, a.upload_expires_at, a.finalized_at,
 	a.captured_at, a.captured_offset, a.ingested_at, a.width_px, a.height_px, a.camera_make, a.camera_model,
 	a.lens_model, a.focal_length_mm, a.shutter_speed, a.aperture, a.iso, a.gps_lat, a.gps_lon, a.exif, a.quality,
-	a.metadata_warning, a.error_code, a.error_message, a.keywords, a.notes, a.iptc, a.user_flags, a.created_at, a.updated_at`
+	a.metadata_warning, a.error_code, a.error_message, a.keywords, a.notes, a.iptc, a.user_flags, a.created_at, a.updated_at,
+	EXISTS (SELECT 1 FROM edit_versions e WHERE e.asset_id = a.id) AS edited`
 
 // AssetByID returns an asset whatever its owner; for the worker and uploads.
 func (s *Store) AssetByID(ctx context.Context, id uuid.UUID) (*Asset, error) {
