@@ -474,7 +474,7 @@ func TestUploadReviewAndRetryInABrowser(t *testing.T) {
 	b.waitJS("thumbnails to load",
 		`[...document.querySelectorAll('#grid img[data-loaded]')].filter(i => i.complete && i.naturalWidth > 0).length >= 12`)
 	b.shot("04-photos")
-	b.run("open a photo", chromedp.Click(chromedp.CSS(`#grid li:first-child button.tile`)))
+	b.run("open a photo's details", chromedp.Click(chromedp.CSS(`#grid li:first-child`)), chromedp.KeyEvent("i"))
 	b.waitJS("the photo's details",
 		`!!document.querySelector('#details[open] #exif') && !!document.querySelector('#details img.preview')?.naturalWidth`)
 	details := b.text("#details")

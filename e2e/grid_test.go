@@ -178,8 +178,8 @@ func openProject(br *browser, url, project string, n int, shot string) gridFigur
 
 // TestPhotoGridOfThousands opens a project of 3,000 photos: the grid holds
 // only the tiles in view, reaches the last photo when scrolled far down,
-// and the keyboard walks the photos in order while tiles are reused under
-// it.
+// and the arrow keys walk the photos in order while tiles are reused
+// under them.
 func TestPhotoGridOfThousands(t *testing.T) {
 	const n = 3000
 	chrome := chromium(t)
@@ -193,11 +193,11 @@ func TestPhotoGridOfThousands(t *testing.T) {
 		t.Errorf("the grid holds %d tiles for %d photos; it should hold only those in view", tiles, n)
 	}
 
-	// Tab from the first photo on, past the screen's end: each press
-	// lands on the next photo, though the tiles under it are reused.
-	br.run("focus the first photo", chromedp.Focus(chromedp.CSS(`#grid li:first-child button.tile`)))
+	// → from the first photo on, past the screen's end: each press lands
+	// on the next photo, though the tiles under it are reused.
+	br.run("focus the first photo", chromedp.Focus(chromedp.CSS(`#grid li:first-child`)))
 	for want := 2; want <= 80; want++ {
-		br.run("press Tab", chromedp.KeyEvent(kb.Tab))
+		br.run("press →", chromedp.KeyEvent(kb.ArrowRight))
 		br.waitJS("the next photo's tile to have the focus", fmt.Sprintf(
 			`document.activeElement.closest('#grid > li')?.getAttribute('aria-posinset') === '%d'`, want))
 	}
@@ -353,7 +353,7 @@ func TestDetailsOfferProcessingOnlyWithTheBytes(t *testing.T) {
 		asset string
 		offer bool
 	}{{broken, true}, {mismatched, false}} {
-		br.run("open "+c.asset, chromedp.Click(chromedp.CSS(fmt.Sprintf(`button.tile[data-asset="%s"]`, c.asset))))
+		br.run("open "+c.asset, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#grid li[data-asset="%s"]`, c.asset))), chromedp.KeyEvent("i"))
 		br.waitJS("its details", `document.querySelector('#details[open] #exif') !== null`)
 		offered := eval[bool](br, `[...document.querySelectorAll('#details button')].some((b) => b.textContent === 'Process again')`)
 		if offered != c.offer {

@@ -105,7 +105,7 @@ export function photosView(root, model, { onDetails, teardown }) {
   const bar = h('div', { class: 'cullbar', role: 'toolbar', 'aria-label': 'Culling' },
     selStatus,
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
-    barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'),
+    barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
     selectAllButton, clearButton,
     h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo() }, 'Undo', h('kbd', { 'aria-hidden': 'true' }, keyLabel('mod+z'))),
     advance,
