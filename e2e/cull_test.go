@@ -1,13 +1,17 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -22,22 +26,7 @@ import (
 // listIDs is the project's asset ids in upload order, through the API.
 func (s *stack) listIDs(key, project string) []string {
 	s.t.Helper()
-	var ids []string
-	cursor := ""
-	for {
-		var page struct {
-			Items    []struct{ ID string }
-			PageInfo struct{ NextCursor *string }
-		}
-		s.apiGet(key, "/v1/projects/"+project+"/assets?limit=1000&cursor="+cursor, &page)
-		for _, a := range page.Items {
-			ids = append(ids, a.ID)
-		}
-		if page.PageInfo.NextCursor == nil {
-			return ids
-		}
-		cursor = *page.PageInfo.NextCursor
-	}
+	return s.walkIDs(key, project, "")
 }
 
 // photoFiles gives seeded assets the files ingest would have stored for
@@ -336,4 +325,276 @@ func TestCullByKeyboard(t *testing.T) {
 // jsq quotes a string for JavaScript.
 func jsq(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// setField sets a form field as a person would and tells the page.
+func (b *browser) setField(sel, value string) {
+	b.t.Helper()
+	eval[bool](b, `(() => { const el = document.querySelector(`+jsq(sel)+`); el.value = `+jsq(value)+`;
+		el.dispatchEvent(new Event('change', { bubbles: true })); return true; })()`)
+}
+
+// viewIDs is the order of the photos the grid shows, from the page's own
+// culling state.
+func (b *browser) viewIDs() []string {
+	b.t.Helper()
+	return eval[[]string](b, `import('/static/cull.js').then((c) => c.viewIds())`)
+}
+
+// TestGridFiltersMatchTheAPI sets the grid's filters and sorts as a person
+// would and finds the photos the API lists for the same filters, in the
+// same order; the counts follow ratings made elsewhere at once; the text
+// search shows what the API's search finds; an edit marks its tile.
+func TestGridFiltersMatchTheAPI(t *testing.T) {
+	const n = 300
+	chrome := chromium(t)
+	s, key := gridStack(t, "filters-stack.log")
+	project := s.seeded(key, "Season", n)
+	ids := s.listIDs(key, project)
+	s.photoFiles(ids[:40])
+	var actions []map[string]any
+	for i, id := range ids {
+		act := map[string]any{"assetId": id, "picked": i%4 == 0, "rejected": i%4 == 1}
+		if i%5 > 0 {
+			act["rating"] = i % 5
+		}
+		actions = append(actions, act)
+	}
+	if code := s.call("POST", "/v1/projects/"+project+"/cull:applyAction", key, map[string]any{"actions": actions}, nil); code != 200 {
+		t.Fatalf("cull: %d", code)
+	}
+
+	b := newBrowser(t, chrome)
+	b.logErrors()
+	b.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	b.waitJS("the grid", fmt.Sprintf(`document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (%d)'`, n))
+
+	// The camera most photos have, as the filter names it.
+	camera := eval[string](b, `(() => { const o = [...document.querySelectorAll('#filter-camera option')].slice(1)
+		.sort((a, b) => +b.textContent.replace(/\D/g, '') - +a.textContent.replace(/\D/g, '')); return o[0].value; })()`)
+	// Capture days the shoot spans, as the browser's calendar has them.
+	days := eval[[]string](b, `import('/static/cull.js').then((c) => {
+		const ts = c.viewRows().map((r) => r.captured).filter((x) => x !== null).sort((a, b) => a - b);
+		const day = (t) => { const d = new Date(t); return d.getFullYear() + '-' + String(d.getMonth() + 1).padStart(2, '0') + '-' + String(d.getDate()).padStart(2, '0'); };
+		return [day(ts[Math.floor(ts.length / 4)]), day(ts[Math.floor(ts.length / 2)])];
+	})`)
+	iso := func(day string, end bool) string {
+		clock := "T00:00:00"
+		if end {
+			clock = "T23:59:59.999"
+		}
+		return eval[string](b, `new Date(`+jsq(day+clock)+`).toISOString()`)
+	}
+
+	steps := []struct {
+		what  string
+		do    func()
+		query string
+	}{
+		{"all, in upload order", func() {}, ""},
+		{"picked", func() { b.run("picked", chromedp.Click(chromedp.CSS(`button[data-flag="picked"]`))) }, "picked=true"},
+		{"picked, 2 stars or more", func() { b.setField("#filter-stars", "2") }, "picked=true&ratingMin=2"},
+		{"unflagged, 2 stars or more, by capture time", func() {
+			b.run("unflagged", chromedp.Click(chromedp.CSS(`button[data-flag="unflagged"]`)))
+			b.setField("#sort", "captured")
+		}, "picked=false&rejected=false&ratingMin=2&sort=capturedAt"},
+		{"and one camera, newest first", func() {
+			b.setField("#filter-camera", camera)
+			b.run("reverse", chromedp.Click(chromedp.CSS("#sort-order")))
+		}, "picked=false&rejected=false&ratingMin=2&camera=" + url.QueryEscape(camera) + "&sort=capturedAt&order=desc"},
+		{"any flag, two days, by name", func() {
+			b.run("any flag", chromedp.Click(chromedp.CSS(`button[data-flag="any"]`)))
+			b.setField("#filter-stars", "0")
+			b.setField("#filter-from", days[0])
+			b.setField("#filter-to", days[1])
+			b.setField("#sort", "filename")
+		}, "camera=" + url.QueryEscape(camera) + "&from=" + url.QueryEscape(iso(days[0], false)) + "&to=" + url.QueryEscape(iso(days[1], true)) + "&sort=filename&order=desc"},
+		{"failed", func() {
+			b.run("reset", chromedp.Click(chromedp.CSS("#filter-reset")))
+			b.run("failed", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
+		}, "readiness=failed&sort=filename&order=desc"},
+		{"rejected, searchable, by name", func() {
+			b.run("rejected", chromedp.Click(chromedp.CSS(`button[data-flag="rejected"]`)))
+			b.run("searchable", chromedp.Click(chromedp.CSS(`button[data-filter="searchable"]`)))
+			b.run("forwards", chromedp.Click(chromedp.CSS("#sort-order")))
+		}, "rejected=true&readiness=search,ai&sort=filename"},
+	}
+	for i, st := range steps {
+		st.do()
+		want := s.walkIDs(key, project, st.query)
+		if len(want) == 0 {
+			t.Fatalf("%s: the API lists nothing; the step tests nothing", st.what)
+		}
+		b.waitJS(st.what, fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+		b.waitJS(st.what+": the status", fmt.Sprintf(`/^%s of|^%s photos$/.test(document.querySelector('#view-status').textContent.replace(/,/g, ''))`, fmt.Sprint(len(want)), fmt.Sprint(len(want))))
+		b.waitJS(st.what+": the first tile", `document.querySelector('#grid li[aria-posinset="1"]')?.dataset.asset === `+jsq(want[0]))
+		b.viewShot(fmt.Sprintf("filters-%02d", i+1))
+	}
+
+	// Counts follow a change made elsewhere (another client of the API).
+	b.run("reset", chromedp.Click(chromedp.CSS("#filter-reset")))
+	b.setField("#sort", "uploaded")
+	picked := len(s.walkIDs(key, project, "picked=true"))
+	b.waitJS("the picked count", fmt.Sprintf(`document.querySelector('button[data-flag="picked"]').textContent === 'Picked (%d)'`, picked))
+	if code := s.call("POST", "/v1/projects/"+project+"/cull:applyAction", key, map[string]any{"actions": []map[string]any{
+		{"assetId": ids[2], "picked": true}, {"assetId": ids[3], "picked": true}}}, nil); code != 200 {
+		t.Fatalf("cull: %d", code)
+	}
+	b.waitJS("the picked count to follow", fmt.Sprintf(`document.querySelector('button[data-flag="picked"]').textContent === 'Picked (%d)'`, picked+2))
+
+	// An edit marks its tile.
+	if code := s.call("POST", "/v1/assets/"+ids[1]+"/edits", key, map[string]any{"params": map[string]any{"exposure": 0.3}}, nil); code != 201 {
+		t.Fatalf("edit: %d", code)
+	}
+	b.waitJS("the edit mark", `document.querySelector('#grid li[data-asset="`+ids[1]+`"] .edit-mark')?.textContent === '✎ Edited'`)
+
+	// The text search: the API's matches with the grid's filters.
+	b.run("picked only", chromedp.Click(chromedp.CSS(`button[data-flag="picked"]`)))
+	word := strings.Fields(camera)[0]
+	b.run("search", chromedp.SendKeys(chromedp.CSS("#photo-search"), word+kb.Enter))
+	var res struct{ Results []struct{ AssetID string } }
+	if code := s.call("POST", "/v1/projects/"+project+"/search", key, map[string]any{"q": word, "limit": 100, "filters": map[string]any{"picked": true}}, &res); code != 200 || len(res.Results) == 0 {
+		t.Fatalf("search: %d %+v", code, res)
+	}
+	var want []string
+	for _, r := range res.Results {
+		want = append(want, r.AssetID)
+	}
+	b.waitJS("the search's matches", fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+	b.waitJS("the search said", `document.querySelector('#view-status').textContent.includes('match')`)
+	b.viewShot("filters-search")
+}
+
+// walkIDs lists the ids of every page of a query of the project's assets.
+func (s *stack) walkIDs(key, project, query string) []string {
+	s.t.Helper()
+	var ids []string
+	cursor := ""
+	for {
+		var page struct {
+			Items    []struct{ ID string }
+			PageInfo struct{ NextCursor *string }
+		}
+		s.apiGet(key, "/v1/projects/"+project+"/assets?limit=1000&"+query+"&cursor="+url.QueryEscape(cursor), &page)
+		for _, a := range page.Items {
+			ids = append(ids, a.ID)
+		}
+		if page.PageInfo.NextCursor == nil {
+			return ids
+		}
+		cursor = *page.PageInfo.NextCursor
+	}
+}
+
+// drawn is a JavaScript test that the loupe shows asset id's preview,
+// loaded and drawn.
+func drawn(id string) string {
+	return `(() => { const i = document.querySelector('#loupe[open] .loupe-stage img.preview-img');
+		return !!i && i.dataset.asset === ` + jsq(id) + ` && i.complete && i.naturalWidth > 0; })()`
+}
+
+// TestLoupe opens a photo full-window by keys: the preview with the EXIF
+// line, the next preview loaded ahead, ←/→, the original at 100 % with
+// pan by drag and by keys, the keys' help, and at a phone's width a swipe
+// to the next photo.
+func TestLoupe(t *testing.T) {
+	chrome := chromium(t)
+	s, key := gridStack(t, "loupe-stack.log")
+	project := s.seeded(key, "Studio", 30)
+	ids := s.listIDs(key, project)
+	s.photoFiles(ids)
+	var originals []struct {
+		ID       string
+		BlobKey  string `db:"blob_key"`
+		WidthPx  int    `db:"width_px"`
+		HeightPx int    `db:"height_px"`
+	}
+	if err := s.env.DB.Select(&originals, `SELECT id, blob_key, width_px, height_px FROM assets WHERE id = ANY($1)`, pq.Array(ids[:3])); err != nil {
+		t.Fatal(err)
+	}
+	original := map[string]int{}
+	blobKeys := map[string]string{}
+	for _, o := range originals {
+		original[o.ID], blobKeys[o.ID] = o.WidthPx, o.BlobKey
+	}
+
+	b := newBrowser(t, chrome)
+	b.logErrors()
+	b.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	b.waitJS("the grid", `document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (30)'`)
+	b.run("focus the first photo", chromedp.Focus(chromedp.CSS(`#grid li[aria-posinset="1"]`)))
+	b.key("open the loupe", kb.Enter)
+	b.waitJS("the first photo drawn", drawn(ids[0]))
+	if got := b.text("#loupe-pos"); got != "1 of 30" {
+		t.Errorf("the loupe says %q, want 1 of 30", got)
+	}
+	if exif := b.text("#loupe-exif"); !strings.Contains(exif, "ISO") || !strings.Contains(exif, " s · ") {
+		t.Errorf("the EXIF line reads %q", exif)
+	}
+	b.waitJS("the next preview loaded ahead", `performance.getEntriesByType('resource').some((e) => e.name.includes('derived/`+ids[1]+`/preview.jpg'))`)
+	b.viewShot("loupe-01-first")
+	b.key("next", kb.ArrowRight)
+	b.waitJS("the second photo drawn", drawn(ids[1]))
+	b.key("previous", kb.ArrowLeft)
+	b.waitJS("the first photo again", drawn(ids[0]))
+	b.key("pick", "p")
+	b.waitJS("the flag shown", `document.querySelector('#loupe-marks').textContent === '✓ Picked'`)
+
+	// 100 %: the original, the size of its pixels, panned by drag and keys.
+	b.key("zoom", "z")
+	b.waitJS("the original at 100 %", fmt.Sprintf(`(() => { const i = document.querySelector('#loupe .loupe-stage.zoomed img.zoom-img');
+		return !!i && i.src.includes(%s) && i.dataset.original === 'true' && i.complete && i.naturalWidth === %d &&
+			Math.abs(i.getBoundingClientRect().width - %d / devicePixelRatio) < 2; })()`, jsq(blobKeys[ids[0]]), original[ids[0]], original[ids[0]]))
+	left := eval[float64](b, `document.querySelector('#loupe-stage').scrollLeft`)
+	b.run("drag the photo", chromedp.MouseEvent("mousePressed", 700, 400, chromedp.ButtonLeft),
+		chromedp.MouseEvent("mouseMoved", 600, 350, chromedp.ButtonLeft), chromedp.MouseEvent("mouseReleased", 600, 350, chromedp.ButtonLeft))
+	b.waitJS("the photo panned by the drag", fmt.Sprintf(`document.querySelector('#loupe-stage').scrollLeft >= %f + 90`, left))
+	left = eval[float64](b, `document.querySelector('#loupe-stage').scrollLeft`)
+	b.key("pan by key", kb.ArrowRight)
+	b.waitJS("the photo panned by the key, still the same", fmt.Sprintf(`document.querySelector('#loupe-stage').scrollLeft > %f + 10 &&
+		!!document.querySelector('#loupe .loupe-stage.zoomed')`, left))
+	b.viewShot("loupe-02-100-percent")
+	b.key("back from 100 %", kb.Escape)
+	b.waitJS("the fitted photo", drawn(ids[0])+` && !document.querySelector('#loupe .loupe-stage.zoomed')`)
+
+	b.key("the keys", "?")
+	b.waitJS("the keys' help", `document.querySelector('#keys-help[open]') !== null`)
+	help := b.text("#keys-help")
+	for _, want := range []string{"Pick", "Reject", "Zoom to 100 %", "Keep photo 1, reject the others", "Undo", "Move to the next photo after a flag"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("the help does not say %q:\n%s", want, help)
+		}
+	}
+	b.viewShot("loupe-03-keys")
+	b.key("close the help", kb.Escape)
+	b.waitJS("the help closed", `!document.querySelector('#keys-help[open]')`)
+	b.key("close the loupe", kb.Escape)
+	b.waitJS("back on the first photo's tile", `!document.querySelector('#loupe[open]') && document.activeElement.dataset.asset === `+jsq(ids[0]))
+
+	// A phone: a swipe moves on.
+	b.run("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateTouch))
+	b.viewShot("loupe-04-phone-grid")
+	b.key("open the loupe", kb.Enter)
+	b.waitJS("the first photo drawn", drawn(ids[0]))
+	b.run("swipe left", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		touch := func(typ input.DispatchTouchEventType, x float64) error {
+			pts := []*input.TouchPoint{{X: x, Y: 400}}
+			if typ == input.DispatchTouchEventTypeTouchEnd {
+				pts = []*input.TouchPoint{}
+			}
+			_, err := cdp.Call(ctx, tg, input.DispatchTouchEvent, input.DispatchTouchEventParams{Type: typ, TouchPoints: pts})
+			return err
+		}
+		if err := touch(input.DispatchTouchEventTypeTouchStart, 300); err != nil {
+			return err
+		}
+		for x := 280.0; x >= 100; x -= 20 {
+			if err := touch(input.DispatchTouchEventTypeTouchMove, x); err != nil {
+				return err
+			}
+		}
+		return touch(input.DispatchTouchEventTypeTouchEnd, 100)
+	}))
+	b.waitJS("the second photo after the swipe", drawn(ids[1]))
+	b.viewShot("loupe-05-phone")
 }

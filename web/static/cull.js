@@ -175,8 +175,11 @@ let model = null;
 let lastProject = null;
 let filter = { ...FILTER_DEFAULTS };
 let sort = { key: 'uploaded', desc: false };
-let base = []; // the rows in the sort's order, before the filter
-let baseFor = ''; // the version and sort base was made for
+let asc = []; // the rows in the sort's order, ascending, before the filter
+let ascFor = ''; // the version and sort asc was made for
+let base = []; // asc in the sort's direction
+let baseOf = null; // the asc base was made from
+let baseDesc = false;
 let sorting = null; // the sort under way: {for}
 let view = [];
 let gen = 0; // stamps rows with their place in view (row.vi), so indexOf is O(1)
@@ -206,8 +209,10 @@ export function attach(m) {
   }
   lastProject = m.projectId;
   model = m;
+  asc = [];
+  ascFor = '';
   base = [];
-  baseFor = '';
+  baseOf = null;
   view = [];
   selection.clear();
   anchor = null;
@@ -287,27 +292,32 @@ function recompute() {
   if (!model) return;
   const c = model.counts(); // brings every row's stage up to date
   const want = `${model.version}/${sort.key}`;
-  if (baseFor !== want) {
+  if (ascFor !== want) {
     const rows = c.visible.filter((r) => r.assetId);
     if (sort.key === 'uploaded') {
-      base = rows;
-      baseFor = want;
+      asc = rows;
+      ascFor = want;
     } else if (!sorting || sorting.for !== want) {
       // Until the sort ends, the view keeps the order it had (the new
       // photos at its end).
-      if (!base.length || !baseFor.endsWith('/' + sort.key)) base = rows;
-      else base = mergeNew(base, rows);
+      asc = asc.length && ascFor.endsWith('/' + sort.key) ? mergeNew(asc, rows) : rows;
       const cmp = sort.key === 'captured' ? byTime : byName;
       const job = { for: want };
       sorting = job;
       sortChunked(rows, cmp, () => sorting !== job).then((sorted) => {
         if (!sorted || sorting !== job) return;
         sorting = null;
-        base = sorted;
-        baseFor = want;
+        asc = sorted;
+        ascFor = want;
         recompute();
       });
     }
+  }
+  // Descending is ascending backwards, ties too, as the API has it.
+  if (baseOf !== asc || baseDesc !== sort.desc) {
+    base = sort.desc ? asc.slice().reverse() : asc;
+    baseOf = asc;
+    baseDesc = sort.desc;
   }
   pass();
 }
