@@ -82,6 +82,21 @@ class Rate {
 
 let localSeq = 0;
 
+// CAMERAS are the cameras' names seen so far, each row's by its place
+// (row.cam), so that counting photos per camera adds numbers; 0 is none.
+export const CAMERAS = [''];
+const cameraAt = new Map([['', 0]]);
+
+function cameraIndex(name) {
+  let i = cameraAt.get(name);
+  if (i === undefined) {
+    i = CAMERAS.length;
+    CAMERAS.push(name);
+    cameraAt.set(name, i);
+  }
+  return i;
+}
+
 // cameraName names a camera once: many models already start with the make.
 export function cameraName(make, model) {
   if (make && model && model.toLowerCase().startsWith(make.toLowerCase())) return model;
@@ -273,6 +288,7 @@ export class ProjectModel extends EventTarget {
     // than per row on every pass over 100,000 of them.
     row.signedAt = Date.now(); // bestPreviewUrl's signature is fresh from here
     row.camera = cameraName(a.cameraMake, a.cameraModel);
+    row.cam = cameraIndex(row.camera);
     const t = Date.parse(a.capturedAt || a.createdAt);
     row.time = Number.isNaN(t) ? 0 : t;
     row.captured = a.capturedAt ? row.time : null;
@@ -317,10 +333,11 @@ export class ProjectModel extends EventTarget {
         for (const row of this.rows) if (row.assetId && settled(row)) held.push(row.assetId);
         const seen = new Set();
         await pages(`/v1/projects/${this.projectId}/assets`, async (items) => {
-          // A slice at a time, yielding between, so a slow device never
-          // spends one long task on a whole page.
+          // A slice at a time, yielding between (and after the page's
+          // parse), so a slow device never spends one long task on a
+          // whole page.
           for (let i = 0; i < items.length; i += 200) {
-            if (i > 0) await sleep(0);
+            await sleep(0);
             for (const a of items.slice(i, i + 200)) {
               seen.add(a.id);
               this.applyAsset(a);
