@@ -251,7 +251,7 @@ export function photosView(root, model, { onDetails, teardown }) {
   const offView = cull.onViewChange(() => { counts(); view.refresh(); });
   const offSel = cull.onSelectionChange(() => {
     selection();
-    for (const el of view.pool) if (!el.hidden) el.setAttribute('aria-selected', String(cull.isSelected(el.dataset.asset)));
+    for (const el of view.pool) if (!el.hidden) paint(el, el.row, thumbs);
   });
   // A change of marks shows on its tile in the same frame as its key.
   const offMarks = cull.onMarksChange((ids) => {
@@ -311,18 +311,24 @@ function makeTile() {
   return li;
 }
 
-// paint shows row's photo in a tile, as it is now.
+// paint shows row's photo in a tile, as it is now. A tile that already
+// shows the photo as it is is left alone: a redraw of the grid after each
+// key then writes to the few tiles that changed.
 function paint(li, row, thumbs) {
   if (!row) return;
-  const { img, flag, stars, edit, caption, badge } = li.parts;
   const m = cull.marksOf(row.assetId);
   const st = row.stage;
+  const sel = cull.isSelected(row.assetId);
+  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.edited}|${sel}|${row.name}`;
+  if (li.painted === state) return;
+  li.painted = state;
+  const { img, flag, stars, edit, caption, badge } = li.parts;
   li.row = row;
   li.dataset.asset = row.assetId;
   li.dataset.stage = st;
   li.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
   li.dataset.rating = String(m.rating || 0);
-  li.setAttribute('aria-selected', String(cull.isSelected(row.assetId)));
+  li.setAttribute('aria-selected', String(sel));
   flag.textContent = m.picked ? '✓ Pick' : m.rejected ? '✕ Reject' : '';
   stars.textContent = cull.starText(m.rating || 0);
   edit.textContent = m.edited ? '✎ Edited' : '';
