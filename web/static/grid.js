@@ -65,8 +65,8 @@ export function photosView(root, model, { onDetails, teardown }) {
     clearTimeout(typing);
     typing = setTimeout(() => change({ q: q.value }), 400);
   });
-  const searchForm = h('form', { role: 'search', class: 'photo-search', 'aria-label': 'Search the photos' },
-    h('label', { for: 'photo-search' }, 'Search'), h('div', { class: 'inline' }, q, h('button', { type: 'submit' }, 'Search')));
+  const searchForm = h('form', { role: 'search', class: 'photo-search inline', 'aria-label': 'Search the photos' },
+    h('label', { for: 'photo-search', class: 'visually-hidden' }, 'Search'), q, h('button', { type: 'submit', class: 'small' }, 'Search'));
   searchForm.addEventListener('submit', (e) => {
     e.preventDefault();
     clearTimeout(typing);
@@ -83,7 +83,17 @@ export function photosView(root, model, { onDetails, teardown }) {
     for (const b of flags.buttons) b.setAttribute('aria-pressed', String(b.dataset.flag === 'any'));
     change({ ...cull.FILTER_DEFAULTS });
   });
-  const field = (label, id, el) => h('div', { class: 'field' }, h('label', { for: id }, label), el);
+  const field = (label, id, el) => h('span', { class: 'field' }, h('label', { for: id }, label), el);
+
+  // The filters used most stay in sight; the others fold away under a
+  // summary that says how many are on, open at first on a wide screen.
+  const filtersSummary = h('summary', { id: 'filters-summary' }, 'More filters');
+  const filtersBox = h('details', { class: 'filters-box', open: window.innerWidth > 900 || null },
+    filtersSummary,
+    h('div', { class: 'filter-fields' }, ready.box,
+      field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to), reset));
+  const filterRow = h('div', { class: 'filter-fields' }, flags.box, field('Stars', 'filter-stars', stars),
+    field('Sort by', 'sort', sortBy), order);
 
   // ---- the bar of actions -------------------------------------------------
   const selStatus = h('span', { id: 'selection-status', class: 'sel-status', 'aria-live': 'polite' });
@@ -91,8 +101,10 @@ export function photosView(root, model, { onDetails, teardown }) {
     const entry = cull.keyFor(key, 'grid');
     if (entry) entry.fn({ scope: 'grid', targets: cull.targets(), event: null });
   };
-  const barButton = (text, key, id) => h('button', { type: 'button', class: 'small', id, onclick: act(key), 'aria-keyshortcuts': key.length === 1 ? key.toUpperCase() : null },
-    text, h('kbd', { 'aria-hidden': 'true' }, keyLabel(key)));
+  const barButton = (text, key, id) => h('button', {
+    type: 'button', class: 'small', id, onclick: act(key), title: `${text} (${keyLabel(key)})`,
+    'aria-keyshortcuts': key.length === 1 ? key.toUpperCase() : null,
+  }, text);
   const setStars = h('select', { id: 'set-stars', 'aria-label': 'Set stars of the selected photos' },
     h('option', { value: '' }, 'Stars…'), [0, 1, 2, 3, 4, 5].map((n) => h('option', { value: String(n) }, n ? '★'.repeat(n) : 'No stars')));
   setStars.addEventListener('change', () => {
@@ -107,9 +119,9 @@ export function photosView(root, model, { onDetails, teardown }) {
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
     barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
     selectAllButton, clearButton,
-    h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo() }, 'Undo', h('kbd', { 'aria-hidden': 'true' }, keyLabel('mod+z'))),
+    h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo(), title: `Undo (${keyLabel('mod+z')})` }, 'Undo'),
     advance,
-    h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp() }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));
+    h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp(), title: 'Every key (?)' }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));
 
   // ---- the grid -------------------------------------------------------------
   const grid = h('ul', {
@@ -234,6 +246,8 @@ export function photosView(root, model, { onDetails, teardown }) {
     [...camera.options].forEach((o) => {
       o.textContent = o.value ? `${o.value} (${(byName.get(o.value) || 0).toLocaleString()})` : `Any camera (${c.stars[0].toLocaleString()})`;
     });
+    const more = ['camera', 'from', 'to'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0);
+    filtersSummary.textContent = more ? `More filters (${more} on)` : 'More filters';
     const s = cull.searchState();
     status.textContent = s.q
       ? (s.busy ? `Searching for “${s.q}”…` : s.error ? `The search failed: ${s.error}`
@@ -283,14 +297,9 @@ export function photosView(root, model, { onDetails, teardown }) {
   });
 
   clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
-    h('div', { class: 'title-row' }, h('h2', { id: 'photos-h' }, 'Photos'), status),
-    searchForm,
-    h('div', { class: 'filters' },
-      ready.box, flags.box,
-      h('div', { class: 'filter-fields' },
-        field('Stars', 'filter-stars', stars), field('Camera', 'filter-camera', camera),
-        field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
-        field('Sort by', 'sort', h('div', { class: 'inline' }, sortBy, order)), h('div', { class: 'field end' }, reset))),
+    h('div', { class: 'grid-head' }, h('h2', { id: 'photos-h' }, 'Photos'), status, searchForm),
+    filterRow,
+    filtersBox,
     bar,
     h('p', { class: 'visually-hidden', id: 'grid-help' },
       'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars; question mark lists every key.'),
