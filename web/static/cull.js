@@ -488,6 +488,8 @@ export const anchorId = () => anchor;
 export const focusedId = () => focus;
 
 export function selectedIds() {
+  // Picked out of the view when that is the shorter walk.
+  if (selection.size > view.length / 16) return view.filter((r) => selection.has(r.assetId)).map((r) => r.assetId);
   return [...selection].sort((a, b) => indexOf(a) - indexOf(b));
 }
 
@@ -539,6 +541,7 @@ export function setFocus(id) {
 // (row.rating) with the waiting changes laid over it, in order.
 const pending = [];
 const overlay = new Map(); // asset id → marks shown, for photos with changes waiting
+const waiting = new Map(); // asset id → how many waiting changes are for it
 let sending = false;
 let opSeq = 0;
 const undoStack = []; // {label, before: Map id → marks, ops: Set of op seqs}
@@ -563,6 +566,10 @@ function merge(m, change) {
 // remark works out what asset id shows from its confirmed marks and the
 // changes waiting for it.
 function remark(id) {
+  if (!waiting.has(id)) {
+    overlay.delete(id);
+    return;
+  }
   const r = rowOf(id);
   let m = (r && r.rating) || NO_MARKS;
   let any = false;
@@ -598,14 +605,20 @@ export function applyEach(actions, { label = '', undoable = true } = {}) {
   const done = [];
   const ids = [];
   for (let i = 0; i < actions.length; i += 1000) {
-    const op = { seq: ++opSeq, actions: new Map(), entry, label };
+    const op = { seq: ++opSeq, actions: new Map(), entry, label, project: model.projectId };
     for (const { assetId, ...ch } of actions.slice(i, i + 1000)) {
       op.actions.set(assetId, { ...(op.actions.get(assetId) || {}), ...ch });
     }
     op.done = new Promise((resolve) => { op.resolve = resolve; });
     if (entry) entry.ops.add(op.seq);
     pending.push(op);
-    for (const id of op.actions.keys()) { remark(id); ids.push(id); }
+    // The new change lands on what each photo shows now.
+    for (const [id, ch] of op.actions) {
+      const r = rowOf(id);
+      overlay.set(id, merge(overlay.get(id) || (r && r.rating) || NO_MARKS, ch));
+      waiting.set(id, (waiting.get(id) || 0) + 1);
+      ids.push(id);
+    }
     done.push(op.done);
   }
   marksChanged.emit(ids);
@@ -649,7 +662,7 @@ async function send() {
       let n = 0;
       for (const op of pending) {
         if (op.sent) continue;
-        if (batch.length && n + op.actions.size > 1000) break;
+        if (batch.length && (n + op.actions.size > 1000 || op.project !== batch[0].project)) break;
         batch.push(op);
         n += op.actions.size;
       }
@@ -659,8 +672,7 @@ async function send() {
       for (const op of batch) {
         for (const [id, ch] of op.actions) merged.set(id, { ...(merged.get(id) || {}), ...ch });
       }
-      const project = model && model.projectId;
-      const ok = await post(project, [...merged].map(([assetId, ch]) => ({ assetId, ...ch })));
+      const ok = await post(batch[0].project, [...merged].map(([assetId, ch]) => ({ assetId, ...ch })));
       settle(batch, ok);
     }
   } finally {
@@ -701,9 +713,15 @@ function settle(batch, ok) {
     pending.splice(pending.indexOf(op), 1);
     for (const [id, ch] of op.actions) {
       ids.add(id);
+      const n = (waiting.get(id) || 1) - 1;
+      if (n) waiting.set(id, n);
+      else waiting.delete(id);
       const r = rowOf(id);
-      // Taken: the server now holds it, as its event will say too.
-      if (ok && r) r.rating = { ...merge(r.rating || NO_MARKS, ch), starred: !!(r.rating && r.rating.starred) };
+      if (!ok || !r) continue;
+      // Taken: the server now holds it, as its event will say too. What
+      // the photo shows is the same, unless nothing else waits for it.
+      r.rating = { ...merge(r.rating || NO_MARKS, ch), starred: !!(r.rating && r.rating.starred) };
+      if (!n) overlay.delete(id);
     }
     if (!ok && op.entry) {
       // A change that was not made cannot be undone.
@@ -712,7 +730,7 @@ function settle(batch, ok) {
     }
     op.resolve(ok);
   }
-  for (const id of ids) remark(id);
+  if (!ok) for (const id of ids) remark(id);
   marksChanged.emit([...ids]);
   schedule();
 }
