@@ -14,7 +14,6 @@ let panes = [];
 let focusAt = 0;
 let zoomed = false;
 let popScope = null;
-let syncing = false;
 
 function build() {
   if (dlg) return;
@@ -27,15 +26,24 @@ function build() {
       h('div', { class: 'loupe-title' }, el.title,
         h('span', { id: 'compare-help', class: 'muted small' }, 'The number of a photo, or K for the one with the focus, keeps it and rejects the others. ←/→ move the focus.')),
       h('div', { class: 'loupe-tools' }, el.zoom,
-        h('button', { type: 'button', class: 'small', id: 'compare-close', onclick: () => dlg.close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc')))),
+        h('button', { type: 'button', class: 'small', id: 'compare-close', onclick: () => close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc')))),
     el.panes);
-  dlg.addEventListener('close', () => {
-    if (popScope) popScope();
-    popScope = null;
-    panes = [];
-    clear(el.panes);
-  });
+  dlg.addEventListener('close', closed);
   document.body.append(dlg);
+}
+
+// close closes compare and gives the keys back at once, not a task later
+// with the dialog's close event.
+function close() {
+  if (dlg.open) dlg.close();
+  closed();
+}
+
+function closed() {
+  if (popScope) popScope();
+  popScope = null;
+  panes = [];
+  clear(el.panes);
 }
 
 export function open(ids) {
@@ -60,7 +68,10 @@ function pane(id, k) {
   const msg = h('p', { class: 'loupe-msg' });
   const stage = h('div', { class: 'pane-stage' }, img, msg);
   const marks = h('span', { class: 'pane-marks' });
-  const keep = h('button', { type: 'button', class: 'small primary', 'data-keep': String(k + 1), onclick: () => keepOne(k) },
+  const keep = h('button', {
+    type: 'button', class: 'small primary', 'data-keep': String(k + 1), onclick: () => keepOne(k),
+    'aria-label': `Keep photo ${k + 1}, ${row.name}, and reject the others`,
+  },
     'Keep this one', h('kbd', { 'aria-hidden': 'true' }, String(k + 1)));
   const figure = h('figure', { class: 'pane', tabindex: '-1', 'data-asset': id, 'aria-label': `Photo ${k + 1}: ${row.name}` },
     h('figcaption', {}, h('span', { class: 'pane-num' }, String(k + 1)), ' ', h('span', { class: 'pane-name' }, row.name), ' ', marks),
@@ -104,7 +115,7 @@ function keepOne(k) {
     : { assetId: p.id, picked: false, rejected: true }));
   cull.applyEach(actions, { label: `kept ${keeper.row.name} over ${plural(panes.length - 1, 'other')}` });
   announce(`Kept ${keeper.row.name}; ${plural(panes.length - 1, 'other')} rejected. ${keyLabel('mod+z')} undoes it.`);
-  dlg.close();
+  close();
   if (cull.indexOf(keeper.id) >= 0) {
     cull.select([keeper.id]);
     cull.setFocus(keeper.id);
@@ -131,12 +142,7 @@ async function setZoom(on) {
     p.img.style.height = `${hgt / dpr}px`;
   }
   if (!on) return;
-  syncing = true;
-  for (const p of panes) {
-    p.stage.scrollLeft = (p.stage.scrollWidth - p.stage.clientWidth) / 2;
-    p.stage.scrollTop = (p.stage.scrollHeight - p.stage.clientHeight) / 2;
-  }
-  requestAnimationFrame(() => { syncing = false; });
+  for (const p of panes) scrollTo(p, 0.5, 0.5);
   await Promise.all(panes.map(async (p) => {
     try {
       const full = await fullSize(p.row);
@@ -149,20 +155,25 @@ async function setZoom(on) {
   }));
 }
 
+// scrollTo moves a pane to fractions (fx, fy) of its photo, noting where
+// it put it, so that its scroll event is told from a person's.
+function scrollTo(p, fx, fy) {
+  const s = p.stage;
+  s.scrollLeft = fx * (s.scrollWidth - s.clientWidth);
+  s.scrollTop = fy * (s.scrollHeight - s.clientHeight);
+  p.placed = { left: s.scrollLeft, top: s.scrollTop };
+}
+
 // sync moves the other photos to the same place, as fractions of their
-// own size, when one is panned.
+// own size, when a person pans one.
 function sync(from) {
-  if (syncing || !zoomed) return;
-  syncing = true;
   const s = from.stage;
+  const mine = from.placed && Math.abs(from.placed.left - s.scrollLeft) < 1 && Math.abs(from.placed.top - s.scrollTop) < 1;
+  from.placed = null;
+  if (mine || !zoomed) return;
   const fx = s.scrollLeft / Math.max(1, s.scrollWidth - s.clientWidth);
   const fy = s.scrollTop / Math.max(1, s.scrollHeight - s.clientHeight);
-  for (const p of panes) {
-    if (p === from) continue;
-    p.stage.scrollLeft = fx * (p.stage.scrollWidth - p.stage.clientWidth);
-    p.stage.scrollTop = fy * (p.stage.scrollHeight - p.stage.clientHeight);
-  }
-  requestAnimationFrame(() => { syncing = false; });
+  for (const p of panes) if (p !== from) scrollTo(p, fx, fy);
 }
 
 function drag(p) {
@@ -199,5 +210,6 @@ cull.registerKey('arrowleft', 'Focus the previous photo (at 100 %: pan)', () => 
 cull.registerKey('arrowdown', 'At 100 %: pan', () => zoomed && pan(0, 1), COMPARE);
 cull.registerKey('arrowup', 'At 100 %: pan', () => zoomed && pan(0, -1), COMPARE);
 cull.registerKey('z', 'Zoom all to 100 % and back, panned together', () => setZoom(!zoomed), COMPARE);
+cull.registerKey('escape', 'Close compare', () => close(), COMPARE);
 
 cull.provide('compare', { open });

@@ -76,11 +76,15 @@ export function open(id) {
   el.stage.focus({ preventScroll: true });
 }
 
+// close closes the loupe and gives the keys back at once: the dialog's
+// close event comes a task later, after keys that may already be waiting.
 export function close() {
   if (dlg && dlg.open) dlg.close();
+  closed();
 }
 
 function closed() {
+  if (!cur && !popScope) return; // closed already
   if (popScope) popScope();
   popScope = null;
   setZoom(false);
