@@ -495,8 +495,9 @@ func drawn(id string) string {
 
 // TestLoupe opens a photo full-window by keys: the preview with the EXIF
 // line, the next preview loaded ahead, ←/→, the original at 100 % with
-// pan by drag and by keys, the keys' help, and at a phone's width a swipe
-// to the next photo.
+// pan by drag and by keys, the keys' help; and at a phone's width a swipe
+// to the next photo, then two photos selected by taps, compared, and one
+// kept by a tap.
 func TestLoupe(t *testing.T) {
 	chrome := chromium(t)
 	s, key := gridStack(t, "loupe-stack.log")
@@ -597,4 +598,21 @@ func TestLoupe(t *testing.T) {
 	}))
 	b.waitJS("the second photo after the swipe", drawn(ids[1]))
 	b.viewShot("loupe-05-phone")
+
+	// Without Ctrl, taps select several; compare them and keep one by tap.
+	b.run("close the loupe", chromedp.Click(chromedp.CSS("#loupe-close")))
+	b.waitJS("the loupe closed", `!document.querySelector('#loupe[open]')`)
+	b.run("select several", chromedp.Click(chromedp.CSS("#select-several")))
+	b.run("tap the first photo", chromedp.Click(chromedp.CSS(`#grid li[data-asset="`+ids[0]+`"]`)))
+	b.run("tap the second photo", chromedp.Click(chromedp.CSS(`#grid li[data-asset="`+ids[1]+`"]`)))
+	b.waitJS("two selected", `document.querySelector('#selection-status').textContent === '2 selected'`)
+	b.run("compare", chromedp.Click(chromedp.CSS("#compare")))
+	b.waitJS("two photos side by side", `document.querySelectorAll('#compare[open] .pane').length === 2 &&
+		[...document.querySelectorAll('#compare .pane img')].every((i) => i.complete && i.naturalWidth > 0)`)
+	b.viewShot("loupe-06-phone-compare")
+	b.run("keep the second", chromedp.Click(chromedp.CSS(`#compare button[data-keep="2"]`)))
+	s.waitFor("the second kept, the first rejected", func() bool {
+		got := s.ratings(key, project)
+		return got[ids[0]].String() == (&myRating{Rejected: true}).String() && got[ids[1]].String() == (&myRating{Picked: true}).String()
+	})
 }

@@ -111,6 +111,10 @@ export function photosView(root, model, { onDetails, teardown }) {
     if (setStars.value !== '') act(setStars.value)();
     setStars.value = '';
   });
+  // Touch has no Ctrl: with this on, a tap adds a photo to the selection
+  // or takes it out.
+  const several = h('button', { type: 'button', class: 'small', id: 'select-several', 'aria-pressed': 'false' }, 'Select several');
+  several.addEventListener('click', () => several.setAttribute('aria-pressed', String(several.getAttribute('aria-pressed') !== 'true')));
   const selectAllButton = h('button', { type: 'button', class: 'small', id: 'select-all', onclick: () => cull.selectAll() }, 'Select all');
   const clearButton = h('button', { type: 'button', class: 'small', id: 'select-none', onclick: () => cull.clearSelection() }, 'Select none');
   const advance = settingBox('advance', 'Next photo after a flag');
@@ -118,7 +122,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     selStatus,
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
     barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
-    selectAllButton, clearButton,
+    several, selectAllButton, clearButton,
     h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo(), title: `Undo (${keyLabel('mod+z')})` }, 'Undo'),
     advance,
     h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp(), title: 'Every key (?)' }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));
@@ -173,7 +177,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     if (!li) return;
     const id = li.dataset.asset;
     if (e.shiftKey) cull.selectRange(cull.anchorId() || cull.focusedId() || id, id, e.ctrlKey || e.metaKey);
-    else if (e.ctrlKey || e.metaKey) cull.select([id], 'toggle');
+    else if (e.ctrlKey || e.metaKey || several.getAttribute('aria-pressed') === 'true') cull.select([id], 'toggle');
     else cull.select([id]);
     focusTile(id);
   });
