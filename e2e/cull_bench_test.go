@@ -22,7 +22,9 @@ import (
 //   - a flag: from P (or U) pressed in the grid to the server's 200 for its
 //     cull:applyAction, and whether the tile showed the flag in the frame
 //     that followed the key; the baseline is the same request sent by a
-//     bare fetch from the page.
+//     bare fetch from the page;
+//   - another tab: from P (or U) pressed in one tab to the tile changed in
+//     a second tab of the project, through asset.updated.
 //
 // Run it with -benchtime=1x.
 func BenchmarkCull100k(b *testing.B) {
@@ -45,16 +47,23 @@ func BenchmarkCull100k(b *testing.B) {
 	br.run("only the searchable photos", chromedp.Click(chromedp.CSS(`button[data-filter="searchable"]`)))
 	br.waitJS("the first searchable photo first", `document.querySelector('#grid li[aria-posinset="1"]')?.dataset.asset === `+jsq(first[0]))
 
+	other := br.tab()
+	other.run("open the project in a second tab", chromedp.Navigate(s.url+"/#/projects/"+project+"/photos"))
+	other.waitJS("every photo listed there", fmt.Sprintf(`document.querySelector('#tab-body [data-filter=all]')?.textContent.replace(/\D/g, '') === '%d'`, n))
+	other.run("only the searchable photos there", chromedp.Click(chromedp.CSS(`button[data-filter="searchable"]`)))
+	other.waitJS("the first photo's tile there", `!!document.querySelector('#grid li[data-asset="`+first[0]+`"]')`)
+
 	b.ResetTimer()
 	for range b.N {
 		ahead := loupeWalk(br, first[:steps+1], true)
 		cold := loupeWalk(br, first[steps+1:], false)
 		flags, same := flagKeys(br, first[0], steps)
+		seen := otherTab(br, other, first[0], steps/2)
 		bare := bareFlags(br, project, first[1], steps)
 		for _, m := range []struct {
 			name string
 			ms   []float64
-		}{{"loupe_ahead", ahead}, {"base_loupe_cold", cold}, {"flag_key_to_200", flags}, {"base_flag_fetch", bare}} {
+		}{{"loupe_ahead", ahead}, {"base_loupe_cold", cold}, {"flag_key_to_200", flags}, {"base_flag_fetch", bare}, {"other_tab", seen}} {
 			b.ReportMetric(percentile(m.ms, 50), m.name+"_p50_ms")
 			b.ReportMetric(percentile(m.ms, 95), m.name+"_p95_ms")
 		}
@@ -63,6 +72,7 @@ func BenchmarkCull100k(b *testing.B) {
 		b.Logf("loupe, not loading ahead: %v", cold)
 		b.Logf("flag key to 200: %v (%d of %d tiles changed in the key's frame)", flags, same, steps)
 		b.Logf("bare fetch: %v", bare)
+		b.Logf("other tab: %v", seen)
 	}
 }
 
@@ -145,6 +155,44 @@ func flagKeys(br *browser, id string, steps int) ([]float64, int) {
 	}
 	br.waitJS("every flag sent", `import('/static/cull.js').then((c) => c.settled()).then(() => true)`)
 	return out, same
+}
+
+// otherTab presses P and U in turn on the first tab's focused tile of id
+// and times each, in wall-clock time both tabs share, from the key to the
+// tile of id marked in the other tab's page.
+func otherTab(br, other *browser, id string, steps int) []float64 {
+	br.t.Helper()
+	var out []float64
+	for i := range steps {
+		k, want := "p", "picked"
+		if i%2 == 1 {
+			k, want = "u", ""
+		}
+		// A mutation observer, not frames: a tab in the background draws none.
+		eval[bool](other, `(() => {
+			const m = window.__seen = { at: 0 };
+			const look = () => {
+				const t = document.querySelector('#grid li[data-asset="`+id+`"]');
+				if (m.at || !t || t.dataset.flag !== `+jsq(want)+`) return;
+				m.at = performance.timeOrigin + performance.now();
+				mo.disconnect();
+			};
+			const mo = new MutationObserver(look);
+			mo.observe(document.querySelector('#grid'), { attributes: true, subtree: true, attributeFilter: ['data-flag'] });
+			look();
+			return true;
+		})()`)
+		eval[bool](br, `(() => {
+			window.__sent = { at: 0 };
+			addEventListener('keydown', (e) => { window.__sent.at = performance.timeOrigin + e.timeStamp; }, { capture: true, once: true });
+			return true;
+		})()`)
+		br.key("flag", k)
+		other.waitJS("the flag in the other tab", `window.__seen.at > 0`)
+		out = append(out, eval[float64](other, `window.__seen.at`)-eval[float64](br, `window.__sent.at`))
+	}
+	br.waitJS("every flag sent", `import('/static/cull.js').then((c) => c.settled()).then(() => true)`)
+	return out
 }
 
 // bareFlags sends the same request from the page with fetch alone.

@@ -558,6 +558,11 @@ func TestLoupe(t *testing.T) {
 	b.key("back from 100 %", kb.Escape)
 	b.waitJS("the fitted photo", drawn(ids[0])+` && !document.querySelector('#loupe .loupe-stage.zoomed')`)
 
+	b.key("the details", "i")
+	b.waitJS("the photo's details over the loupe", `!!document.querySelector('#details[open] #exif') && !!document.querySelector('#loupe[open]')`)
+	b.key("close the details", kb.Escape)
+	b.waitJS("back in the loupe", `!document.querySelector('#details[open]') && !!document.querySelector('#loupe[open]')`)
+
 	b.key("the keys", "?")
 	b.waitJS("the keys' help", `document.querySelector('#keys-help[open]') !== null`)
 	help := b.text("#keys-help")

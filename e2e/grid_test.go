@@ -202,8 +202,8 @@ func openProject(br *browser, url, project string, n, selected int, shot string)
 
 // TestPhotoGridOfThousands opens a project of 3,000 photos: the grid holds
 // only the tiles in view, reaches the last photo when scrolled far down,
-// and the arrow keys walk the photos in order while tiles are reused
-// under them.
+// the arrow keys walk the photos in order while tiles are reused under
+// them, and its sorts give the API's orders.
 func TestPhotoGridOfThousands(t *testing.T) {
 	const n = 3000
 	chrome := chromium(t)
@@ -231,6 +231,20 @@ func TestPhotoGridOfThousands(t *testing.T) {
 	br.waitJS("the last photo after scrolling far down", fmt.Sprintf(
 		`[...document.querySelectorAll('#grid > li:not([hidden])')].some((li) => li.getAttribute('aria-posinset') === '%d')`, n))
 	br.viewShot("grid-far")
+
+	// Sorted by name and by capture time backwards, in runs merged as the
+	// page sorts a long list, the photos come in the API's order.
+	for _, o := range []struct{ field, value, query string }{
+		{"#sort", "filename", "sort=filename"},
+		{"#sort", "captured", "sort=capturedAt"},
+	} {
+		br.setField(o.field, o.value)
+		want := s.walkIDs(key, project, o.query)
+		br.waitJS("the grid in the API's order for "+o.query, fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+	}
+	br.run("reverse", chromedp.Click(chromedp.CSS("#sort-order")))
+	want := s.walkIDs(key, project, "sort=capturedAt&order=desc")
+	br.waitJS("the grid in the API's order, newest first", fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
 }
 
 // TestUploadCountsWholeWhileTheListLoads opens the upload view of a
