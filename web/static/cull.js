@@ -3,7 +3,8 @@
 // one shows in all the others at once.
 //
 // The view: which photos, in which order
-//   attach(model) → detach()      follow a ProjectModel (model.js); one project at a time
+//   attach(model) → detach()      follow a ProjectModel (model.js); one project at a time (the
+//                                  same one again keeps its filters, selection and undo)
 //   FILTER_DEFAULTS               {flag: 'any'|'picked'|'rejected'|'unflagged', ratingMin: 0..5 (at least),
 //                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
 //                                  both included), readiness: 'all'|'processing'|'cull'|'searchable'|'failed'|
@@ -203,10 +204,15 @@ let teardown = [];
 // starts with every photo, in upload order, nothing selected.
 export function attach(m) {
   detach();
-  // Back on the same project, the filters and sort are as they were.
+  // Back on the same project, the filters, sort, selection and undo are
+  // as they were.
   if (m.projectId !== lastProject) {
     filter = { ...FILTER_DEFAULTS };
     sort = { key: 'uploaded', desc: false };
+    selection.clear();
+    anchor = null;
+    focus = null;
+    undoStack.length = 0;
   }
   lastProject = m.projectId;
   model = m;
@@ -214,11 +220,6 @@ export function attach(m) {
   ascFor = '';
   base = [];
   baseOf = null;
-  view = [];
-  selection.clear();
-  anchor = null;
-  focus = null;
-  undoStack.length = 0;
   search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
   if (filter.q) runSearch();
   // Rows change by the hundred while a project uploads or loads: a big

@@ -160,8 +160,8 @@ function entry(row) {
   };
   e = { img, ready: load(false).catch(() => false) };
   cache.set(id, e);
-  // Keep the few around the photo shown.
-  while (cache.size > 6) cache.delete(cache.keys().next().value);
+  // Keep the few around the photo shown: a decoded preview holds 16 MB.
+  while (cache.size > 5) cache.delete(cache.keys().next().value);
   return e;
 }
 
