@@ -184,7 +184,7 @@ let baseOf = null; // the asc base was made from
 let baseDesc = false;
 let sorting = null; // the sort under way: {for}
 let view = [];
-let gen = 0; // stamps rows with their place in view (row.vi), so indexOf is O(1)
+let gen = 0; // stamps rows with their place in view (see pass), so indexOf is O(1)
 let tally = emptyCounts();
 let search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
 let queued = false;
@@ -259,7 +259,9 @@ export const searchState = () => ({ q: search.q, busy: search.busy, error: searc
 
 export function indexOf(id) {
   const r = rowOf(id);
-  return r && r.vgen === gen ? r.vi : -1;
+  if (!r) return -1;
+  if (gen & 1) return r.g1 === gen ? r.i1 : -1;
+  return r.g0 === gen ? r.i0 : -1;
 }
 
 export function setFilter(patch) {
@@ -355,8 +357,32 @@ function dayEnd(day) {
 // pass filters the base into the view and counts every filter's options
 // in one walk over the rows: an option counts the photos that pass every
 // other filter and its own. It runs over every photo after each change of
-// marks, so it works on small numbers: 100,000 photos take a few ms.
-function pass() {
+// marks, so it works on small numbers (100,000 photos take a few ms) and
+// yields every few ms, so that a slow device never spends one long task
+// on it. The view it replaces stays whole meanwhile: rows carry their
+// place in two pairs of fields, one for the view shown and one for the
+// view being made. A pass asked for while one runs follows it.
+let passing = false;
+let passAgain = false;
+
+async function pass() {
+  if (passing) {
+    passAgain = true;
+    return;
+  }
+  passing = true;
+  try {
+    await walk();
+  } finally {
+    passing = false;
+  }
+  if (passAgain) {
+    passAgain = false;
+    recompute();
+  }
+}
+
+async function walk() {
   const f = filter;
   const from = f.from ? dayStart(f.from) : -Infinity;
   const to = f.to ? dayEnd(f.to) : Infinity;
@@ -370,13 +396,18 @@ function pass() {
   const stars = new Int32Array(6);
   const ready = new Int32Array(READY_CODES.length - 1);
   const cams = new Int32Array(CAMERAS.length);
-  const marked = overlay.size > 0;
   const out = [];
   const rows = f.q ? search.rows || [] : base;
-  gen++;
+  const next = gen + 1;
+  const odd = (next & 1) === 1;
+  let start = performance.now();
   for (let i = 0; i < rows.length; i++) {
+    if ((i & 1023) === 1023 && performance.now() - start > 8) {
+      await sleep(0);
+      start = performance.now();
+    }
     const r = rows[i];
-    const m = (marked && overlay.get(r.assetId)) || r.rating;
+    const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
     const flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
     const star = (m && m.rating) || 0;
     const rd = READY_OF[r.stage] || 0;
@@ -389,8 +420,7 @@ function pass() {
     const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1);
     if (misses > 1) continue;
     if (misses === 0) {
-      r.vi = out.length;
-      r.vgen = gen;
+      if (odd) { r.i1 = out.length; r.g1 = next; } else { r.i0 = out.length; r.g0 = next; }
       out.push(r);
       flags[flag]++;
       stars[star]++;
@@ -417,9 +447,9 @@ function pass() {
   t.shown = out.length;
   tally = t;
 
-  const oldFocus = focus ? rowOf(focus) : null;
-  const focusAt = oldFocus && oldFocus.vi !== undefined ? oldFocus.vi : 0;
+  const focusAt = Math.max(0, focus ? indexOf(focus) : 0);
   view = out;
+  gen = next;
   // The selection holds only photos in view; the focus stays in place
   // when its photo leaves (the next one takes its place).
   let dropped = false;

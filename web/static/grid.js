@@ -266,7 +266,12 @@ export function photosView(root, model, { onDetails, teardown }) {
     selectAllButton.textContent = `Select all ${cull.viewRows().length.toLocaleString()}`;
     clearButton.disabled = !n;
   }
-  const offView = cull.onViewChange(() => { counts(); view.refresh(); });
+  const offView = cull.onViewChange(() => {
+    counts();
+    view.refresh();
+    if (tell && !cull.getFilter().q) announce(`${plural(cull.counts().shown, 'photo')} shown.`);
+    tell = false;
+  });
   const offSel = cull.onSelectionChange(() => {
     selection();
     for (const el of view.pool) if (!el.hidden) paint(el, el.row, thumbs);
@@ -283,11 +288,12 @@ export function photosView(root, model, { onDetails, teardown }) {
     const top = bar.parentElement.getBoundingClientRect().top + window.scrollY;
     if (window.scrollY > top) window.scrollTo(0, top);
   }
+  // A filter's outcome is said once the view has been worked out again.
+  let tell = false;
   function change(patch) {
+    tell = true;
     cull.setFilter(patch);
     toTop();
-    const c = cull.counts();
-    if (!cull.getFilter().q) announce(`${plural(c.shown, 'photo')} shown.`);
   }
 
   teardown.push(() => {
