@@ -20,7 +20,9 @@
 //                                  {all, processing, cull, searchable, failed, duplicate}}: each option
 //                                  counts the photos it would show with the other filters as they are
 //   searchState()                 {q, busy, error, tookMs} of the text search
-//   onViewChange(fn) → off
+//   onViewChange(fn) → off        the view is worked out again after each change (of filter,
+//                                  sort, marks or photos): at once for a small project, in slices
+//                                  of a few ms for a large one, so read it when this says
 //
 // Selection and focus
 //   selectedIds()                 in view order; isSelected(id), selectionSize(), anchorId()
