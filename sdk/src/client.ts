@@ -150,7 +150,11 @@ export class KiloClient {
   }
 
   // ASSETS
-  listAssets(projectId: UUID, params?: { cursor?: string; limit?: number; picked?: boolean; rejected?: boolean; ratingMin?: number }): Promise<Paged<Asset>> {
+  listAssets(projectId: UUID, params?: {
+    cursor?: string; limit?: number; picked?: boolean; rejected?: boolean; ratingMin?: number;
+    camera?: string; from?: string; to?: string; readiness?: string;
+    sort?: "uploaded" | "capturedAt" | "filename"; order?: "asc" | "desc";
+  }): Promise<Paged<Asset>> {
     const q = qs(params);
     return this.request("GET", `/projects/${projectId}/assets${q}`);
   }
