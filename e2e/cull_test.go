@@ -334,11 +334,11 @@ func (b *browser) setField(sel, value string) {
 		el.dispatchEvent(new Event('change', { bubbles: true })); return true; })()`)
 }
 
-// viewIDs is the order of the photos the grid shows, from the page's own
-// culling state.
-func (b *browser) viewIDs() []string {
+// waitView waits until the grid shows exactly want, in that order, as the
+// page's own culling state has it.
+func (b *browser) waitView(what string, want []string) {
 	b.t.Helper()
-	return eval[[]string](b, `import('/static/cull.js').then((c) => c.viewIds())`)
+	b.waitJS(what, fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
 }
 
 // TestGridFiltersMatchTheAPI sets the grid's filters and sorts as a person
@@ -425,7 +425,7 @@ func TestGridFiltersMatchTheAPI(t *testing.T) {
 		if len(want) == 0 {
 			t.Fatalf("%s: the API lists nothing; the step tests nothing", st.what)
 		}
-		b.waitJS(st.what, fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+		b.waitView(st.what, want)
 		b.waitJS(st.what+": the status", fmt.Sprintf(`/^%s of|^%s photos$/.test(document.querySelector('#view-status').textContent.replace(/,/g, ''))`, fmt.Sprint(len(want)), fmt.Sprint(len(want))))
 		b.waitJS(st.what+": the first tile", `document.querySelector('#grid li[aria-posinset="1"]')?.dataset.asset === `+jsq(want[0]))
 		b.viewShot(fmt.Sprintf("filters-%02d", i+1))
@@ -460,7 +460,7 @@ func TestGridFiltersMatchTheAPI(t *testing.T) {
 	for _, r := range res.Results {
 		want = append(want, r.AssetID)
 	}
-	b.waitJS("the search's matches", fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+	b.waitView("the search's matches", want)
 	b.waitJS("the search said", `document.querySelector('#view-status').textContent.includes('match')`)
 	b.viewShot("filters-search")
 }

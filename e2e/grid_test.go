@@ -240,11 +240,11 @@ func TestPhotoGridOfThousands(t *testing.T) {
 	} {
 		br.setField(o.field, o.value)
 		want := s.walkIDs(key, project, o.query)
-		br.waitJS("the grid in the API's order for "+o.query, fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+		br.waitView("the grid in the API's order for "+o.query, want)
 	}
 	br.run("reverse", chromedp.Click(chromedp.CSS("#sort-order")))
 	want := s.walkIDs(key, project, "sort=capturedAt&order=desc")
-	br.waitJS("the grid in the API's order, newest first", fmt.Sprintf(`import('/static/cull.js').then((c) => c.viewIds().join() === %s)`, jsq(strings.Join(want, ","))))
+	br.waitView("the grid in the API's order, newest first", want)
 }
 
 // TestUploadCountsWholeWhileTheListLoads opens the upload view of a
