@@ -180,7 +180,7 @@ const (
 )
 
 // sortKeys are the SQL of each order's key, as the indexes of migration
-// 0060 hold them.
+// 0051 hold them.
 var sortKeys = map[string]string{
 	SortUploaded: "a.created_at",
 	SortCaptured: "coalesce(a.captured_at, a.created_at)",
