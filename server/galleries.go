@@ -59,10 +59,14 @@ type galleryJSON struct {
 	AllowDownloads bool       `json:"allowDownloads"`
 	// RequiresPassword is what the public answer calls requiresAuth: the
 	// KILO SDK (seed 002) names the two sides differently.
-	RequiresPassword bool      `json:"requiresPassword"`
-	AssetCount       int       `json:"assetCount"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	RequiresPassword bool `json:"requiresPassword"`
+	AssetCount       int  `json:"assetCount"`
+	// FavoriteCount and CommentsCount are what viewers left, named as the
+	// public answer names them per photo.
+	FavoriteCount int       `json:"favoriteCount"`
+	CommentsCount int       `json:"commentsCount"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 	// RenderBatchID is the batch of watermark renders the request started.
 	RenderBatchID *uuid.UUID `json:"renderBatchId,omitempty"`
 }
@@ -71,6 +75,7 @@ func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, ShareSlug: g.Slug,
 		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresPassword: g.PasswordHash != nil,
 		Watermark: g.Watermark, WatermarkText: g.WatermarkText, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
+		FavoriteCount: g.FavoriteCount, CommentsCount: g.CommentsCount,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 

@@ -149,3 +149,49 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	}
 	expect(t, a.do("GET", "/v1/galleries/"+id+"/comments", key, nil), 200, "")
 }
+
+// TestGalleryCountsWhatViewersLeft: the owner's gallery, alone and in the
+// project's list, counts its viewers' favourites and comments, each
+// gallery its own.
+func TestGalleryCountsWhatViewersLeft(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project := a.newProject(key)
+	_, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
+	photos := []string{ups[0].AssetID, ups[1].AssetID}
+	g := a.newGallery(key, project, map[string]any{"title": "Proofs", "assetIds": photos})
+	quiet := a.newGallery(key, project, map[string]any{"title": "Quiet", "assetIds": photos})
+	if g["favoriteCount"] != 0.0 || g["commentsCount"] != 0.0 {
+		t.Fatalf("a new gallery counts %v favourites and %v comments", g["favoriteCount"], g["commentsCount"])
+	}
+	slug := g["shareSlug"].(string)
+	for _, viewer := range []string{a.viewerToken(slug, ""), a.viewerToken(slug, "")} {
+		for _, p := range photos {
+			expect(t, a.viewer("POST", slug, "/favorite", viewer, map[string]any{"assetId": p, "favorite": true}), 200, "")
+		}
+		expect(t, a.viewer("POST", slug, "/comment", viewer, map[string]any{"assetId": photos[1], "text": "This one."}), 201, "")
+	}
+	counts := func(gallery map[string]any) [2]any { return [2]any{gallery["favoriteCount"], gallery["commentsCount"]} }
+	want := [2]any{4.0, 2.0}
+	if got := counts(a.do("GET", "/v1/galleries/"+g["id"].(string), key, nil).json(t)); got != want {
+		t.Errorf("the gallery counts %v, want %v", got, want)
+	}
+	r := a.do("GET", "/v1/projects/"+project+"/galleries", key, nil)
+	expect(t, r, 200, "")
+	byTitle := map[string][2]any{}
+	for _, it := range r.json(t)["items"].([]any) {
+		byTitle[it.(map[string]any)["title"].(string)] = counts(it.(map[string]any))
+	}
+	if byTitle["Proofs"] != want || byTitle["Quiet"] != [2]any{0.0, 0.0} {
+		t.Errorf("the list counts %v", byTitle)
+	}
+	// A change answers with the counts too.
+	r = a.do("PATCH", "/v1/galleries/"+quiet["id"].(string), key, map[string]any{"title": "Still quiet"})
+	if got := counts(r.json(t)); got != [2]any{0.0, 0.0} {
+		t.Errorf("the patched gallery counts %v", got)
+	}
+	r = a.do("PATCH", "/v1/galleries/"+g["id"].(string), key, map[string]any{"title": "Proofs, round 1"})
+	if got := counts(r.json(t)); got != want {
+		t.Errorf("the patched gallery counts %v, want %v", got, want)
+	}
+}

@@ -26,8 +26,11 @@ type Gallery struct {
 	WatermarkText  *string    `db:"watermark_text"` // nil draws the title
 	AllowDownloads bool       `db:"allow_downloads"`
 	AssetCount     int        `db:"asset_count"`
-	CreatedAt      time.Time  `db:"created_at"`
-	UpdatedAt      time.Time  `db:"updated_at"`
+	// What viewers left, for the owner's answers (zero in the public ones).
+	FavoriteCount int       `db:"favorite_count"`
+	CommentsCount int       `db:"comments_count"`
+	CreatedAt     time.Time `db:"created_at"`
+	UpdatedAt     time.Time `db:"updated_at"`
 }
 
 // Expired reports whether the gallery's expiry has passed at now.
@@ -36,11 +39,23 @@ func (g *Gallery) Expired(now time.Time) bool { return g.ExpiresAt != nil && !no
 // markText is the SQL of the text drawn across g's watermarked previews.
 const markText = `coalesce(g.watermark_text, g.title)`
 
-const gallerySelect = `
+const galleryColumns = `
 	SELECT g.id, g.project_id, p.owner_user_id, g.title, g.slug, g.password_hash, g.auth_version, g.expires_at,
 	       g.watermark, g.watermark_text, g.allow_downloads, g.created_at, g.updated_at,
-	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count
+	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count`
+
+const galleryFrom = `
 	FROM galleries g JOIN projects p ON p.id = g.project_id`
+
+// gallerySelect reads a gallery for its public pages.
+const gallerySelect = galleryColumns + galleryFrom
+
+// ownerGallerySelect reads a gallery for its owner, with the favourites
+// and comments its viewers left: both counted on their tables' indexes,
+// and capped per gallery (see CommentCaps).
+const ownerGallerySelect = galleryColumns + `,
+	       (SELECT count(*) FROM gallery_favorites f WHERE f.gallery_id = g.id) AS favorite_count,
+	       (SELECT count(*) FROM gallery_comments c WHERE c.gallery_id = g.id) AS comments_count` + galleryFrom
 
 // GalleryInput holds the fields a PATCH may change. Nil leaves a field
 // alone; a nil inner pointer clears it.
@@ -92,7 +107,7 @@ func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUI
 // Gallery returns owner's gallery id.
 func (s *Store) Gallery(ctx context.Context, owner, id uuid.UUID) (*Gallery, error) {
 	g := &Gallery{}
-	err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1 AND p.owner_user_id = $2`, id, owner)
+	err := s.db.GetContext(ctx, g, ownerGallerySelect+` WHERE g.id = $1 AND p.owner_user_id = $2`, id, owner)
 	return g, notFound(err)
 }
 
@@ -103,7 +118,7 @@ func (s *Store) Galleries(ctx context.Context, project uuid.UUID, after *Cursor,
 	if after != nil {
 		afterTime, afterID = after.Time, after.ID
 	}
-	err := s.db.SelectContext(ctx, &rows, gallerySelect+` WHERE g.project_id = $1 AND (g.created_at, g.id) < ($2, $3)
+	err := s.db.SelectContext(ctx, &rows, ownerGallerySelect+` WHERE g.project_id = $1 AND (g.created_at, g.id) < ($2, $3)
 		ORDER BY g.created_at DESC, g.id DESC LIMIT $4`, project, afterTime, afterID, limit+1)
 	if err != nil {
 		return Page[Gallery]{}, err
@@ -280,7 +295,7 @@ func (s *Store) addGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 // watermarked preview and no render job waiting or running.
 func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID, spec JobSpec) (*GalleryChange, error) {
 	g := &Gallery{}
-	if err := s.db.GetContext(ctx, g, gallerySelect+` WHERE g.id = $1`, id); err != nil {
+	if err := s.db.GetContext(ctx, g, ownerGallerySelect+` WHERE g.id = $1`, id); err != nil {
 		return nil, err
 	}
 	out := &GalleryChange{Gallery: g}

@@ -356,6 +356,10 @@ export interface Gallery {
   renderBatchId?: UUID;
   /** The text drawn across watermarked previews; null draws the title. */
   watermarkText: string | null;
+  /** Favourites its viewers marked, all photos together. */
+  favoriteCount: number;
+  /** Comments its viewers left, all photos together. */
+  commentsCount: number;
 }
 
 export interface CreateGalleryRequest {
