@@ -82,6 +82,11 @@ class Rate {
 
 let localSeq = 0;
 
+// liveEvents hears every event of the open projects' streams, as
+// CustomEvent(name, {detail: {projectId, data}}): the views that follow
+// more than the rows (renders, batches, exports) listen here.
+export const liveEvents = new EventTarget();
+
 // CAMERAS are the cameras' names seen so far, each row's by its place
 // (row.cam), so that counting photos per camera adds numbers; 0 is none.
 export const CAMERAS = [''];
@@ -571,12 +576,14 @@ export class ProjectModel extends EventTarget {
       this.dispatchEvent(new Event('live'));
       this.retryConnect();
     };
-    for (const name of ['asset.updated', 'job.progress', 'job.done', 'batch.updated', 'batch.completed', 'cluster.updated', 'state_sync']) {
+    for (const name of ['asset.updated', 'job.progress', 'job.done', 'batch.updated', 'batch.completed', 'cluster.updated',
+      'export.updated', 'state_sync']) {
       es.addEventListener(name, (e) => {
         if (e.lastEventId) this.lastEventId = e.lastEventId;
         let data;
         try { data = JSON.parse(e.data); } catch { return; }
         this.handle(name, data);
+        liveEvents.dispatchEvent(new CustomEvent(name, { detail: { projectId: this.projectId, data } }));
       });
     }
   }
