@@ -1,9 +1,49 @@
 // Photos' files as the pages show them: thumbnails loaded as tiles scroll
 // into view, and the signed URLs of a photo's preview and original, asked
-// for again once they are about to expire.
+// for again once they are about to expire. A photo with an edit shows its
+// edit's render (edit_thumbnail, edit_preview) once there is one, and
+// again each time a render of it ends.
 
 import { api, ApiError, sleep, waitFor } from './api.js';
-import { stageOf } from './model.js';
+import { stageOf, liveEvents } from './model.js';
+
+// The kinds of file drawn for a tile and for a full view, best first.
+const THUMB_KINDS = ['edit_thumbnail', 'thumbnail', 'edit_preview', 'preview'];
+const PREVIEW_KINDS = ['edit_preview', 'preview', 'edit_thumbnail', 'thumbnail'];
+
+// pick is the first file of list whose kind is in kinds, in their order.
+export function pick(list, kinds) {
+  for (const k of kinds) {
+    const f = list.find((x) => x.kind === k);
+    if (f) return f;
+  }
+  return null;
+}
+
+const filesChangedFns = new Set();
+
+// onFilesChange calls fn(ids) when photos' files have changed (a render
+// of an edit ended); it returns how to stop.
+export function onFilesChange(fn) {
+  filesChangedFns.add(fn);
+  return () => filesChangedFns.delete(fn);
+}
+
+// filesChanged forgets what is known of the photos' links and has every
+// view that shows them draw them again.
+export function filesChanged(ids) {
+  for (const id of ids) fileCache.delete(id);
+  for (const fn of [...filesChangedFns]) {
+    try { fn(ids); } catch (err) { console.error(err); }
+  }
+}
+
+// An edit's render ends in a job of the project's stream, in this tab or
+// another.
+liveEvents.addEventListener('job.done', (e) => {
+  const d = e.detail.data;
+  if (d && d.jobType === 'edit:apply' && d.status === 'done' && d.assetId) filesChanged([d.assetId]);
+});
 
 // Thumbs loads thumbnails of tiles as they scroll into view, through a few
 // requests at a time, and remembers the signed URLs until they expire.
@@ -12,6 +52,18 @@ export class Thumbs {
     this.urls = new Map();
     this.queue = [];
     this.running = 0;
+    this.imgs = new Set(); // every img watched, to draw again when its photo's files change
+    this.offFiles = onFilesChange((ids) => {
+      const changed = new Set(ids);
+      for (const id of ids) this.urls.delete(id);
+      for (const img of this.imgs) {
+        if (!img.isConnected) this.imgs.delete(img);
+        else if (img.row && changed.has(img.row.assetId) && img.dataset.loaded) {
+          delete img.dataset.loaded;
+          this.watch(img, img.row);
+        }
+      }
+    });
     this.io = new IntersectionObserver((entries) => {
       for (const e of entries) {
         if (!e.isIntersecting) continue;
@@ -24,6 +76,8 @@ export class Thumbs {
 
   watch(img, row) {
     img.row = row;
+    this.imgs.add(img);
+    if (this.imgs.size > 4000) for (const x of this.imgs) if (!x.isConnected) this.imgs.delete(x);
     if (img.dataset.loaded === row.assetId) return;
     if (img.dataset.loaded) {
       // A reused tile: not the last photo's thumbnail under this one's name.
@@ -54,7 +108,7 @@ export class Thumbs {
       const id = img.row.assetId;
       try {
         const { files } = await api('GET', `/v1/assets/${id}/files`);
-        const f = files.find((x) => x.kind === 'thumbnail') || files.find((x) => x.kind === 'preview');
+        const f = pick(files, THUMB_KINDS);
         if (f) {
           this.urls.set(id, { url: f.url, expires: Date.parse(f.expiresAt) });
           if (img.row.assetId === id) {
@@ -82,7 +136,7 @@ export class Thumbs {
     this.next();
   }
 
-  stop() { this.io.disconnect(); this.queue = []; }
+  stop() { this.io.disconnect(); this.queue = []; this.offFiles(); this.imgs.clear(); }
 }
 
 // Types a browser draws: an original of another kind (a camera raw, HEIC)
@@ -117,17 +171,21 @@ async function files(id) {
   }
 }
 
-// previewUrl is a link to the photo's preview, or null when it has none:
-// the one its row came with while that is fresh, else a new one.
+// previewUrl is a link to the photo's preview (its edit's render when it
+// has one), or null when it has none: the one its row came with while
+// that is fresh, else a new one.
 export async function previewUrl(row) {
   const st = row.stage || stageOf(row);
   if (st !== 'cull' && st !== 'searchable') return null;
   const a = row.asset || {};
-  if (a.bestPreviewUrl && Date.now() - (row.signedAt || 0) < PREVIEW_LINK - MARGIN) return a.bestPreviewUrl;
+  if (a.bestPreviewUrl && !row.edited && Date.now() - (row.signedAt || 0) < PREVIEW_LINK - MARGIN) return a.bestPreviewUrl;
   const list = await files(row.assetId);
-  const f = list.find((x) => x.kind === 'preview') || list.find((x) => x.kind === 'thumbnail');
+  const f = pick(list, PREVIEW_KINDS);
   return f ? f.url : null;
 }
+
+// assetFiles lists a photo's files with signed links, from a short cache.
+export const assetFiles = (id) => files(id);
 
 // fullSize is what to draw at 100 %: the original when a browser can draw
 // it, else the preview; with the original's size in pixels.

@@ -7,7 +7,7 @@
 
 import * as cull from './cull.js';
 import { h, clear, announce, when } from './ui.js';
-import { previewUrl, fullSize, forget } from './images.js';
+import { previewUrl, fullSize, forget, onFilesChange } from './images.js';
 import { cameraName } from './model.js';
 
 let dlg = null;
@@ -223,6 +223,19 @@ function marks() {
 }
 
 cull.onMarksChange((ids) => { if (cur && ids.includes(cur)) marks(); });
+
+// A photo whose files changed (its edit rendered) is loaded again; the
+// one shown changes once the new preview is decoded.
+onFilesChange((ids) => {
+  for (const id of ids) cache.delete(id);
+  if (!cur || !ids.includes(cur)) return;
+  const id = cur;
+  const e = entry(cull.rowOf(id));
+  e.ready.then((ok) => {
+    const old = el.stage.querySelector('img.preview-img');
+    if (ok && cur === id && !zoomed && old && old !== e.img) old.replaceWith(e.img);
+  });
+});
 cull.onViewChange(() => {
   if (!cur) return;
   const row = cull.rowOf(cur);
