@@ -51,7 +51,8 @@
 //   keyTable()                    what is registered, for the help
 //   pushScope({name, targets(), advance()}) → pop   the view that has the keys (last pushed wins)
 //   activeScope(), targets()      the scope on top; the photos its keys act on
-//   registerLoupePanel({id, title, mount(el, {assetId, row}) → {show(assetId)?, destroy()?}}) → off
+//   registerLoupePanel({id, title, mount(el, {assetId, row, stage}) → {show(assetId)?, destroy()?}}) → off
+//                                 stage: the element the photo is drawn in, for a panel that draws on it
 //   loupePanels()
 //   openLoupe(id), closeLoupe(), loupeId(), onLoupeChange(fn(id or null)) → off
 //   openCompare(ids)

@@ -359,7 +359,7 @@ function toggles() {
       if (open && !m) {
         const section = h('section', { class: 'loupe-panel', 'aria-label': p.title, 'data-panel': p.id });
         el.panels.append(section);
-        const api = p.mount(section, { assetId: cur, row: cull.rowOf(cur) }) || {};
+        const api = p.mount(section, { assetId: cur, row: cull.rowOf(cur), stage: el.stage }) || {};
         mounted.set(p.id, { panel: p, section, api });
       } else if (m) {
         m.section.hidden = !open;
