@@ -44,10 +44,12 @@
 //   settled() → Promise           resolves once nothing waits to be sent
 //
 // Keys, scopes, loupe panels
-//   registerKey(key, description, fn(ctx), {scopes}) → off
+//   registerKey(key, description, fn(ctx), {scopes, button}) → off
 //                                 key: 'p', 'shift+arrowright', 'mod+z' (Ctrl or Cmd), '?', …;
 //                                  scopes: any of 'grid', 'loupe', 'compare' (all three by
-//                                  default). ctx: {scope, targets, event}. The `?` help lists them.
+//                                  default), or a view's own. ctx: {scope, targets, event}. The `?`
+//                                  help lists them. button: {id, label} puts a button doing the
+//                                  same on the grid's bar, for pointer and touch (a 'grid' key).
 //   keyTable()                    what is registered, for the help
 //   pushScope({name, targets(), advance()}) → pop   the view that has the keys (last pushed wins)
 //   activeScope(), targets()      the scope on top; the photos its keys act on
@@ -777,8 +779,8 @@ const scopes = [];
 const keysChanged = listeners();
 export const onKeysChange = keysChanged.on;
 
-export function registerKey(key, description, fn, { scopes: where = SCOPES } = {}) {
-  const entry = { key: key.toLowerCase(), description, fn, scopes: where };
+export function registerKey(key, description, fn, { scopes: where = SCOPES, button = null } = {}) {
+  const entry = { key: key.toLowerCase(), description, fn, scopes: where, button };
   keys.push(entry);
   keysChanged.emit();
   return () => {
@@ -788,7 +790,7 @@ export function registerKey(key, description, fn, { scopes: where = SCOPES } = {
   };
 }
 
-export const keyTable = () => keys.map(({ key, description, scopes: s }) => ({ key, description, scopes: s }));
+export const keyTable = () => keys.map(({ key, description, scopes: s, button }) => ({ key, description, scopes: s, button }));
 
 // keyFor is the entry that handles key in scope: the one registered last,
 // so a view can take a key over while it is open.

@@ -123,6 +123,8 @@ export function photosView(root, model, { onDetails, teardown }) {
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
     barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
     several, selectAllButton, clearButton,
+    // What other views register for the grid (export, share, edit).
+    cull.keyTable().filter((k) => k.button && k.scopes.includes('grid')).map((k) => barButton(k.button.label, k.key, k.button.id)),
     h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo(), title: `Undo (${keyLabel('mod+z')})` }, 'Undo'),
     advance,
     h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp(), title: 'Every key (?)' }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));

@@ -118,7 +118,7 @@ export function showHelp() {
   }
   const groups = new Map();
   for (const k of cull.keyTable()) {
-    const where = k.scopes.length === 3 ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s]).join(' and ')}`;
+    const where = k.scopes.length === 3 ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s] || s).join(' and ')}`;
     if (!groups.has(where)) groups.set(where, []);
     const list = groups.get(where);
     const same = list.find((x) => x.description === k.description);
