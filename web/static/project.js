@@ -11,6 +11,7 @@ import { Uploader, ACCEPT, FORMAT_NAMES } from './uploader.js';
 import { VirtualList } from './vlist.js';
 import { Thumbs } from './images.js';
 import { photosView } from './grid.js';
+import { reviewView, reviewGroup } from './groups.js';
 
 const open = new Map(); // project id → {model, uploader}
 let current = null; // the project on screen: {id, model, teardown: [fn]}
@@ -41,7 +42,7 @@ export function leaveProject() {
   current = null;
 }
 
-const TABS = [['upload', 'Upload'], ['photos', 'Photos'], ['groups', 'Moments and duplicates']];
+const TABS = [['upload', 'Upload'], ['photos', 'Photos'], ['groups', 'Moments and duplicates'], ['review', 'Review groups']];
 
 export async function showProject(main, id, tab) {
   if (current && current.id !== id) leaveProject();
@@ -94,6 +95,7 @@ export async function showProject(main, id, tab) {
 
   if (tab === 'photos') photosTab(body, state);
   else if (tab === 'groups') groupsTab(body, state);
+  else if (tab === 'review') reviewView(body, state.model, current.teardown);
   else uploadTab(body, state, project);
 }
 
@@ -479,7 +481,9 @@ function clusterView(c, model, thumbs, state) {
   const kindLabel = c.kind === 'duplicate_group' ? 'Duplicate group' : c.kind === 'burst' ? 'Burst' : 'Moment';
   return h('article', { class: 'cluster', 'data-kind': c.kind },
     h('h3', {}, c.title || `${kindLabel}, ${plural(members.length, 'photo')}`,
-      !c.title && range ? h('span', { class: 'muted small' }, ` · ${range}`) : null),
+      !c.title && range ? h('span', { class: 'muted small' }, ` · ${range}`) : null,
+      c.reviewed ? h('span', { class: 'badge reviewed', 'data-reviewed': 'true' }, '✓ Reviewed') : null,
+      h('a', { href: `#/projects/${model.projectId}/review`, class: 'cluster-review', onclick: () => reviewGroup(c.kind, c.id) }, 'Review')),
     c.whyWinner && c.whyWinner.length
       ? h('p', { class: 'why' }, h('strong', {}, 'Why the best shot won: '), c.whyWinner.join(', ')) : null,
     h('ul', { class: 'grid small-grid' }, members.map((m) => {
