@@ -12,6 +12,7 @@ import { VirtualList } from './vlist.js';
 import { Thumbs } from './images.js';
 import { photosView } from './grid.js';
 import { reviewView, reviewGroup } from './groups.js';
+import './edit.js';
 
 const open = new Map(); // project id → {model, uploader}
 let current = null; // the project on screen: {id, model, teardown: [fn]}
