@@ -12,6 +12,7 @@ import { VirtualList } from './vlist.js';
 import { Thumbs } from './images.js';
 import { photosView } from './grid.js';
 import { reviewView, reviewGroup } from './groups.js';
+import { deliverView } from './deliver.js';
 import './edit.js';
 
 const open = new Map(); // project id → {model, uploader}
@@ -43,7 +44,8 @@ export function leaveProject() {
   current = null;
 }
 
-const TABS = [['upload', 'Upload'], ['photos', 'Photos'], ['groups', 'Moments and duplicates'], ['review', 'Review groups']];
+const TABS = [['upload', 'Upload'], ['photos', 'Photos'], ['groups', 'Moments and duplicates'], ['review', 'Review groups'],
+  ['deliver', 'Deliver']];
 
 export async function showProject(main, id, tab) {
   if (current && current.id !== id) leaveProject();
@@ -97,6 +99,7 @@ export async function showProject(main, id, tab) {
   if (tab === 'photos') photosTab(body, state);
   else if (tab === 'groups') groupsTab(body, state);
   else if (tab === 'review') reviewView(body, state.model, current.teardown);
+  else if (tab === 'deliver') deliverView(body, state.model, current.teardown);
   else uploadTab(body, state, project);
 }
 

@@ -1,0 +1,540 @@
+// Delivering a shoot: exports of the selection, the picks or every photo
+// with any preset, followed to a download link; client galleries made
+// from the selection or the picks, their link copied or opened; and the
+// project's galleries with what their viewers left (favourites,
+// comments), each changed or deleted here. The grid's Shift+E and Shift+G
+// bring its selection here.
+
+import { api, pages, ApiError } from './api.js';
+import { h, clear, announce, when, plural, bytes } from './ui.js';
+import * as cull from './cull.js';
+import { liveEvents } from './model.js';
+
+export const PRESETS = [
+  ['full_res', 'Full resolution', 'the originals, as uploaded'],
+  ['web', 'Web', 'JPEG, 2048 px on the long edge'],
+  ['instagram_carousel', 'Instagram carousel', '1080 × 1350 JPEG, centre-cropped'],
+  ['story_9x16', 'Story 9:16', '1080 × 1920 JPEG, centre-cropped'],
+  ['contact_sheet_pdf', 'Contact sheet (PDF)', 'A4 pages of thumbnails with names and capture times'],
+];
+const STATUS = { queued: 'Waiting', running: 'Building', done: 'Ready', failed: 'Failed', canceled: 'Cancelled', expired: 'Expired' };
+// The most photos one export or gallery takes.
+const MAX_PHOTOS = 10000;
+
+// What the grid asked for on the way here: the form to focus and the
+// photos to use.
+let asked = null;
+
+function projectFromHash() {
+  const m = location.hash.match(/^#\/projects\/([^/]+)/);
+  return m ? m[1] : null;
+}
+
+function bring(form) {
+  const p = projectFromHash();
+  if (!p) return;
+  if (!cull.selectionSize()) {
+    announce('Select photos first, or choose the picks on the Deliver page.');
+  }
+  asked = { form, source: cull.selectionSize() ? 'selection' : 'picks' };
+  location.hash = `#/projects/${p}/deliver`;
+}
+
+cull.registerKey('shift+e', 'Export the selected photos', () => bring('export'),
+  { scopes: ['grid'], button: { id: 'open-export', label: 'Export…' } });
+cull.registerKey('shift+g', 'Make a client gallery of the selected photos', () => bring('gallery'),
+  { scopes: ['grid'], button: { id: 'open-gallery', label: 'Client gallery…' } });
+
+// ---- which photos --------------------------------------------------------------
+
+// pickIds is the ids of the caller's picks, once every flag sent is taken:
+// from the rows when the list is whole, else from the API.
+async function pickIds(model) {
+  await cull.settled();
+  if (model.loaded) {
+    return model.rows.filter((r) => !r.hidden && r.assetId && r.rating && r.rating.picked).map((r) => r.assetId);
+  }
+  const ids = [];
+  await pages(`/v1/projects/${model.projectId}/assets?picked=true`, (items) => { for (const a of items) ids.push(a.id); },
+    { limit: 1000, max: MAX_PHOTOS + 1 });
+  return ids;
+}
+
+function pickCount(model) {
+  let n = 0;
+  for (const r of model.rows) if (!r.hidden && r.assetId && r.rating && r.rating.picked) n++;
+  return n;
+}
+
+// sourceBox is a choice of photos: the selection, the picks and (for an
+// export) every photo, each with its count.
+function sourceBox(name, model, { all = false, initial = 'picks' } = {}) {
+  const options = [['selection', 'The selected photos'], ['picks', 'The picks']];
+  if (all) options.push(['all', 'Every photo of the project']);
+  const inputs = {};
+  const labels = {};
+  const box = h('fieldset', { class: 'source' }, h('legend', {}, 'Photos'),
+    options.map(([k, text]) => {
+      const id = `${name}-source-${k}`;
+      inputs[k] = h('input', { type: 'radio', name: `${name}-source`, id, value: k, checked: k === initial || null });
+      labels[k] = h('label', { for: id }, text);
+      return h('span', { class: 'check' }, inputs[k], labels[k]);
+    }));
+  const counts = () => {
+    const sel = cull.selectionSize();
+    labels.selection.textContent = `The selected photos (${sel.toLocaleString()})`;
+    inputs.selection.disabled = sel === 0;
+    if (!sel && inputs.selection.checked) inputs.picks.checked = true;
+    labels.picks.textContent = model.loaded ? `The picks (${pickCount(model).toLocaleString()})` : 'The picks';
+  };
+  counts();
+  return {
+    box,
+    counts,
+    value: () => Object.keys(inputs).find((k) => inputs[k].checked),
+    // ids resolves to the photos chosen; null for every photo.
+    async ids() {
+      const v = this.value();
+      if (v === 'all') return null;
+      const ids = v === 'selection' ? cull.selectedIds() : await pickIds(model);
+      if (!ids.length) throw new Error(v === 'selection' ? 'No photo is selected.' : 'There are no picks yet: pick photos with P in Photos.');
+      if (ids.length > MAX_PHOTOS) throw new Error(`That is ${ids.length.toLocaleString()} photos; ${MAX_PHOTOS.toLocaleString()} at most go at once.`);
+      return ids;
+    },
+  };
+}
+
+// ---- the page ----------------------------------------------------------------------
+
+// deliverView fills root with the export and gallery forms and lists;
+// teardown collects what to undo on leaving.
+export function deliverView(root, model, teardown) {
+  const ask = asked;
+  asked = null;
+  const offs = [];
+  const exportsPart = exportsSection(model, offs, ask && ask.form === 'export' ? ask.source : null);
+  const galleriesPart = galleriesSection(model, offs, ask && ask.form === 'gallery' ? ask.source : null);
+  clear(root, exportsPart.el, galleriesPart.el);
+  const onChange = () => { exportsPart.counts(); galleriesPart.counts(); };
+  model.addEventListener('change', onChange);
+  offs.push(() => model.removeEventListener('change', onChange));
+  teardown.push(() => { for (const off of offs) off(); });
+  if (ask) (ask.form === 'export' ? exportsPart : galleriesPart).focus();
+}
+
+// ---- exports ----------------------------------------------------------------------------
+
+// The exports started in this browser, per project, newest first: the API
+// lists no exports, and a person comes back for a download.
+const KEPT = 20;
+function keptExports(project) {
+  try { return JSON.parse(localStorage.getItem(`lightbox.exports.${project}`) || '[]'); } catch { return []; }
+}
+function keepExport(project, id) {
+  const ids = [id, ...keptExports(project).filter((x) => x !== id)].slice(0, KEPT);
+  try { localStorage.setItem(`lightbox.exports.${project}`, JSON.stringify(ids)); } catch { /* not kept */ }
+}
+function forgetExport(project, id) {
+  try { localStorage.setItem(`lightbox.exports.${project}`, JSON.stringify(keptExports(project).filter((x) => x !== id))); } catch { /* not kept */ }
+}
+
+function exportsSection(model, offs, source) {
+  const project = model.projectId;
+  const src = sourceBox('export', model, { all: true, initial: source || 'picks' });
+  const preset = h('select', { id: 'export-preset' }, PRESETS.map(([k, label, what]) => h('option', { value: k }, `${label}: ${what}`)));
+  const error = h('p', { class: 'error', role: 'alert', id: 'export-error' });
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'export-start' }, 'Export');
+  const form = h('form', { id: 'export-form', class: 'deliver-form' }, src.box,
+    h('div', { class: 'preset-field' }, h('label', { for: 'export-preset' }, 'Preset'), preset), error, submit);
+  const list = h('ul', { class: 'exports', id: 'exports', 'aria-live': 'polite' });
+  const rows = new Map(); // export id → its row
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    error.textContent = '';
+    submit.disabled = true;
+    try {
+      const ids = await src.ids();
+      const body = { preset: preset.value };
+      if (ids) body.assetIds = ids;
+      const ex = await api('POST', `/v1/projects/${project}/exports`, body);
+      keepExport(project, ex.id);
+      const row = exportRow(ex);
+      list.prepend(row.el);
+      announce(`Exporting ${ids ? plural(ids.length, 'photo') : 'every photo'} as ${PRESETS.find(([k]) => k === ex.preset)[1]}.`);
+      row.el.querySelector('.export-status').focus();
+    } catch (err) {
+      error.textContent = err.message;
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  // exportRow is one export's line: its state, progress and, once built,
+  // its download link.
+  function exportRow(ex) {
+    const status = h('span', { class: 'export-status', tabindex: '-1' });
+    const bar = h('progress', { max: 1, value: 0, 'aria-label': 'Progress' });
+    const link = h('a', { class: 'export-download', hidden: true, download: '' }, 'Download');
+    const cancel = h('button', { type: 'button', class: 'small', hidden: true }, 'Cancel');
+    const forget = h('button', { type: 'button', class: 'small link', hidden: true }, 'Remove from this list');
+    const el = h('li', { class: 'export', id: `export-${ex.id}`, 'data-export': ex.id },
+      h('span', { class: 'export-name' }, PRESETS.find(([k]) => k === ex.preset)?.[1] || ex.preset), ' ',
+      h('span', { class: 'muted small' }, when(ex.createdAt)), status, bar, link, cancel, forget);
+    const row = { el, ex, status, bar, link, cancel, forget, expires: 0 };
+    rows.set(ex.id, row);
+    cancel.addEventListener('click', async () => {
+      cancel.disabled = true;
+      try {
+        paint(row, await api('POST', `/v1/exports/${ex.id}/cancel`));
+        announce('The export is cancelled.');
+      } catch (err) {
+        announce(`The export could not be cancelled: ${err.message}`, 'error');
+      } finally {
+        cancel.disabled = false;
+      }
+    });
+    forget.addEventListener('click', () => {
+      forgetExport(project, ex.id);
+      rows.delete(ex.id);
+      el.remove();
+    });
+    // A link lives 15 minutes: an old one is asked for again on the click.
+    link.addEventListener('click', async (e) => {
+      if (Date.now() < row.expires - 30000) return;
+      e.preventDefault();
+      if (await linkFor(row)) link.click();
+    });
+    paint(row, ex);
+    return row;
+  }
+
+  async function linkFor(row) {
+    try {
+      const d = await api('GET', `/v1/exports/${row.ex.id}/download`);
+      row.link.href = d.url;
+      row.expires = Date.parse(d.expiresAt);
+      row.link.textContent = `Download${d.byteSize ? ` (${bytes(d.byteSize)})` : ''}`;
+      row.link.hidden = false;
+      return true;
+    } catch (err) {
+      if (err.code === 'export_expired') paint(row, { ...row.ex, status: 'expired' });
+      else announce(`The download link could not be made: ${err.message}`, 'error');
+      return false;
+    }
+  }
+
+  function paint(row, ex) {
+    const was = row.ex.status;
+    row.ex = { ...row.ex, ...ex };
+    const x = row.ex;
+    const pct = Math.round((x.progress || 0) * 100);
+    let text = STATUS[x.status] || x.status;
+    if (x.status === 'running') text += ` ${pct} %`;
+    if (x.status === 'failed' && x.error) text += `: ${x.error.message || x.error.code}`;
+    const skipped = Array.isArray(x.skipped) ? x.skipped.length : x.skipped || 0;
+    if (skipped && x.status === 'done') text += ` (${plural(skipped, 'photo')} left out)`;
+    row.status.textContent = text;
+    row.el.dataset.status = x.status;
+    row.bar.value = x.status === 'done' ? 1 : x.progress || 0;
+    row.bar.hidden = x.status !== 'queued' && x.status !== 'running';
+    row.cancel.hidden = row.bar.hidden;
+    row.forget.hidden = !row.bar.hidden;
+    if (x.status !== 'done') row.link.hidden = true;
+    if (x.status === 'done' && (was !== 'done' || row.link.hidden)) {
+      linkFor(row).then((ok) => { if (ok && was && was !== 'done') announce('The export is ready to download.'); });
+    }
+  }
+
+  // Progress comes as export.updated; without the stream, unfinished
+  // exports are asked after every few seconds.
+  const onEvent = (e) => {
+    const d = e.detail.data;
+    const row = d && rows.get(d.exportId);
+    if (row) paint(row, { status: d.status, progress: d.progress, error: d.error, skipped: d.skipped });
+  };
+  liveEvents.addEventListener('export.updated', onEvent);
+  offs.push(() => liveEvents.removeEventListener('export.updated', onEvent));
+  let timer = null;
+  const poll = async () => {
+    const open = [...rows.values()].filter((r) => r.ex.status === 'queued' || r.ex.status === 'running');
+    for (const r of open) {
+      try { paint(r, await api('GET', `/v1/exports/${r.ex.id}`)); } catch { /* the next round asks again */ }
+    }
+    timer = setTimeout(poll, model.live === 'live' ? 15000 : 3000);
+  };
+  timer = setTimeout(poll, 3000);
+  offs.push(() => clearTimeout(timer));
+
+  (async () => {
+    for (const id of keptExports(project)) {
+      try {
+        list.append(exportRow(await api('GET', `/v1/exports/${id}`)).el);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) forgetExport(project, id);
+      }
+    }
+  })();
+
+  const el = h('section', { class: 'card', 'aria-labelledby': 'export-h', id: 'deliver-export' },
+    h('h2', { id: 'export-h' }, 'Export'), form,
+    h('h3', {}, 'Exports from this browser'), list);
+  return { el, counts: () => src.counts(), focus: () => preset.focus() };
+}
+
+// ---- galleries ------------------------------------------------------------------------------
+
+// galleryFields are a gallery's settings as form fields, filled from g
+// when changing one; values() is what to send (a PATCH sends only what
+// changed).
+function galleryFields(prefix, g = null) {
+  const id = (n) => `${prefix}-${n}`;
+  const title = h('input', { id: id('title'), required: true, maxlength: 200, autocomplete: 'off', value: g ? g.title : null });
+  const password = h('input', { id: id('password'), type: 'password', autocomplete: 'new-password', minlength: 4, maxlength: 256 });
+  const dropPassword = h('input', { type: 'checkbox', id: id('no-password') });
+  const expiry = h('input', { id: id('expires'), type: 'date', value: g && g.expiresAt ? localDay(g.expiresAt) : null });
+  const watermark = h('input', { type: 'checkbox', id: id('watermark'), checked: (g && g.watermark) || null });
+  const markText = h('input', { id: id('watermark-text'), maxlength: 100, autocomplete: 'off', value: g && g.watermarkText ? g.watermarkText : null,
+    placeholder: 'The gallery’s title' });
+  const downloads = h('input', { type: 'checkbox', id: id('downloads'), checked: (g && g.allowDownloads) || null });
+  const sync = () => { markText.disabled = !watermark.checked; password.disabled = dropPassword.checked; };
+  watermark.addEventListener('change', sync);
+  dropPassword.addEventListener('change', sync);
+  sync();
+  const el = h('div', { class: 'fields gallery-fields' },
+    h('div', {}, h('label', { for: id('title') }, 'Title'), title),
+    h('div', {}, h('label', { for: id('password') }, g ? (g.requiresPassword ? 'New password (blank keeps it)' : 'Password (optional)') : 'Password (optional)'),
+      password,
+      g && g.requiresPassword ? h('span', { class: 'check' }, dropPassword, h('label', { for: id('no-password') }, 'No password')) : null),
+    h('div', {}, h('label', { for: id('expires') }, 'Open until (optional)'), expiry),
+    h('div', {},
+      h('span', { class: 'check' }, watermark, h('label', { for: id('watermark') }, 'Watermark the photos')),
+      h('label', { for: id('watermark-text') }, 'Watermark text'), markText),
+    h('div', {}, h('span', { class: 'check' }, downloads, h('label', { for: id('downloads') }, 'Clients may download the originals'))));
+  return {
+    el,
+    title,
+    values() {
+      const v = {
+        title: title.value.trim(),
+        expiresAt: expiry.value ? new Date(`${expiry.value}T23:59:59`).toISOString() : null,
+        watermark: watermark.checked,
+        watermarkText: watermark.checked && markText.value.trim() ? markText.value.trim() : null,
+        allowDownloads: downloads.checked,
+      };
+      if (dropPassword.checked) v.password = null;
+      else if (password.value) v.password = password.value;
+      if (!g) return v;
+      const out = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (k === 'password') out[k] = x;
+        else if (k === 'expiresAt' ? localDay(x) !== localDay(g.expiresAt) : x !== (g[k] ?? null)) out[k] = x;
+      }
+      // The text is kept while the watermark is off, so turning it off
+      // does not lose it.
+      if (!watermark.checked) delete out.watermarkText;
+      return out;
+    },
+  };
+}
+
+function localDay(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
+
+function fieldMessage(err) {
+  const f = err.details && err.details.fields;
+  return f ? Object.entries(f).map(([k, v]) => `${k} ${v}`).join('; ') : err.message;
+}
+
+// copyLink puts a link on the clipboard, by the API when the page may use
+// it, else through a selected field.
+async function copyLink(url) {
+  try {
+    await navigator.clipboard.writeText(url);
+  } catch {
+    const t = h('textarea', { class: 'visually-hidden', readonly: true }, url);
+    document.body.append(t);
+    t.select();
+    const ok = document.execCommand('copy');
+    t.remove();
+    if (!ok) {
+      announce(`Copy this link: ${url}`);
+      return;
+    }
+  }
+  announce('The link is copied.');
+}
+
+function galleriesSection(model, offs, source) {
+  const project = model.projectId;
+  const src = sourceBox('gallery', model, { initial: source || 'picks' });
+  const fields = galleryFields('gallery');
+  const error = h('p', { class: 'error', role: 'alert', id: 'gallery-error' });
+  const made = h('div', { id: 'gallery-made', 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'gallery-create' }, 'Make the gallery');
+  const form = h('form', { id: 'gallery-form', class: 'deliver-form' }, src.box, fields.el, error, submit);
+  const list = h('ul', { class: 'galleries', id: 'galleries' });
+  const moreButton = h('button', { type: 'button', class: 'small', id: 'galleries-more', hidden: true }, 'More galleries');
+  let cursor = '';
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    error.textContent = '';
+    submit.disabled = true;
+    try {
+      const assetIds = await src.ids();
+      const body = { ...fields.values(), assetIds };
+      if (body.password === null) delete body.password;
+      const g = await api('POST', `/v1/projects/${project}/galleries`, body);
+      list.prepend(galleryRow(g));
+      clear(made, h('p', {}, `“${g.title}” is made with ${plural(g.assetCount, 'photo')}: `,
+        h('a', { href: g.shareUrl, target: '_blank', rel: 'noopener', id: 'gallery-made-link' }, g.shareUrl), ' ',
+        h('button', { type: 'button', class: 'small', id: 'gallery-made-copy', onclick: () => copyLink(g.shareUrl) }, 'Copy link')));
+      announce(`The gallery “${g.title}” is made.`);
+      made.querySelector('button').focus();
+    } catch (err) {
+      error.textContent = fieldMessage(err);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+
+  // galleryRow is one gallery: its link, what it shows and what viewers
+  // left, and the buttons that change it.
+  function galleryRow(g) {
+    const li = h('li', { class: 'gallery', 'data-gallery': g.id });
+    const draw = () => {
+      const facts = [plural(g.assetCount, 'photo'), g.requiresPassword ? 'password protected' : 'no password',
+        g.expiresAt ? `open until ${new Date(g.expiresAt).toLocaleDateString()}` : 'no expiry',
+        g.watermark ? `watermarked${g.watermarkText ? ` “${g.watermarkText}”` : ''}` : null,
+        g.allowDownloads ? 'downloads allowed' : null].filter(Boolean).join(' · ');
+      const comments = h('div', { class: 'comments', hidden: true });
+      const toggle = h('button', { type: 'button', class: 'small', 'aria-expanded': 'false', 'data-act': 'comments' },
+        `Comments (${g.commentsCount.toLocaleString()})`);
+      toggle.addEventListener('click', () => {
+        const open = toggle.getAttribute('aria-expanded') !== 'true';
+        toggle.setAttribute('aria-expanded', String(open));
+        comments.hidden = !open;
+        if (open && !comments.dataset.loaded) loadComments(g, comments);
+      });
+      clear(li,
+        h('div', { class: 'gallery-head' },
+          h('h3', {}, g.title),
+          h('span', { class: 'gallery-counts', 'aria-label': `${plural(g.favoriteCount, 'favourite')}, ${plural(g.commentsCount, 'comment')}` },
+            h('span', { class: 'fav-count', 'aria-hidden': 'true' }, `♥ ${g.favoriteCount.toLocaleString()}`), ' ',
+            h('span', { class: 'comment-count', 'aria-hidden': 'true' }, plural(g.commentsCount, 'comment')))),
+        h('p', { class: 'muted small' }, facts),
+        h('p', { class: 'gallery-link' }, h('a', { href: g.shareUrl, target: '_blank', rel: 'noopener' }, g.shareUrl)),
+        h('div', { class: 'buttons' },
+          h('button', { type: 'button', class: 'small', 'data-act': 'copy', onclick: () => copyLink(g.shareUrl), 'aria-label': `Copy the link of ${g.title}` }, 'Copy link'),
+          h('a', { class: 'button small', href: `/s/${encodeURIComponent(g.shareSlug)}`, target: '_blank', rel: 'noopener', 'data-act': 'open' }, 'Open'),
+          toggle,
+          h('button', { type: 'button', class: 'small', 'data-act': 'change', onclick: () => changeForm() }, 'Change'),
+          h('button', { type: 'button', class: 'small danger', 'data-act': 'delete', onclick: () => remove() }, 'Delete')),
+        comments);
+    };
+    const changeForm = () => {
+      const f = galleryFields(`gallery-${g.id}`, g);
+      const err = h('p', { class: 'error', role: 'alert' });
+      const save = h('button', { type: 'submit', class: 'primary small' }, 'Save');
+      const form_ = h('form', { class: 'gallery-change' }, f.el, err,
+        h('div', { class: 'buttons' }, save, h('button', { type: 'button', class: 'small', onclick: () => { draw(); focusAct('change'); } }, 'Cancel')));
+      form_.addEventListener('submit', async (e) => {
+        e.preventDefault();
+        err.textContent = '';
+        const patch = f.values();
+        if (!Object.keys(patch).length) {
+          draw();
+          focusAct('change');
+          return;
+        }
+        save.disabled = true;
+        try {
+          g = await api('PATCH', `/v1/galleries/${g.id}`, patch);
+          announce(`“${g.title}” is changed.`);
+          draw();
+          focusAct('change');
+        } catch (e2) {
+          err.textContent = fieldMessage(e2);
+          save.disabled = false;
+        }
+      });
+      clear(li, h('h3', {}, `Change “${g.title}”`), form_);
+      f.title.focus();
+    };
+    const focusAct = (act) => { const b = li.querySelector(`[data-act="${act}"]`); if (b) b.focus(); };
+    // remove asks on the row itself, then deletes.
+    const remove = () => {
+      const yes = h('button', { type: 'button', class: 'small danger', 'data-act': 'delete-yes', onclick: () => removeNow() }, 'Delete it');
+      const no = h('button', { type: 'button', class: 'small', onclick: () => { draw(); focusAct('delete'); } }, 'Keep it');
+      const buttons = li.querySelector('.buttons');
+      buttons.replaceWith(h('div', { class: 'buttons confirm', role: 'group', 'aria-label': 'Confirm' },
+        h('span', {}, `Delete “${g.title}”? Its link stops working at once.`), yes, no));
+      no.focus();
+    };
+    const removeNow = async () => {
+      try {
+        await api('DELETE', `/v1/galleries/${g.id}`);
+        const next = li.nextElementSibling || li.previousElementSibling;
+        li.remove();
+        announce(`“${g.title}” is deleted.`);
+        const b = next && next.querySelector('[data-act="copy"]');
+        if (b) b.focus();
+      } catch (err) {
+        announce(`The gallery could not be deleted: ${err.message}`, 'error');
+      }
+    };
+    draw();
+    return li;
+  }
+
+  // loadComments reads a gallery's comments a page at a time, oldest first.
+  async function loadComments(g, box, after = '') {
+    box.dataset.loaded = 'true';
+    const ul = box.querySelector('ul') || box.appendChild(h('ul', { class: 'comment-list' }));
+    box.querySelector('.comments-more')?.remove();
+    try {
+      const page = await api('GET', `/v1/galleries/${g.id}/comments?limit=20${after ? '&cursor=' + encodeURIComponent(after) : ''}`);
+      for (const c of page.items) {
+        const row = model.byAsset.get(c.assetId);
+        ul.append(h('li', {}, h('span', { class: 'muted small' }, `${row ? row.name : 'A photo'} · ${when(c.createdAt)}`), h('p', {}, c.text)));
+      }
+      if (!ul.children.length) ul.append(h('li', { class: 'muted' }, 'No comments yet.'));
+      const next = page.pageInfo && page.pageInfo.nextCursor;
+      if (next) {
+        box.append(h('button', { type: 'button', class: 'small comments-more', onclick: () => loadComments(g, box, next) }, 'More comments'));
+      }
+    } catch (err) {
+      box.append(h('p', { class: 'error' }, `The comments could not be loaded: ${err.message}`));
+    }
+  }
+
+  async function loadGalleries() {
+    moreButton.hidden = true;
+    try {
+      const page = await api('GET', `/v1/projects/${project}/galleries?limit=20${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`);
+      for (const g of page.items) list.append(galleryRow(g));
+      cursor = (page.pageInfo && page.pageInfo.nextCursor) || '';
+      moreButton.hidden = !cursor;
+      if (!list.children.length) list.append(h('li', { class: 'muted', id: 'no-galleries' }, 'No galleries yet.'));
+    } catch (err) {
+      list.append(h('li', { class: 'error' }, `The galleries could not be loaded: ${err.message}`));
+    }
+  }
+  moreButton.addEventListener('click', loadGalleries);
+  loadGalleries();
+  const observer = new MutationObserver(() => {
+    const empty = list.querySelector('#no-galleries');
+    if (empty && list.children.length > 1) empty.remove();
+  });
+  observer.observe(list, { childList: true });
+  offs.push(() => observer.disconnect());
+
+  const el = h('section', { class: 'card', 'aria-labelledby': 'gallery-h', id: 'deliver-gallery' },
+    h('h2', { id: 'gallery-h' }, 'Client galleries'), form, made,
+    h('h3', {}, 'This project’s galleries'), list, moreButton);
+  return { el, counts: () => src.counts(), focus: () => fields.title.focus() };
+}
