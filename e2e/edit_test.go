@@ -223,4 +223,15 @@ func TestEditCropBrightenAndApply(t *testing.T) {
 		}
 	}
 	b.viewShot("edit-06-grid")
+
+	// At a phone's width the panel lies under the photo, within the screen.
+	b.run("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateTouch))
+	b.run("focus the first photo", chromedp.Focus(chromedp.CSS(tile(ids[0]))))
+	b.key("edit it", "e")
+	b.waitJS("the edit panel with the photo's version", `document.querySelector('#edit-status')?.textContent.includes('Saved as version 1')`)
+	if wide := eval[bool](b, `(() => { const p = document.querySelector('#loupe .loupe-panels').getBoundingClientRect();
+		return p.right > window.innerWidth + 1 || p.left < -1; })()`); wide {
+		t.Error("the edit panel is wider than a phone's screen")
+	}
+	b.viewShot("edit-07-phone")
 }
