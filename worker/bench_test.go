@@ -70,10 +70,13 @@ func twelveMP(b *testing.B, n int) [][]byte {
 // Base images are 40 distinct crops; each photo differs from the others
 // by its bytes, so the run also exercises duplicate grouping.
 //
-// Before the worker starts, the same photos are decoded by libvips at the
+// Before the worker starts, the same photos go through the worker's image
+// step alone, Process at the worker's concurrency in this process
+// (processAlone): of_process is its seconds over ours to all cull, 1
+// meaning the queue, storage, records and events around the pixels cost
+// nothing. For information, they are also decoded by libvips at the
 // preview's scale and nothing else (decodeFloor): of_decode_floor is that
-// floor's seconds over ours to all cull, 1 meaning ingest costs no more
-// than its unavoidable decode; the CPU time per photo of each is reported
+// floor's seconds over ours. The CPU time per photo of each is reported
 // too. LIGHTBOX_BENCH_PERF=file records the worker with `perf record -g`
 // for a profile.
 func BenchmarkPipeline(b *testing.B) {
@@ -91,6 +94,9 @@ func BenchmarkPipeline(b *testing.B) {
 		cpuBefore := procstat.CPU(os.Getpid())
 		floor := decodeFloor(b, n, photo)
 		floorCPU := procstat.CPU(os.Getpid()) - cpuBefore
+		cpuBefore = procstat.CPU(os.Getpid())
+		alone := processAlone(b, n, h.cfg.WorkerConcurrency, photo)
+		aloneCPU := procstat.CPU(os.Getpid()) - cpuBefore
 
 		keyFile := filepath.Join(b.TempDir(), "chain.key")
 		chain.GenerateKeyFile(keyFile)
@@ -122,6 +128,8 @@ func BenchmarkPipeline(b *testing.B) {
 		if failed := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); failed > 0 {
 			b.Fatalf("%d photos failed", failed)
 		}
+		b.ReportMetric(alone.Seconds(), "process_alone_s")
+		b.ReportMetric(alone.Seconds()/toCull.Seconds(), "of_process")
 		b.ReportMetric(floor.Seconds(), "floor_s")
 		b.ReportMetric(floor.Seconds()/toCull.Seconds(), "of_decode_floor")
 		b.ReportMetric(toCull.Seconds(), "s_to_all_cull")
@@ -134,6 +142,7 @@ func BenchmarkPipeline(b *testing.B) {
 		// processes on the machine, which the seconds include.
 		b.ReportMetric(cpu.Seconds()/float64(n)*1000, "worker_cpu_ms/photo")
 		b.ReportMetric(floorCPU.Seconds()/float64(n)*1000, "floor_cpu_ms/photo")
+		b.ReportMetric(aloneCPU.Seconds()/float64(n)*1000, "process_cpu_ms/photo")
 	}
 }
 

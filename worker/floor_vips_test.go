@@ -3,6 +3,7 @@
 package worker_test
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"testing"
@@ -26,17 +27,39 @@ func decodeFloor(b *testing.B, n int, photo func(i int) []byte) time.Duration {
 	if _, err := imaging.New(imaging.EngineVips, imaging.Config{}); err != nil {
 		b.Fatal(err)
 	}
+	return eachAtOnce(b, n, runtime.GOMAXPROCS(0), func(i int) error { return decodeAtPreviewScale(photo(i)) })
+}
+
+// processAlone is the time the worker's own image step (imaging's
+// Process: decode, thumbnail, preview, analysis image, EXIF) takes on
+// every photo, concurrency at once, in this process with nothing around
+// it: no queue, no storage, no records, no events.
+func processAlone(b *testing.B, n, concurrency int, photo func(i int) []byte) time.Duration {
+	b.Helper()
+	engine, err := imaging.New(imaging.EngineVips, imaging.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return eachAtOnce(b, n, concurrency, func(i int) error {
+		_, err := engine.Process(context.Background(), photo(i), imaging.Options{})
+		return err
+	})
+}
+
+// eachAtOnce runs do for 0..n-1 on concurrency goroutines and says how
+// long it took.
+func eachAtOnce(b *testing.B, n, concurrency int, do func(i int) error) time.Duration {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed error
 	start := time.Now()
-	for range runtime.GOMAXPROCS(0) {
+	for range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := decodeAtPreviewScale(photo(i)); err != nil {
+				if err := do(i); err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
