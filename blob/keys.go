@@ -2,13 +2,26 @@ package blob
 
 import "github.com/google/uuid"
 
+// Kinds of file an asset has, as asset_files.kind and the API's files
+// answer name them. Every kind but the original is derived from it, and
+// always a JPEG.
+const (
+	KindOriginal      = "original"
+	KindThumbnail     = "thumbnail"
+	KindPreview       = "preview"
+	KindEditPreview   = "edit_preview"
+	KindEditThumbnail = "edit_thumbnail"
+)
+
+// DerivedKinds are the kinds of file tasks make from an original.
+var DerivedKinds = []string{KindThumbnail, KindPreview, KindEditPreview, KindEditThumbnail}
+
 // OriginalKey is where an asset's original is stored.
 func OriginalKey(project, asset uuid.UUID) string {
 	return "originals/" + project.String() + "/" + asset.String()
 }
 
-// DerivedKey is where a file made from an asset is stored, by kind
-// ("thumbnail", "preview") and extension.
-func DerivedKey(asset uuid.UUID, kind, ext string) string {
-	return "derived/" + asset.String() + "/" + kind + "." + ext
+// DerivedKey is where a file of kind made from an asset is stored.
+func DerivedKey(asset uuid.UUID, kind string) string {
+	return "derived/" + asset.String() + "/" + kind + ".jpg"
 }

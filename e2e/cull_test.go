@@ -86,9 +86,9 @@ func (s *stack) photoFiles(ids []string) {
 			from string
 			out  []byte
 			w, h int
-		}{{"preview", src[k].preview, p.Result.Preview.Data, p.Result.Preview.Width, p.Result.Preview.Height},
-			{"thumbnail", src[k].thumbnail, p.Result.Thumbnail.Data, p.Result.Thumbnail.Width, p.Result.Thumbnail.Height}} {
-			key := blob.DerivedKey(uuid.MustParse(id), f.kind, "jpg")
+		}{{blob.KindPreview, src[k].preview, p.Result.Preview.Data, p.Result.Preview.Width, p.Result.Preview.Height},
+			{blob.KindThumbnail, src[k].thumbnail, p.Result.Thumbnail.Data, p.Result.Thumbnail.Width, p.Result.Thumbnail.Height}} {
+			key := blob.DerivedKey(uuid.MustParse(id), f.kind)
 			link(f.from, key)
 			assets, kinds, keys = append(assets, id), append(kinds, f.kind), append(keys, key)
 			sums = append(sums, strings.Repeat("0", 64))

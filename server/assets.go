@@ -172,7 +172,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 	if rank >= 1 {
 		// Expiry on a minute boundary: the same link for a minute lets
 		// browsers cache the preview.
-		u, err := s.signer.SignGet(ctx, blob.Grant{Key: blob.DerivedKey(a.ID, "preview", "jpg"), ContentType: "image/jpeg",
+		u, err := s.signer.SignGet(ctx, blob.Grant{Key: blob.DerivedKey(a.ID, blob.KindPreview), ContentType: "image/jpeg",
 			Expires: time.Now().Add(downloadTTL).Truncate(time.Minute).Add(time.Minute)})
 		if err != nil {
 			// The asset is still worth showing; its preview link is not.
@@ -615,10 +615,10 @@ func (s *Server) deleteAsset(c *gin.Context) {
 	// A task that read the asset before the delete may still write its
 	// files, until its timeout ends; the sweeper deletes them after that.
 	var late []string
-	for _, kind := range []string{"thumbnail", "preview", "edit_preview", "edit_thumbnail"} {
-		late = append(late, blob.DerivedKey(a.ID, kind, "jpg"))
+	for _, kind := range blob.DerivedKinds {
+		late = append(late, blob.DerivedKey(a.ID, kind))
 	}
-	lateUntil := time.Now().Add(max(tasks.Timeout(tasks.TypeDownload), tasks.Timeout(tasks.TypeIngest), tasks.Timeout(tasks.TypeEdit)))
+	lateUntil := time.Now().Add(tasks.FileWritesEnd())
 	job, err := s.store.DeleteAsset(ctx, principal(c).ID, a.ID, late, lateUntil, func(project uuid.UUID, keys []string) store.Job {
 		p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: a.ID, Keys: keys}
 		return jobs.Row(p, nil, nil)

@@ -199,7 +199,7 @@ func (s *Server) getShare(c *gin.Context) {
 		case g.Watermark && it.WatermarkKey != nil:
 			preview = s.signShareURL(ctx, *it.WatermarkKey, "image/jpeg")
 		case !g.Watermark && stageRank[it.Status] >= 1:
-			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, "preview", "jpg"), "image/jpeg")
+			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, blob.KindPreview), "image/jpeg")
 		}
 		a.Pending = preview == nil
 		a.PreviewURL = cmp.Or(deref(preview), strings.TrimRight(s.cfg.PublicURL, "/")+"/static/pending.svg")

@@ -42,7 +42,7 @@ func TestWatermarkShowsTheGalleryNotTheOwnersAddress(t *testing.T) {
 		}
 		return b
 	}
-	plain := read(blob.DerivedKey(uuid.MustParse(photo), "preview", "jpg"))
+	plain := read(blob.DerivedKey(uuid.MustParse(photo), blob.KindPreview))
 	drawnWith := func(text string) []byte {
 		t.Helper()
 		b, err := render.Watermark(plain, text, imaging.DefaultPreviewQuality)

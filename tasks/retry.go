@@ -27,7 +27,7 @@ func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if errors.As(err, &rl) {
 		return jitter(rl.RetryAfter, seed.Sum64())
 	}
-	s := table[t.Type()].schedule
+	s := table[t.Type()].retries
 	if len(s) == 0 {
 		return jitter(10*time.Second, seed.Sum64())
 	}
@@ -92,4 +92,4 @@ func IsFailure(err error) bool {
 }
 
 // MaxRetry is how many retries a type gets.
-func MaxRetry(typ string) int { return len(table[typ].schedule) }
+func MaxRetry(typ string) int { return len(table[typ].retries) }

@@ -42,31 +42,73 @@ var DefaultWeights = map[string]int{QueueCritical: 6, QueueDefault: 3, QueueLow:
 // spec is one row of the task table: everything the rest of Lightbox
 // needs to know about a task type.
 type spec struct {
-	queue    string
-	timeout  time.Duration
-	schedule []time.Duration // one delay per retry; len is MaxRetry
+	queue   string
+	timeout time.Duration   // how long one run may take before its context ends
+	retries []time.Duration // one delay per retry; len is MaxRetry
 	// hasJob: each task is recorded as a row in the jobs table, which the
 	// API shows and the worker keeps up to date.
 	hasJob bool
 	// failsAsset: when the task fails for good, its asset fails with it.
 	failsAsset bool
+	// writesFiles: a run writes files under its asset's keys (the
+	// original, derived files). A run that read the asset before it was
+	// deleted may still write them until its timeout ends.
+	writesFiles bool
 }
 
 var table = map[string]spec{
-	TypeIngest:     {QueueDefault, 5 * time.Minute, []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}, true, true},
-	TypeDownload:   {QueueDefault, 5 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute}, true, true},
-	TypeEmbed:      {QueueLow, 2 * time.Minute, []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute}, true, false},
-	TypeCluster:    {QueueLow, 10 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute}, false, false},
-	TypeExport:     {QueueCritical, 30 * time.Minute, []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
-	TypeEdit:       {QueueDefault, 5 * time.Minute, []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}, true, false},
-	TypeDelete:     {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}, true, false},
-	TypeChainFlush: {QueueLow, 2 * time.Minute, []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute}, false, false},
-	TypeSweep:      {QueueLow, time.Minute, nil, false, false},
-	// Ten retries spread over about four hours; with jitter no wait passes an hour.
-	TypeWebhook: {QueueLow, time.Minute, []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
-		10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 45 * time.Minute, 50 * time.Minute, 50 * time.Minute}, true, false},
-	// A photo added before its preview exists waits for ingest through the retries.
-	TypeGallery: {QueueDefault, 2 * time.Minute, []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}, true, false},
+	TypeIngest: {
+		queue: QueueDefault, timeout: 5 * time.Minute,
+		retries: []time.Duration{2 * time.Second, 10 * time.Second, time.Minute},
+		hasJob:  true, failsAsset: true, writesFiles: true,
+	},
+	TypeDownload: {
+		queue: QueueDefault, timeout: 5 * time.Minute,
+		retries: []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute},
+		hasJob:  true, failsAsset: true, writesFiles: true,
+	},
+	TypeEmbed: {
+		queue: QueueLow, timeout: 2 * time.Minute,
+		retries: []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute},
+		hasJob:  true,
+	},
+	TypeCluster: {
+		queue: QueueLow, timeout: 10 * time.Minute,
+		retries: []time.Duration{time.Minute, 10 * time.Minute},
+	},
+	TypeExport: {
+		queue: QueueCritical, timeout: 30 * time.Minute,
+		retries: []time.Duration{time.Minute, 10 * time.Minute, 30 * time.Minute},
+		hasJob:  true,
+	},
+	TypeEdit: {
+		queue: QueueDefault, timeout: 5 * time.Minute,
+		retries: []time.Duration{2 * time.Second, 10 * time.Second, time.Minute},
+		hasJob:  true, writesFiles: true,
+	},
+	TypeDelete: {
+		queue: QueueLow, timeout: 2 * time.Minute,
+		retries: []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute},
+		hasJob:  true,
+	},
+	TypeChainFlush: {
+		queue: QueueLow, timeout: 2 * time.Minute,
+		retries: []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute},
+	},
+	TypeSweep: {queue: QueueLow, timeout: time.Minute},
+	TypeWebhook: {
+		queue: QueueLow, timeout: time.Minute,
+		// Ten retries spread over about four hours; with jitter no wait passes an hour.
+		retries: []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute,
+			10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 45 * time.Minute, 50 * time.Minute, 50 * time.Minute},
+		hasJob: true,
+	},
+	TypeGallery: {
+		queue: QueueDefault, timeout: 2 * time.Minute,
+		// A photo added before its preview exists waits for ingest through the retries.
+		retries: []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute},
+		hasJob:  true,
+	},
 }
 
 // Define adds a task type to the table, on queue, recorded as job rows
@@ -93,6 +135,19 @@ func HasJob(typ string) bool { return table[typ].hasJob }
 // FailsAsset reports whether a task of type typ that fails for good fails
 // its asset too: the asset cannot become ready without it.
 func FailsAsset(typ string) bool { return table[typ].failsAsset }
+
+// FileWritesEnd is how long after it starts a run of any task type that
+// writes files under an asset's keys may still write them: the longest
+// timeout among those types.
+func FileWritesEnd() time.Duration {
+	var longest time.Duration
+	for _, s := range table {
+		if s.writesFiles {
+			longest = max(longest, s.timeout)
+		}
+	}
+	return longest
+}
 
 // JobTypes lists the task types that have job rows, in a stable order.
 func JobTypes() []string {
@@ -266,7 +321,7 @@ func Encode(a Args) []byte {
 // its row in the task table: how recorded jobs are enqueued again.
 func New(typ string, payload []byte, taskID string) *asynq.Task {
 	s := table[typ]
-	opts := []asynq.Option{asynq.Queue(s.queue), asynq.MaxRetry(len(s.schedule)), asynq.Timeout(s.timeout)}
+	opts := []asynq.Option{asynq.Queue(s.queue), asynq.MaxRetry(len(s.retries)), asynq.Timeout(s.timeout)}
 	if taskID != "" {
 		opts = append(opts, asynq.TaskID(taskID))
 	}

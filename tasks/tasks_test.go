@@ -80,3 +80,15 @@ func TestWebhookDeliveriesRetryTenTimesWithinAnHour(t *testing.T) {
 		t.Fatalf("longest webhook backoff %v, want up to an hour", longest)
 	}
 }
+
+func TestFileWritesEndOutlastsEveryTaskThatWritesAnAssetsFiles(t *testing.T) {
+	end := tasks.FileWritesEnd()
+	for _, typ := range []string{tasks.TypeIngest, tasks.TypeDownload, tasks.TypeEdit} {
+		if tasks.Timeout(typ) > end {
+			t.Fatalf("%s may write files for %v, past the %v a delete waits", typ, tasks.Timeout(typ), end)
+		}
+	}
+	if end != 5*time.Minute {
+		t.Fatalf("file writes end after %v, want the 5m of ingest, download and edit", end)
+	}
+}

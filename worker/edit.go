@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/blob"
 	"lightbox/imaging"
 	"lightbox/render"
 	"lightbox/store"
@@ -61,11 +62,11 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if superseded, err := w.supersededEdit(ctx, v.ID); superseded || err != nil {
 		return err
 	}
-	preview, err := w.putDerived(ctx, a.ID, "edit_preview", out.Preview)
+	preview, err := w.putDerived(ctx, a.ID, blob.KindEditPreview, out.Preview)
 	if err != nil {
 		return err
 	}
-	thumb, err := w.putDerived(ctx, a.ID, "edit_thumbnail", out.Thumbnail)
+	thumb, err := w.putDerived(ctx, a.ID, blob.KindEditThumbnail, out.Thumbnail)
 	if err != nil {
 		return err
 	}

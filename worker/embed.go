@@ -64,7 +64,7 @@ func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 }
 
 func (w *Worker) thumbnail(ctx context.Context, p tasks.EmbedPayload) (image.Image, error) {
-	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, "thumbnail", "jpg"))
+	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindThumbnail))
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, badInput("thumbnail_missing", "The asset has no thumbnail; ingest it first.")
 	}

@@ -51,7 +51,7 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	default:
 		return fmt.Errorf("the photo's preview is not made yet (it is %s)", item.AssetStatus)
 	}
-	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, "preview", "jpg"))
+	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindPreview))
 	if errors.Is(err, blob.ErrNotFound) {
 		return badInput("no_preview", "The photo's preview is missing.")
 	}

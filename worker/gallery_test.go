@@ -357,7 +357,7 @@ func TestGalleryRenderOfAnOldTextIsDrawnAgain(t *testing.T) {
 		b, _ := io.ReadAll(f)
 		return b
 	}
-	want, err := render.Watermark(read(blob.DerivedKey(photo, "preview", "jpg")), mark, imaging.DefaultPreviewQuality)
+	want, err := render.Watermark(read(blob.DerivedKey(photo, blob.KindPreview)), mark, imaging.DefaultPreviewQuality)
 	if err != nil {
 		t.Fatal(err)
 	}

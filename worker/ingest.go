@@ -72,11 +72,11 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 
-	thumb, err := w.putDerived(ctx, a.ID, "thumbnail", res.Thumbnail)
+	thumb, err := w.putDerived(ctx, a.ID, blob.KindThumbnail, res.Thumbnail)
 	if err != nil {
 		return err
 	}
-	preview, err := w.putDerived(ctx, a.ID, "preview", res.Preview)
+	preview, err := w.putDerived(ctx, a.ID, blob.KindPreview, res.Preview)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (w *Worker) readOriginal(ctx context.Context, a *store.Asset) ([]byte, erro
 // putDerived stores a derived file under its fixed key; writing it again
 // replaces it atomically.
 func (w *Worker) putDerived(ctx context.Context, asset uuid.UUID, kind string, o imaging.Output) (store.AssetFile, error) {
-	key := blob.DerivedKey(asset, kind, "jpg")
+	key := blob.DerivedKey(asset, kind)
 	info, err := w.blobs.Put(ctx, key, bytes.NewReader(o.Data), int64(len(o.Data)))
 	if err != nil {
 		return store.AssetFile{}, err
