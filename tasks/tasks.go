@@ -40,7 +40,8 @@ const (
 var DefaultWeights = map[string]int{QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
 
 // spec is one row of the task table: everything the rest of Lightbox
-// needs to know about a task type.
+// needs to know about a task type. Its handler lives in worker/, in a file
+// of its own that registers it beside the handler.
 type spec struct {
 	queue   string
 	timeout time.Duration   // how long one run may take before its context ends
@@ -54,6 +55,8 @@ type spec struct {
 	// original, derived files). A run that read the asset before it was
 	// deleted may still write them until its timeout ends.
 	writesFiles bool
+	// defined: added by Define, from outside Lightbox's own types.
+	defined bool
 }
 
 var table = map[string]spec{
@@ -119,7 +122,7 @@ func Define(typ, queue string, hasJob bool) {
 	if _, ok := table[typ]; ok {
 		panic("tasks: " + typ + " is defined already")
 	}
-	table[typ] = spec{queue: queue, timeout: time.Minute, hasJob: hasJob}
+	table[typ] = spec{queue: queue, timeout: time.Minute, hasJob: hasJob, defined: true}
 }
 
 // QueueOf is the queue tasks of type typ go to.
@@ -147,6 +150,19 @@ func FileWritesEnd() time.Duration {
 		}
 	}
 	return longest
+}
+
+// Types lists Lightbox's own task types (not those added by Define), in
+// a stable order: each has a handler in the worker.
+func Types() []string {
+	var out []string
+	for typ, s := range table {
+		if !s.defined {
+			out = append(out, typ)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // JobTypes lists the task types that have job rows, in a stable order.

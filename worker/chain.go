@@ -18,6 +18,8 @@ const (
 	maxLedgerBackoff = 20 * time.Second
 )
 
+func init() { handle(tasks.TypeChainFlush, (*Worker).flushChain) }
+
 // flushChain signs and publishes pending attestations until none are left.
 // When the ledger refused some, the task comes back after a pause without
 // spending a retry: the failed items carry their own attempt counts. When

@@ -13,6 +13,8 @@ import (
 	"lightbox/tasks"
 )
 
+func init() { handle(tasks.TypeCluster, (*Worker).clusterProject) }
+
 // clusterProject rebuilds a project's moments, bursts and duplicate groups
 // and moves its search-ready assets to 'ai'. Runs are debounced in
 // Postgres: see store.ScheduleCluster.

@@ -8,6 +8,8 @@ import (
 	"lightbox/tasks"
 )
 
+func init() { handle(tasks.TypeDelete, (*Worker).deleteAsset) }
+
 // deleteAsset removes a deleted asset's original and derived files; its row
 // went when the user deleted it. Deleting what is already gone is fine, so
 // the task can run again. The project's groups are made again without it.

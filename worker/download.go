@@ -67,6 +67,8 @@ func guardedTransport(allow []netip.Prefix, headerTimeout time.Duration) *http.T
 	}
 }
 
+func init() { handle(tasks.TypeDownload, (*Worker).download) }
+
 // download fetches a URL into a new asset's original, then finalizes it like
 // an upload (duplicates included) and queues its ingest in the same batch.
 func (w *Worker) download(ctx context.Context, t *asynq.Task) error {

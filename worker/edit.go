@@ -14,6 +14,8 @@ import (
 	"lightbox/tasks"
 )
 
+func init() { handle(tasks.TypeEdit, (*Worker).applyEdit) }
+
 // applyEdit renders an edit version onto its asset's original and stores
 // the result as the asset's edit_preview and edit_thumbnail. Running it
 // again writes the same files over themselves. A version that is no longer

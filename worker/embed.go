@@ -19,6 +19,8 @@ import (
 	"lightbox/tasks"
 )
 
+func init() { handle(tasks.TypeEmbed, (*Worker).embedAsset) }
+
 // embedAsset computes an asset's embedding from its thumbnail and makes it
 // search-ready. Calls to an outside provider spend a budget shared by all
 // workers; a task that finds it spent waits without spending a retry.

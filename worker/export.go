@@ -38,6 +38,8 @@ type exportEvent struct {
 	Error    *errorInfo `json:"error"`
 }
 
+func init() { handle(tasks.TypeExport, (*Worker).export) }
+
 // export builds an export's zip archive. The archive streams into a blob
 // writer that publishes it only on Commit, after an fsync; any failure,
 // cancellation included, aborts the writer, so an attempt leaves either a

@@ -17,6 +17,8 @@ import (
 	"lightbox/tasks"
 )
 
+func init() { handle(tasks.TypeGallery, (*Worker).galleryRender) }
+
 // galleryRender makes a photo's watermarked preview for a gallery from its
 // plain preview, with the text the gallery names (its title unless its
 // owner set another), stores it under the gallery's own key and records

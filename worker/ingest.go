@@ -37,6 +37,8 @@ func badInput(code, format string, args ...any) error {
 	return tasks.Permanent(&inputError{code: code, msg: fmt.Sprintf(format, args...)})
 }
 
+func init() { handle(tasks.TypeIngest, (*Worker).ingest) }
+
 // ingest turns an uploaded original into its thumbnail, preview, metadata,
 // perceptual hash and quality signals, all saved in one transaction, and
 // records the embedding job that follows.

@@ -28,6 +28,8 @@ const (
 	unnotifiedAfter = time.Minute      // an event's webhooks are told right after its commit
 )
 
+func init() { handle(tasks.TypeSweep, (*Worker).sweep) }
+
 // sweep repairs what a crash or an outage between two writes leaves behind:
 // jobs and cluster runs committed but never enqueued, or whose task Redis
 // lost or an outage archived, attestations stuck in signing or never

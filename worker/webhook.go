@@ -48,6 +48,8 @@ type deliveryError struct {
 func (e *deliveryError) Error() string     { return e.msg }
 func (e *deliveryError) ErrorCode() string { return "delivery_failed" }
 
+func init() { handle(tasks.TypeWebhook, (*Worker).deliverWebhook) }
+
 // deliverWebhook sends one delivery: a POST of {id, event, createdAt, data}
 // signed with the webhook's secret. A 2xx answer delivers it; anything
 // else is retried on the task's schedule, and 410 Gone disables the

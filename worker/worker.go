@@ -127,7 +127,9 @@ func New(d Deps) (*Worker, error) {
 	w.states = newJobWriter(w)
 	w.mux = asynq.NewServeMux()
 	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, w.waitOutOutages)
-	w.routes()
+	if err := w.routes(); err != nil {
+		return nil, err
+	}
 
 	// Every worker runs the scheduler; Unique keeps one sweep per period
 	// however many workers there are.
@@ -139,19 +141,27 @@ func New(d Deps) (*Worker, error) {
 	return w, nil
 }
 
-// routes is the task table: one handler per task type.
-func (w *Worker) routes() {
-	w.mux.HandleFunc(tasks.TypeIngest, w.ingest)
-	w.mux.HandleFunc(tasks.TypeDownload, w.download)
-	w.mux.HandleFunc(tasks.TypeEmbed, w.embedAsset)
-	w.mux.HandleFunc(tasks.TypeCluster, w.clusterProject)
-	w.mux.HandleFunc(tasks.TypeExport, w.export)
-	w.mux.HandleFunc(tasks.TypeDelete, w.deleteAsset)
-	w.mux.HandleFunc(tasks.TypeEdit, w.applyEdit)
-	w.mux.HandleFunc(tasks.TypeChainFlush, w.flushChain)
-	w.mux.HandleFunc(tasks.TypeSweep, w.sweep)
-	w.mux.HandleFunc(tasks.TypeWebhook, w.deliverWebhook)
-	w.mux.HandleFunc(tasks.TypeGallery, w.galleryRender)
+// handlers holds one handler per task type of the task table
+// (tasks/tasks.go). Each handler's file adds it with handle, beside the
+// handler itself; New refuses to start when a type has none.
+var handlers = map[string]func(w *Worker, ctx context.Context, t *asynq.Task) error{}
+
+// handle makes h the handler of task type typ.
+func handle(typ string, h func(w *Worker, ctx context.Context, t *asynq.Task) error) {
+	handlers[typ] = h
+}
+
+// routes puts every handler on the mux.
+func (w *Worker) routes() error {
+	for _, typ := range tasks.Types() {
+		if handlers[typ] == nil {
+			return fmt.Errorf("no handler for task type %s", typ)
+		}
+	}
+	for typ, h := range handlers {
+		w.mux.HandleFunc(typ, func(ctx context.Context, t *asynq.Task) error { return h(w, ctx, t) })
+	}
+	return nil
 }
 
 // Handle adds a handler for a task type beside the built-in ones, behind
