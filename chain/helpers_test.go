@@ -57,7 +57,7 @@ func (f *fixture) queue(t testing.TB, n int) []uuid.UUID {
 		k := f.next + i + 1
 		uploads[i] = testenv.Upload{Filename: fmt.Sprintf("IMG_%d.jpg", k), Data: bytes.Repeat([]byte{byte(k)}, 1000+k)}
 	}
-	res := f.env.Finalize(t, f.owner, f.project, nil, uploads...)
+	res := f.env.Finalize(t, f.owner, f.project, uploads...)
 	ids := make([]uuid.UUID, n)
 	for i, a := range res.Assets {
 		ids[i] = a.AssetID

@@ -31,7 +31,7 @@ func (s *stack) clusterRun(project string) {
 		}
 		queue := asynq.NewClient(opt)
 		defer queue.Close()
-		if err := (&jobs.Dispatcher{Store: s.env.Store, Queue: queue}).EnqueueClusterRun(ctx, *run); err != nil {
+		if err := jobs.New(jobs.Config{Store: s.env.Store, Queue: queue}).EnqueueClusterRun(ctx, *run); err != nil {
 			s.t.Fatal(err)
 		}
 	}

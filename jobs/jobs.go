@@ -19,22 +19,6 @@ import (
 // ErrQueueUnavailable says Redis did not answer a question about a task.
 var ErrQueueUnavailable = errors.New("the queue does not answer")
 
-// Row is the job row that records the task a payload describes. asset and
-// batch may be nil.
-func Row(a tasks.JobArgs, asset, batch *uuid.UUID) store.Job {
-	ref := a.Ref()
-	return store.Job{ID: ref.JobID, ProjectID: ref.ProjectID, AssetID: asset, BatchID: batch,
-		Type: a.Kind(), Queue: tasks.QueueOf(a.Kind()), TaskID: a.TaskID(), Payload: tasks.Encode(a)}
-}
-
-// IngestSpec builds the ingest job of each asset store.FinalizeUploads and
-// store.Reprocess accept in project.
-func IngestSpec(project uuid.UUID) store.JobSpec {
-	return func(asset, batch, job uuid.UUID) store.Job {
-		return Row(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset}, &asset, &batch)
-	}
-}
-
 // Blobs is what finalizing needs of the blob store: uploads are checked,
 // discarded copies deleted.
 type Blobs interface {
@@ -42,9 +26,8 @@ type Blobs interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// Dispatcher hands recorded jobs to the queue, takes them back out and runs
-// them again.
-type Dispatcher struct {
+// Config is what a Dispatcher works with.
+type Config struct {
 	Store *store.Store
 	Queue *asynq.Client
 	// Inspector answers what Asynq holds of a task: to cancel, rerun and
@@ -59,6 +42,26 @@ type Dispatcher struct {
 	// in each queue, are handed over at once; the rest wait in Postgres,
 	// and the worker releases them as jobs end.
 	Windows store.Windows
+	// Log hears of hand-overs that failed, which the sweep repeats.
+	Log *slog.Logger
+}
+
+// Dispatcher hands recorded jobs to the queue, takes them back out and runs
+// them again.
+type Dispatcher struct {
+	Config
+}
+
+// New returns a Dispatcher working with c. Its Store is c.Store with a
+// commit hook: every transaction it runs hands the jobs it recorded
+// (Insert) to the queue once committed.
+func New(c Config) *Dispatcher {
+	d := &Dispatcher{Config: c}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	d.Store = c.Store.WithHandOver(d.handOver)
+	return d
 }
 
 // Enqueue hands jobs to the queue and notes which arrived: jobs of no
@@ -89,27 +92,6 @@ func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store
 		now = append(now, outside...)
 	}
 	return d.enqueue(ctx, log, now) + d.Release(ctx, log, shares...)
-}
-
-// afterCommitTimeout bounds the work that follows a commit once it no
-// longer ends with its request: a Redis that does not answer within it
-// leaves the jobs to the sweeper, as a failed enqueue always does.
-const afterCommitTimeout = 10 * time.Second
-
-// AfterCommit is ctx for handing over work a caller has just committed:
-// it keeps ctx's values but not its end, so a client that hangs up cannot
-// strand a recorded job until the sweep, and it ends after a bound of its
-// own. Every enqueue that follows a commit runs under it.
-func AfterCommit(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
-}
-
-// EnqueueCommitted is Enqueue for jobs the caller's request has just
-// committed, detached from the request (see AfterCommit).
-func (d *Dispatcher) EnqueueCommitted(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
-	ctx, cancel := AfterCommit(ctx)
-	defer cancel()
-	return d.Enqueue(ctx, log, jobs)
 }
 
 // Release tops each share of the queue up with its user's waiting batch
@@ -181,38 +163,6 @@ func (d *Dispatcher) taken(ctx context.Context, j store.Job, t *asynq.Task) erro
 	return tasks.Enqueue(ctx, d.Queue, t)
 }
 
-// Finalize accepts owner's uploaded originals in project (see
-// store.FinalizeUploads), each with an ingest job in batch, or in a new
-// batch when batch is nil. Once that is committed it deletes the bytes of
-// the copies it discarded, enqueues the new jobs and starts the chain
-// flusher for the new originals; none of these fails the call, since the
-// sweeper repeats what is lost.
-func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, project uuid.UUID,
-	items []store.FinalizeItem, batch *uuid.UUID) (*store.FinalizeResult, error) {
-	if err := d.recordArrivals(ctx, project, items); err != nil {
-		return nil, err
-	}
-	res, err := d.Store.FinalizeUploads(ctx, owner, project, items, store.FinalizeOptions{Spec: IngestSpec(project), Batch: batch})
-	if err != nil {
-		return nil, err
-	}
-	// The work is recorded: hand it over even if the caller has gone.
-	ctx, cancel := AfterCommit(ctx)
-	defer cancel()
-	for _, key := range res.Discard {
-		if err := d.Blobs.Delete(ctx, key); err != nil {
-			log.Warn("discard blob", "key", key, "err", err)
-		}
-	}
-	d.Enqueue(ctx, log, res.NewJobs)
-	if len(res.NewJobs) > 0 {
-		if err := d.FlushChain(ctx); err != nil {
-			log.Warn("enqueue chain flush", "err", err)
-		}
-	}
-	return res, nil
-}
-
 // ended is a task Asynq keeps after its last run: archived (failed for
 // good) or completed (kept for its retention). It still holds its TaskID.
 func ended(s asynq.TaskState) bool {
@@ -254,7 +204,7 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 		}
 		if err != nil {
 			// Those already put back are committed: they go now all the same.
-			d.EnqueueCommitted(ctx, log, requeued)
+			d.handOver(ctx, requeued)
 			return retried, dups, err
 		}
 		if dup != nil {
@@ -272,7 +222,7 @@ func (d *Dispatcher) Rerun(ctx context.Context, log *slog.Logger, jobs []store.J
 	}
 	// Through the windows like new work: retrying a whole failed upload must
 	// not put it ahead of the user's other batches, nor of other users'.
-	d.EnqueueCommitted(ctx, log, requeued)
+	d.handOver(ctx, requeued)
 	return retried, dups, nil
 }
 
@@ -307,43 +257,4 @@ func (d *Dispatcher) DropTask(log *slog.Logger, queue, taskID string) {
 	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 		log.Warn("cancel task", "task", taskID, "err", err)
 	}
-}
-
-// Reprocess runs an asset's ingest again. A task still waiting for it is
-// left alone; an archived one (failed for good) runs again rather than
-// being duplicated; otherwise a new batch and job are recorded and
-// enqueued. It returns the job that will run.
-func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid.UUID, a *store.Asset) (uuid.UUID, error) {
-	queue, taskID := tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID)
-	info, err := d.Inspector.GetTaskInfo(queue, taskID)
-	switch {
-	case err == nil && info.State != asynq.TaskStateCompleted:
-		p, err := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
-		if err != nil {
-			return uuid.Nil, err
-		}
-		if info.State == asynq.TaskStateArchived {
-			job, err := d.Store.JobByID(ctx, p.JobID)
-			if err != nil {
-				return uuid.Nil, err
-			}
-			_, dups, err := d.Rerun(ctx, log, []store.Job{*job})
-			if err != nil {
-				return uuid.Nil, err
-			}
-			if len(dups) > 0 {
-				return uuid.Nil, &store.DuplicateError{Of: dups[0].DuplicateOf}
-			}
-		}
-		return p.JobID, nil
-	case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
-		log.Warn("look up ingest task", "task", taskID, "err", err)
-		return uuid.Nil, ErrQueueUnavailable
-	}
-	job, err := d.Store.Reprocess(ctx, owner, a, IngestSpec(a.ProjectID))
-	if err != nil {
-		return uuid.Nil, err
-	}
-	d.EnqueueCommitted(ctx, log, []store.Job{*job})
-	return job.ID, nil
 }

@@ -2,7 +2,9 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"reflect"
 	"testing"
 
 	"github.com/google/uuid"
@@ -40,15 +42,16 @@ func newHarness(t *testing.T, window int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &jobs.Dispatcher{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Windows: store.Windows{Batch: window}}
+	d := jobs.New(jobs.Config{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Windows: store.Windows{Batch: window}})
 	return &harness{t: t, env: env, d: d, inspector: inspector, project: p.ID}
 }
 
 // exportJob records a job that belongs to no asset, like an export's.
+// Recorded through the test's own Store, it is not handed over.
 func (h *harness) exportJob() store.Job {
 	h.t.Helper()
-	j := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: h.project}, ExportID: uuid.New()}, nil, nil)
-	if err := h.env.Store.RecordJobs(context.Background(), []store.Job{j}); err != nil {
+	j, err := jobs.Insert(context.Background(), h.env.Store, tasks.ExportPayload{Job: tasks.NewJob(h.project), ExportID: uuid.New()})
+	if err != nil {
 		h.t.Fatal(err)
 	}
 	return j
@@ -66,8 +69,17 @@ func (h *harness) importJobs(n int) []store.Job {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	_, recorded, err := h.env.Store.CreateImport(context.Background(), owner, h.project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: h.project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
+	downloads := make([]tasks.JobArgs, n)
+	for i, it := range items {
+		downloads[i] = tasks.DownloadPayload{Job: tasks.NewJob(h.project), AssetID: it.AssetID, URL: it.URL}
+	}
+	var recorded []store.Job
+	err = h.env.Store.WithTx(context.Background(), func(tx *store.Store) error {
+		if err := tx.AddImports(context.Background(), h.project, items); err != nil {
+			return err
+		}
+		recorded, err = jobs.InsertMany(context.Background(), tx, downloads, jobs.NewBatch(owner, store.BatchImport))
+		return err
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -84,23 +96,42 @@ func (h *harness) state(j store.Job) asynq.TaskState {
 	return info.State
 }
 
-func TestRowFollowsTheTaskTable(t *testing.T) {
-	asset, batch, job, project := uuid.New(), uuid.New(), uuid.New(), uuid.New()
-	ref := tasks.Job{JobID: job, ProjectID: project}
+func TestInsertRecordsTheRowOfTheTaskTable(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	asset := h.env.Upload(t, h.project, testenv.Files(1)...)[0]
+	owner, err := h.env.Store.ProjectOwner(ctx, h.project)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range []tasks.JobArgs{
-		tasks.IngestPayload{Job: ref, AssetID: asset},
-		tasks.DownloadPayload{Job: ref, AssetID: asset, URL: "https://example.org/a.jpg"},
-		tasks.EmbedPayload{Job: ref, AssetID: asset, Model: "m"},
-		tasks.ExportPayload{Job: ref, ExportID: asset},
+		tasks.IngestPayload{Job: tasks.NewJob(h.project), AssetID: asset},
+		tasks.DownloadPayload{Job: tasks.NewJob(h.project), AssetID: asset, URL: "https://example.org/a.jpg"},
+		tasks.EmbedPayload{Job: tasks.NewJob(h.project), AssetID: asset, Model: "m"},
+		tasks.ExportPayload{Job: tasks.NewJob(h.project), ExportID: asset},
 	} {
-		j := jobs.Row(a, &asset, &batch)
+		j, err := jobs.Insert(ctx, h.env.Store, a, jobs.NewBatch(owner, store.BatchUpload))
+		if err != nil {
+			t.Fatal(err)
+		}
 		task := tasks.NewTask(a)
-		if !tasks.HasJob(j.Type) || j.Type != task.Type() || string(j.Payload) != string(task.Payload()) {
+		var recorded, sent any
+		json.Unmarshal(j.Payload, &recorded)
+		json.Unmarshal(task.Payload(), &sent)
+		if !tasks.HasJob(j.Type) || j.Type != task.Type() || !reflect.DeepEqual(recorded, sent) {
 			t.Errorf("%s: row %+v does not record task %s %s", a.Kind(), j, task.Type(), task.Payload())
 		}
-		if j.ID != job || j.ProjectID != project || *j.AssetID != asset || *j.BatchID != batch ||
-			j.Queue != tasks.QueueOf(a.Kind()) || j.TaskID != a.TaskID() || j.TaskID == "" {
+		_, aboutAsset := a.(tasks.AssetArgs)
+		if j.ID != a.Ref().JobID || j.ProjectID != h.project || (j.AssetID != nil) != aboutAsset || j.BatchID == nil ||
+			j.Queue != tasks.QueueOf(a.Kind()) || j.TaskID != a.TaskID() || j.TaskID == "" || j.Status != store.JobQueued {
 			t.Errorf("%s: row %+v", a.Kind(), j)
+		}
+		if aboutAsset && *j.AssetID != asset {
+			t.Errorf("%s: row names asset %s, not %s", a.Kind(), j.AssetID, asset)
+		}
+		b, err := h.env.Store.Batch(ctx, owner, *j.BatchID)
+		if err != nil || b.Total != 1 || b.Kind != store.BatchUpload {
+			t.Errorf("%s: batch %+v (%v), want an upload batch of 1", a.Kind(), b, err)
 		}
 	}
 	if tasks.HasJob(tasks.TypeCluster) || tasks.HasJob(tasks.TypeSweep) || tasks.HasJob(tasks.TypeChainFlush) {
@@ -244,11 +275,11 @@ func TestArchivedChainFlushRunsAgain(t *testing.T) {
 func TestAJobSharingAnArchivedTasksIDRuns(t *testing.T) {
 	h := newHarness(t, 0)
 	ctx := context.Background()
-	edit, asset := uuid.New(), uuid.New()
+	edit, asset := uuid.New(), h.env.Upload(t, h.project, testenv.Files(1)...)[0]
 	job := func() store.Job {
 		t.Helper()
-		j := jobs.Row(tasks.EditPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: h.project}, AssetID: asset, EditID: edit}, nil, nil)
-		if err := h.env.Store.RecordJobs(ctx, []store.Job{j}); err != nil {
+		j, err := jobs.Insert(ctx, h.env.Store, tasks.EditPayload{Job: tasks.NewJob(h.project), AssetID: asset, EditID: edit})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return j

@@ -118,24 +118,28 @@ func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store
 	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
 }
 
-// Ping records and enqueues a ping delivery to hook, and returns its job.
-func (d *Dispatcher) Ping(ctx context.Context, log *slog.Logger, hook store.Webhook) (*store.Job, error) {
+// Ping records a ping delivery to hook, and returns its job.
+func (d *Dispatcher) Ping(ctx context.Context, hook store.Webhook) (*store.Job, error) {
 	data := struct {
 		WebhookID uuid.UUID `json:"webhookId"`
 	}{hook.ID}
-	added, err := d.Store.AddDeliveries(ctx, []store.Webhook{hook}, deliverySpec(uuid.Nil, EventPing, uuid.NewString(), "", data))
+	var added []store.Job
+	err := d.Store.WithTx(ctx, func(tx *store.Store) error {
+		var err error
+		added, err = deliver(ctx, tx, []store.Webhook{hook}, uuid.Nil, EventPing, uuid.NewString(), "", data)
+		return err
+	})
 	if err != nil || len(added) == 0 {
 		return nil, err
 	}
-	d.Enqueue(context.WithoutCancel(ctx), log, added)
 	return &added[0], nil
 }
 
 // notify records a delivery of event to each webhook of project's owner
 // subscribed to it and, in the same transaction, marks the event told
-// with mark, then enqueues the deliveries. An event nobody subscribed to
-// is marked all the same. Failures are logged: the event itself is
-// recorded, and the sweep tells again what was not marked (NotifyMissed).
+// with mark. An event nobody subscribed to is marked all the same.
+// Failures are logged: the event itself is recorded, and the sweep tells
+// again what was not marked (NotifyMissed).
 func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any,
 	mark func(tx *store.Store) error) {
 	hooks, err := d.Store.SubscribedWebhooks(ctx, project, event)
@@ -143,23 +147,15 @@ func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.
 		log.Warn("find webhooks", "event", event, "project", project, "err", err)
 		return
 	}
-	var added []store.Job
-	if len(hooks) == 0 {
-		err = mark(d.Store)
-	} else {
-		err = d.Store.WithTx(ctx, func(tx *store.Store) error {
-			var err error
-			if added, err = tx.AddDeliveries(ctx, hooks, deliverySpec(project, event, subject, state, data)); err != nil {
-				return err
-			}
-			return mark(tx)
-		})
-	}
+	err = d.Store.WithTx(ctx, func(tx *store.Store) error {
+		if _, err := deliver(ctx, tx, hooks, project, event, subject, state, data); err != nil {
+			return err
+		}
+		return mark(tx)
+	})
 	if err != nil {
 		log.Warn("record webhook deliveries", "event", event, "subject", subject, "err", err)
-		return
 	}
-	d.Enqueue(ctx, log, added)
 }
 
 // NotifyMissed tells again the events of before that were never marked
@@ -193,17 +189,26 @@ func (d *Dispatcher) NotifyMissed(ctx context.Context, log *slog.Logger, before 
 	return len(batches) + len(exports) + len(failures), errors.Join(errs...)
 }
 
-// deliverySpec builds each webhook's delivery of one report and its job,
-// which shares the delivery's id.
-func deliverySpec(project uuid.UUID, event, subject, state string, data any) store.DeliverySpec {
+// deliver records, in tx, a delivery of one report to each of hooks with
+// its job, which shares the delivery's id, and returns the jobs of the
+// deliveries that are new: the same report made again adds nothing.
+func deliver(ctx context.Context, tx *store.Store, hooks []store.Webhook, project uuid.UUID,
+	event, subject, state string, data any) ([]store.Job, error) {
 	payload, err := json.Marshal(data)
 	if err != nil {
 		// Report data are plain structs of strings, numbers and ids.
 		panic("jobs: encode " + event + " data: " + err.Error())
 	}
-	return func(h store.Webhook) (store.Delivery, store.Job) {
+	var sends []tasks.JobArgs
+	for _, h := range hooks {
 		id := DeliveryID(h.ID, event, subject, state)
-		job := Row(tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id}, nil, nil)
-		return store.Delivery{ID: id, WebhookID: h.ID, Event: event, Payload: payload}, job
+		added, err := tx.AddDelivery(ctx, store.Delivery{ID: id, WebhookID: h.ID, Event: event, Payload: payload})
+		if err != nil {
+			return nil, err
+		}
+		if added {
+			sends = append(sends, tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id})
+		}
 	}
+	return InsertMany(ctx, tx, sends)
 }

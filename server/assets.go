@@ -22,7 +22,6 @@ import (
 	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // downloadTTL is how long signed file URLs in answers stay valid.
@@ -612,26 +611,10 @@ func (s *Server) deleteAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	// A task that read the asset before the delete may still write its
-	// files, until its timeout ends; the sweeper deletes them after that.
-	var late []string
-	for _, kind := range blob.DerivedKinds {
-		late = append(late, blob.DerivedKey(a.ID, kind))
-	}
-	lateUntil := time.Now().Add(tasks.FileWritesEnd())
-	job, err := s.store.DeleteAsset(ctx, principal(c).ID, a.ID, late, lateUntil, func(project uuid.UUID, keys []string) store.Job {
-		p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: a.ID, Keys: keys}
-		return jobs.Row(p, nil, nil)
-	})
-	if err != nil {
+	if _, err := s.jobs.DeleteAsset(ctx, logger(c), principal(c).ID, a.ID); err != nil {
 		fail(c, err)
 		return
 	}
-	// Work still waiting for the asset has nothing left to do; a task
-	// already running finds it gone when it saves, at the latest.
-	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID))
-	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeEmbed), tasks.EmbedID(a.ID, s.embedModel))
-	s.jobs.EnqueueCommitted(ctx, logger(c), []store.Job{*job})
 	s.publish(c, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "deleted": true})
 	c.Status(http.StatusNoContent)
 }

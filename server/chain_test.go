@@ -245,7 +245,7 @@ func TestChainVerifyFloodFromOneUser(t *testing.T) {
 	}
 	owner, project := env.Project(t)
 	setup := time.Now()
-	env.Finalize(t, owner, project, nil, testenv.Files(entries)...)
+	env.Finalize(t, owner, project, testenv.Files(entries)...)
 	t.Logf("finalize %v", time.Since(setup))
 	ledger, err := chain.OpenFileLedger(filepath.Join(t.TempDir(), "ledger.jsonl"))
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // maxEditTargets is how many assets one applyTo renders onto.
@@ -168,18 +167,17 @@ func (s *Server) applyEditTo(c *gin.Context) {
 	c.JSON(http.StatusAccepted, gin.H{"jobId": jobs[0].ID, "batchId": jobs[0].BatchID, "status": store.JobQueued})
 }
 
-// applyEdits records the targets' versions and their render jobs and
-// hands the jobs to the queue. It answers the request itself on failure,
-// returning nil.
+// applyEdits records the targets' versions and a batch of their render
+// jobs. It answers the request itself on failure, returning nil.
 func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.EditTarget) ([]store.EditVersion, []store.Job) {
-	for i := range targets {
-		asset := targets[i].AssetID
-		targets[i].Job = func(version, batch uuid.UUID) store.Job {
-			p := tasks.EditPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: asset, EditID: version}
-			return jobs.Row(p, &asset, &batch)
-		}
-	}
-	versions, rows, err := s.store.ApplyEdits(c.Request.Context(), principal(c).ID, project, targets)
+	ctx := c.Request.Context()
+	var versions []store.EditVersion
+	var rows []store.Job
+	err := s.store.WithTx(ctx, func(tx *store.Store) error {
+		var err error
+		versions, rows, err = jobs.ApplyEdits(ctx, tx, principal(c).ID, project, targets)
+		return err
+	})
 	var without *store.NoOriginalError
 	if errors.As(err, &without) {
 		err = apiError(http.StatusConflict, "not_processable",
@@ -189,7 +187,6 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 		fail(c, foreignAssets(err, "assetIds"))
 		return nil, nil
 	}
-	s.jobs.EnqueueCommitted(c.Request.Context(), logger(c), rows)
 	// Open views mark the photos edited at once; the render follows as jobs.
 	for _, v := range versions {
 		s.publish(c, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": v.AssetID, "edited": true})

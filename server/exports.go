@@ -116,24 +116,20 @@ func (s *Server) createExport(c *gin.Context) {
 		return
 	}
 
-	exportID, jobID := uuid.New(), uuid.New()
-	job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: jobID, ProjectID: p.ID}, ExportID: exportID}, nil, nil)
 	raw, _ := json.Marshal(settings)
 	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
-	e := &store.Export{ID: exportID, ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, ExpiresAt: &expires}
+	e := &store.Export{ID: uuid.New(), ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, ExpiresAt: &expires}
 	e.AssetIDs = ids
 	err = s.store.WithUsage(ctx, principal(c).ID, func(tx *store.Store, u *store.Usage) error {
 		if err := s.checkExportQuota(u); err != nil {
 			return err
 		}
-		return tx.CreateExport(ctx, e, job)
+		return jobs.Export(ctx, tx, e)
 	})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	// Recorded first, enqueued after: a lost enqueue is repeated by the sweeper.
-	s.jobs.EnqueueCommitted(ctx, logger(c), []store.Job{job})
 	c.JSON(http.StatusCreated, toExportJSON(e))
 }
 

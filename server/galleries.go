@@ -16,7 +16,6 @@ package server
 //     they show draws them all again.
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"net/http"
@@ -79,10 +78,9 @@ func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 
-// answerGalleryChange enqueues the renders a change recorded, deletes the
-// previews it made stale and answers with the gallery.
+// answerGalleryChange deletes the previews a change made stale and answers
+// with the gallery.
 func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.GalleryChange) {
-	s.jobs.Enqueue(context.WithoutCancel(c.Request.Context()), logger(c), ch.Jobs)
 	s.deleteWatermarks(c, ch.Stale)
 	out := s.toGalleryJSON(ch.Gallery)
 	out.RenderBatchID = ch.BatchID
@@ -142,7 +140,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		} else {
 			g.Slug = strings.ToLower(rand.Text()[:randomSlugLen])
 		}
-		ch, err = s.store.CreateGallery(ctx, g, ids, jobs.GallerySpec(p.ID, g.ID))
+		ch, err = jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.CreateGallery(ctx, g, ids) })
 		// 50 random bits make a clash all but impossible; still, a made
 		// slug never answers slug_taken.
 		if !errors.Is(err, store.ErrSlugTaken) || in.ShareSlug != nil || try == 3 {
@@ -228,7 +226,10 @@ func (s *Server) patchGallery(c *gin.Context) {
 		}
 		patch.PasswordHash = &hash
 	}
-	ch, err := s.store.UpdateGallery(c.Request.Context(), principal(c).ID, g.ID, patch, jobs.GallerySpec(g.ProjectID, g.ID))
+	ctx := c.Request.Context()
+	ch, err := jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.UpdateGallery(ctx, principal(c).ID, g.ID, patch)
+	})
 	if err != nil {
 		fail(c, err)
 		return
@@ -266,7 +267,8 @@ func (s *Server) addGalleryAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ch, err := s.store.AddGalleryAssets(c.Request.Context(), g.ID, ids, jobs.GallerySpec(g.ProjectID, g.ID))
+	ctx := c.Request.Context()
+	ch, err := jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.AddGalleryAssets(ctx, g.ID, ids) })
 	if err != nil {
 		fail(c, err)
 		return
@@ -338,7 +340,8 @@ func (s *Server) deleteGallery(c *gin.Context) {
 // deleteWatermarks deletes watermarked previews no longer wanted; one that
 // fails is logged, and the sweeper deletes it (the store discarded them).
 func (s *Server) deleteWatermarks(c *gin.Context, keys []string) {
-	ctx := context.WithoutCancel(c.Request.Context())
+	ctx, cancel := jobs.AfterCommit(c.Request.Context())
+	defer cancel()
 	for _, k := range keys {
 		if err := s.blobs.Delete(ctx, k); err != nil {
 			logger(c).Warn("delete watermarked preview", "key", k, "err", err)

@@ -14,7 +14,6 @@ import (
 	"lightbox/blob"
 	"lightbox/jobs"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // importURLs records a batch of asset:download jobs, one per URL. The
@@ -72,17 +71,14 @@ func (s *Server) importURLs(c *gin.Context) {
 			"This account holds %d of the %d bytes it may; delete photos before importing more.", used, q.Bytes))
 		return
 	}
-	batch, recorded, err := s.store.CreateImport(c.Request.Context(), principal(c).ID, p.ID, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: p.ID}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
+	var recorded []store.Job
+	err = s.store.WithTx(c.Request.Context(), func(tx *store.Store) error {
+		recorded, err = jobs.Import(c.Request.Context(), tx, principal(c).ID, p.ID, items)
+		return err
 	})
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.jobs.EnqueueCommitted(c.Request.Context(), logger(c), recorded)
-	ids := make([]uuid.UUID, len(recorded))
-	for i, j := range recorded {
-		ids[i] = j.ID
-	}
-	c.JSON(http.StatusAccepted, gin.H{"batchId": batch.ID, "queuedJobs": ids})
+	c.JSON(http.StatusAccepted, gin.H{"batchId": recorded[0].BatchID, "queuedJobs": jobIDs(recorded)})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"github.com/google/uuid"
 	"net/http"
 	"strings"
 	"time"
@@ -92,6 +93,15 @@ func (s *Server) listJobs(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toPaged(page, toJobJSON))
+}
+
+// jobIDs are the ids of jobs, as answers name the work a request queued.
+func jobIDs(jobs []store.Job) []uuid.UUID {
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
 }
 
 func toJobsJSON(jobs []store.Job) []jobJSON {

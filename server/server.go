@@ -122,7 +122,10 @@ func New(d Deps) *Server {
 	}
 	s.hashes = password.NewPool(d.Config.PasswordHashes)
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
-	s.jobs = &jobs.Dispatcher{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}}
+	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Blobs: d.Blobs, Log: s.log,
+		Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}})
+	// Jobs recorded in its transactions are handed to the queue once committed.
+	s.store = s.jobs.Store
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	s.metrics = newServerMetrics(s)

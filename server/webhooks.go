@@ -205,7 +205,7 @@ func (s *Server) testWebhook(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	job, err := s.jobs.Ping(c.Request.Context(), logger(c), *w)
+	job, err := s.jobs.Ping(c.Request.Context(), *w)
 	if err != nil {
 		fail(c, err)
 		return

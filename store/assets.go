@@ -334,20 +334,27 @@ func (s *Store) ExpiredUploads(ctx context.Context, cutoff time.Time, limit int)
 	return keys, err
 }
 
+// DeletedAsset is what DeleteAsset leaves for later: the blob keys to
+// remove, and the asset's jobs that were waiting or running, whose tasks
+// have nothing left to do.
+type DeletedAsset struct {
+	ProjectID uuid.UUID
+	Keys      []string
+	LiveJobs  []Job
+}
+
 // DeleteAsset removes owner's asset id at once, with its derived-file
-// rows, ratings and cluster places, and records job, built by newJob from
-// the asset's project and the blob keys left to remove, in the same
-// transaction: the bytes go later, by that job's task. Attestations stay,
-// no longer naming the asset.
+// rows, ratings, cluster places and jobs; its bytes go later, by a task
+// the caller records in the same transaction. Attestations stay, no
+// longer naming the asset.
 //
 // late are the keys of files a task that read the asset before the delete
 // may still write, until lateUntil. Those and the asset's own are recorded
 // as discards due then, or when its upload URL expires if later, so the
-// sweeper deletes whatever such a task or URL puts back after the job's
+// sweeper deletes whatever such a task or URL puts back after the delete
 // task has run. No live row can name them: keys are the asset's own.
-func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []string, lateUntil time.Time,
-	newJob func(project uuid.UUID, keys []string) Job) (*Job, error) {
-	var job Job
+func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []string, lateUntil time.Time) (*DeletedAsset, error) {
+	out := &DeletedAsset{}
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var a struct {
 			ProjectID  uuid.UUID  `db:"project_id"`
@@ -359,12 +366,12 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []str
 		if err != nil {
 			return notFound(err)
 		}
-		var keys []string
+		out.ProjectID = a.ProjectID
 		// Its watermarked gallery previews go with it. Its gallery places
 		// are deleted here, not by the cascade, so a render recording its
 		// preview meanwhile is waited for and its key read, or finds the
 		// place gone: read before, that key would be no discard any more.
-		if err := tx.db.SelectContext(ctx, &keys, `
+		if err := tx.db.SelectContext(ctx, &out.Keys, `
 			WITH places AS (DELETE FROM gallery_assets WHERE asset_id = $1 RETURNING watermark_key)
 			SELECT blob_key FROM asset_files WHERE asset_id = $1 AND blob_key <> $2
 			UNION SELECT watermark_key FROM places WHERE watermark_key IS NOT NULL
@@ -372,21 +379,21 @@ func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []str
 			ORDER BY 1`, id, a.BlobKey, pq.Array(late)); err != nil {
 			return err
 		}
+		if err := tx.db.SelectContext(ctx, &out.LiveJobs, `SELECT `+jobColumns+` FROM jobs j
+			WHERE j.asset_id = $1 AND j.status IN ('queued', 'running')`, id); err != nil {
+			return err
+		}
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM assets WHERE id = $1`, id); err != nil {
 			return err
 		}
-		keys = append([]string{a.BlobKey}, keys...)
+		out.Keys = append([]string{a.BlobKey}, out.Keys...)
 		if a.URLExpires != nil && a.URLExpires.After(lateUntil) {
 			lateUntil = *a.URLExpires
 		}
-		if err := tx.DiscardAfter(ctx, keys, lateUntil); err != nil {
-			return err
-		}
-		job = newJob(a.ProjectID, keys)
-		return tx.insertJobs(ctx, []Job{job})
+		return tx.DiscardAfter(ctx, out.Keys, lateUntil)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &job, nil
+	return out, nil
 }

@@ -13,7 +13,6 @@ import (
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // An upload takes bytes while it is pending, under a row lock that orders it
@@ -58,7 +57,7 @@ func TestLockPendingUpload(t *testing.T) {
 	if ok, err := record(id, sum); err != nil || !ok || checksum() != sum {
 		t.Fatalf("an upload sent again was not recorded: %v", err)
 	}
-	finalize(t, env, owner, project, store.FinalizeItem{AssetID: id, Checksum: sum})
+	finalize(t, env, owner, project, nil, store.FinalizeItem{AssetID: id, Checksum: sum})
 	if ok, err := lock(id); err != nil || ok {
 		t.Fatalf("a finalized asset still takes bytes: %v", err)
 	}
@@ -102,10 +101,12 @@ func createImport(t *testing.T, env *testenv.Env, owner, project uuid.UUID) ([]s
 		{AssetID: uuid.New(), URL: "https://example.com/a.jpg", Filename: "a.jpg", BlobKey: "k/a"},
 		{AssetID: uuid.New(), URL: "https://example.com/b.jpg", Filename: "b.jpg", BlobKey: "k/b"},
 	}
-	download := func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
-	}
-	b, downloads, err := env.Store.CreateImport(context.Background(), owner, project, items, download)
+	var downloads []store.Job
+	env.Tx(t, func(tx *store.Store) (err error) {
+		downloads, err = jobs.Import(context.Background(), tx, owner, project, items)
+		return err
+	})
+	b, err := env.Store.Batch(context.Background(), owner, *downloads[0].BatchID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +128,14 @@ func TestImportFinalizesIntoItsBatch(t *testing.T) {
 	}
 	env.FinishJob(t, downloads[0].ID)
 
-	res, err := env.Store.FinalizeUploads(ctx, owner, project,
-		[]store.FinalizeItem{{AssetID: items[0].AssetID, Checksum: testenv.Checksum(data)}},
-		store.FinalizeOptions{Spec: jobs.IngestSpec(project), Batch: &b.ID})
-	if err != nil || res.BatchID == nil || *res.BatchID != b.ID || len(res.NewJobs) != 1 {
-		t.Fatalf("finalize into the import batch: %+v %v", res, err)
+	var res *store.FinalizeResult
+	env.Tx(t, func(tx *store.Store) (err error) {
+		res, err = jobs.AcceptUploads(ctx, tx, owner, project,
+			[]store.FinalizeItem{{AssetID: items[0].AssetID, Checksum: testenv.Checksum(data)}}, &b.ID)
+		return err
+	})
+	if res.BatchID == nil || *res.BatchID != b.ID || len(res.Accepted) != 1 || len(res.Jobs) != 1 {
+		t.Fatalf("finalize into the import batch: %+v", res)
 	}
 	got, _ := env.Store.Batch(ctx, owner, b.ID)
 	if got.Total != 3 || got.Completed != 1 || got.Status != "running" {
@@ -146,17 +150,14 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Files(3)...)
+	res := env.Finalize(t, owner, project, testenv.Files(3)...)
 	a, b, c := res.Assets[0].AssetID, res.Assets[1].AssetID, res.Assets[2].AssetID
 
 	create := func(ids store.UUIDs) *store.Export {
 		t.Helper()
 		e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`), AssetIDs: ids}
-		job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
-		if err := env.Store.CreateExport(ctx, e, job); err != nil {
-			t.Fatal(err)
-		}
-		if e.BatchID == nil || e.JobID == nil || *e.JobID != job.ID {
+		env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+		if e.BatchID == nil || e.JobID == nil {
 			t.Fatalf("created export %+v", e)
 		}
 		got, err := env.Store.ExportByID(ctx, e.ID)

@@ -128,7 +128,7 @@ func TestChainClaimCommitAndUnclaim(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Files(4)...)
+	res := env.Finalize(t, owner, project, testenv.Files(4)...)
 	items, err := env.Store.ClaimAttestations(ctx, 10)
 	if err != nil || len(items) != 4 {
 		t.Fatalf("claimed %d, %v", len(items), err)

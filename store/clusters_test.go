@@ -41,7 +41,7 @@ func TestStaleClusterRunChangesNothing(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Files(2)...)
+	res := env.Finalize(t, owner, project, testenv.Files(2)...)
 	first, second := res.Assets[0].AssetID, res.Assets[1].AssetID
 	if _, err := env.DB.Exec(`UPDATE assets SET status = 'search' WHERE id = $1`, second); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestConcurrentClusterRunsLeaveOneRunsGroups(t *testing.T) {
 			env := testenv.New(t)
 			ctx := context.Background()
 			owner, project := env.Project(t)
-			res := env.Finalize(t, owner, project, nil, testenv.Files(1)...)
+			res := env.Finalize(t, owner, project, testenv.Files(1)...)
 			member := res.Assets[0].AssetID
 			st := env.Store
 			if _, _, err := st.ReplaceClusters(ctx, project, env.StartClusterRun(t, project), moment("old", member), nil); err != nil {
@@ -142,7 +142,7 @@ func TestClusterPagesGoOnAcrossARun(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Files(5)...)
+	res := env.Finalize(t, owner, project, testenv.Files(5)...)
 	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
 	groups := func() []store.NewCluster {
 		var cs []store.NewCluster

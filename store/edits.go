@@ -45,7 +45,7 @@ func (s *Store) EditVersionByID(ctx context.Context, id uuid.UUID) (*EditVersion
 	return e, notFound(err)
 }
 
-// EditTarget is one asset an edit goes onto, and the job that renders it.
+// EditTarget is one asset an edit goes onto.
 type EditTarget struct {
 	AssetID uuid.UUID
 	// Overwrite changes the asset's latest version instead of adding one
@@ -54,18 +54,14 @@ type EditTarget struct {
 	Name      string
 	ParentID  *uuid.UUID
 	Params    json.RawMessage
-	// Job builds the render job of the version, in batch.
-	Job func(version, batch uuid.UUID) Job
 }
 
-// ApplyEdits records a version on each target asset of project and a batch
-// of their render jobs, in one transaction, and returns the versions (in
-// the targets' order) and the jobs. Targets outside the project answer
-// ForeignAssetsError, targets without an original NoOriginalError, and
-// record nothing.
-func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets []EditTarget) ([]EditVersion, []Job, error) {
+// ApplyEdits records a version on each target asset of project, in one
+// transaction, and returns the versions in the targets' order. Targets
+// outside the project answer ForeignAssetsError, targets without an
+// original NoOriginalError, and record nothing.
+func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets []EditTarget) ([]EditVersion, error) {
 	versions := make([]EditVersion, len(targets))
-	jobs := make([]Job, len(targets))
 	err := s.WithTx(ctx, func(tx *Store) error {
 		ids := make([]uuid.UUID, len(targets))
 		for i, t := range targets {
@@ -85,10 +81,6 @@ func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets
 		if len(without) > 0 {
 			return &NoOriginalError{IDs: without}
 		}
-		b := Batch{ID: uuid.New(), ProjectID: project, UserID: user, Kind: "edit", Total: len(targets)}
-		if err := tx.insertBatch(ctx, &b); err != nil {
-			return err
-		}
 		for i, t := range targets {
 			v := &versions[i]
 			err := tx.db.GetContext(ctx, v, `
@@ -107,14 +99,13 @@ func (s *Store) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets
 			if err != nil {
 				return err
 			}
-			jobs[i] = t.Job(v.ID, b.ID)
 		}
-		return tx.insertJobs(ctx, jobs)
+		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return versions, jobs, nil
+	return versions, nil
 }
 
 // NewestEdit reports whether version is its asset's newest: only the

@@ -64,29 +64,18 @@ var exportRead = `SELECT ` + strings.Replace(exportColumns, "e.status,",
 	`CASE WHEN e.status IN ('queued', 'running', 'failed') AND j.status = 'canceled' THEN 'canceled' ELSE e.status END AS status,`, 1) +
 	` FROM exports e LEFT JOIN jobs j ON j.id = e.job_id`
 
-// CreateExport records e with a batch of one job, job, in one transaction,
-// so the export never exists without the work that builds it. It fills in
-// e's batch, job and timestamps.
-func (s *Store) CreateExport(ctx context.Context, e *Export, job Job) error {
-	return s.WithTx(ctx, func(tx *Store) error {
-		b := Batch{ID: uuid.New(), ProjectID: e.ProjectID, UserID: e.UserID, Kind: "export", Total: 1}
-		if err := tx.insertBatch(ctx, &b); err != nil {
-			return err
-		}
-		job.BatchID = &b.ID
-		if err := tx.insertJobs(ctx, []Job{job}); err != nil {
-			return err
-		}
-		var ids any
-		if e.AssetIDs != nil {
-			ids = e.AssetIDs
-		}
-		return tx.db.GetContext(ctx, e, `
-			INSERT INTO exports AS e (id, project_id, user_id, batch_id, job_id, preset, settings, asset_ids, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
-			RETURNING `+exportColumns,
-			e.ID, e.ProjectID, e.UserID, b.ID, job.ID, e.Preset, string(e.Settings), ids, e.ExpiresAt)
-	})
+// CreateExport records e, whose batch and job the caller has recorded
+// in the same transaction (jobs.Insert), and fills in its timestamps.
+func (s *Store) CreateExport(ctx context.Context, e *Export) error {
+	var ids any
+	if e.AssetIDs != nil {
+		ids = e.AssetIDs
+	}
+	return s.db.GetContext(ctx, e, `
+		INSERT INTO exports AS e (id, project_id, user_id, batch_id, job_id, preset, settings, asset_ids, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
+		RETURNING `+exportColumns,
+		e.ID, e.ProjectID, e.UserID, e.BatchID, e.JobID, e.Preset, string(e.Settings), ids, e.ExpiresAt)
 }
 
 // Export returns owner's export id.

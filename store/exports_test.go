@@ -12,7 +12,6 @@ import (
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // startedExport records an export with its job, running as trackJobs
@@ -23,11 +22,8 @@ func startedExport(t *testing.T, env *testenv.Env) (e *store.Export, first, seco
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	e = &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
-	job := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
-	if err := env.Store.CreateExport(ctx, e, job); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Store.JobStarted(ctx, job.ID, 1); err != nil {
+	env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+	if _, err := env.Store.JobStarted(ctx, *e.JobID, 1); err != nil {
 		t.Fatal(err)
 	}
 	var runs [2]uuid.UUID

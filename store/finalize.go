@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,57 +25,38 @@ type FinalizeOutcome struct {
 	BatchID      *uuid.UUID
 }
 
-// FinalizeResult is the whole answer, and the work it recorded.
+// FinalizeResult is the whole answer.
 type FinalizeResult struct {
 	Assets []FinalizeOutcome
-	// BatchID is the batch the accepted assets belong to: a new one when
+	// Accepted are the assets this call accepted, in the order given: the
+	// caller records their ingest jobs in the same transaction, and sets
+	// their outcomes' JobID and BatchID.
+	Accepted []uuid.UUID
+	// BatchID is the batch the accepted assets belong to: the new one when
 	// this call accepted any, else the batch of an earlier identical call.
 	BatchID *uuid.UUID
 	// Jobs lists the ingest job of every accepted asset, new or earlier.
 	Jobs []uuid.UUID
-	// NewJobs are the jobs this call recorded, to be enqueued.
-	NewJobs []Job
 	// Discard are blob keys no longer needed (duplicates, bad checksums).
 	Discard []string
 }
 
-// JobSpec builds the job row for an accepted asset: the caller knows the
-// task table, the store does not.
-type JobSpec func(asset, batch, job uuid.UUID) Job
-
-// FinalizeOptions say how accepted work is recorded.
-type FinalizeOptions struct {
-	// Spec builds each accepted asset's ingest job.
-	Spec JobSpec
-	// Batch, when set, is an existing batch the jobs join (a URL import,
-	// whose download jobs are already in it); otherwise a new upload batch
-	// is made.
-	Batch *uuid.UUID
-}
-
-// FinalizeUploads accepts uploaded assets of owner's project in one
-// transaction: each must have bytes whose server-computed SHA-256 equals the
-// client's. A bad checksum fails the asset; the same bytes as a live asset
-// of the project make it a duplicate; the rest become 'uploaded' with a
-// batch, an ingest job each and a place in the attestation queue. Calling it
-// again with the same items records nothing new and answers the same.
-func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
+// FinalizeUploads accepts uploaded assets of owner's project: each must
+// have bytes whose server-computed SHA-256 equals the client's. A bad
+// checksum fails the asset; the same bytes as a live asset of the project
+// make it a duplicate; the rest become 'uploaded', each with a place in
+// the attestation queue, and wait for the ingest jobs the caller records.
+// Calling it again with the same items records nothing new and answers the
+// same.
+func (s *Store) FinalizeUploads(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem) (*FinalizeResult, error) {
 	var res *FinalizeResult
-	var err error
 	// Two concurrent calls with the same new bytes collide on the unique
 	// checksum index; the loser runs again and sees the winner's asset.
-	// Inside a caller's transaction the collision has aborted it, so the
-	// error goes back to the caller instead.
-	for range 3 {
-		err = s.WithTx(ctx, func(tx *Store) error {
-			res, err = tx.finalize(ctx, owner, project, items, o)
-			return err
-		})
-		var pqErr *pq.Error
-		if s.tx || !(errors.As(err, &pqErr) && pqErr.Code == "23505") {
-			break
-		}
-	}
+	err := s.retryCollisions(ctx, func(tx *Store) error {
+		var err error
+		res, err = tx.finalize(ctx, owner, project, items)
+		return err
+	})
 	return res, err
 }
 
@@ -94,7 +74,7 @@ type lockedAsset struct {
 	URLExpires  *time.Time `db:"upload_expires_at"`
 }
 
-func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, o FinalizeOptions) (*FinalizeResult, error) {
+func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem) (*FinalizeResult, error) {
 	var ok bool
 	if err := s.db.GetContext(ctx, &ok, `SELECT true FROM projects WHERE id = $1 AND owner_user_id = $2`, project, owner); err != nil {
 		return nil, notFound(err)
@@ -148,7 +128,7 @@ func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []
 		}
 	}
 
-	if err := s.acceptNew(ctx, owner, project, items, candidates, byID, res, o); err != nil {
+	if err := s.acceptNew(ctx, project, items, candidates, byID, res); err != nil {
 		return nil, err
 	}
 	if err := s.findEarlierJobs(ctx, earlier, res); err != nil {
@@ -161,8 +141,8 @@ func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []
 }
 
 // acceptNew turns checked uploads into duplicates or new work.
-func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items []FinalizeItem, candidates []int,
-	byID map[uuid.UUID]*lockedAsset, res *FinalizeResult, o FinalizeOptions) error {
+func (s *Store) acceptNew(ctx context.Context, project uuid.UUID, items []FinalizeItem, candidates []int,
+	byID map[uuid.UUID]*lockedAsset, res *FinalizeResult) error {
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -185,12 +165,7 @@ func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items [
 		original[l.Sum] = l.ID
 	}
 
-	batch := Batch{ID: uuid.New(), ProjectID: project, UserID: owner, Kind: "upload"}
-	if o.Batch != nil {
-		batch.ID = *o.Batch
-	}
-	var accepted, dupes []string
-	var dupOf []string
+	var dupes, dupOf []string
 	for _, c := range candidates {
 		out, a := &res.Assets[c], byID[items[c].AssetID]
 		if first, ok := original[items[c].Checksum]; ok {
@@ -201,11 +176,8 @@ func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items [
 		}
 		// The first of several identical files in one call is the original.
 		original[items[c].Checksum] = a.ID
-		jobID := uuid.New()
-		out.Status, out.JobID, out.BatchID = AssetUploaded, &jobID, &batch.ID
-		accepted = append(accepted, a.ID.String())
-		res.NewJobs = append(res.NewJobs, o.Spec(a.ID, batch.ID, jobID))
-		res.Jobs = append(res.Jobs, jobID)
+		out.Status = AssetUploaded
+		res.Accepted = append(res.Accepted, a.ID)
 	}
 
 	if len(dupes) > 0 {
@@ -215,44 +187,19 @@ func (s *Store) acceptNew(ctx context.Context, owner, project uuid.UUID, items [
 			return err
 		}
 	}
-	if len(accepted) == 0 {
+	if len(res.Accepted) == 0 {
 		return nil
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', finalized_at = now(), updated_at = now()
-		WHERE id = ANY($1)`, pq.Array(accepted)); err != nil {
+		WHERE id = ANY($1)`, pq.Array(res.Accepted)); err != nil {
 		return err
-	}
-	if o.Batch == nil {
-		batch.Total = len(accepted)
-		if err := s.insertBatch(ctx, &batch); err != nil {
-			return err
-		}
-	} else if err := s.db.GetContext(ctx, &batch.Status, `UPDATE batches SET total = total + $2,
-			status = CASE WHEN status = 'cancelled' THEN status ELSE 'running' END,
-			completed_at = CASE WHEN status = 'cancelled' THEN completed_at END
-		WHERE id = $1 RETURNING status`, batch.ID, len(accepted)); err != nil {
-		return notFound(err)
-	}
-	res.BatchID = &batch.ID
-	if err := s.insertJobs(ctx, res.NewJobs); err != nil {
-		return err
-	}
-	if batch.Status == "cancelled" {
-		// A download that finished after its batch was cancelled keeps its
-		// original, like the batch's other photos, and its ingest job is
-		// canceled with theirs rather than reopening the batch.
-		if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET status = 'canceled', updated_at = now()
-			WHERE batch_id = $1 AND asset_id = ANY($2) AND status = 'queued'`, batch.ID, pq.Array(accepted)); err != nil {
-			return err
-		}
-		res.NewJobs = nil
 	}
 	// Every new original waits in line for the attestation chain.
 	_, err := s.db.ExecContext(ctx, `
 		INSERT INTO attestation_queue (asset_id, project_id, cid, op, visibility)
 		SELECT a.id, a.project_id, a.checksum_sha256, 'ingest', 'private' FROM assets a
 		WHERE a.id = ANY($1) ORDER BY a.created_at, a.id
-		ON CONFLICT (asset_id, op) DO NOTHING`, pq.Array(accepted))
+		ON CONFLICT (asset_id, op) DO NOTHING`, pq.Array(res.Accepted))
 	return err
 }
 

@@ -15,12 +15,15 @@ import (
 	"lightbox/store"
 )
 
-func finalize(t *testing.T, env *testenv.Env, owner, project uuid.UUID, items ...store.FinalizeItem) *store.FinalizeResult {
+// finalize accepts items in project, into batch when not nil, with their
+// ingest jobs, as the server does.
+func finalize(t *testing.T, env *testenv.Env, owner, project uuid.UUID, batch *uuid.UUID, items ...store.FinalizeItem) *store.FinalizeResult {
 	t.Helper()
-	res, err := env.Store.FinalizeUploads(context.Background(), owner, project, items, store.FinalizeOptions{Spec: jobs.IngestSpec(project)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var res *store.FinalizeResult
+	env.Tx(t, func(tx *store.Store) (err error) {
+		res, err = jobs.AcceptUploads(context.Background(), tx, owner, project, items, batch)
+		return err
+	})
 	return res
 }
 
@@ -31,10 +34,10 @@ func TestFinalizeAcceptsNewUploads(t *testing.T) {
 	data := [][]byte{[]byte("one"), []byte("two")}
 	ids := env.Upload(t, project, testenv.Upload{Data: data[0]}, testenv.Upload{Data: data[1]})
 
-	res := finalize(t, env, owner, project,
+	res := finalize(t, env, owner, project, nil,
 		store.FinalizeItem{AssetID: ids[0], Checksum: testenv.Checksum(data[0])},
 		store.FinalizeItem{AssetID: ids[1], Checksum: testenv.Checksum(data[1])})
-	if res.BatchID == nil || len(res.NewJobs) != 2 || len(res.Jobs) != 2 || len(res.Discard) != 0 {
+	if res.BatchID == nil || len(res.Accepted) != 2 || len(res.Jobs) != 2 || len(res.Discard) != 0 {
 		t.Fatalf("result %+v", res)
 	}
 	for i, out := range res.Assets {
@@ -66,7 +69,7 @@ func TestFinalizeIntoABatchKeepsItCancelled(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	first := env.Finalize(t, owner, project, nil, testenv.Upload{Data: []byte("one")})
+	first := env.Finalize(t, owner, project, testenv.Upload{Data: []byte("one")})
 	batch := *first.BatchID
 	if b := env.FinishJob(t, first.Jobs[0]); b.Status != "completed" {
 		t.Fatalf("batch %s after its only job, want completed", b.Status)
@@ -74,15 +77,9 @@ func TestFinalizeIntoABatchKeepsItCancelled(t *testing.T) {
 	into := func(data string) *store.FinalizeResult {
 		t.Helper()
 		ids := env.Upload(t, project, testenv.Upload{Data: []byte(data)})
-		res, err := env.Store.FinalizeUploads(ctx, owner, project,
-			[]store.FinalizeItem{{AssetID: ids[0], Checksum: testenv.Checksum([]byte(data))}},
-			store.FinalizeOptions{Spec: jobs.IngestSpec(project), Batch: &batch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return finalize(t, env, owner, project, &batch, store.FinalizeItem{AssetID: ids[0], Checksum: testenv.Checksum([]byte(data))})
 	}
-	if res := into("two"); len(res.NewJobs) != 1 {
+	if res := into("two"); len(res.Accepted) != 1 {
 		t.Fatalf("finalize into an ended batch: %+v", res)
 	}
 	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "running" || b.Total != 2 || b.CompletedAt != nil {
@@ -93,8 +90,8 @@ func TestFinalizeIntoABatchKeepsItCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := into("three")
-	if len(res.NewJobs) != 0 || len(res.Jobs) != 1 || res.Assets[0].Status != store.AssetUploaded {
-		t.Fatalf("finalize into a cancelled batch: %+v, want the photo kept and nothing to enqueue", res)
+	if len(res.Jobs) != 1 || res.Assets[0].Status != store.AssetUploaded {
+		t.Fatalf("finalize into a cancelled batch: %+v, want the photo kept", res)
 	}
 	if j, err := env.Store.JobByID(ctx, res.Jobs[0]); err != nil || j.Status != store.JobCanceled {
 		t.Fatalf("its ingest job %+v %v, want canceled", j, err)
@@ -112,10 +109,10 @@ func TestFinalizeSecondCallRecordsNothingAndAnswersTheSame(t *testing.T) {
 	id := env.Upload(t, project, testenv.Upload{Data: data})[0]
 	item := store.FinalizeItem{AssetID: id, Checksum: testenv.Checksum(data)}
 
-	first := finalize(t, env, owner, project, item)
-	second := finalize(t, env, owner, project, item)
-	if len(second.NewJobs) != 0 {
-		t.Fatalf("second call recorded jobs %+v", second.NewJobs)
+	first := finalize(t, env, owner, project, nil, item)
+	second := finalize(t, env, owner, project, nil, item)
+	if len(second.Accepted) != 0 {
+		t.Fatalf("second call accepted %+v again", second.Accepted)
 	}
 	if !reflect.DeepEqual(first.Assets, second.Assets) || !reflect.DeepEqual(first.Jobs, second.Jobs) || *first.BatchID != *second.BatchID {
 		t.Fatalf("answers differ:\n%+v\n%+v", first, second)
@@ -134,11 +131,11 @@ func TestFinalizeMarksDuplicates(t *testing.T) {
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	data := []byte("same bytes")
-	first := env.Finalize(t, owner, project, nil, testenv.Upload{Data: data}).Assets[0].AssetID
+	first := env.Finalize(t, owner, project, testenv.Upload{Data: data}).Assets[0].AssetID
 
 	// One already accepted, and two copies in one later call.
 	ids := env.Upload(t, project, testenv.Upload{Data: data}, testenv.Upload{Data: data})
-	res := finalize(t, env, owner, project,
+	res := finalize(t, env, owner, project, nil,
 		store.FinalizeItem{AssetID: ids[0], Checksum: testenv.Checksum(data)},
 		store.FinalizeItem{AssetID: ids[1], Checksum: testenv.Checksum(data)})
 	for i, out := range res.Assets {
@@ -146,7 +143,7 @@ func TestFinalizeMarksDuplicates(t *testing.T) {
 			t.Fatalf("asset %d: %+v", i, out)
 		}
 	}
-	if len(res.NewJobs) != 0 || res.BatchID != nil || len(res.Discard) != 2 {
+	if len(res.Accepted) != 0 || res.BatchID != nil || len(res.Discard) != 2 {
 		t.Fatalf("result %+v", res)
 	}
 	if a, _ := env.Store.AssetByID(ctx, ids[0]); a.Status != store.AssetDuplicate || *a.DuplicateOf != first {
@@ -156,7 +153,7 @@ func TestFinalizeMarksDuplicates(t *testing.T) {
 	// The first of identical files in one call is the original.
 	other := []byte("new twins")
 	twins := env.Upload(t, project, testenv.Upload{Data: other}, testenv.Upload{Data: other})
-	res = finalize(t, env, owner, project,
+	res = finalize(t, env, owner, project, nil,
 		store.FinalizeItem{AssetID: twins[0], Checksum: testenv.Checksum(other)},
 		store.FinalizeItem{AssetID: twins[1], Checksum: testenv.Checksum(other)})
 	if res.Assets[0].Status != store.AssetUploaded || res.Assets[1].Status != store.AssetDuplicate || *res.Assets[1].DuplicateOf != twins[0] {
@@ -171,19 +168,19 @@ func TestFinalizeFailsAChecksumMismatch(t *testing.T) {
 	id := env.Upload(t, project, testenv.Upload{Data: []byte("what arrived"), BlobKey: "k/1"})[0]
 
 	item := store.FinalizeItem{AssetID: id, Checksum: testenv.Checksum([]byte("what was meant"))}
-	res := finalize(t, env, owner, project, item)
+	res := finalize(t, env, owner, project, nil, item)
 	out := res.Assets[0]
 	if out.Status != store.AssetFailed || out.ErrorCode != "checksum_mismatch" || !strings.Contains(out.ErrorMessage, testenv.Checksum([]byte("what arrived"))) {
 		t.Fatalf("outcome %+v", out)
 	}
-	if len(res.NewJobs) != 0 || len(res.Discard) != 1 || res.Discard[0] != "k/1" {
+	if len(res.Accepted) != 0 || len(res.Discard) != 1 || res.Discard[0] != "k/1" {
 		t.Fatalf("result %+v", res)
 	}
 	if a, _ := env.Store.AssetByID(ctx, id); a.Status != store.AssetFailed || *a.ErrorCode != "checksum_mismatch" {
 		t.Fatalf("row %+v", a)
 	}
 	// Asked again, it says the same and discards nothing more.
-	again := finalize(t, env, owner, project, item)
+	again := finalize(t, env, owner, project, nil, item)
 	if again.Assets[0].Status != store.AssetFailed || again.Assets[0].ErrorCode != "checksum_mismatch" || len(again.Discard) != 0 {
 		t.Fatalf("second answer %+v", again)
 	}
@@ -200,7 +197,7 @@ func TestFinalizeRefusesMissingBytesAndForeignAssets(t *testing.T) {
 	_, elsewhere := env.Project(t)
 	foreign := env.Upload(t, elsewhere, testenv.Upload{Data: []byte("x")})[0]
 
-	res := finalize(t, env, owner, project,
+	res := finalize(t, env, owner, project, nil,
 		store.FinalizeItem{AssetID: waiting, Checksum: testenv.Checksum([]byte("x"))},
 		store.FinalizeItem{AssetID: foreign, Checksum: testenv.Checksum([]byte("x"))})
 	if out := res.Assets[0]; out.Status != store.AssetPendingUpload || out.ErrorCode != "upload_missing" {
@@ -214,7 +211,7 @@ func TestFinalizeRefusesMissingBytesAndForeignAssets(t *testing.T) {
 	}
 
 	// Another user's project is not found at all.
-	if _, err := env.Store.FinalizeUploads(ctx, owner, elsewhere, nil, store.FinalizeOptions{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := env.Store.FinalizeUploads(ctx, owner, elsewhere, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("finalize in another user's project: %v", err)
 	}
 }

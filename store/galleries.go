@@ -68,20 +68,22 @@ type GalleryInput struct {
 	AllowDownloads *bool
 }
 
-// GalleryChange is a gallery after a change, with the render jobs the
-// change recorded (none when nothing needs a watermarked preview) and the
-// keys of the watermarked previews it made stale, which are discards.
+// GalleryChange is a gallery after a change, with the photos that need a
+// watermarked preview made (none unless it is watermarked) and the keys of
+// the watermarked previews it made stale, which are discards.
 type GalleryChange struct {
-	Gallery *Gallery
-	Jobs    []Job
+	Gallery  *Gallery
+	ToRender []uuid.UUID
+	Stale    []string
+	// BatchID is the batch of the renders the change started, once the
+	// caller has recorded them (jobs.RenderGallery).
 	BatchID *uuid.UUID
-	Stale   []string
 }
 
-// CreateGallery records g in its project with assets and, for a
-// watermarked gallery, a batch of render jobs built by spec, in one
-// transaction. A slug another gallery has is ErrSlugTaken.
-func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+// CreateGallery records g in its project with assets, and says which of
+// them a watermarked gallery needs rendered. A slug another gallery has
+// is ErrSlugTaken.
+func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUID) (*GalleryChange, error) {
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		_, err := tx.db.ExecContext(ctx, `
@@ -98,7 +100,7 @@ func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUI
 		if err := tx.addGalleryAssets(ctx, g.ID, assets); err != nil {
 			return err
 		}
-		out, err = tx.galleryRenders(ctx, g.ID, spec)
+		out, err = tx.galleryRenders(ctx, g.ID)
 		return err
 	})
 	return out, err
@@ -171,9 +173,9 @@ func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error
 // UpdateGallery changes owner's gallery id. A new or removed password ends
 // every viewer token given before; a new text to draw makes every
 // watermarked preview stale (discarded, and named in the change); turning
-// the watermark on, or a new text while it is on, records the render jobs
-// of the photos that have no watermarked preview.
-func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in GalleryInput, spec JobSpec) (*GalleryChange, error) {
+// the watermark on, or a new text while it is on, names the photos that
+// have no watermarked preview, to be rendered.
+func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in GalleryInput) (*GalleryChange, error) {
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var before string
@@ -213,7 +215,7 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 				return err
 			}
 		}
-		out, err = tx.galleryRenders(ctx, id, spec)
+		out, err = tx.galleryRenders(ctx, id)
 		if out != nil {
 			out.Stale = stale
 		}
@@ -239,16 +241,16 @@ func (s *Store) staleWatermarks(ctx context.Context, gallery uuid.UUID) ([]strin
 }
 
 // AddGalleryAssets adds assets of the gallery's project to it (those it
-// has already stay as they are) and, when it is watermarked, records the
-// render jobs of those without a watermarked preview.
-func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+// has already stay as they are) and, when it is watermarked, names those
+// without a watermarked preview, to be rendered.
+func (s *Store) AddGalleryAssets(ctx context.Context, id uuid.UUID, assets []uuid.UUID) (*GalleryChange, error) {
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.addGalleryAssets(ctx, id, assets); err != nil {
 			return err
 		}
 		var err error
-		out, err = tx.galleryRenders(ctx, id, spec)
+		out, err = tx.galleryRenders(ctx, id)
 		return err
 	})
 	return out, err
@@ -291,9 +293,9 @@ func (s *Store) addGalleryAssets(ctx context.Context, id uuid.UUID, assets []uui
 }
 
 // galleryRenders reads the gallery after a change and, when it is
-// watermarked, records a batch with one job per photo that has no
-// watermarked preview and no render job waiting or running.
-func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID, spec JobSpec) (*GalleryChange, error) {
+// watermarked, the photos that have no watermarked preview and no render
+// job waiting or running.
+func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID) (*GalleryChange, error) {
 	g := &Gallery{}
 	if err := s.db.GetContext(ctx, g, ownerGallerySelect+` WHERE g.id = $1`, id); err != nil {
 		return nil, err
@@ -302,27 +304,13 @@ func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID, spec JobSpec) 
 	if !g.Watermark {
 		return out, nil
 	}
-	var todo []uuid.UUID
-	if err := s.db.SelectContext(ctx, &todo, `
+	err := s.db.SelectContext(ctx, &out.ToRender, `
 		SELECT ga.asset_id FROM gallery_assets ga
 		WHERE ga.gallery_id = $1 AND ga.watermark_key IS NULL
 		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.asset_id = ga.asset_id AND j.type = 'gallery:render'
 		                  AND j.status IN ('queued', 'running') AND j.payload->>'galleryId' = $1::text)
-		ORDER BY ga.seq`, id); err != nil {
-		return nil, err
-	}
-	if len(todo) == 0 {
-		return out, nil
-	}
-	b := Batch{ID: uuid.New(), ProjectID: g.ProjectID, UserID: g.OwnerUserID, Kind: "gallery", Total: len(todo)}
-	if err := s.insertBatch(ctx, &b); err != nil {
-		return nil, err
-	}
-	for _, a := range todo {
-		out.Jobs = append(out.Jobs, spec(a, b.ID, uuid.New()))
-	}
-	out.BatchID = &b.ID
-	return out, s.insertJobs(ctx, out.Jobs)
+		ORDER BY ga.seq`, id)
+	return out, err
 }
 
 // GalleryRender is what gallery:render needs to know of one photo in a

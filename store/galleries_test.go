@@ -14,11 +14,27 @@ import (
 	"lightbox/store"
 )
 
+// update changes a gallery with the renders it needs, as the server does.
+func update(env *testenv.Env, owner, id uuid.UUID, in store.GalleryInput) (*store.GalleryChange, error) {
+	return jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.UpdateGallery(context.Background(), owner, id, in)
+	})
+}
+
+// addAssets adds photos to a gallery with the renders they need.
+func addAssets(env *testenv.Env, id uuid.UUID, assets []uuid.UUID) (*store.GalleryChange, error) {
+	return jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.AddGalleryAssets(context.Background(), id, assets)
+	})
+}
+
 // galleryOf records a gallery of project holding assets.
 func galleryOf(t *testing.T, env *testenv.Env, project uuid.UUID, slug string, watermark bool, assets ...uuid.UUID) *store.GalleryChange {
 	t.Helper()
 	g := &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "Proofs", Slug: slug, Watermark: watermark}
-	ch, err := env.Store.CreateGallery(context.Background(), g, assets, jobs.GallerySpec(project, g.ID))
+	ch, err := jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.CreateGallery(context.Background(), g, assets)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,19 +47,18 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 	owner, project := env.Project(t)
 	assets := env.Upload(t, project, testenv.Files(3)...)
 	g := galleryOf(t, env, project, "proofs", false, assets[:2]...)
-	if g.BatchID != nil || len(g.Jobs) != 0 || g.Gallery.AssetCount != 2 {
+	if g.BatchID != nil || len(g.ToRender) != 0 || g.Gallery.AssetCount != 2 {
 		t.Fatalf("a plain gallery: %+v", g)
 	}
 	if _, err := env.Store.CreateGallery(ctx, &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "T", Slug: "proofs"},
-		nil, jobs.GallerySpec(project, uuid.Nil)); !errors.Is(err, store.ErrSlugTaken) {
+		nil); !errors.Is(err, store.ErrSlugTaken) {
 		t.Fatalf("a taken slug: %v", err)
 	}
 
 	// Watermark on: one job per photo, in one batch of the owner's.
 	on := true
-	spec := jobs.GallerySpec(project, g.Gallery.ID)
-	ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec)
-	if err != nil || ch.BatchID == nil || len(ch.Jobs) != 2 {
+	ch, err := update(env, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on})
+	if err != nil || ch.BatchID == nil || len(ch.ToRender) != 2 {
 		t.Fatalf("watermark on: %+v, %v", ch, err)
 	}
 	b, err := env.Store.Batch(ctx, owner, *ch.BatchID)
@@ -51,8 +66,8 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		t.Fatalf("batch %+v, %v", b, err)
 	}
 	// Jobs still waiting are not recorded again; a new photo is.
-	ch, err = env.Store.AddGalleryAssets(ctx, g.Gallery.ID, assets, spec)
-	if err != nil || len(ch.Jobs) != 1 || *ch.Jobs[0].AssetID != assets[2] || ch.Gallery.AssetCount != 3 {
+	ch, err = addAssets(env, g.Gallery.ID, assets)
+	if err != nil || len(ch.ToRender) != 1 || ch.ToRender[0] != assets[2] || ch.Gallery.AssetCount != 3 {
 		t.Fatalf("adding a photo: %+v, %v", ch, err)
 	}
 	// Rendered photos need nothing more. Each render discarded its file
@@ -67,7 +82,7 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		}
 	}
 	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
-	if ch, err = env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); err != nil || len(ch.Jobs) != 0 {
+	if ch, err = update(env, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}); err != nil || len(ch.ToRender) != 0 {
 		t.Fatalf("all rendered: %+v, %v", ch, err)
 	}
 	var left int
@@ -90,22 +105,19 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		t.Fatalf("discards due once the photo was removed: %v, %v; want %v", due, err, keys)
 	}
 	// Deleting a photo removes its watermarked previews with it.
-	var deleted []string
-	if _, err := env.Store.DeleteAsset(ctx, owner, assets[1], nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
-		deleted = keys
-		return store.Job{ID: uuid.New(), ProjectID: project, Type: "asset:delete", Queue: "low", TaskID: "d", Payload: []byte("{}")}
-	}); err != nil {
+	deleted, err := env.Store.DeleteAsset(ctx, owner, assets[1], nil, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(deleted, "galleries/x/"+assets[1].String()+".jpg") {
-		t.Errorf("a deleted photo's keys %v leave out its watermarked preview", deleted)
+	if !slices.Contains(deleted.Keys, "galleries/x/"+assets[1].String()+".jpg") {
+		t.Errorf("a deleted photo's keys %v leave out its watermarked preview", deleted.Keys)
 	}
 	// Another user does not see the gallery.
 	stranger, _ := env.Project(t)
 	if _, err := env.Store.Gallery(ctx, stranger, g.Gallery.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another user's gallery: %v", err)
 	}
-	if _, err := env.Store.UpdateGallery(ctx, stranger, g.Gallery.ID, store.GalleryInput{Watermark: &on}, spec); !errors.Is(err, store.ErrNotFound) {
+	if _, err := update(env, stranger, g.Gallery.ID, store.GalleryInput{Watermark: &on}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another user's patch: %v", err)
 	}
 	// Deleting the gallery leaves its previews to the sweeper too.
@@ -127,7 +139,6 @@ func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
 	owner, project := env.Project(t)
 	assets := env.Upload(t, project, testenv.Files(2)...)
 	g := galleryOf(t, env, project, "proofs", true, assets...)
-	spec := jobs.GallerySpec(project, g.Gallery.ID)
 	text := func() string {
 		t.Helper()
 		r, err := env.Store.GalleryRenderItem(ctx, g.Gallery.ID, assets[0])
@@ -152,14 +163,14 @@ func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
 	}
 	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
 	same := "Proofs"
-	if ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{Title: &same}, spec); err != nil || len(ch.Stale) != 0 || len(ch.Jobs) != 0 {
+	if ch, err := update(env, owner, g.Gallery.ID, store.GalleryInput{Title: &same}); err != nil || len(ch.Stale) != 0 || len(ch.ToRender) != 0 {
 		t.Fatalf("the same title again: %+v, %v", ch, err)
 	}
 
 	mark := "© Ana Lima Photography"
 	pm := &mark
-	ch, err := env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &pm}, spec)
-	if err != nil || len(ch.Stale) != 2 || len(ch.Jobs) != 2 || ch.Gallery.WatermarkText == nil || *ch.Gallery.WatermarkText != mark {
+	ch, err := update(env, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &pm})
+	if err != nil || len(ch.Stale) != 2 || len(ch.ToRender) != 2 || ch.Gallery.WatermarkText == nil || *ch.Gallery.WatermarkText != mark {
 		t.Fatalf("a new text: %+v, %v; want both previews stale and drawn again", ch, err)
 	}
 	if due, err := env.Store.DueDiscards(ctx, time.Now().Add(time.Minute), 10); err != nil || len(due) != 2 {
@@ -176,7 +187,7 @@ func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
 	}
 	// Back to the title: stale again.
 	var none *string
-	if ch, err = env.Store.UpdateGallery(ctx, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &none}, spec); err != nil ||
+	if ch, err = update(env, owner, g.Gallery.ID, store.GalleryInput{WatermarkText: &none}); err != nil ||
 		len(ch.Stale) != 1 || ch.Gallery.WatermarkText != nil || text() != "Proofs" {
 		t.Fatalf("the text cleared: %+v, %v", ch, err)
 	}
@@ -224,7 +235,7 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 	// A new password ends the token.
 	hash := "$argon2id$new"
 	hp := &hash
-	if _, err := env.Store.UpdateGallery(ctx, owner, g.ID, store.GalleryInput{PasswordHash: &hp}, jobs.GallerySpec(project, g.ID)); err != nil {
+	if _, err := update(env, owner, g.ID, store.GalleryInput{PasswordHash: &hp}); err != nil {
 		t.Fatal(err)
 	}
 	g, _ = env.Store.Gallery(ctx, owner, g.ID)
@@ -398,10 +409,10 @@ func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
 				if c == "gallery" {
 					d.keys, d.err = env.Store.DeleteGallery(ctx, owner, g.Gallery.ID)
 				} else {
-					_, d.err = env.Store.DeleteAsset(ctx, owner, assets[0], nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
-						d.keys = keys
-						return store.Job{ID: uuid.New(), ProjectID: project, Type: "asset:delete", Queue: "low", TaskID: uuid.NewString(), Payload: []byte("{}")}
-					})
+					var gone *store.DeletedAsset
+					if gone, d.err = env.Store.DeleteAsset(ctx, owner, assets[0], nil, time.Now()); d.err == nil {
+						d.keys = gone.Keys
+					}
 				}
 				done <- d
 			}()

@@ -16,27 +16,15 @@ type NewImport struct {
 	BlobKey  string
 }
 
-// CreateImport records a URL import: an import batch, one asset per URL
-// waiting for its bytes, and one download job each (built by spec).
-func (s *Store) CreateImport(ctx context.Context, owner, project uuid.UUID, items []NewImport, spec func(NewImport, uuid.UUID, uuid.UUID) Job) (*Batch, []Job, error) {
-	b := &Batch{ID: uuid.New(), ProjectID: project, UserID: owner, Kind: "import", Total: len(items)}
-	jobs := make([]Job, len(items))
-	err := s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.insertBatch(ctx, b); err != nil {
-			return err
-		}
-		assets := make([]NewAsset, len(items))
-		for i, it := range items {
-			assets[i] = NewAsset{ID: it.AssetID, Filename: it.Filename, ContentType: "application/octet-stream", BlobKey: it.BlobKey}
-			jobs[i] = spec(it, b.ID, uuid.New())
-		}
-		// No upload URL expires for these: the worker brings the bytes.
-		if err := tx.AddPendingAssets(ctx, project, assets, time.Time{}); err != nil {
-			return err
-		}
-		return tx.insertJobs(ctx, jobs)
-	})
-	return b, jobs, err
+// AddImports records one asset per URL of an import, waiting for the
+// bytes its download job (recorded by the caller) brings.
+func (s *Store) AddImports(ctx context.Context, project uuid.UUID, items []NewImport) error {
+	assets := make([]NewAsset, len(items))
+	for i, it := range items {
+		assets[i] = NewAsset{ID: it.AssetID, Filename: it.Filename, ContentType: "application/octet-stream", BlobKey: it.BlobKey}
+	}
+	// No upload URL expires for these: the worker brings the bytes.
+	return s.AddPendingAssets(ctx, project, assets, time.Time{})
 }
 
 // BytesQuotaError is RecordDownload's answer when a download does not fit

@@ -28,14 +28,12 @@ type IngestOutput struct {
 	PHash           uint64
 	HashAlgorithm   string
 	Files           []AssetFile
-	// Next is the follow-on job (the embedding), recorded with the results
-	// so it exists exactly when they do.
-	Next *Job
 }
 
-// SaveIngest writes everything ingest produced in one transaction. Every
-// write is an upsert, so running ingest twice leaves the same rows; the
-// asset moves to 'cull' unless it is already further along.
+// SaveIngest writes everything ingest produced in one transaction, with
+// the jobs that follow it when the caller records them in the same one.
+// Every write is an upsert, so running ingest twice leaves the same rows;
+// the asset moves to 'cull' unless it is already further along.
 func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.upsertFiles(ctx, out.Files); err != nil {
@@ -48,7 +46,7 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			return err
 		}
 		// A client's capturedAt from prepareUpload stays when the file has none.
-		if _, err := tx.db.ExecContext(ctx, `
+		_, err := tx.db.ExecContext(ctx, `
 			UPDATE assets SET width_px = $2, height_px = $3, captured_at = coalesce($4, captured_at),
 				captured_offset = nullif($5, ''), camera_make = nullif($6, ''), camera_model = nullif($7, ''),
 				lens_model = nullif($8, ''), focal_length_mm = nullif($9::float8, 0), shutter_speed = nullif($10, ''),
@@ -58,21 +56,7 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			WHERE id = $1`,
 			out.AssetID, out.Width, out.Height, out.CapturedAt, out.CapturedOffset, out.CameraMake, out.CameraModel,
 			out.LensModel, out.FocalLengthMm, out.ShutterSpeed, out.Aperture, out.ISO, out.GPSLat, out.GPSLon,
-			out.EXIF, out.Quality, out.MetadataWarning); err != nil {
-			return err
-		}
-		if out.Next == nil {
-			return nil
-		}
-		// The follow-on job's id is derived from the asset, so a second
-		// run finds it instead of adding another.
-		_, err := tx.db.ExecContext(ctx, `
-			INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (id) DO UPDATE SET status = CASE WHEN jobs.status IN ('done', 'failed', 'canceled') THEN 'queued' ELSE jobs.status END,
-				enqueued_at = NULL, updated_at = now()`,
-			out.Next.ID, out.Next.ProjectID, out.Next.AssetID, out.Next.BatchID, out.Next.Type, out.Next.Queue,
-			out.Next.TaskID, out.Next.Payload)
+			out.EXIF, out.Quality, out.MetadataWarning)
 		return err
 	})
 	return s.duplicateOf(ctx, out.AssetID, err)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -48,43 +49,116 @@ type Batch struct {
 const jobColumns = `j.id, j.project_id, j.asset_id, j.batch_id, j.type, j.queue, j.task_id, j.payload, j.status,
 	j.progress, j.attempt, j.error_code, j.error_message, j.next_run_at, j.enqueued_at, j.created_at, j.updated_at`
 
-// insertBatch records a batch of total jobs.
-func (s *Store) insertBatch(ctx context.Context, b *Batch) error {
-	return s.db.GetContext(ctx, b, `
-		INSERT INTO batches (id, project_id, user_id, kind, total) VALUES ($1, $2, $3, $4, $5)
+// Batch kinds: the request that started a batch's work.
+const (
+	BatchUpload    = "upload"
+	BatchImport    = "import"
+	BatchReprocess = "reprocess"
+	BatchEdit      = "edit"
+	BatchExport    = "export"
+	BatchGallery   = "gallery"
+)
+
+// CreateBatch records an empty batch of kind for the work user starts in
+// project; InsertJobs fills it.
+func (s *Store) CreateBatch(ctx context.Context, project, user uuid.UUID, kind string) (*Batch, error) {
+	b := &Batch{}
+	err := s.db.GetContext(ctx, b, `
+		INSERT INTO batches (id, project_id, user_id, kind) VALUES ($1, $2, $3, $4)
 		RETURNING id, project_id, user_id, kind, status, total, completed, failed, created_at, completed_at`,
-		b.ID, b.ProjectID, b.UserID, b.Kind, b.Total)
+		uuid.New(), project, user, kind)
+	return b, err
 }
 
-// insertJobs records jobs of one project in one statement; jobs of no
-// project (a webhook ping's) have uuid.Nil there.
-func (s *Store) insertJobs(ctx context.Context, jobs []Job) error {
-	var project *uuid.UUID
-	if p := jobs[0].ProjectID; p != uuid.Nil {
-		project = &p
+// InsertJobs records jobs in s's transaction, or in one of its own, and
+// returns them as recorded. A job joins its batch: the batch counts it and
+// runs again, unless it was cancelled, and then the job is recorded
+// canceled. A job whose id is recorded already is that job: one that
+// ended is queued again, a live one stays as it is. Once the transaction
+// commits, its Store hands the queued jobs over (see WithHandOver).
+//
+// Jobs build their rows from the task table; callers use jobs.Insert.
+func (s *Store) InsertJobs(ctx context.Context, jobs []Job) ([]Job, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	if !s.tx {
+		var out []Job
+		err := s.WithTx(ctx, func(tx *Store) error {
+			var err error
+			out, err = tx.InsertJobs(ctx, jobs)
+			return err
+		})
+		return out, err
 	}
 	n := len(jobs)
-	ids, assets, batches := make([]string, n), make([]*string, n), make([]*string, n)
+	ids, projects, assets, batches := make([]string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	types, queues, taskIDs, payloads := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, j := range jobs {
 		ids[i], types[i], queues[i], taskIDs[i], payloads[i] = j.ID.String(), j.Type, j.Queue, j.TaskID, string(j.Payload)
-		if j.AssetID != nil {
-			s := j.AssetID.String()
-			assets[i] = &s
+		// A webhook ping's job has no project.
+		projects[i] = idOrNull(&j.ProjectID)
+		assets[i], batches[i] = idOrNull(j.AssetID), idOrNull(j.BatchID)
+	}
+	var rows []struct {
+		Job
+		// Inserted is false for a job that was recorded already: xmax is
+		// 0 only in a row this statement inserted.
+		Inserted bool `db:"inserted"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, `
+		INSERT INTO jobs AS j (id, project_id, asset_id, batch_id, type, queue, task_id, payload, status)
+		SELECT u.id, u.project, u.asset, u.batch, u.type, u.queue, u.task, u.payload,
+			CASE WHEN b.status = 'cancelled' THEN 'canceled' ELSE 'queued' END
+		FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+			AS u(id, project, asset, batch, type, queue, task, payload)
+		LEFT JOIN batches b ON b.id = u.batch
+		ON CONFLICT (id) DO UPDATE SET status = CASE WHEN j.status IN ('done', 'failed', 'canceled') THEN 'queued' ELSE j.status END,
+			enqueued_at = NULL, updated_at = now()
+		RETURNING `+jobColumns+`, j.xmax = 0 AS inserted`,
+		pq.Array(ids), pq.Array(projects), pq.Array(assets), pq.Array(batches), pq.Array(types),
+		pq.Array(queues), pq.Array(taskIDs), pq.Array(payloads)); err != nil {
+		return nil, err
+	}
+	// Returned in the order given: RETURNING follows no order.
+	at := make(map[uuid.UUID]int, n)
+	for i, j := range jobs {
+		at[j.ID] = i
+	}
+	out := make([]Job, n)
+	joined := map[uuid.UUID]int{}
+	for _, r := range rows {
+		out[at[r.ID]] = r.Job
+		if r.BatchID != nil {
+			n := joined[*r.BatchID]
+			if r.Inserted {
+				n++
+			}
+			joined[*r.BatchID] = n
 		}
-		if j.BatchID != nil {
-			s := j.BatchID.String()
-			batches[i] = &s
+		if r.Status == JobQueued {
+			*s.recorded = append(*s.recorded, r.Job)
 		}
 	}
-	_, err := s.db.ExecContext(ctx, `
-		INSERT INTO jobs (id, project_id, asset_id, batch_id, type, queue, task_id, payload)
-		SELECT u.id, $1, u.asset, u.batch, u.type, u.queue, u.task, u.payload
-		FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
-			AS u(id, asset, batch, type, queue, task, payload)`,
-		project, pq.Array(ids), pq.Array(assets), pq.Array(batches), pq.Array(types),
-		pq.Array(queues), pq.Array(taskIDs), pq.Array(payloads))
-	return err
+	// Batches are locked in one order, so two writers cannot deadlock.
+	for _, id := range slices.SortedFunc(maps.Keys(joined), compareIDs) {
+		if _, err := s.db.ExecContext(ctx, `UPDATE batches SET total = total + $2,
+				status = CASE WHEN status = 'cancelled' THEN status ELSE 'running' END,
+				completed_at = CASE WHEN status = 'cancelled' THEN completed_at END
+			WHERE id = $1`, id, joined[id]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// idOrNull is id as a query parameter: NULL for nil or uuid.Nil.
+func idOrNull(id *uuid.UUID) *string {
+	if id == nil || *id == uuid.Nil {
+		return nil
+	}
+	s := id.String()
+	return &s
 }
 
 // MarkEnqueued notes that jobs reached the queue.
@@ -290,25 +364,13 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 	return pageOf(rows, limit, func(j Job) Cursor { return Cursor{Time: j.CreatedAt, ID: j.ID} }), nil
 }
 
-// Reprocess records a new batch of one job to run asset's ingest again and
-// puts the asset back to 'uploaded'. spec builds the job row. A failed
-// asset whose bytes another live asset holds now is a *DuplicateError.
-func (s *Store) Reprocess(ctx context.Context, owner uuid.UUID, a *Asset, spec JobSpec) (*Job, error) {
-	var job Job
-	err := s.WithTx(ctx, func(tx *Store) error {
-		b := Batch{ID: uuid.New(), ProjectID: a.ProjectID, UserID: owner, Kind: "reprocess", Total: 1}
-		if err := tx.insertBatch(ctx, &b); err != nil {
-			return err
-		}
-		job = spec(a.ID, b.ID, uuid.New())
-		if err := tx.insertJobs(ctx, []Job{job}); err != nil {
-			return err
-		}
-		_, err := tx.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
-			updated_at = now() WHERE id = $1`, a.ID)
-		return err
-	})
-	return &job, s.duplicateOf(ctx, a.ID, err)
+// Reprocess puts asset a back to 'uploaded' for its ingest to run again,
+// which the caller records in the same transaction. A failed asset whose
+// bytes another live asset holds now is a *DuplicateError.
+func (s *Store) Reprocess(ctx context.Context, a *Asset) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
+		updated_at = now() WHERE id = $1`, a.ID)
+	return s.duplicateOf(ctx, a.ID, err)
 }
 
 // RequeueJob puts a job that runs again (from the archive) back to queued
@@ -349,9 +411,4 @@ func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
 	j := &Job{}
 	err := s.db.GetContext(ctx, j, `SELECT `+jobColumns+` FROM jobs j WHERE j.id = $1`, id)
 	return j, notFound(err)
-}
-
-// RecordJobs records jobs outside any batch, in one statement.
-func (s *Store) RecordJobs(ctx context.Context, jobs []Job) error {
-	return s.insertJobs(ctx, jobs)
 }

@@ -20,7 +20,7 @@ import (
 // batchOf finalizes n distinct files as one batch and returns it with its jobs.
 func batchOf(t *testing.T, env *testenv.Env, owner, project uuid.UUID, n int) (uuid.UUID, []uuid.UUID) {
 	t.Helper()
-	res := env.Finalize(t, owner, project, nil, testenv.Files(n)...)
+	res := env.Finalize(t, owner, project, testenv.Files(n)...)
 	return *res.BatchID, res.Jobs
 }
 
@@ -159,22 +159,14 @@ func TestReprocessAndRequeue(t *testing.T) {
 		t.Fatalf("requeue of an unknown job: %v", err)
 	}
 
-	// Reprocess makes a new batch of one.
+	// Reprocess puts a failed asset back for its ingest to run again.
 	env.FailJob(t, ids[1], 1, "task_failed")
 	a, err := env.Store.AssetByID(ctx, asset)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := env.Store.Reprocess(ctx, owner, a, jobs.IngestSpec(project))
-	if err != nil {
+	if err := env.Store.Reprocess(ctx, a); err != nil {
 		t.Fatal(err)
-	}
-	if job.BatchID == nil || *job.BatchID == batch || *job.AssetID != asset {
-		t.Fatalf("reprocess job %+v", job)
-	}
-	b, err := env.Store.Batch(ctx, owner, *job.BatchID)
-	if err != nil || b.Kind != "reprocess" || b.Total != 1 || b.Status != "running" {
-		t.Fatalf("reprocess batch %+v %v", b, err)
 	}
 	if a, _ := env.Store.AssetByID(ctx, asset); a.Status != store.AssetUploaded || a.ErrorCode != nil {
 		t.Fatalf("reprocessed asset %+v", a)
@@ -235,11 +227,8 @@ func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 		t.Fatalf("released %d of another user's batch, want its window of 2", len(got))
 	}
 	e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
-	export := jobs.Row(tasks.ExportPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, ExportID: e.ID}, nil, nil)
-	if err := env.Store.CreateExport(ctx, e, export); err != nil {
-		t.Fatal(err)
-	}
-	recorded, err := env.Store.JobByID(ctx, export.ID)
+	env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+	recorded, err := env.Store.JobByID(ctx, *e.JobID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +236,7 @@ func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 	if err != nil || len(shares) != 2 || len(outside) != 0 || !slices.Contains(shares, store.Share{User: owner, Queue: tasks.QueueCritical}) {
 		t.Fatalf("shares of a default and a critical job: %v, %v", shares, err)
 	}
-	if got := release(store.Share{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != export.ID {
+	if got := release(store.Share{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != *e.JobID {
 		t.Fatalf("released %d with the user's default queue full, want the export", len(got))
 	}
 	if waiting, err := env.Store.WaitingShares(ctx, later, 10); err != nil || len(waiting) != 2 {
@@ -372,10 +361,10 @@ func TestFailedAssetUploadedAgainStaysFailed(t *testing.T) {
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	data := []byte("the same bytes " + uuid.NewString())
-	first := env.Finalize(t, owner, project, nil, testenv.Upload{Data: data})
+	first := env.Finalize(t, owner, project, testenv.Upload{Data: data})
 	failed, job := first.Assets[0].AssetID, first.Jobs[0]
 	env.FailJob(t, job, 4, "task_failed")
-	kept := env.Finalize(t, owner, project, nil, testenv.Upload{Data: data}).Assets[0].AssetID
+	kept := env.Finalize(t, owner, project, testenv.Upload{Data: data}).Assets[0].AssetID
 
 	isDup := func(what string, err error) {
 		t.Helper()
@@ -389,8 +378,7 @@ func TestFailedAssetUploadedAgainStaysFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.Store.Reprocess(ctx, owner, a, jobs.IngestSpec(project))
-	isDup("Reprocess", err)
+	isDup("Reprocess", env.Store.Reprocess(ctx, a))
 	isDup("SaveIngest", env.Store.SaveIngest(ctx, store.IngestOutput{AssetID: failed, EXIF: []byte(`{}`), Quality: []byte(`{}`), HashAlgorithm: "h"}))
 
 	if s := env.AssetStatus(t, failed); s != "failed" {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -187,7 +186,7 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 			}
 		}
 		// Batches are locked in one order, so two writers cannot deadlock.
-		order := slices.SortedFunc(maps.Keys(ended), func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+		order := slices.SortedFunc(maps.Keys(ended), compareIDs)
 		for _, id := range order {
 			b, err := tx.RecountBatch(ctx, id)
 			if err != nil {

@@ -44,7 +44,7 @@ func TestPagesVisitEveryRowOnce(t *testing.T) {
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	// One finalize: seven assets and jobs with the same created_at.
-	env.Finalize(t, owner, project, nil, testenv.Files(7)...)
+	env.Finalize(t, owner, project, testenv.Files(7)...)
 
 	var assets []uuid.UUID
 	var after *store.Cursor

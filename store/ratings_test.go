@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/internal/testenv"
-	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -25,7 +24,6 @@ func TestChangesOverTheSameAssetsAtOnce(t *testing.T) {
 	reversed := slices.Clone(assets)
 	slices.Reverse(reversed)
 	g := galleryOf(t, env, project, "both-ways", false)
-	spec := jobs.GallerySpec(project, g.Gallery.ID)
 
 	twice := func(what string, fn func(i int) error) {
 		t.Helper()
@@ -52,12 +50,12 @@ func TestChangesOverTheSameAssetsAtOnce(t *testing.T) {
 			return err
 		})
 		twice("adding to the gallery", func(i int) error {
-			_, err := env.Store.AddGalleryAssets(ctx, g.Gallery.ID, [][]uuid.UUID{assets, reversed}[i], spec)
+			_, err := addAssets(env, g.Gallery.ID, [][]uuid.UUID{assets, reversed}[i])
 			return err
 		})
 		twice("adding and taking out", func(i int) error {
 			if i == 0 {
-				_, err := env.Store.AddGalleryAssets(ctx, g.Gallery.ID, assets, spec)
+				_, err := addAssets(env, g.Gallery.ID, assets)
 				return err
 			}
 			_, err := env.Store.RemoveGalleryAssets(ctx, g.Gallery.ID, reversed)

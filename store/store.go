@@ -5,6 +5,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -36,8 +37,10 @@ func (s *Store) duplicateOf(ctx context.Context, asset uuid.UUID, err error) err
 	if !errors.As(err, &pqErr) || pqErr.Code != "23505" || pqErr.Constraint != "assets_project_checksum" {
 		return err
 	}
+	// Read on the pool: inside a transaction the collision aborted it, and
+	// the live asset is committed.
 	var of uuid.UUID
-	if e := s.db.GetContext(ctx, &of, `
+	if e := s.pool.GetContext(ctx, &of, `
 		SELECT b.id FROM assets a JOIN assets b ON b.project_id = a.project_id AND b.checksum_sha256 = a.checksum_sha256
 		WHERE a.id = $1 AND b.id <> a.id AND b.status NOT IN ('pending_upload', 'failed', 'duplicate')`, asset); e != nil {
 		return err
@@ -52,6 +55,11 @@ type Store struct {
 	pool  *sqlx.DB
 	tx    bool // db is a transaction
 	stmts *statements
+	// handOver receives the queued jobs each transaction recorded, once
+	// it has committed (see WithHandOver); nil leaves them to the sweep.
+	handOver func(ctx context.Context, jobs []Job)
+	// recorded are the queued jobs this transaction recorded.
+	recorded *[]Job
 }
 
 // statements are the pool's prepared statements, for queries hot enough
@@ -109,9 +117,20 @@ func (s *Store) Close() error { return s.pool.Close() }
 // Ping reports whether Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.PingContext(ctx) }
 
+// WithHandOver returns a Store like s (the same pool) whose transactions,
+// once committed, give the queued jobs they recorded (InsertJobs) to
+// handOver, with the ctx WithTx was given. A job recorded in a
+// transaction that rolls back is never handed over.
+func (s *Store) WithHandOver(handOver func(ctx context.Context, jobs []Job)) *Store {
+	c := *s
+	c.handOver = handOver
+	return &c
+}
+
 // WithTx runs fn with a Store whose methods all run in one transaction,
 // committed when fn returns nil and rolled back otherwise. Inside a
-// transaction already, fn joins it: the outermost WithTx decides.
+// transaction already, fn joins it: the outermost WithTx decides, and
+// hands over the jobs recorded once it has committed.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.tx {
 		return fn(s)
@@ -120,12 +139,54 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(&Store{db: tx, pool: s.pool, tx: true, stmts: s.stmts}); err != nil {
+	in := &Store{db: tx, pool: s.pool, tx: true, stmts: s.stmts, handOver: s.handOver, recorded: new([]Job)}
+	if err := fn(in); err != nil {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if s.handOver != nil && len(*in.recorded) > 0 {
+		s.handOver(ctx, *in.recorded)
+	}
+	return nil
 }
+
+// collisionTries is how often retryCollisions runs its work.
+const collisionTries = 3
+
+// retryCollisions runs fn in a transaction (s's own, or a new one) and
+// runs it again when it collides with a concurrent transaction on a
+// unique index: the other has committed by then, and fn sees its rows the
+// next time. Inside a caller's transaction each try runs under a
+// savepoint, so a collision undoes only fn's part.
+func (s *Store) retryCollisions(ctx context.Context, fn func(tx *Store) error) error {
+	if !s.tx {
+		return s.WithTx(ctx, func(tx *Store) error { return tx.retryCollisions(ctx, fn) })
+	}
+	var err error
+	for range collisionTries {
+		if _, err = s.db.ExecContext(ctx, `SAVEPOINT collision`); err != nil {
+			return err
+		}
+		if err = fn(s); err == nil {
+			_, err = s.db.ExecContext(ctx, `RELEASE SAVEPOINT collision`)
+			return err
+		}
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "23505" {
+			return err
+		}
+		if _, rerr := s.db.ExecContext(ctx, `ROLLBACK TO SAVEPOINT collision`); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+// compareIDs orders ids byte by byte, as Postgres orders uuids.
+func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
 
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {

@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"lightbox/internal/testenv"
+	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 var errStop = errors.New("stop")
@@ -137,8 +141,8 @@ func TestMethodsJoinTheCallersTransaction(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Upload{Data: []byte("one")})
-	job := res.NewJobs[0].ID
+	res := env.Finalize(t, owner, project, testenv.Upload{Data: []byte("one")})
+	job := res.Jobs[0]
 
 	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
 		if _, _, err := tx.CancelBatch(ctx, *res.BatchID); err != nil {
@@ -155,5 +159,89 @@ func TestMethodsJoinTheCallersTransaction(t *testing.T) {
 	}
 	if j.Status != store.JobQueued {
 		t.Fatalf("job is %s after a rolled-back cancel, want queued", j.Status)
+	}
+}
+
+// A transaction hands over the queued jobs it recorded once it commits,
+// all in one call; one that rolls back hands over nothing.
+func TestCommitHandsOverTheJobsRecorded(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	var handed [][]store.Job
+	st := env.Store.WithHandOver(func(_ context.Context, jobs []store.Job) { handed = append(handed, jobs) })
+	insert := func(tx *store.Store) {
+		t.Helper()
+		for range 2 {
+			p := tasks.ExportPayload{Job: tasks.NewJob(project), ExportID: uuid.New()}
+			if _, err := jobs.Insert(ctx, tx, p, jobs.NewBatch(owner, store.BatchExport)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err := st.WithTx(ctx, func(tx *store.Store) error {
+		insert(tx)
+		if len(handed) != 0 {
+			t.Error("jobs handed over before the commit")
+		}
+		return nil
+	})
+	if err != nil || len(handed) != 1 || len(handed[0]) != 2 {
+		t.Fatalf("handed over %v (%v), want both jobs in one call after the commit", handed, err)
+	}
+	err = st.WithTx(ctx, func(tx *store.Store) error { insert(tx); return errStop })
+	if !errors.Is(err, errStop) || len(handed) != 1 {
+		t.Fatalf("a rolled-back transaction handed over %v (%v)", handed[1:], err)
+	}
+	// Outside a transaction, the insert commits and hands over at once.
+	insert(st)
+	if len(handed) != 3 {
+		t.Fatalf("handed over %d times, want once more per insert outside a transaction", len(handed))
+	}
+	// The Store it was made from hands nothing over.
+	insert(env.Store)
+	if len(handed) != 3 {
+		t.Fatal("a Store without a hand-over handed jobs over")
+	}
+}
+
+// Two finalizes of the same new bytes at once, each inside a caller's
+// transaction, collide on the project's checksums: the one that waits
+// runs again under its savepoint and finds the other's asset, so the
+// caller's transaction goes on.
+func TestFinalizeInsideATransactionSurvivesACollision(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	data := []byte("the same bytes twice")
+	ids := env.Upload(t, project, testenv.Upload{Data: data}, testenv.Upload{Data: data})
+	first := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- env.Store.WithTx(ctx, func(tx *store.Store) error {
+			if _, err := tx.FinalizeUploads(ctx, owner, project, []store.FinalizeItem{{AssetID: ids[0], Checksum: testenv.Checksum(data)}}); err != nil {
+				return err
+			}
+			// Hold the commit until the second finalize waits on it.
+			pid, err := writer(env, "assets")
+			close(first)
+			if err == nil {
+				err = waitForWaiter(env, pid)
+			}
+			return err
+		})
+	}()
+	<-first
+	var res *store.FinalizeResult
+	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
+		var err error
+		res, err = tx.FinalizeUploads(ctx, owner, project, []store.FinalizeItem{{AssetID: ids[1], Checksum: testenv.Checksum(data)}})
+		return err
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || res.Assets[0].Status != store.AssetDuplicate || *res.Assets[0].DuplicateOf != ids[0] {
+		t.Fatalf("the second finalize: %+v, %v; want a duplicate of the first", res, err)
 	}
 }

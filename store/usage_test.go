@@ -33,13 +33,13 @@ func TestUsageFollowsAssets(t *testing.T) {
 		t.Fatalf("one upload in flight: %+v", u)
 	}
 
-	res := env.Finalize(t, owner, project, nil, files[1], files[2])
+	res := env.Finalize(t, owner, project, files[1], files[2])
 	want := int64(len(files[1].Data) + len(files[2].Data))
 	if u := usage(); u.BytesStored != want || u.FilesInFlight != 1 {
 		t.Fatalf("after finalize: %+v, want %d bytes stored", u, want)
 	}
 	dup := testenv.Upload{Data: files[1].Data}
-	env.Finalize(t, owner, project, nil, dup)
+	env.Finalize(t, owner, project, dup)
 	if u := usage(); u.BytesStored != want {
 		t.Fatalf("a duplicate is not kept: %+v, want %d", u, want)
 	}
@@ -48,8 +48,7 @@ func TestUsageFollowsAssets(t *testing.T) {
 		t.Fatalf("a failed asset keeps its original: %+v, want %d", u, want)
 	}
 	bad := env.Upload(t, project, testenv.Files(1)...)
-	if _, err := env.Store.FinalizeUploads(ctx, owner, project, []store.FinalizeItem{{AssetID: bad[0], Checksum: testenv.Checksum([]byte("other"))}},
-		store.FinalizeOptions{}); err != nil {
+	if _, err := env.Store.FinalizeUploads(ctx, owner, project, []store.FinalizeItem{{AssetID: bad[0], Checksum: testenv.Checksum([]byte("other"))}}); err != nil {
 		t.Fatal(err)
 	}
 	if u := usage(); u.BytesStored != want || u.FilesInFlight != 1 {

@@ -116,10 +116,6 @@ func (s *Store) DisableWebhook(ctx context.Context, id uuid.UUID, disabled bool)
 	return err
 }
 
-// DeliverySpec builds the delivery of an event to hook and the job that
-// sends it. The delivery's id decides whether it is new.
-type DeliverySpec func(hook Webhook) (Delivery, Job)
-
 // SubscribedWebhooks lists the enabled webhooks subscribed to event of the
 // user who owns project.
 func (s *Store) SubscribedWebhooks(ctx context.Context, project uuid.UUID, event string) ([]Webhook, error) {
@@ -131,30 +127,18 @@ func (s *Store) SubscribedWebhooks(ctx context.Context, project uuid.UUID, event
 	return hooks, err
 }
 
-// AddDeliveries records a delivery to each of hooks, built by spec, each
-// with its job in the same transaction. A delivery already recorded under
-// the same id is left alone, so reporting an event again adds nothing. It
-// returns the jobs of the deliveries it added.
-func (s *Store) AddDeliveries(ctx context.Context, hooks []Webhook, spec DeliverySpec) ([]Job, error) {
-	var added []Job
-	err := s.WithTx(ctx, func(tx *Store) error {
-		for _, h := range hooks {
-			d, job := spec(h)
-			res, err := tx.db.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, event, payload)
-				VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, d.ID, h.ID, d.Event, string(d.Payload))
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n > 0 {
-				added = append(added, job)
-			}
-		}
-		if len(added) == 0 {
-			return nil
-		}
-		return tx.insertJobs(ctx, added)
-	})
-	return added, err
+// AddDelivery records d, and reports whether it is new: a delivery
+// already recorded under the same id is left alone, so reporting an event
+// again adds nothing. The caller records a new delivery's job in the same
+// transaction.
+func (s *Store) AddDelivery(ctx context.Context, d Delivery) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, event, payload)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`, d.ID, d.WebhookID, d.Event, string(d.Payload))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // DeliveryWithHook returns a delivery and its webhook, whoever owns them;

@@ -25,13 +25,31 @@ func hookOf(t *testing.T, env *testenv.Env, owner uuid.UUID, events ...string) s
 	return w
 }
 
-// deliveryTo builds one report's delivery and job, as the dispatcher does.
-func deliveryTo(project uuid.UUID, event, subject string) store.DeliverySpec {
-	return func(h store.Webhook) (store.Delivery, store.Job) {
-		id := jobs.DeliveryID(h.ID, event, subject, "done")
-		job := jobs.Row(tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id}, nil, nil)
-		return store.Delivery{ID: id, Event: event, Payload: json.RawMessage(`{}`)}, job
+// deliverTo records one report's delivery to each of hooks and the job
+// of each that is new, as the dispatcher does.
+func deliverTo(t *testing.T, env *testenv.Env, hooks []store.Webhook, project uuid.UUID, event, subject string) []store.Job {
+	t.Helper()
+	ctx := context.Background()
+	var added []store.Job
+	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
+		for _, h := range hooks {
+			id := jobs.DeliveryID(h.ID, event, subject, "done")
+			isNew, err := tx.AddDelivery(ctx, store.Delivery{ID: id, WebhookID: h.ID, Event: event, Payload: json.RawMessage(`{}`)})
+			if err != nil || !isNew {
+				return err
+			}
+			j, err := jobs.Insert(ctx, tx, tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id})
+			if err != nil {
+				return err
+			}
+			added = append(added, j)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return added
 }
 
 func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
@@ -47,18 +65,17 @@ func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
 	if err != nil || len(hooks) != 1 || hooks[0].ID != batches.ID {
 		t.Fatalf("subscribed %+v, %v; want only the owner's batch.completed hook", hooks, err)
 	}
-	added, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(project, jobs.EventBatchCompleted, "b1"))
-	if err != nil || len(added) != 1 || added[0].Type != tasks.TypeWebhook || added[0].ProjectID != project {
-		t.Fatalf("added %+v, %v", added, err)
+	added := deliverTo(t, env, hooks, project, jobs.EventBatchCompleted, "b1")
+	if len(added) != 1 || added[0].Type != tasks.TypeWebhook || added[0].ProjectID != project {
+		t.Fatalf("added %+v", added)
 	}
-	again, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(project, jobs.EventBatchCompleted, "b1"))
-	if err != nil || len(again) != 0 {
-		t.Fatalf("the same report again added %+v, %v", again, err)
+	if again := deliverTo(t, env, hooks, project, jobs.EventBatchCompleted, "b1"); len(again) != 0 {
+		t.Fatalf("the same report again added %+v", again)
 	}
 	// A ping's job belongs to no project.
-	ping, err := env.Store.AddDeliveries(ctx, hooks, deliveryTo(uuid.Nil, jobs.EventPing, "p1"))
-	if err != nil || len(ping) != 1 {
-		t.Fatalf("ping %+v, %v", ping, err)
+	ping := deliverTo(t, env, hooks, uuid.Nil, jobs.EventPing, "p1")
+	if len(ping) != 1 {
+		t.Fatalf("ping %+v", ping)
 	}
 	if j, err := env.Store.JobByID(ctx, ping[0].ID); err != nil || j.ProjectID != uuid.Nil {
 		t.Fatalf("ping job %+v, %v", j, err)
@@ -101,8 +118,8 @@ func TestUnnotifiedEventsWaitUntilTheStateTheyAreInIsMarked(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, nil, testenv.Files(1)...)
-	job := res.NewJobs[0].ID
+	res := env.Finalize(t, owner, project, testenv.Files(1)...)
+	job := res.Jobs[0]
 	listed := func() (batches, failures int) {
 		t.Helper()
 		bs, err := env.Store.UnnotifiedBatches(ctx, time.Now().Add(time.Minute), 10)

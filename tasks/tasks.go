@@ -190,12 +190,22 @@ type JobArgs interface {
 	Ref() Job
 }
 
+// AssetArgs is a job payload about one asset, whose job row names it (and
+// goes with it when the asset is deleted).
+type AssetArgs interface {
+	JobArgs
+	Asset() uuid.UUID
+}
+
 // Job links a task to its row in the jobs table, where the worker records
 // its progress.
 type Job struct {
 	JobID     uuid.UUID `json:"jobId"`
 	ProjectID uuid.UUID `json:"projectId"`
 }
+
+// NewJob links a task to a new job row in project.
+func NewJob(project uuid.UUID) Job { return Job{JobID: uuid.New(), ProjectID: project} }
 
 // Ref is the job row the task belongs to.
 func (j Job) Ref() Job { return j }
@@ -262,20 +272,23 @@ type GalleryPayload struct {
 	AssetID   uuid.UUID `json:"assetId"`
 }
 
-func (IngestPayload) Kind() string     { return TypeIngest }
-func (p IngestPayload) TaskID() string { return IngestID(p.AssetID) }
+func (IngestPayload) Kind() string       { return TypeIngest }
+func (p IngestPayload) TaskID() string   { return IngestID(p.AssetID) }
+func (p IngestPayload) Asset() uuid.UUID { return p.AssetID }
 
 // IngestID is the TaskID of an asset's ingest.
 func IngestID(asset uuid.UUID) string { return "ingest:" + asset.String() }
 
-func (DownloadPayload) Kind() string     { return TypeDownload }
-func (p DownloadPayload) TaskID() string { return DownloadID(p.JobID) }
+func (DownloadPayload) Kind() string       { return TypeDownload }
+func (p DownloadPayload) TaskID() string   { return DownloadID(p.JobID) }
+func (p DownloadPayload) Asset() uuid.UUID { return p.AssetID }
 
 // DownloadID is the TaskID of a URL import job.
 func DownloadID(job uuid.UUID) string { return "download:" + job.String() }
 
-func (EmbedPayload) Kind() string     { return TypeEmbed }
-func (p EmbedPayload) TaskID() string { return EmbedID(p.AssetID, p.Model) }
+func (EmbedPayload) Kind() string       { return TypeEmbed }
+func (p EmbedPayload) TaskID() string   { return EmbedID(p.AssetID, p.Model) }
+func (p EmbedPayload) Asset() uuid.UUID { return p.AssetID }
 
 // EmbedID is the TaskID of an asset's embedding with model.
 func EmbedID(asset uuid.UUID, model string) string { return "embed:" + asset.String() + ":" + model }
@@ -289,11 +302,13 @@ func (p ExportPayload) TaskID() string { return ExportID(p.ExportID) }
 // ExportID is the TaskID of an export.
 func ExportID(export uuid.UUID) string { return "export:" + export.String() }
 
+// A delete's job row names no asset: the asset is gone when it is recorded.
 func (DeletePayload) Kind() string     { return TypeDelete }
 func (p DeletePayload) TaskID() string { return "delete:" + p.AssetID.String() }
 
-func (EditPayload) Kind() string     { return TypeEdit }
-func (p EditPayload) TaskID() string { return "edit:" + p.EditID.String() + ":" + p.AssetID.String() }
+func (EditPayload) Kind() string       { return TypeEdit }
+func (p EditPayload) TaskID() string   { return "edit:" + p.EditID.String() + ":" + p.AssetID.String() }
+func (p EditPayload) Asset() uuid.UUID { return p.AssetID }
 
 func (WebhookPayload) Kind() string     { return TypeWebhook }
 func (p WebhookPayload) TaskID() string { return WebhookID(p.DeliveryID) }
@@ -305,6 +320,7 @@ func (GalleryPayload) Kind() string { return TypeGallery }
 func (p GalleryPayload) TaskID() string {
 	return "gallery:" + p.GalleryID.String() + ":" + p.AssetID.String()
 }
+func (p GalleryPayload) Asset() uuid.UUID { return p.AssetID }
 
 // ChainFlushID is the TaskID of chain:flush: one may wait at a time.
 const ChainFlushID = "chain:flush"

@@ -239,7 +239,7 @@ func ourQueue(b *testing.B, n int) time.Duration {
 		jobs[i] = plainJob("bench:noop", project)
 		ts[i] = asynq.NewTask("bench:noop", jobs[i].Payload, asynq.Queue("default"), asynq.TaskID(jobs[i].TaskID))
 	}
-	if err := h.env.Store.RecordJobs(context.Background(), jobs); err != nil {
+	if _, err := h.env.Store.InsertJobs(context.Background(), jobs); err != nil {
 		b.Fatal(err)
 	}
 	for _, err := range tasks.EnqueueAll(context.Background(), h.queue, ts) {

@@ -26,12 +26,11 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 		id := uuid.New()
 		items[i] = store.NewImport{AssetID: id, URL: u, Filename: "x.jpg", BlobKey: blob.OriginalKey(project, id)}
 	}
-	_, recorded, err := h.env.Store.CreateImport(context.Background(), h.owner, project, items, func(it store.NewImport, batch, job uuid.UUID) store.Job {
-		return jobs.Row(tasks.DownloadPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: it.AssetID, URL: it.URL}, &it.AssetID, &batch)
+	var recorded []store.Job
+	h.env.Tx(h.t, func(tx *store.Store) (err error) {
+		recorded, err = jobs.Import(context.Background(), tx, h.owner, project, items)
+		return err
 	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	ids := make([]uuid.UUID, len(recorded))
 	for i, j := range recorded {
 		if err := tasks.Enqueue(context.Background(), h.queue, tasks.New(j.Type, j.Payload, j.TaskID)); err != nil {

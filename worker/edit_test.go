@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/jobs"
@@ -24,13 +23,11 @@ func TestAnOlderEditRenderedLateLeavesTheNewerOne(t *testing.T) {
 	asset, _ := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))
 	edit := func(params string) store.Job {
 		t.Helper()
-		_, recorded, err := h.env.Store.ApplyEdits(ctx, h.owner, project, []store.EditTarget{{AssetID: asset, Params: json.RawMessage(params),
-			Job: func(version, batch uuid.UUID) store.Job {
-				return jobs.Row(tasks.EditPayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: asset, EditID: version}, &asset, &batch)
-			}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var recorded []store.Job
+		h.env.Tx(t, func(tx *store.Store) (err error) {
+			_, recorded, err = jobs.ApplyEdits(ctx, tx, h.owner, project, []store.EditTarget{{AssetID: asset, Params: json.RawMessage(params)}})
+			return err
+		})
 		return recorded[0]
 	}
 	render := func(j store.Job) {

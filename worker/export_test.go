@@ -67,20 +67,14 @@ func (h *harness) notReady(project uuid.UUID, name string) uuid.UUID {
 // its id and task.
 func (h *harness) newExport(project uuid.UUID, preset string, s render.Settings, assets ...uuid.UUID) (uuid.UUID, *asynq.Task) {
 	h.t.Helper()
-	id, job := uuid.New(), uuid.New()
-	p := tasks.ExportPayload{Job: tasks.Job{JobID: job, ProjectID: project}, ExportID: id}
-	t := tasks.NewTask(p)
 	raw, _ := json.Marshal(s)
 	expires := time.Now().Add(7 * 24 * time.Hour)
-	e := &store.Export{ID: id, ProjectID: project, UserID: h.owner, Preset: preset, Settings: raw, ExpiresAt: &expires}
+	e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: h.owner, Preset: preset, Settings: raw, ExpiresAt: &expires}
 	for _, a := range assets {
 		e.AssetIDs = append(e.AssetIDs, a)
 	}
-	err := h.env.Store.CreateExport(context.Background(), e, jobs.Row(p, nil, nil))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return id, t
+	h.env.Tx(h.t, func(tx *store.Store) error { return jobs.Export(context.Background(), tx, e) })
+	return e.ID, tasks.NewTask(tasks.ExportPayload{Job: tasks.Job{JobID: *e.JobID, ProjectID: project}, ExportID: e.ID})
 }
 
 func (h *harness) export(id uuid.UUID) *store.Export {

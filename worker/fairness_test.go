@@ -33,10 +33,14 @@ func (h *harness) finalizeBatch(owner, project uuid.UUID, data []byte, n int) uu
 		}
 		uploads[i] = testenv.Upload{ID: id, Filename: fmt.Sprintf("%d.jpg", i), Data: body, BlobKey: key}
 	}
-	res := h.env.Finalize(h.t, owner, project, jobs.IngestSpec(project), uploads...)
-	d := &jobs.Dispatcher{Store: h.env.Store, Queue: h.queue, Inspector: h.in,
-		Windows: store.Windows{Batch: h.cfg.BatchWindow, User: h.cfg.UserWindow}}
-	d.Enqueue(ctx, slog.Default(), res.NewJobs)
+	res := h.env.Finalize(h.t, owner, project, uploads...)
+	d := jobs.New(jobs.Config{Store: h.env.Store, Queue: h.queue, Inspector: h.in,
+		Windows: store.Windows{Batch: h.cfg.BatchWindow, User: h.cfg.UserWindow}})
+	recorded, err := h.env.Store.BatchJobs(ctx, *res.BatchID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	d.Enqueue(ctx, slog.Default(), recorded)
 	return *res.BatchID
 }
 

@@ -26,20 +26,34 @@ import (
 	"lightbox/tasks"
 )
 
+// changeGallery changes a gallery as the API does, and returns the
+// render jobs the change recorded.
+func (h *harness) changeGallery(change func(tx *store.Store) (*store.GalleryChange, error)) (*store.GalleryChange, []store.Job, error) {
+	h.t.Helper()
+	ch, err := jobs.ChangeGallery(context.Background(), h.env.Store, change)
+	if err != nil || ch.BatchID == nil {
+		return ch, nil, err
+	}
+	renders, err := h.env.Store.BatchJobs(context.Background(), *ch.BatchID)
+	return ch, renders, err
+}
+
 // newGallery records a watermarked gallery of assets as the API does, and
 // returns its render jobs by asset.
 func (h *harness) newGallery(project uuid.UUID, assets ...uuid.UUID) (uuid.UUID, map[uuid.UUID]store.Job) {
 	h.t.Helper()
 	g := &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "Harbour wedding", Slug: "g-" + uuid.NewString()[:8], Watermark: true}
-	ch, err := h.env.Store.CreateGallery(context.Background(), g, assets, jobs.GallerySpec(project, g.ID))
+	ch, renders, err := h.changeGallery(func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.CreateGallery(context.Background(), g, assets)
+	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if ch.BatchID == nil || len(ch.Jobs) != len(assets) {
-		h.t.Fatalf("a watermarked gallery of %d photos recorded %d render jobs (batch %v)", len(assets), len(ch.Jobs), ch.BatchID)
+	if ch.BatchID == nil || len(renders) != len(assets) {
+		h.t.Fatalf("a watermarked gallery of %d photos recorded %d render jobs (batch %v)", len(assets), len(renders), ch.BatchID)
 	}
 	byAsset := map[uuid.UUID]store.Job{}
-	for _, j := range ch.Jobs {
+	for _, j := range renders {
 		if j.TaskID != "gallery:"+g.ID.String()+":"+j.AssetID.String() || j.Queue != tasks.QueueDefault {
 			h.t.Fatalf("render job %s on %s", j.TaskID, j.Queue)
 		}
@@ -158,11 +172,8 @@ func TestGalleryRenderNoRowKeepsIsSwept(t *testing.T) {
 	}{
 		{name: "removed", gone: remove, readded: true},
 		{name: "deleted", gone: func(h *harness, _, asset uuid.UUID) {
-			_, err := h.env.Store.DeleteAsset(context.Background(), h.owner, asset, nil, time.Now(), func(project uuid.UUID, keys []string) store.Job {
-				p := tasks.DeletePayload{Job: tasks.Job{JobID: uuid.New(), ProjectID: project}, AssetID: asset, Keys: keys}
-				return jobs.Row(p, nil, nil)
-			})
-			if err != nil {
+			// The asset:delete job is not needed here: its keys are discards.
+			if _, err := h.env.Store.DeleteAsset(context.Background(), h.owner, asset, nil, time.Now()); err != nil {
 				h.t.Fatal(err)
 			}
 		}},
@@ -232,11 +243,13 @@ func TestGalleryRenderNoRowKeepsIsSwept(t *testing.T) {
 			blobs.failDeletes.Store(false)
 			sweep()
 			if c.readded {
-				ch, err := h.env.Store.AddGalleryAssets(context.Background(), gallery, []uuid.UUID{gone}, jobs.GallerySpec(project, gallery))
-				if err != nil || len(ch.Jobs) != 1 {
+				ch, renders, err := h.changeGallery(func(tx *store.Store) (*store.GalleryChange, error) {
+					return tx.AddGalleryAssets(context.Background(), gallery, []uuid.UUID{gone})
+				})
+				if err != nil || len(renders) != 1 {
 					t.Fatalf("adding the photo back: %+v %v", ch, err)
 				}
-				if err := h.runJob(ch.Jobs[0]); err != nil {
+				if err := h.runJob(renders[0]); err != nil {
 					t.Fatalf("the render of the photo added back: %v", err)
 				}
 				if n := h.count(`SELECT count(*) FROM gallery_assets WHERE gallery_id = $1 AND watermark_key IS NOT NULL`, gallery); n != 2 {
@@ -323,9 +336,10 @@ func TestGalleryRenderOfAnOldTextIsDrawnAgain(t *testing.T) {
 	await(t, "the render's write", blobs.held.reached)
 	mark := "© Ana Lima Photography"
 	pm := &mark
-	ch, err := h.env.Store.UpdateGallery(context.Background(), h.owner, gallery, store.GalleryInput{WatermarkText: &pm},
-		jobs.GallerySpec(project, gallery))
-	if err != nil || len(ch.Jobs) != 0 {
+	ch, again, err := h.changeGallery(func(tx *store.Store) (*store.GalleryChange, error) {
+		return tx.UpdateGallery(context.Background(), h.owner, gallery, store.GalleryInput{WatermarkText: &pm})
+	})
+	if err != nil || len(again) != 0 {
 		t.Fatalf("a new text while the photo's render runs: %+v, %v; want no second job", ch, err)
 	}
 	close(blobs.held.open)

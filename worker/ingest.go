@@ -83,17 +83,21 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	out := ingestOutput(a, res, thumb, preview)
-	out.Next = embedJob(a, w.embedder.Model())
+	err = w.st.WithTx(ctx, func(tx *store.Store) error {
+		if err := tx.SaveIngest(ctx, out); err != nil {
+			return err
+		}
+		// Recorded with the results, so it exists exactly when they do.
+		_, err := jobs.Insert(ctx, tx, embedJob(a, w.embedder.Model()))
+		return err
+	})
 	var dup *store.DuplicateError
-	if err := w.st.SaveIngest(ctx, out); errors.As(err, &dup) {
+	if errors.As(err, &dup) {
 		// A failed asset run again (from Asynqmon) after its bytes were
 		// uploaded again: the other asset is the project's original.
 		return badInput("duplicate", "The same photo was uploaded again as asset %s, which is kept.", dup.Of)
-	} else if err != nil {
-		return err
 	}
-	w.jobs.Enqueue(ctx, w.log, []store.Job{*out.Next})
-	return nil
+	return err
 }
 
 // asset loads the asset a task works on; one deleted since is bad input.
@@ -163,8 +167,7 @@ func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile)
 
 // embedJob is the job that follows ingest. Its id derives from the asset
 // and model, so an ingest that runs twice records it once.
-func embedJob(a *store.Asset, model string) *store.Job {
+func embedJob(a *store.Asset, model string) tasks.EmbedPayload {
 	id := uuid.NewSHA1(a.ID, []byte("embed:"+model))
-	j := jobs.Row(tasks.EmbedPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID, Model: model}, &a.ID, nil)
-	return &j
+	return tasks.EmbedPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID, Model: model}
 }

@@ -32,7 +32,7 @@ func TestCanceledJobsDoNotRun(t *testing.T) {
 
 	newJob := func(project uuid.UUID) store.Job {
 		j := plainJob("test:count", project)
-		if err := h.env.Store.RecordJobs(ctx, []store.Job{j}); err != nil {
+		if _, err := h.env.Store.InsertJobs(ctx, []store.Job{j}); err != nil {
 			t.Fatal(err)
 		}
 		return j

@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -282,7 +280,7 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 	defer close(answer)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
 	hook := h.webhook(srv.URL+"/hook", secret, jobs.EventBatchCompleted)
-	job, err := h.dispatcher().Ping(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), hook)
+	job, err := h.dispatcher().Ping(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}

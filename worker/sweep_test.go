@@ -13,7 +13,6 @@ import (
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
-	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -33,12 +32,11 @@ func (h *harness) finalizeNamed(project uuid.UUID, name string, data []byte) (as
 	if _, err := h.blobs.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
 		h.t.Fatal(err)
 	}
-	res := h.env.Finalize(h.t, h.owner, project, jobs.IngestSpec(project),
-		testenv.Upload{ID: asset, Filename: name, Data: data, BlobKey: key})
-	if len(res.NewJobs) != 1 {
-		h.t.Fatalf("finalize of %s recorded %d jobs, want 1: %+v", name, len(res.NewJobs), res.Assets)
+	res := h.env.Finalize(h.t, h.owner, project, testenv.Upload{ID: asset, Filename: name, Data: data, BlobKey: key})
+	if len(res.Accepted) != 1 {
+		h.t.Fatalf("finalize of %s accepted %d assets, want 1: %+v", name, len(res.Accepted), res.Assets)
 	}
-	return asset, res.NewJobs[0].ID
+	return asset, res.Jobs[0]
 }
 
 func (h *harness) sweep() {
@@ -241,7 +239,7 @@ func TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires(t *testing.T) {
 		}
 		uploads = append(uploads, testenv.Upload{ID: id, Filename: "kite.jpg", Data: data, BlobKey: key})
 	}
-	res := h.env.Finalize(t, h.owner, project, jobs.IngestSpec(project), uploads...)
+	res := h.env.Finalize(t, h.owner, project, uploads...)
 	if len(res.Discard) != 1 || res.Discard[0] != uploads[1].BlobKey {
 		t.Fatalf("setup: discarded %v, want the second copy's key", res.Discard)
 	}

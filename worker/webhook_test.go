@@ -120,7 +120,7 @@ func (h *harness) webhook(url, secret string, events ...string) store.Webhook {
 }
 
 func (h *harness) dispatcher() *jobs.Dispatcher {
-	return &jobs.Dispatcher{Store: h.env.Store, Queue: h.queue, Inspector: h.in}
+	return jobs.New(jobs.Config{Store: h.env.Store, Queue: h.queue, Inspector: h.in})
 }
 
 type deliveryRow struct {
@@ -149,8 +149,7 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 	rcv := newReceiver(t, secret, http.StatusInternalServerError, http.StatusInternalServerError)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
 	hook := h.webhook(rcv.srv.URL+"/hook", secret, jobs.EventBatchCompleted)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	job, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	job, err := h.dispatcher().Ping(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +244,7 @@ func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
 		t.Fatalf("no done webhook:deliver job %s in the project", got[0].ID)
 	}
 	// Reporting the same ending again delivers nothing new.
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h.dispatcher().BatchEnded(context.Background(), quiet, &batch)
+	h.dispatcher().BatchEnded(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), &batch)
 	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
 		t.Fatalf("%d deliveries after the same report twice, want 1", n)
 	}
@@ -282,8 +280,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	rcv := newReceiver(t, secret, http.StatusGone)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
 	hook := h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	job, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	job, err := h.dispatcher().Ping(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +298,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	if hooks, err := h.env.Store.SubscribedWebhooks(context.Background(), project, jobs.EventBatchCompleted); err != nil || len(hooks) != 0 {
 		t.Fatalf("subscribed %v, %v", hooks, err)
 	}
-	again, err := h.dispatcher().Ping(context.Background(), quiet, hook)
+	again, err := h.dispatcher().Ping(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,10 @@ func New(d Deps) (*Worker, error) {
 	if w.log == nil {
 		w.log = slog.Default()
 	}
-	w.jobs = &jobs.Dispatcher{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
-		Redis: redisOpt, Blobs: d.Blobs, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}}
+	w.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
+		Redis: redisOpt, Blobs: d.Blobs, Log: w.log, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}})
+	// Jobs recorded in its transactions are handed to the queue once committed.
+	w.st = w.jobs.Store
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          d.Config.QueueWeights,

@@ -85,24 +85,32 @@ func (e *Env) Upload(t testing.TB, project uuid.UUID, uploads ...Upload) []uuid.
 }
 
 // Finalize uploads files and finalizes them in one call, as the API does:
-// each new file becomes 'uploaded' with an ingest job built by spec (a
-// the real ingest job when nil), a batch and a place in the attestation
-// queue.
-func (e *Env) Finalize(t testing.TB, owner, project uuid.UUID, spec store.JobSpec, uploads ...Upload) *store.FinalizeResult {
+// each new file becomes 'uploaded' with an ingest job, a batch and a place
+// in the attestation queue. The jobs are recorded, not enqueued, as when
+// the enqueue after the commit is lost: the sweep hands them over.
+func (e *Env) Finalize(t testing.TB, owner, project uuid.UUID, uploads ...Upload) *store.FinalizeResult {
 	t.Helper()
 	ids := e.Upload(t, project, uploads...)
 	items := make([]store.FinalizeItem, len(ids))
 	for i, id := range ids {
 		items[i] = store.FinalizeItem{AssetID: id, Checksum: Checksum(uploads[i].Data)}
 	}
-	if spec == nil {
-		spec = jobs.IngestSpec(project)
-	}
-	res, err := e.Store.FinalizeUploads(context.Background(), owner, project, items, store.FinalizeOptions{Spec: spec})
-	if err != nil {
+	var res *store.FinalizeResult
+	e.Tx(t, func(tx *store.Store) (err error) {
+		res, err = jobs.AcceptUploads(context.Background(), tx, owner, project, items, nil)
+		return err
+	})
+	return res
+}
+
+// Tx runs fn in one transaction of the test's Store and fails the test
+// when it returns an error. Jobs fn records are not handed over: the
+// Store has no dispatcher.
+func (e *Env) Tx(t testing.TB, fn func(tx *store.Store) error) {
+	t.Helper()
+	if err := e.Store.WithTx(context.Background(), fn); err != nil {
 		t.Fatal(err)
 	}
-	return res
 }
 
 // FinishJob records a job run to success, as the worker does.

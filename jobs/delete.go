@@ -1,0 +1,42 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// DeleteAsset removes owner's asset at once (store.DeleteAsset) and
+// records the asset:delete job that removes its bytes and derived files.
+// The tasks of its jobs still waiting have nothing left to do and leave the
+// queue; a running one is cancelled, and finds the asset gone when it
+// saves at the latest. It returns the asset's project.
+func (d *Dispatcher) DeleteAsset(ctx context.Context, log *slog.Logger, owner, asset uuid.UUID) (uuid.UUID, error) {
+	// A task that read the asset before the delete may still write its
+	// files, until its timeout ends; the sweeper deletes them after that.
+	late := make([]string, len(blob.DerivedKinds))
+	for i, kind := range blob.DerivedKinds {
+		late[i] = blob.DerivedKey(asset, kind)
+	}
+	lateUntil := time.Now().Add(tasks.FileWritesEnd())
+	var gone *store.DeletedAsset
+	err := d.Store.WithTx(ctx, func(tx *store.Store) error {
+		var err error
+		if gone, err = tx.DeleteAsset(ctx, owner, asset, late, lateUntil); err != nil {
+			return err
+		}
+		_, err = Insert(ctx, tx, tasks.DeletePayload{Job: tasks.NewJob(gone.ProjectID), AssetID: asset, Keys: gone.Keys})
+		return err
+	})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	d.Drop(log, gone.LiveJobs)
+	return gone.ProjectID, nil
+}
