@@ -1,4 +1,4 @@
-package events
+package events_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/internal/testenv"
 )
 
@@ -44,18 +45,18 @@ func benchFanOut(b *testing.B, n int) {
 	raw.once.Do(func() { raw.p50, raw.p99 = testenv.RawPubSubLatency(b, env.Redis, rawSamples, benchRate) })
 	rawP50, rawP99 := raw.p50, raw.p99
 
-	hub := NewHub(env.Redis, nil)
+	hub := events.NewHub(env.Redis, nil)
 	defer hub.Close()
-	pub := NewPublisher(env.Redis, PublisherOptions{})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{})
 	project := uuid.New()
 
 	// Heap per subscription: what the hub holds for each listener.
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	subs := make([]*Subscription, n)
+	subs := make([]*events.Subscription, n)
 	for i := range subs {
-		sub, err := hub.Subscribe(ctx, project, SubscribeOptions{})
+		sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +66,7 @@ func benchFanOut(b *testing.B, n int) {
 	runtime.ReadMemStats(&after)
 	perSub := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 
-	// Event ids of a fresh project are 1, 2, ...: sentAt[id] is when the
+	// events.Event ids of a fresh project are 1, 2, ...: sentAt[id] is when the
 	// publisher started publishing it.
 	sentAt := make([]atomic.Int64, b.N+1)
 	latencies := make([][]time.Duration, n)
@@ -75,7 +76,7 @@ func benchFanOut(b *testing.B, n int) {
 		wg.Go(func() {
 			var frame []byte
 			for ev := range sub.Events() {
-				frame, _ = appendEvent(frame[:0], ev)
+				frame, _ = events.AppendEvent(frame[:0], ev)
 				latencies[i] = append(latencies[i], time.Duration(time.Now().UnixNano()-sentAt[ev.ID].Load()))
 				if len(latencies[i]) == b.N {
 					return
@@ -89,7 +90,7 @@ func benchFanOut(b *testing.B, n int) {
 	b.ResetTimer()
 	for i := 1; i <= b.N; i++ {
 		<-tick.C
-		ev, err := New(JobProgress, project, uuid.Nil, map[string]any{"jobId": uuid.New(), "status": "running", "progress": 0.5})
+		ev, err := events.New(events.JobProgress, project, uuid.Nil, map[string]any{"jobId": uuid.New(), "status": "running", "progress": 0.5})
 		if err != nil {
 			b.Fatal(err)
 		}

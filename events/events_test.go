@@ -1,4 +1,4 @@
-package events
+package events_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"lightbox/events"
 	"lightbox/internal/testenv"
 )
 
@@ -29,15 +30,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const wait = 2 * time.Minute
 
 // setup gives the test its own Redis database, a publisher and a hub.
-func setup(t *testing.T) (*redis.Client, *Publisher, *Hub) {
+func setup(t *testing.T) (*redis.Client, *events.Publisher, *events.Hub) {
 	t.Helper()
 	env := testenv.New(t)
-	hub := NewHub(env.Redis, nil)
+	hub := events.NewHub(env.Redis, nil)
 	t.Cleanup(func() { hub.Close() })
-	return env.Redis, NewPublisher(env.Redis, PublisherOptions{}), hub
+	return env.Redis, events.NewPublisher(env.Redis, events.PublisherOptions{}), hub
 }
 
-func subscribe(t *testing.T, hub *Hub, project uuid.UUID, opts SubscribeOptions) *Subscription {
+func subscribe(t *testing.T, hub *events.Hub, project uuid.UUID, opts events.SubscribeOptions) *events.Subscription {
 	t.Helper()
 	sub, err := hub.Subscribe(context.Background(), project, opts)
 	if err != nil {
@@ -48,9 +49,9 @@ func subscribe(t *testing.T, hub *Hub, project uuid.UUID, opts SubscribeOptions)
 }
 
 // publish publishes a job.progress event whose data is {"n": n}.
-func publish(t testing.TB, pub *Publisher, project, batch uuid.UUID, n int) Event {
+func publish(t testing.TB, pub *events.Publisher, project, batch uuid.UUID, n int) events.Event {
 	t.Helper()
-	ev, err := New(JobProgress, project, batch, map[string]int{"n": n})
+	ev, err := events.New(events.JobProgress, project, batch, map[string]int{"n": n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func publish(t testing.TB, pub *Publisher, project, batch uuid.UUID, n int) Even
 	return ev
 }
 
-func next(t *testing.T, sub *Subscription) *Event {
+func next(t *testing.T, sub *events.Subscription) *events.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-sub.Events():
@@ -77,7 +78,7 @@ func next(t *testing.T, sub *Subscription) *Event {
 
 // ended waits for sub's channel to close and returns how many events were
 // still buffered in it.
-func ended(t *testing.T, sub *Subscription) int {
+func ended(t *testing.T, sub *events.Subscription) int {
 	t.Helper()
 	n := 0
 	timeout := time.After(wait)
@@ -94,7 +95,7 @@ func ended(t *testing.T, sub *Subscription) int {
 	}
 }
 
-func sameEvent(t *testing.T, got *Event, want Event) {
+func sameEvent(t *testing.T, got *events.Event, want events.Event) {
 	t.Helper()
 	if got.ID != want.ID || got.Name != want.Name || got.ProjectID != want.ProjectID ||
 		got.BatchID != want.BatchID || string(got.Data) != string(want.Data) || !got.Time.Equal(want.Time) {
@@ -104,11 +105,11 @@ func sameEvent(t *testing.T, got *Event, want Event) {
 
 func numSub(t *testing.T, rdb *redis.Client, project uuid.UUID) int64 {
 	t.Helper()
-	n, err := rdb.PubSubNumSub(context.Background(), channel(project)).Result()
+	n, err := rdb.PubSubNumSub(context.Background(), events.Channel(project)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n[channel(project)]
+	return n[events.Channel(project)]
 }
 
 // eventually polls cond, since Redis applies an UNSUBSCRIBE after the call
@@ -127,11 +128,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestPublishReachesEverySubscriberOfTheProject(t *testing.T) {
 	_, pub, hub := setup(t)
 	project, other := uuid.New(), uuid.New()
-	a := subscribe(t, hub, project, SubscribeOptions{})
-	b := subscribe(t, hub, project, SubscribeOptions{})
-	elsewhere := subscribe(t, hub, other, SubscribeOptions{})
+	a := subscribe(t, hub, project, events.SubscribeOptions{})
+	b := subscribe(t, hub, project, events.SubscribeOptions{})
+	elsewhere := subscribe(t, hub, other, events.SubscribeOptions{})
 
-	var sent []Event
+	var sent []events.Event
 	for i := range 5 {
 		sent = append(sent, publish(t, pub, project, uuid.Nil, i))
 	}
@@ -154,18 +155,18 @@ func TestPublishReachesEverySubscriberOfTheProject(t *testing.T) {
 
 func TestTwoHubsReceiveTheSameEvents(t *testing.T) {
 	env := testenv.New(t)
-	pub := NewPublisher(env.Redis, PublisherOptions{})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{})
 	project := uuid.New()
 	// Two server processes: each its own client and hub.
-	var subs []*Subscription
+	var subs []*events.Subscription
 	for range 2 {
 		rdb := redis.NewClient(env.Redis.Options())
-		hub := NewHub(rdb, nil)
+		hub := events.NewHub(rdb, nil)
 		t.Cleanup(func() {
 			hub.Close()
 			rdb.Close()
 		})
-		subs = append(subs, subscribe(t, hub, project, SubscribeOptions{}))
+		subs = append(subs, subscribe(t, hub, project, events.SubscribeOptions{}))
 	}
 	for i := range 20 {
 		want := publish(t, pub, project, uuid.Nil, i)
@@ -178,8 +179,8 @@ func TestTwoHubsReceiveTheSameEvents(t *testing.T) {
 func TestBatchSubscriberGetsOnlyItsBatch(t *testing.T) {
 	_, pub, hub := setup(t)
 	project, batch := uuid.New(), uuid.New()
-	onlyBatch := subscribe(t, hub, project, SubscribeOptions{BatchID: batch})
-	all := subscribe(t, hub, project, SubscribeOptions{})
+	onlyBatch := subscribe(t, hub, project, events.SubscribeOptions{BatchID: batch})
+	all := subscribe(t, hub, project, events.SubscribeOptions{})
 
 	publish(t, pub, project, uuid.Nil, 1)
 	publish(t, pub, project, uuid.New(), 2)
@@ -196,8 +197,8 @@ func TestBatchSubscriberGetsOnlyItsBatch(t *testing.T) {
 func TestProjectChannelIsDroppedWithItsLastSubscriber(t *testing.T) {
 	rdb, pub, hub := setup(t)
 	project := uuid.New()
-	a := subscribe(t, hub, project, SubscribeOptions{})
-	b := subscribe(t, hub, project, SubscribeOptions{})
+	a := subscribe(t, hub, project, events.SubscribeOptions{})
+	b := subscribe(t, hub, project, events.SubscribeOptions{})
 	if n := numSub(t, rdb, project); n != 1 {
 		t.Fatalf("two subscribers hold %d Redis subscriptions, want 1", n)
 	}
@@ -220,7 +221,7 @@ func TestProjectChannelIsDroppedWithItsLastSubscriber(t *testing.T) {
 	}
 
 	// Listening again subscribes again.
-	c := subscribe(t, hub, project, SubscribeOptions{})
+	c := subscribe(t, hub, project, events.SubscribeOptions{})
 	want = publish(t, pub, project, uuid.Nil, 2)
 	sameEvent(t, next(t, c), want)
 }
@@ -229,7 +230,7 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 	rdb, _, hub := setup(t)
 	project := uuid.New()
 	ctx, cancel := context.WithCancel(context.Background())
-	sub, err := hub.Subscribe(ctx, project, SubscribeOptions{})
+	sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 	}
 	eventually(t, "the project's channel is still subscribed", func() bool { return numSub(t, rdb, project) == 0 })
 
-	if _, err := hub.Subscribe(ctx, project, SubscribeOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := hub.Subscribe(ctx, project, events.SubscribeOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("subscribe with an ended context: %v, want context.Canceled", err)
 	}
 }
@@ -248,8 +249,8 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 func TestSlowSubscriberIsCutOffAndOthersGetEverything(t *testing.T) {
 	_, pub, hub := setup(t)
 	project := uuid.New()
-	slow := subscribe(t, hub, project, SubscribeOptions{Buffer: 4}) // never read until the end
-	fast := subscribe(t, hub, project, SubscribeOptions{})
+	slow := subscribe(t, hub, project, events.SubscribeOptions{Buffer: 4}) // never read until the end
+	fast := subscribe(t, hub, project, events.SubscribeOptions{})
 
 	var got []uint64
 	done := make(chan struct{})
@@ -282,8 +283,8 @@ func TestSlowSubscriberIsCutOffAndOthersGetEverything(t *testing.T) {
 	if n := ended(t, slow); n != 4 {
 		t.Fatalf("slow subscriber had %d events buffered when cut off, want 4", n)
 	}
-	if !errors.Is(slow.Err(), ErrSlowConsumer) {
-		t.Fatalf("slow subscriber ended with %v, want ErrSlowConsumer", slow.Err())
+	if !errors.Is(slow.Err(), events.ErrSlowConsumer) {
+		t.Fatalf("slow subscriber ended with %v, want events.ErrSlowConsumer", slow.Err())
 	}
 	if fast.Err() != nil {
 		t.Fatalf("fast subscriber ended: %v", fast.Err())
@@ -293,13 +294,13 @@ func TestSlowSubscriberIsCutOffAndOthersGetEverything(t *testing.T) {
 func TestSinceReplaysWhatIsKeptAndReportsGaps(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
-	pub := NewPublisher(env.Redis, PublisherOptions{Keep: 5})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{Keep: 5})
 	project, batch := uuid.New(), uuid.New()
 
 	if evs, complete, err := pub.Since(ctx, project, 0); err != nil || !complete || len(evs) != 0 {
 		t.Fatalf("a project without events: %v, complete %v, %v; want none, complete", evs, complete, err)
 	}
-	var sent []Event
+	var sent []events.Event
 	for i := range 8 {
 		sent = append(sent, publish(t, pub, project, batch, i))
 	}
@@ -310,7 +311,7 @@ func TestSinceReplaysWhatIsKeptAndReportsGaps(t *testing.T) {
 	for _, c := range []struct {
 		last     uint64
 		complete bool
-		want     []Event
+		want     []events.Event
 	}{
 		{last: 3, complete: true, want: sent[3:]}, // the five kept: 4 to 8
 		{last: 7, complete: true, want: sent[7:]},
@@ -335,7 +336,7 @@ func TestSinceReplaysWhatIsKeptAndReportsGaps(t *testing.T) {
 func TestConcurrentPublishersGetUniqueIncreasingIds(t *testing.T) {
 	_, pub, hub := setup(t)
 	project := uuid.New()
-	sub := subscribe(t, hub, project, SubscribeOptions{Buffer: 1000})
+	sub := subscribe(t, hub, project, events.SubscribeOptions{Buffer: 1000})
 
 	const writers, each = 8, 50
 	ids := make(chan uint64, writers*each)
@@ -343,7 +344,7 @@ func TestConcurrentPublishersGetUniqueIncreasingIds(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				ev, err := New(JobProgress, project, uuid.Nil, map[string]int{"n": w*each + i})
+				ev, err := events.New(events.JobProgress, project, uuid.Nil, map[string]int{"n": w*each + i})
 				if err == nil {
 					ev, err = pub.Publish(context.Background(), ev)
 				}
@@ -379,22 +380,22 @@ func TestConcurrentPublishersGetUniqueIncreasingIds(t *testing.T) {
 func TestHubCloseEndsEverySubscription(t *testing.T) {
 	rdb, _, hub := setup(t)
 	p1, p2 := uuid.New(), uuid.New()
-	subs := []*Subscription{
-		subscribe(t, hub, p1, SubscribeOptions{}),
-		subscribe(t, hub, p1, SubscribeOptions{}),
-		subscribe(t, hub, p2, SubscribeOptions{}),
+	subs := []*events.Subscription{
+		subscribe(t, hub, p1, events.SubscribeOptions{}),
+		subscribe(t, hub, p1, events.SubscribeOptions{}),
+		subscribe(t, hub, p2, events.SubscribeOptions{}),
 	}
 	if err := hub.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, sub := range subs {
 		ended(t, sub)
-		if !errors.Is(sub.Err(), ErrHubClosed) {
-			t.Fatalf("subscription ended with %v, want ErrHubClosed", sub.Err())
+		if !errors.Is(sub.Err(), events.ErrHubClosed) {
+			t.Fatalf("subscription ended with %v, want events.ErrHubClosed", sub.Err())
 		}
 	}
-	if _, err := hub.Subscribe(context.Background(), p1, SubscribeOptions{}); !errors.Is(err, ErrHubClosed) {
-		t.Fatalf("subscribe on a closed hub: %v, want ErrHubClosed", err)
+	if _, err := hub.Subscribe(context.Background(), p1, events.SubscribeOptions{}); !errors.Is(err, events.ErrHubClosed) {
+		t.Fatalf("subscribe on a closed hub: %v, want events.ErrHubClosed", err)
 	}
 	eventually(t, "channels still subscribed after Close", func() bool {
 		return numSub(t, rdb, p1) == 0 && numSub(t, rdb, p2) == 0
@@ -405,7 +406,7 @@ func TestLostConnectionEndsStreamsAndHubRecovers(t *testing.T) {
 	rdb, pub, hub := setup(t)
 	ctx := context.Background()
 	project := uuid.New()
-	sub := subscribe(t, hub, project, SubscribeOptions{})
+	sub := subscribe(t, hub, project, events.SubscribeOptions{})
 
 	// Kill the hub's connection: the one subscribed client on this test's
 	// database index.
@@ -429,32 +430,32 @@ func TestLostConnectionEndsStreamsAndHubRecovers(t *testing.T) {
 	}
 
 	ended(t, sub)
-	if !errors.Is(sub.Err(), ErrUnavailable) {
-		t.Fatalf("subscription ended with %v, want ErrUnavailable", sub.Err())
+	if !errors.Is(sub.Err(), events.ErrUnavailable) {
+		t.Fatalf("subscription ended with %v, want events.ErrUnavailable", sub.Err())
 	}
-	again := subscribe(t, hub, project, SubscribeOptions{})
+	again := subscribe(t, hub, project, events.SubscribeOptions{})
 	want := publish(t, pub, project, uuid.Nil, 1)
 	sameEvent(t, next(t, again), want)
 }
 
 func TestPublishRefusesBadEvents(t *testing.T) {
 	env := testenv.New(t)
-	pub := NewPublisher(env.Redis, PublisherOptions{})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{})
 	ctx := context.Background()
-	for name, ev := range map[string]Event{
+	for name, ev := range map[string]events.Event{
 		"unknown name": {Name: "job.exploded", ProjectID: uuid.New()},
-		"state_sync":   {Name: StateSync, ProjectID: uuid.New()},
-		"no project":   {Name: JobDone},
-		"bad data":     {Name: JobDone, ProjectID: uuid.New(), Data: []byte("{nope")},
+		"state_sync":   {Name: events.StateSync, ProjectID: uuid.New()},
+		"no project":   {Name: events.JobDone},
+		"bad data":     {Name: events.JobDone, ProjectID: uuid.New(), Data: []byte("{nope")},
 	} {
-		if _, err := pub.Publish(ctx, ev); !errors.Is(err, ErrInvalid) {
+		if _, err := pub.Publish(ctx, ev); !errors.Is(err, events.ErrInvalid) {
 			t.Errorf("%s: Publish returned %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := New(JobDone, uuid.New(), uuid.Nil, func() {}); !errors.Is(err, ErrInvalid) {
+	if _, err := events.New(events.JobDone, uuid.New(), uuid.Nil, func() {}); !errors.Is(err, events.ErrInvalid) {
 		t.Errorf("New with data that cannot be JSON: %v, want ErrInvalid", err)
 	}
-	if _, err := New(StateSync, uuid.New(), uuid.Nil, map[string]any{}); err != nil {
+	if _, err := events.New(events.StateSync, uuid.New(), uuid.Nil, map[string]any{}); err != nil {
 		t.Errorf("New(state_sync): %v", err)
 	}
 }
@@ -466,7 +467,7 @@ func TestSubscribeReturnsOnlyOnceRedisHasTheSubscription(t *testing.T) {
 	// events would be lost.
 	for i := range 200 {
 		project := uuid.New()
-		sub := subscribe(t, hub, project, SubscribeOptions{})
+		sub := subscribe(t, hub, project, events.SubscribeOptions{})
 		want := publish(t, pub, project, uuid.Nil, i)
 		sameEvent(t, next(t, sub), want)
 		sub.Close()
@@ -545,27 +546,27 @@ func TestSilentConnectionIsReplaced(t *testing.T) {
 	opt := *env.Redis.Options()
 	opt.Addr = bh.ln.Addr().String()
 	rdb := redis.NewClient(&opt)
-	hub := newHub(rdb, nil, 100*time.Millisecond)
+	hub := events.NewHubEvery(rdb, nil, 100*time.Millisecond)
 	t.Cleanup(func() {
 		hub.Close()
 		rdb.Close()
 	})
-	pub := NewPublisher(env.Redis, PublisherOptions{})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{})
 	project := uuid.New()
-	sub := subscribe(t, hub, project, SubscribeOptions{})
+	sub := subscribe(t, hub, project, events.SubscribeOptions{})
 
 	// The connection stays open but nothing comes through any more: without
 	// a health check the stream would wait forever.
 	bh.frozen.Store(true)
 	ended(t, sub)
-	if !errors.Is(sub.Err(), ErrUnavailable) {
-		t.Fatalf("subscription ended with %v, want ErrUnavailable", sub.Err())
+	if !errors.Is(sub.Err(), events.ErrUnavailable) {
+		t.Fatalf("subscription ended with %v, want events.ErrUnavailable", sub.Err())
 	}
 
 	bh.frozen.Store(false)
-	var again *Subscription
+	var again *events.Subscription
 	eventually(t, "cannot subscribe again once the network is back", func() bool {
-		s, err := hub.Subscribe(context.Background(), project, SubscribeOptions{})
+		s, err := hub.Subscribe(context.Background(), project, events.SubscribeOptions{})
 		again = s
 		return err == nil
 	})
@@ -580,10 +581,10 @@ func TestPublishAllNumbersEachProjectsEventsInOrder(t *testing.T) {
 	a, b := uuid.New(), uuid.New()
 	publish(t, pub, a, uuid.Nil, 0)
 	// More than one script call's worth, interleaved across two projects.
-	var evs []Event
-	for i := 1; i <= publishAllMax+2; i++ {
+	var evs []events.Event
+	for i := 1; i <= events.PublishAllMax+2; i++ {
 		for _, project := range []uuid.UUID{a, b} {
-			ev, err := New(JobProgress, project, uuid.Nil, map[string]int{"n": i})
+			ev, err := events.New(events.JobProgress, project, uuid.Nil, map[string]int{"n": i})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -595,7 +596,7 @@ func TestPublishAllNumbersEachProjectsEventsInOrder(t *testing.T) {
 	}
 	for project, first := range map[uuid.UUID]int{a: 1, b: 0} {
 		got, complete, err := pub.Since(ctx, project, uint64(first))
-		if err != nil || !complete || len(got) != publishAllMax+2 {
+		if err != nil || !complete || len(got) != events.PublishAllMax+2 {
 			t.Fatalf("%d events, complete %v, %v", len(got), complete, err)
 		}
 		for i, ev := range got {

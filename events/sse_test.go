@@ -1,4 +1,4 @@
-package events
+package events_test
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/internal/testenv"
 )
 
@@ -86,7 +87,7 @@ func nextEvent(t *testing.T, msgs <-chan message) message {
 	}
 }
 
-func wantEvent(t *testing.T, got message, id uint64, name Name, data string) {
+func wantEvent(t *testing.T, got message, id uint64, name events.Name, data string) {
 	t.Helper()
 	if got.id != strconv.FormatUint(id, 10) || got.event != string(name) || got.data != data {
 		t.Fatalf("got id %q event %q data %q; want id %d event %q data %q", got.id, got.event, got.data, id, name, data)
@@ -96,16 +97,16 @@ func wantEvent(t *testing.T, got message, id uint64, name Name, data string) {
 // streamHandler serves a project's events as the API server does: it
 // subscribes first, then replays what the client missed or sends a
 // state_sync, then streams.
-func streamHandler(hub *Hub, pub *Publisher, project uuid.UUID, heartbeat time.Duration, ended chan<- error) http.HandlerFunc {
+func streamHandler(hub *events.Hub, pub *events.Publisher, project uuid.UUID, heartbeat time.Duration, ended chan<- error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		sub, err := hub.Subscribe(ctx, project, SubscribeOptions{})
+		sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		defer sub.Close()
-		if err := WriteHeaders(w); err != nil {
+		if err := events.WriteHeaders(w); err != nil {
 			ended <- err
 			return
 		}
@@ -117,7 +118,7 @@ func streamHandler(hub *Hub, pub *Publisher, project uuid.UUID, heartbeat time.D
 		}
 		if complete {
 			for _, ev := range missed {
-				WriteEvent(w, ev)
+				events.WriteEvent(w, ev)
 				last = ev.ID
 			}
 		} else {
@@ -126,27 +127,27 @@ func streamHandler(hub *Hub, pub *Publisher, project uuid.UUID, heartbeat time.D
 				ended <- err
 				return
 			}
-			snapshot, _ := New(StateSync, project, uuid.Nil, map[string]string{"from": "postgres"})
+			snapshot, _ := events.New(events.StateSync, project, uuid.Nil, map[string]string{"from": "postgres"})
 			snapshot.ID = latest
-			WriteEvent(w, snapshot)
+			events.WriteEvent(w, snapshot)
 			last = latest
 		}
-		ended <- Stream(ctx, w, sub, StreamOptions{After: last, Heartbeat: heartbeat})
+		ended <- events.Stream(ctx, w, sub, events.StreamOptions{After: last, Heartbeat: heartbeat})
 	}
 }
 
 // liveHandler streams a project's live events, with no replay, and sends
 // what Stream returned to ended.
-func liveHandler(hub *Hub, project uuid.UUID, opts StreamOptions, ended chan<- error) http.HandlerFunc {
+func liveHandler(hub *events.Hub, project uuid.UUID, opts events.StreamOptions, ended chan<- error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sub, err := hub.Subscribe(r.Context(), project, SubscribeOptions{})
+		sub, err := hub.Subscribe(r.Context(), project, events.SubscribeOptions{})
 		if err != nil {
 			ended <- err
 			return
 		}
 		defer sub.Close()
-		WriteHeaders(w)
-		ended <- Stream(r.Context(), w, sub, opts)
+		events.WriteHeaders(w)
+		ended <- events.Stream(r.Context(), w, sub, opts)
 	}
 }
 
@@ -169,9 +170,9 @@ func connect(t *testing.T, url, lastEventID string) <-chan message {
 
 func TestStreamResumesLiveOverHTTP(t *testing.T) {
 	env := testenv.New(t)
-	hub := NewHub(env.Redis, nil)
+	hub := events.NewHub(env.Redis, nil)
 	t.Cleanup(func() { hub.Close() })
-	pub := NewPublisher(env.Redis, PublisherOptions{Keep: 3})
+	pub := events.NewPublisher(env.Redis, events.PublisherOptions{Keep: 3})
 	project := uuid.New()
 	ended := make(chan error, 2)
 	srv := httptest.NewServer(streamHandler(hub, pub, project, 50*time.Millisecond, ended))
@@ -182,15 +183,15 @@ func TestStreamResumesLiveOverHTTP(t *testing.T) {
 	}
 	// Within what is kept: the missed events are replayed.
 	resumed := connect(t, srv.URL, "3")
-	wantEvent(t, nextEvent(t, resumed), 4, JobProgress, `{"n":4}`)
-	wantEvent(t, nextEvent(t, resumed), 5, JobProgress, `{"n":5}`)
+	wantEvent(t, nextEvent(t, resumed), 4, events.JobProgress, `{"n":4}`)
+	wantEvent(t, nextEvent(t, resumed), 5, events.JobProgress, `{"n":5}`)
 	// Beyond it: a snapshot, carrying the id the stream goes on from.
 	synced := connect(t, srv.URL, "1")
-	wantEvent(t, nextEvent(t, synced), 5, StateSync, `{"from":"postgres"}`)
+	wantEvent(t, nextEvent(t, synced), 5, events.StateSync, `{"from":"postgres"}`)
 
 	publish(t, pub, project, uuid.Nil, 6)
-	wantEvent(t, nextEvent(t, resumed), 6, JobProgress, `{"n":6}`)
-	wantEvent(t, nextEvent(t, synced), 6, JobProgress, `{"n":6}`)
+	wantEvent(t, nextEvent(t, resumed), 6, events.JobProgress, `{"n":6}`)
+	wantEvent(t, nextEvent(t, synced), 6, events.JobProgress, `{"n":6}`)
 
 	// Idle, the stream carries heartbeats.
 	select {
@@ -207,8 +208,8 @@ func TestStreamResumesLiveOverHTTP(t *testing.T) {
 	for _, msgs := range []<-chan message{resumed, synced} {
 		for range msgs { // heartbeats until the end
 		}
-		if err := <-ended; !errors.Is(err, ErrHubClosed) {
-			t.Fatalf("Stream returned %v, want ErrHubClosed", err)
+		if err := <-ended; !errors.Is(err, events.ErrHubClosed) {
+			t.Fatalf("Stream returned %v, want events.ErrHubClosed", err)
 		}
 	}
 }
@@ -218,17 +219,17 @@ func TestStreamSkipsEventsAlreadyWritten(t *testing.T) {
 	project := uuid.New()
 	ended := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sub, err := hub.Subscribe(r.Context(), project, SubscribeOptions{})
+		sub, err := hub.Subscribe(r.Context(), project, events.SubscribeOptions{})
 		if err != nil {
 			ended <- err
 			return
 		}
 		defer sub.Close()
-		WriteHeaders(w)
+		events.WriteHeaders(w)
 		// Events published between Subscribe and the replay come both ways.
-		var replay []Event
+		var replay []events.Event
 		for i := 1; i <= 3; i++ {
-			ev, err := New(JobProgress, project, uuid.Nil, map[string]int{"n": i})
+			ev, err := events.New(events.JobProgress, project, uuid.Nil, map[string]int{"n": i})
 			if err == nil {
 				ev, err = pub.Publish(r.Context(), ev)
 			}
@@ -239,25 +240,25 @@ func TestStreamSkipsEventsAlreadyWritten(t *testing.T) {
 			replay = append(replay, ev)
 		}
 		for _, ev := range replay[:2] {
-			WriteEvent(w, ev)
+			events.WriteEvent(w, ev)
 		}
-		ended <- Stream(r.Context(), w, sub, StreamOptions{After: 2})
+		ended <- events.Stream(r.Context(), w, sub, events.StreamOptions{After: 2})
 	}))
 	t.Cleanup(srv.Close)
 
 	msgs := connect(t, srv.URL, "")
 	for i := uint64(1); i <= 3; i++ {
-		wantEvent(t, nextEvent(t, msgs), i, JobProgress, `{"n":`+strconv.FormatUint(i, 10)+`}`)
+		wantEvent(t, nextEvent(t, msgs), i, events.JobProgress, `{"n":`+strconv.FormatUint(i, 10)+`}`)
 	}
 	publish(t, pub, project, uuid.Nil, 4)
-	wantEvent(t, nextEvent(t, msgs), 4, JobProgress, `{"n":4}`)
+	wantEvent(t, nextEvent(t, msgs), 4, events.JobProgress, `{"n":4}`)
 }
 
 func TestStreamEndsWhenTheClientLeaves(t *testing.T) {
 	rdb, _, hub := setup(t)
 	project := uuid.New()
 	ended := make(chan error, 1)
-	srv := httptest.NewServer(liveHandler(hub, project, StreamOptions{}, ended))
+	srv := httptest.NewServer(liveHandler(hub, project, events.StreamOptions{}, ended))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Get(srv.URL)
@@ -279,8 +280,8 @@ func TestStreamEndsWhenTheClientLeaves(t *testing.T) {
 func TestWriteEventFraming(t *testing.T) {
 	project := uuid.New()
 	var b bytes.Buffer
-	ev := Event{ID: 7, Name: AssetUpdated, ProjectID: project, Data: json.RawMessage("{\n  \"a\": [1,\n 2]\n}")}
-	if err := WriteEvent(&b, ev); err != nil {
+	ev := events.Event{ID: 7, Name: events.AssetUpdated, ProjectID: project, Data: json.RawMessage("{\n  \"a\": [1,\n 2]\n}")}
+	if err := events.WriteEvent(&b, ev); err != nil {
 		t.Fatal(err)
 	}
 	if want := "id: 7\nevent: asset.updated\ndata: {\"a\":[1,2]}\n\n"; b.String() != want {
@@ -288,26 +289,26 @@ func TestWriteEventFraming(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := WriteEvent(&b, Event{ID: 1, Name: JobDone}); err != nil || b.String() != "id: 1\nevent: job.done\ndata: null\n\n" {
+	if err := events.WriteEvent(&b, events.Event{ID: 1, Name: events.JobDone}); err != nil || b.String() != "id: 1\nevent: job.done\ndata: null\n\n" {
 		t.Fatalf("event without data: %q, %v", b.String(), err)
 	}
 
-	for name, bad := range map[string]Event{
+	for name, bad := range map[string]events.Event{
 		"name with a line break": {ID: 1, Name: "job.done\ndata: x"},
 		"no name":                {ID: 1},
-		"broken JSON":            {ID: 1, Name: JobDone, Data: json.RawMessage("{\n")},
+		"broken JSON":            {ID: 1, Name: events.JobDone, Data: json.RawMessage("{\n")},
 	} {
 		b.Reset()
-		if err := WriteEvent(&b, bad); !errors.Is(err, ErrInvalid) || b.Len() != 0 {
+		if err := events.WriteEvent(&b, bad); !errors.Is(err, events.ErrInvalid) || b.Len() != 0 {
 			t.Errorf("%s: wrote %q, err %v; want nothing and ErrInvalid", name, b.String(), err)
 		}
 	}
 
 	b.Reset()
-	if err := WriteComment(&b, "heartbeat"); err != nil || b.String() != ": heartbeat\n\n" {
+	if err := events.WriteComment(&b, "heartbeat"); err != nil || b.String() != ": heartbeat\n\n" {
 		t.Fatalf("comment: %q, %v", b.String(), err)
 	}
-	if err := WriteComment(&b, "two\nlines"); !errors.Is(err, ErrInvalid) {
+	if err := events.WriteComment(&b, "two\nlines"); !errors.Is(err, events.ErrInvalid) {
 		t.Fatalf("comment with a line break: %v, want ErrInvalid", err)
 	}
 }
@@ -316,10 +317,10 @@ func TestWriteEventFraming(t *testing.T) {
 // connection's buffers are full, the write deadline ends the stream.
 func TestStreamGivesUpOnAClientThatStopsReading(t *testing.T) {
 	rdb, _, hub := setup(t)
-	pub := NewPublisher(rdb, PublisherOptions{Keep: 10})
+	pub := events.NewPublisher(rdb, events.PublisherOptions{Keep: 10})
 	project := uuid.New()
 	ended := make(chan error, 1)
-	srv := httptest.NewServer(liveHandler(hub, project, StreamOptions{WriteTimeout: 500 * time.Millisecond}, ended))
+	srv := httptest.NewServer(liveHandler(hub, project, events.StreamOptions{WriteTimeout: 500 * time.Millisecond}, ended))
 	t.Cleanup(srv.Close)
 
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -334,7 +335,7 @@ func TestStreamGivesUpOnAClientThatStopsReading(t *testing.T) {
 	// subscription's; the client reads none of it.
 	pad := strings.Repeat("x", 16<<10)
 	for range 1500 {
-		ev, err := New(JobProgress, project, uuid.Nil, map[string]string{"pad": pad})
+		ev, err := events.New(events.JobProgress, project, uuid.Nil, map[string]string{"pad": pad})
 		if err != nil {
 			t.Fatal(err)
 		}
