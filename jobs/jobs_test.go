@@ -24,7 +24,7 @@ type harness struct {
 	project   uuid.UUID
 }
 
-func newHarness(t *testing.T, window int) *harness {
+func newHarness(t *testing.T, batchCap int) *harness {
 	t.Helper()
 	env := testenv.New(t)
 	opt, err := asynq.ParseRedisURI(env.RedisURL)
@@ -42,7 +42,7 @@ func newHarness(t *testing.T, window int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := jobs.New(jobs.Config{Store: env.Store, Queue: client, Inspector: inspector, Redis: opt, Windows: store.Windows{Batch: window}})
+	d := jobs.New(jobs.Config{Store: env.Store, Queue: client, Inspector: inspector, Redis: env.Redis, QueueRedis: opt, Caps: store.QueueCaps{Batch: batchCap}})
 	return &harness{t: t, env: env, d: d, inspector: inspector, project: p.ID}
 }
 
@@ -142,7 +142,7 @@ func TestInsertRecordsTheRowOfTheTaskTable(t *testing.T) {
 	}
 }
 
-func TestEnqueueHandsOverAWindowOfEachBatch(t *testing.T) {
+func TestEnqueueHandsOverEachBatchUpToItsCap(t *testing.T) {
 	h := newHarness(t, 2)
 	ctx := context.Background()
 	recorded := h.importJobs(3)
@@ -168,7 +168,7 @@ func TestEnqueueHandsOverAWindowOfEachBatch(t *testing.T) {
 		}
 	}
 	if !h.inQueue(lone) || queued != 3 || marked != 3 {
-		t.Errorf("in the queue: %d, marked: %d, the lone job: %v; want the batch's window of 2 and the lone job", queued, marked, h.inQueue(lone))
+		t.Errorf("in the queue: %d, marked: %d, the lone job: %v; want the batch's cap of 2 and the lone job", queued, marked, h.inQueue(lone))
 	}
 	// Enqueueing again is harmless: the TaskIDs are taken.
 	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{lone}); n != 1 {
@@ -208,7 +208,7 @@ func TestRerunRunsAnArchivedTaskAgain(t *testing.T) {
 }
 
 // A job's task can end before its row says so (the worker writes states a
-// few ms later), while a release that read the row as waiting enqueues it
+// few ms later), while an admission that read the row as waiting enqueues it
 // again: its own ended task must not run again for that.
 func TestEnqueueLeavesAJobsOwnEndedTask(t *testing.T) {
 	h := newHarness(t, 0)
@@ -329,8 +329,8 @@ func TestAJobSharingAnArchivedTasksIDRuns(t *testing.T) {
 }
 
 // Retrying a failed batch is new work for the queue: it goes through the
-// batch's window like the batch's first run, not all at once.
-func TestRerunKeepsTheBatchWindow(t *testing.T) {
+// batch's cap like the batch's first run, not all at once.
+func TestRerunKeepsTheBatchCap(t *testing.T) {
 	h := newHarness(t, 2)
 	ctx := context.Background()
 	recorded := h.importJobs(4)
@@ -352,14 +352,14 @@ func TestRerunKeepsTheBatchWindow(t *testing.T) {
 		return n
 	}
 	if n := inQueue(); n != 2 {
-		t.Fatalf("%d of the batch's 4 retried tasks in the queue, want its window of 2", n)
+		t.Fatalf("%d of the batch's 4 retried tasks in the queue, want its cap of 2", n)
 	}
 	for _, j := range recorded {
 		if got, _ := h.env.Store.JobByID(ctx, j.ID); got.Status != store.JobQueued {
 			t.Fatalf("job %s is %s after the retry, want queued", j.ID, got.Status)
 		}
 	}
-	// A job of the window ends: the next one takes its place.
+	// A job handed over ends: the next one takes its place.
 	var first store.Job
 	for _, j := range recorded {
 		if got, _ := h.env.Store.JobByID(ctx, j.ID); got.EnqueuedAt != nil {
@@ -377,7 +377,7 @@ func TestRerunKeepsTheBatchWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := h.d.Release(ctx, slog.Default(), store.Share{User: owner, Queue: first.Queue}); n != 1 || inQueue() != 2 {
-		t.Fatalf("released %d, %d in the queue; want the next one in the finished one's place", n, inQueue())
+	if n := h.d.Admit(ctx, slog.Default(), store.UserQueue{User: owner, Queue: first.Queue}); n != 1 || inQueue() != 2 {
+		t.Fatalf("admitted %d, %d in the queue; want the next one in the finished one's place", n, inQueue())
 	}
 }

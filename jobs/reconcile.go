@@ -34,8 +34,8 @@ type Ended struct {
 // an outage left behind:
 //
 //   - a task missing from Redis (lost data, a flushed database) is handed
-//     over again; the job stops counting in its batch's window first, so a
-//     batch's lost jobs cannot hold the window the rest wait for;
+//     over again; the job stops counting under its batch's caps first, so
+//     a batch's lost jobs cannot hold the places the rest wait for;
 //   - an archived task whose job is still queued or running was archived
 //     by an outage, not by its own failure (that would have been recorded
 //     as failed), so it runs again;
@@ -47,85 +47,103 @@ type Ended struct {
 // at the first question Redis does not answer.
 func (d *Dispatcher) Reconcile(ctx context.Context, log *slog.Logger, jobs []store.Job) (Reconciled, error) {
 	var r Reconciled
-	var missing []store.Job
-	lostQueues := false
+	var checked []store.Job
+	var refs []taskRef
 	for _, j := range jobs {
-		if !tasks.HasJob(j.Type) || j.TaskID == "" {
-			continue
-		}
-		r.Checked++
-		state, gone, lostQueue, err := d.revive(j.Queue, j.TaskID)
-		switch {
-		case err != nil:
-			return r, err
-		case gone:
-			lostQueues = lostQueues || lostQueue
-			missing = append(missing, j)
-		case state == asynq.TaskStateArchived:
-			log.Info("sweep runs again a task archived while its job was live", "job", j.ID, "task", j.TaskID)
-			r.Rerun++
-		case state == asynq.TaskStateCompleted:
-			job, batch, err := d.Store.JobFinished(ctx, j.ID, store.JobDone, "", "")
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return r, err
-			}
-			if err == nil {
-				r.Finished = append(r.Finished, Ended{Job: job, Batch: batch})
-			}
+		if tasks.HasJob(j.Type) && j.TaskID != "" {
+			checked = append(checked, j)
+			refs = append(refs, taskRef{j.Queue, j.TaskID})
 		}
 	}
-	if len(missing) == 0 {
+	r.Checked = len(checked)
+	c, err := d.compare(refs)
+	if err != nil {
+		return r, err
+	}
+	for _, i := range c.rerun {
+		log.Info("sweep runs again a task archived while its job was live", "job", checked[i].ID, "task", checked[i].TaskID)
+	}
+	r.Rerun = len(c.rerun)
+	for _, i := range c.completed {
+		job, batch, err := d.Store.JobFinished(ctx, checked[i].ID, store.JobDone, "", "")
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return r, err
+		}
+		if err == nil {
+			r.Finished = append(r.Finished, Ended{Job: job, Batch: batch})
+		}
+	}
+	if len(c.missing) == 0 {
 		return r, nil
 	}
-	ids := make([]uuid.UUID, len(missing))
-	for i, j := range missing {
-		ids[i] = j.ID
+	missing := make([]store.Job, len(c.missing))
+	ids := make([]uuid.UUID, len(c.missing))
+	for k, i := range c.missing {
+		missing[k], ids[k] = checked[i], checked[i].ID
 	}
 	if err := d.Store.MarkNotEnqueued(ctx, ids); err != nil {
 		return r, err
 	}
-	if lostQueues {
-		fresh, done := d.announcing()
-		defer done()
-		d = fresh
-	}
+	d, done := d.announcing(c.queuesLost)
+	defer done()
 	r.Enqueued = d.Enqueue(ctx, log, missing)
 	return r, nil
 }
 
-// revive looks up a task a row says Asynq holds and runs it again when it
-// is archived. It returns the state the task was in; gone when Redis no
-// longer holds it, with lostQueue when Redis lost the queue's name too.
-func (d *Dispatcher) revive(queue, taskID string) (state asynq.TaskState, gone, lostQueue bool, err error) {
-	info, err := d.Inspector.GetTaskInfo(queue, taskID)
-	switch {
-	case errors.Is(err, asynq.ErrQueueNotFound):
-		return 0, true, true, nil
-	case errors.Is(err, asynq.ErrTaskNotFound):
-		return 0, true, false, nil
-	case err != nil:
-		return 0, false, false, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
-	}
-	if info.State == asynq.TaskStateArchived {
-		err = d.Inspector.RunTask(queue, taskID)
-		switch {
-		case errors.Is(err, asynq.ErrTaskNotFound):
-			return 0, true, false, nil
-		case err != nil:
-			return 0, false, false, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
-		}
-	}
-	return info.State, false, false, nil
+// taskRef names a task a row says Asynq holds.
+type taskRef struct{ queue, taskID string }
+
+// compared is what Asynq holds of tasks rows say it holds, by index.
+type compared struct {
+	missing   []int // gone from Redis
+	rerun     []int // archived, and now run again
+	completed []int // completed, kept for their retention
+	// queuesLost: Redis lost the name of a missing task's queue too.
+	queuesLost bool
 }
 
-// announcing is d enqueueing through a new client, for after Redis lost
-// queues: a new client announces each queue again as it enqueues. done
-// closes the client.
-func (d *Dispatcher) announcing() (fresh *Dispatcher, done func()) {
-	if d.Redis == nil {
+// compare looks up each task and runs again those that are archived. It
+// stops at the first question Redis does not answer.
+func (d *Dispatcher) compare(refs []taskRef) (compared, error) {
+	var c compared
+	for i, ref := range refs {
+		info, err := d.Inspector.GetTaskInfo(ref.queue, ref.taskID)
+		switch {
+		case errors.Is(err, asynq.ErrQueueNotFound):
+			c.missing, c.queuesLost = append(c.missing, i), true
+			continue
+		case errors.Is(err, asynq.ErrTaskNotFound):
+			c.missing = append(c.missing, i)
+			continue
+		case err != nil:
+			return c, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+		}
+		switch info.State {
+		case asynq.TaskStateArchived:
+			err := d.Inspector.RunTask(ref.queue, ref.taskID)
+			switch {
+			case errors.Is(err, asynq.ErrTaskNotFound):
+				c.missing = append(c.missing, i)
+			case err != nil:
+				return c, fmt.Errorf("%w: %w", ErrQueueUnavailable, err)
+			default:
+				c.rerun = append(c.rerun, i)
+			}
+		case asynq.TaskStateCompleted:
+			c.completed = append(c.completed, i)
+		}
+	}
+	return c, nil
+}
+
+// announcing is d enqueueing through a new client when Redis lost queues
+// (queuesLost): a new client announces each queue again as it enqueues.
+// done closes the client.
+func (d *Dispatcher) announcing(queuesLost bool) (fresh *Dispatcher, done func()) {
+	if !queuesLost || d.QueueRedis == nil {
 		return d, func() {}
 	}
 	c := *d
-	c.Queue = asynq.NewClient(d.Redis)
+	c.Queue = asynq.NewClient(d.QueueRedis)
 	return &c, func() { c.Queue.Close() }
 }

@@ -91,7 +91,7 @@ func TestReconcileEnqueuesATaskRedisLost(t *testing.T) {
 	}
 }
 
-func TestReconcileRefillsBatchWindowsAfterRedisLosesEverything(t *testing.T) {
+func TestReconcileRefillsBatchCapsAfterRedisLosesEverything(t *testing.T) {
 	h := newHarness(t, 2)
 	ctx := context.Background()
 	batch := h.importJobs(4)
@@ -105,7 +105,7 @@ func TestReconcileRefillsBatchWindowsAfterRedisLosesEverything(t *testing.T) {
 		t.Fatalf("reconcile: %+v, %v", r, err)
 	}
 	if n := len(h.queued(batch)); n != 2 || !h.inQueue(lone) {
-		t.Fatalf("%d of the batch in the queue, want its window of 2; the lone job in it: %v", n, h.inQueue(lone))
+		t.Fatalf("%d of the batch in the queue, want its cap of 2; the lone job in it: %v", n, h.inQueue(lone))
 	}
 }
 
@@ -121,17 +121,17 @@ func (h *harness) queued(jobs []store.Job) []store.Job {
 	return out
 }
 
-func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
+func TestReconcileKeepsStrandedJobsOutOfTheBatchCap(t *testing.T) {
 	h := newHarness(t, 2)
 	ctx := context.Background()
 	batch := h.importJobs(4)
 	h.d.Enqueue(ctx, slog.Default(), batch)
 	first := h.queued(batch)
 	if len(first) != 2 {
-		t.Fatalf("%d of the batch in the queue, want its window of 2", len(first))
+		t.Fatalf("%d of the batch in the queue, want its cap of 2", len(first))
 	}
-	// One of the window's tasks is archived by an outage, the other lost
-	// with Redis data: neither may hold the window for ever.
+	// One of the two tasks handed over is archived by an outage, the other lost
+	// with Redis data: neither may hold a place under the cap for ever.
 	h.inspector.ArchiveTask(first[0].Queue, first[0].TaskID)
 	h.inspector.DeleteTask(first[1].Queue, first[1].TaskID)
 	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
@@ -141,12 +141,12 @@ func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
 	if s := h.state(first[0]); s != asynq.TaskStatePending {
 		t.Fatalf("archived task is %s, want pending", s)
 	}
-	window := h.queued(batch)
-	if len(window) != 2 {
-		t.Fatalf("%d of the batch in the queue, want its window of 2", len(window))
+	handed := h.queued(batch)
+	if len(handed) != 2 {
+		t.Fatalf("%d of the batch in the queue, want its cap of 2", len(handed))
 	}
 	// As they end, the rest of the batch starts.
-	for _, j := range window {
+	for _, j := range handed {
 		h.inspector.DeleteTask(j.Queue, j.TaskID)
 		h.env.FinishJob(t, j.ID)
 	}
@@ -154,8 +154,8 @@ func TestReconcileKeepsStrandedJobsOutOfTheBatchWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := h.d.Release(ctx, slog.Default(), store.Share{User: owner, Queue: batch[0].Queue}); n != 2 || len(h.queued(batch)) != 2 {
-		t.Fatalf("released %d, want the other 2", n)
+	if n := h.d.Admit(ctx, slog.Default(), store.UserQueue{User: owner, Queue: batch[0].Queue}); n != 2 || len(h.queued(batch)) != 2 {
+		t.Fatalf("admitted %d, want the other 2", n)
 	}
 }
 
@@ -205,7 +205,7 @@ func (quietAsynq) Fatal(...any) {}
 // A job can wait again in a batch that no longer runs: a failed job of a
 // cancelled batch run again (the batch stays cancelled), or an archived
 // task run again from Asynqmon in a batch that ended. Redis losing its
-// task must not strand it: no release walks batches that are not running.
+// task must not strand it: no admission walks batches that are not running.
 func TestReconcileHandsOverJobsOfBatchesNoLongerRunning(t *testing.T) {
 	for _, c := range []struct {
 		name, status string

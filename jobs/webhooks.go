@@ -33,23 +33,6 @@ func DeliveryID(hook uuid.UUID, event, subject, state string) uuid.UUID {
 	return uuid.NewSHA1(deliveryNamespace, []byte(hook.String()+"|"+event+"|"+subject+"|"+state))
 }
 
-// errorJSON is a failure's code and message, as the API shows them.
-type errorJSON struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func errorOf(code, message *string) *errorJSON {
-	if code == nil {
-		return nil
-	}
-	e := &errorJSON{Code: *code}
-	if message != nil {
-		e.Message = *message
-	}
-	return e
-}
-
 // BatchEnded tells the owner's webhooks that batch b has ended (its
 // completedAt is set); the same ending reported again delivers nothing new.
 func (d *Dispatcher) BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch) {
@@ -84,9 +67,9 @@ func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *sto
 		Preset    string     `json:"preset"`
 		Status    string     `json:"status"`
 		ByteSize  *int64     `json:"byteSize"`
-		Error     *errorJSON `json:"error"`
+		Error     *Failure   `json:"error"`
 		UpdatedAt time.Time  `json:"updatedAt"`
-	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, errorOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
+	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, FailureOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
 	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), e.Status+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
 		func(tx *store.Store) error { return tx.MarkExportNotified(ctx, e.ID, e.UpdatedAt) })
 }
@@ -112,8 +95,8 @@ func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store
 		JobID     uuid.UUID  `json:"jobId"`
 		JobType   string     `json:"jobType"`
 		BatchID   *uuid.UUID `json:"batchId"`
-		Error     *errorJSON `json:"error"`
-	}{a.ID, a.ProjectID, a.Filename, job.ID, job.Type, job.BatchID, errorOf(a.ErrorCode, a.ErrorMessage)}
+		Error     *Failure   `json:"error"`
+	}{a.ID, a.ProjectID, a.Filename, job.ID, job.Type, job.BatchID, FailureOf(a.ErrorCode, a.ErrorMessage)}
 	// A job run again after failing ends with a later updatedAt: a new report.
 	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
 	"lightbox/jobs"
@@ -190,16 +189,7 @@ func (s *Server) adminDeleteJob(c *gin.Context) {
 		fail(c, apiError(http.StatusConflict, "job_not_failed", "Only a failed job can be deleted; this one is %s.", j.Status))
 		return
 	}
-	if err := s.inspector.DeleteTask(j.Queue, j.TaskID); err != nil &&
-		!errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
-		logger(c).Warn("delete task", "task", j.TaskID, "err", err)
-		fail(c, errQueueUnavailable())
-		return
-	}
-	if !s.markCanceling(c, j.ProjectID) {
-		return
-	}
-	dj, err := s.store.DismissJob(c.Request.Context(), j.ID)
+	dj, err := s.jobs.DismissJob(c.Request.Context(), logger(c), j)
 	if errors.Is(err, store.ErrNotFound) {
 		err = apiError(http.StatusConflict, "job_not_failed", "The job is no longer failed.")
 	}

@@ -3,14 +3,12 @@ package server
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -84,52 +82,21 @@ func (s *Server) batchResults(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "results": out})
 }
 
-// cancelBatch removes the batch's waiting tasks from the queue and cancels
-// running ones through Asynq; their handlers see their context end.
+// cancelBatch cancels the batch's jobs that have not ended (see
+// jobs.Dispatcher.CancelBatch).
 func (s *Server) cancelBatch(c *gin.Context) {
 	b, err := s.ownBatch(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if !s.markCanceling(c, b.ProjectID) {
-		return
-	}
-	dropped, nb, err := s.store.CancelBatch(c.Request.Context(), b.ID)
+	canceled, nb, err := s.jobs.CancelBatch(c.Request.Context(), logger(c), b)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.jobs.Drop(logger(c), dropped)
-	var canceled []uuid.UUID
-	var freed []store.Share
-	for _, j := range dropped {
-		canceled = append(canceled, j.ID)
-		if sh := (store.Share{User: nb.UserID, Queue: j.Queue}); !slices.Contains(freed, sh) {
-			freed = append(freed, sh)
-		}
-	}
-	// The places the batch held in its user's windows go to the user's
-	// other batches now, not at the next sweep.
-	ctx, cancel := jobs.AfterCommit(c.Request.Context())
-	defer cancel()
-	s.jobs.Release(ctx, logger(c), freed...)
 	s.publishBatch(c, nb)
-	// A cancelled batch has ended: webhooks hear of it as batch.completed.
-	s.jobs.BatchEnded(ctx, logger(c), nb)
-	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": nonNil(canceled)})
-}
-
-// markCanceling marks project before any of its jobs is canceled, so
-// workers read the status of its jobs before running them (see
-// jobs.MarkCanceling). False means it failed and c holds the error.
-func (s *Server) markCanceling(c *gin.Context, project uuid.UUID) bool {
-	if err := jobs.MarkCanceling(c.Request.Context(), s.rdb, project); err != nil {
-		logger(c).Warn("mark project for cancel", "project", project, "err", err)
-		fail(c, errQueueUnavailable())
-		return false
-	}
-	return true
+	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": canceled})
 }
 
 func (s *Server) retryBatch(c *gin.Context) { s.retry(c, nil) }

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -70,6 +71,8 @@ func fail(c *gin.Context, err error) {
 	case errors.As(err, &e):
 	case errors.Is(err, store.ErrNotFound):
 		e = errNotFound()
+	case errors.Is(err, jobs.ErrQueueUnavailable):
+		e = errQueueUnavailable()
 	case errors.Is(err, store.ErrBadCursor):
 		e = apiError(http.StatusBadRequest, "invalid_cursor", "The cursor is not one this service issued.")
 	case errors.Is(err, blob.ErrFull):

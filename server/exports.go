@@ -28,7 +28,6 @@ import (
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
-	"lightbox/tasks"
 )
 
 // exportTTL is how long an export's file is kept once built; the sweeper
@@ -204,18 +203,7 @@ func (s *Server) cancelExport(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	// The job is canceled first: the worker takes a canceled job to mean a
-	// canceled export, so a build that ends meanwhile cannot be kept.
-	if !s.markCanceling(c, e.ProjectID) {
-		return
-	}
-	if e.BatchID != nil && (e.Status == store.JobQueued || e.Status == store.JobRunning) {
-		if _, _, err := s.store.CancelBatch(ctx, *e.BatchID); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	e, canceled, err := s.store.CancelExport(ctx, e.ID)
+	e, canceled, err := s.jobs.CancelExport(ctx, logger(c), e)
 	if err != nil {
 		fail(c, err)
 		return
@@ -224,10 +212,6 @@ func (s *Server) cancelExport(c *gin.Context) {
 		fail(c, apiError(http.StatusConflict, "export_finished", "The export is %s; only a queued or running export can be canceled.", e.Status).
 			with("status", e.Status))
 		return
-	}
-	s.jobs.DropTask(logger(c), tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
-	if canceled {
-		s.jobs.ExportChanged(context.WithoutCancel(ctx), logger(c), e)
 	}
 	c.JSON(http.StatusOK, toExportJSON(e))
 }

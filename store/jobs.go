@@ -170,41 +170,44 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 	return err
 }
 
-// Windows bound how much of the queue one batch and one user hold, so a
-// huge batch cannot fill it ahead of a small one started after it, nor one
-// user's uploads ahead of another's. 0 is no bound.
-type Windows struct {
+// QueueCaps cap how many jobs of one batch, and of one user's batches,
+// are in each queue at once, so a huge batch cannot fill the queue ahead
+// of a small one started after it, nor one user's uploads ahead of
+// another's. The jobs past a cap wait in Postgres until admitted. 0 is no
+// cap.
+type QueueCaps struct {
 	Batch int // the most jobs of one batch in the queue at once
 	User  int // the most jobs of one user's batches in one queue at once
 }
 
-// unbounded stands for a window of 0 in the queries' arithmetic.
-const unbounded = 1 << 30
+// uncapped stands for a cap of 0 in the queries' arithmetic.
+const uncapped = 1 << 30
 
-func (w Windows) bound(n int) int {
+func (c QueueCaps) bound(n int) int {
 	if n <= 0 {
-		return unbounded
+		return uncapped
 	}
 	return n
 }
 
-// Share is one user's part of one queue, which Windows.User bounds.
-type Share struct {
+// UserQueue is one user's batch jobs in one queue: what QueueCaps.User
+// caps, and the unit in which waiting jobs are admitted.
+type UserQueue struct {
 	User  uuid.UUID `db:"user_id"`
 	Queue string    `db:"queue"`
 }
 
-// ReleasableJobs lists the jobs of the share's user in its queue, from
-// the user's batches, recorded before cutoff and not in the queue, that
-// may join it now: at most w.User of the share and w.Batch of one batch
-// in the queue at once, counting those already there. The oldest batch
-// goes first, and within a batch the oldest job. Jobs wait here because
-// a window is full, or because the enqueue after their commit failed.
+// AdmissibleJobs lists the jobs of uq's user in its queue, from the
+// user's batches, recorded before cutoff and not in the queue, that may
+// join it now: at most caps.User of uq and caps.Batch of one batch in the
+// queue at once, counting those already there. The oldest batch goes
+// first, and within a batch the oldest job. Jobs wait here because a cap
+// is reached, or because the enqueue after their commit failed.
 //
 // It walks the user's running batches (a batch with a job not ended is
-// running) only until the share's room is filled, so its cost does not
-// grow with the length of the user's backlog.
-func (s *Store) ReleasableJobs(ctx context.Context, share Share, cutoff time.Time, w Windows) ([]Job, error) {
+// running) only until uq's room is filled, so its cost does not grow with
+// the length of the user's backlog.
+func (s *Store) AdmissibleJobs(ctx context.Context, uq UserQueue, cutoff time.Time, caps QueueCaps) ([]Job, error) {
 	var jobs []Job
 	err := s.db.SelectContext(ctx, &jobs, `
 		SELECT `+jobColumns+` FROM batches b CROSS JOIN LATERAL (
@@ -219,17 +222,17 @@ func (s *Store) ReleasableJobs(ctx context.Context, share Share, cutoff time.Tim
 		ORDER BY b.created_at, b.id, j.created_at, j.id
 		LIMIT greatest(0, $5 - (SELECT count(*) FROM jobs l JOIN batches lb ON lb.id = l.batch_id
 			WHERE lb.user_id = $1 AND l.queue = $2 AND l.enqueued_at IS NOT NULL AND l.status IN ('queued', 'running')))`,
-		share.User, share.Queue, cutoff, w.bound(w.Batch), w.bound(w.User))
+		uq.User, uq.Queue, cutoff, caps.bound(caps.Batch), caps.bound(caps.User))
 	return jobs, err
 }
 
-// SharesOf lists the shares that jobs of running batches belong to, and
-// apart the jobs of batches that are not running. Those wait outside any
-// release (ReleasableJobs walks running batches only): a failed job of a
-// cancelled batch run again, or a task of an ended batch run again from
-// Asynqmon whose Redis data was then lost. Jobs of no batch, or of one
-// gone, are in neither.
-func (s *Store) SharesOf(ctx context.Context, jobs []Job) (shares []Share, outside []Job, err error) {
+// UserQueuesOf lists the user queues that jobs of running batches belong
+// to, and apart the jobs of batches that are not running. Those wait
+// outside any admission (AdmissibleJobs walks running batches only): a
+// failed job of a cancelled batch run again, or a task of an ended batch
+// run again from Asynqmon whose Redis data was then lost. Jobs of no
+// batch, or of one gone, are in neither.
+func (s *Store) UserQueuesOf(ctx context.Context, jobs []Job) (uqs []UserQueue, outside []Job, err error) {
 	var ids []uuid.UUID
 	for _, j := range jobs {
 		if j.BatchID != nil {
@@ -262,27 +265,27 @@ func (s *Store) SharesOf(ctx context.Context, jobs []Job) (shares []Share, outsi
 		case !ok:
 		case !b.running:
 			outside = append(outside, j)
-		case !slices.Contains(shares, Share{User: b.user, Queue: j.Queue}):
-			shares = append(shares, Share{User: b.user, Queue: j.Queue})
+		case !slices.Contains(uqs, UserQueue{User: b.user, Queue: j.Queue}):
+			uqs = append(uqs, UserQueue{User: b.user, Queue: j.Queue})
 		}
 	}
-	return shares, outside, nil
+	return uqs, outside, nil
 }
 
-// WaitingShares lists up to limit shares with batch jobs recorded before
-// cutoff and not in the queue.
-func (s *Store) WaitingShares(ctx context.Context, cutoff time.Time, limit int) ([]Share, error) {
-	var shares []Share
-	err := s.db.SelectContext(ctx, &shares, `
+// WaitingUserQueues lists up to limit user queues with batch jobs
+// recorded before cutoff and not in the queue.
+func (s *Store) WaitingUserQueues(ctx context.Context, cutoff time.Time, limit int) ([]UserQueue, error) {
+	var uqs []UserQueue
+	err := s.db.SelectContext(ctx, &uqs, `
 		SELECT DISTINCT b.user_id, j.queue FROM jobs j JOIN batches b ON b.id = j.batch_id
 		WHERE j.enqueued_at IS NULL AND j.status = 'queued' AND j.created_at < $1
 		LIMIT $2`, cutoff, limit)
-	return shares, err
+	return uqs, err
 }
 
 // StrandedJobs lists up to limit jobs recorded before cutoff and not in
-// the queue that no release hands over, oldest first: jobs of no batch,
-// and jobs of batches that are not running (see SharesOf). The enqueue
+// the queue that no admission hands over, oldest first: jobs of no batch,
+// and jobs of batches that are not running (see UserQueuesOf). The enqueue
 // after their commit failed, or Redis lost them.
 //
 // The batches with waiting jobs are found by skipping through
@@ -330,7 +333,7 @@ func (s *Store) LiveJobs(ctx context.Context, cutoff time.Time, after *Cursor, l
 }
 
 // MarkNotEnqueued notes that jobs' tasks are no longer in the queue (Redis
-// lost them), so batch windows stop counting them and ReleasableJobs hands
+// lost them), so queue caps stop counting them and AdmissibleJobs hands
 // them over again. A job that ended meanwhile is left as it is.
 func (s *Store) MarkNotEnqueued(ctx context.Context, ids []uuid.UUID) error {
 	if len(ids) == 0 {

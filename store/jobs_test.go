@@ -173,18 +173,18 @@ func TestReprocessAndRequeue(t *testing.T) {
 	}
 }
 
-func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
+func TestAdmissibleJobsKeepBatchAndUserCaps(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	first, _ := batchOf(t, env, owner, project, 5)
 	second, _ := batchOf(t, env, owner, project, 5)
 	later := time.Now().Add(time.Minute)
-	w := store.Windows{Batch: 2, User: 3}
-	mine := store.Share{User: owner, Queue: tasks.QueueDefault}
-	release := func(sh store.Share, w store.Windows) []store.Job {
+	w := store.QueueCaps{Batch: 2, User: 3}
+	mine := store.UserQueue{User: owner, Queue: tasks.QueueDefault}
+	release := func(sh store.UserQueue, w store.QueueCaps) []store.Job {
 		t.Helper()
-		jobs, err := env.Store.ReleasableJobs(ctx, sh, later, w)
+		jobs, err := env.Store.AdmissibleJobs(ctx, sh, later, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 	// windows of their own.
 	other, theirs := env.Project(t)
 	batchOf(t, env, other, theirs, 4)
-	if got := release(store.Share{User: other, Queue: tasks.QueueDefault}, w); len(got) != 2 {
+	if got := release(store.UserQueue{User: other, Queue: tasks.QueueDefault}, w); len(got) != 2 {
 		t.Fatalf("released %d of another user's batch, want its window of 2", len(got))
 	}
 	e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
@@ -232,21 +232,21 @@ func TestReleasableJobsKeepBatchAndUserWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shares, outside, err := env.Store.SharesOf(ctx, []store.Job{got[0], *recorded})
-	if err != nil || len(shares) != 2 || len(outside) != 0 || !slices.Contains(shares, store.Share{User: owner, Queue: tasks.QueueCritical}) {
+	shares, outside, err := env.Store.UserQueuesOf(ctx, []store.Job{got[0], *recorded})
+	if err != nil || len(shares) != 2 || len(outside) != 0 || !slices.Contains(shares, store.UserQueue{User: owner, Queue: tasks.QueueCritical}) {
 		t.Fatalf("shares of a default and a critical job: %v, %v", shares, err)
 	}
-	if got := release(store.Share{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != *e.JobID {
+	if got := release(store.UserQueue{User: owner, Queue: tasks.QueueCritical}, w); len(got) != 1 || got[0].ID != *e.JobID {
 		t.Fatalf("released %d with the user's default queue full, want the export", len(got))
 	}
-	if waiting, err := env.Store.WaitingShares(ctx, later, 10); err != nil || len(waiting) != 2 {
+	if waiting, err := env.Store.WaitingUserQueues(ctx, later, 10); err != nil || len(waiting) != 2 {
 		t.Fatalf("shares with waiting jobs: %v, %v", waiting, err)
 	}
 	// Recorded after cutoff, none; without windows, every waiting job.
-	if none, _ := env.Store.ReleasableJobs(ctx, mine, time.Now().Add(-time.Minute), store.Windows{}); len(none) != 0 {
+	if none, _ := env.Store.AdmissibleJobs(ctx, mine, time.Now().Add(-time.Minute), store.QueueCaps{}); len(none) != 0 {
 		t.Fatalf("released %d jobs recorded after the cutoff", len(none))
 	}
-	if all := release(mine, store.Windows{}); len(all) != 10-4 {
+	if all := release(mine, store.QueueCaps{}); len(all) != 10-4 {
 		t.Fatalf("released %d without windows, want the 6 waiting", len(all))
 	}
 }
@@ -392,7 +392,7 @@ func TestFailedAssetUploadedAgainStaysFailed(t *testing.T) {
 
 // A failed job of a cancelled batch run again waits in a batch that stays
 // cancelled; when the enqueue after that fails, no release walks its batch
-// (ReleasableJobs reads running batches only), so the sweep must list it
+// (AdmissibleJobs reads running batches only), so the sweep must list it
 // among the stranded jobs it enqueues as they are.
 func TestStrandedJobsTakeJobsOfBatchesNotRunning(t *testing.T) {
 	env := testenv.New(t)
@@ -420,11 +420,11 @@ func TestStrandedJobsTakeJobsOfBatchesNotRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shares, outside, err := env.Store.SharesOf(ctx, []store.Job{*job})
+	shares, outside, err := env.Store.UserQueuesOf(ctx, []store.Job{*job})
 	if err != nil || len(shares) != 0 || len(outside) != 1 {
 		t.Fatalf("shares of the job: %v, outside them: %d, %v", shares, len(outside), err)
 	}
-	if jobs, err := env.Store.ReleasableJobs(ctx, store.Share{User: owner, Queue: job.Queue}, later, store.Windows{}); err != nil ||
+	if jobs, err := env.Store.AdmissibleJobs(ctx, store.UserQueue{User: owner, Queue: job.Queue}, later, store.QueueCaps{}); err != nil ||
 		len(jobs) != 1 || *jobs[0].BatchID != running {
 		t.Fatalf("releasable: %d, %v; want the running batch's job only", len(jobs), err)
 	}

@@ -117,6 +117,18 @@ func (s *Store) Close() error { return s.pool.Close() }
 // Ping reports whether Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.PingContext(ctx) }
 
+// pingLimit bounds Down's ping.
+const pingLimit = 3 * time.Second
+
+// Down reports whether Postgres fails to answer a ping now, within
+// pingLimit, whether or not ctx has ended: a caller asks it to tell an
+// outage from its own failure.
+func (s *Store) Down(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pingLimit)
+	defer cancel()
+	return s.Ping(ctx) != nil
+}
+
 // WithHandOver returns a Store like s (the same pool) whose transactions,
 // once committed, give the queued jobs they recorded (InsertJobs) to
 // handOver, with the ctx WithTx was given. A job recorded in a

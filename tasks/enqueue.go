@@ -14,7 +14,7 @@ const enqueueConcurrency = 8
 
 // EnqueueAll enqueues ts in parallel and returns one error per task: nil
 // when enqueued now, asynq.ErrTaskIDConflict when a task with its TaskID
-// is there already (see IsTaken), another error when it is not in the queue.
+// is there already (see IDInUse), another error when it is not in the queue.
 func EnqueueAll(ctx context.Context, c *asynq.Client, ts []*asynq.Task, opts ...asynq.Option) []error {
 	errs := make([]error, len(ts))
 	next := make(chan int)
@@ -39,14 +39,14 @@ func EnqueueAll(ctx context.Context, c *asynq.Client, ts []*asynq.Task, opts ...
 // Enqueue enqueues t; a task already waiting under the same TaskID is success.
 func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task, opts ...asynq.Option) error {
 	_, err := c.EnqueueContext(ctx, t, opts...)
-	if IsTaken(err) {
+	if IDInUse(err) {
 		return nil
 	}
 	return err
 }
 
-// IsTaken reports whether err says a task with the same TaskID is in the
+// IDInUse reports whether err says a task with the same TaskID is in the
 // queue already, in whatever state.
-func IsTaken(err error) bool {
+func IDInUse(err error) bool {
 	return errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask)
 }

@@ -14,6 +14,7 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/internal/ptr"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
@@ -31,11 +32,11 @@ const (
 var errExportCanceled = errors.New("export canceled")
 
 type exportEvent struct {
-	ExportID uuid.UUID  `json:"exportId"`
-	Status   string     `json:"status"`
-	Progress float64    `json:"progress"`
-	Skipped  int        `json:"skipped"`
-	Error    *errorInfo `json:"error"`
+	ExportID uuid.UUID     `json:"exportId"`
+	Status   string        `json:"status"`
+	Progress float64       `json:"progress"`
+	Skipped  int           `json:"skipped"`
+	Error    *jobs.Failure `json:"error"`
 }
 
 func init() { handle(tasks.TypeExport, (*Worker).export) }
@@ -73,7 +74,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	b := &exportBuild{w: w, e: e, token: *e.RunToken, lastAt: time.Now()}
 	info, err := b.run(ctx)
 
-	err = w.interrupted(ctx, err)
+	err = w.tracker.Interrupted(ctx, err)
 	// Record the outcome even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
 	if err == nil {
@@ -110,10 +111,10 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 	status := store.JobQueued
-	if failsForGood(ctx, err) {
+	if jobs.FailsForGood(ctx, err) {
 		status = store.JobFailed
 	}
-	code, msg := errorCode(err)
+	code, msg := jobs.ErrorCode(err)
 	failed, ferr := w.st.FailExport(ctx, e.ID, b.token, status, code, msg, b.skipped)
 	switch {
 	case ferr == nil:
@@ -131,9 +132,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 // exportChanged tells listeners of an export's new state.
 func (w *Worker) exportChanged(ctx context.Context, e *store.Export) {
 	ev := exportEvent{ExportID: e.ID, Status: e.Status, Progress: e.Progress, Skipped: countSkips(e.Skipped)}
-	if e.ErrorCode != nil {
-		ev.Error = &errorInfo{Code: *e.ErrorCode, Message: deref(e.ErrorMessage)}
-	}
+	ev.Error = jobs.FailureOf(e.ErrorCode, e.ErrorMessage)
 	w.publishExport(ctx, e, ev)
 	w.jobs.ExportChanged(ctx, w.log, e)
 }
@@ -151,7 +150,7 @@ func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEv
 // listeners are told.
 func (w *Worker) exportCanceled(ctx context.Context, e *store.Export) {
 	if e.BatchID != nil {
-		if err := jobs.MarkCanceling(ctx, w.rdb, e.ProjectID); err != nil {
+		if err := w.jobs.MarkCanceling(ctx, e.ProjectID); err != nil {
 			w.log.Warn("mark project for cancel", "export", e.ID, "err", err)
 		} else if _, _, err := w.st.CancelBatch(ctx, *e.BatchID); err != nil {
 			w.log.Warn("cancel export batch", "export", e.ID, "err", err)
@@ -287,7 +286,7 @@ func (b *exportBuild) plan(items []store.ExportItem) []store.ExportItem {
 			}
 			b.skip(it, "duplicate", msg)
 		case it.Status == store.AssetFailed:
-			b.skip(it, "failed", "Processing failed: "+deref(it.ErrorMessage))
+			b.skip(it, "failed", "Processing failed: "+ptr.Value(it.ErrorMessage))
 		case it.Status == store.AssetPendingUpload || it.ChecksumSHA256 == nil:
 			b.skip(it, "not_uploaded", "The file was never uploaded and finalized.")
 		case it.PreviewKey == nil && !b.settings.IncludeNotReady:
@@ -306,7 +305,7 @@ func (b *exportBuild) skip(it store.ExportItem, reason, msg string) {
 // skipOrFail lists an asset whose own file is at fault (missing, changed,
 // undecodable) as skipped; any other error fails the attempt.
 func (b *exportBuild) skipOrFail(it store.ExportItem, err error) error {
-	var coded codedError
+	var coded jobs.CodedError
 	var img *imaging.Error
 	switch {
 	case errors.As(err, &coded):

@@ -19,7 +19,7 @@ import (
 
 // finalizeBatch records n uploaded copies of data in owner's project as
 // one batch, as one finalize call does, and hands its jobs to the queue
-// as the API does: as far as the windows allow. It returns the batch.
+// as the API does: as far as the queue caps allow. It returns the batch.
 func (h *harness) finalizeBatch(owner, project uuid.UUID, data []byte, n int) uuid.UUID {
 	h.t.Helper()
 	ctx := context.Background()
@@ -35,7 +35,7 @@ func (h *harness) finalizeBatch(owner, project uuid.UUID, data []byte, n int) uu
 	}
 	res := h.env.Finalize(h.t, owner, project, uploads...)
 	d := jobs.New(jobs.Config{Store: h.env.Store, Queue: h.queue, Inspector: h.in,
-		Windows: store.Windows{Batch: h.cfg.BatchWindow, User: h.cfg.UserWindow}})
+		Caps: store.QueueCaps{Batch: h.cfg.BatchWindow, User: h.cfg.UserWindow}})
 	recorded, err := h.env.Store.BatchJobs(ctx, *res.BatchID)
 	if err != nil {
 		h.t.Fatal(err)
@@ -71,11 +71,11 @@ func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Durati
 
 // BenchmarkBatchFairness measures how long a 5-photo batch started after
 // a 200-photo one takes to complete, with BATCH_WINDOW=16 and, as the
-// baseline in the same run, without a window.
+// baseline in the same run, without a batch cap.
 func BenchmarkBatchFairness(b *testing.B) { benchFairness(b, smallBehindBig) }
 
 // benchFairness reports how long run's small batch took and how many of
-// its big upload were done before it, with a window of 16 and without.
+// its big upload were done before it, with a batch cap of 16 and without.
 func benchFairness(b *testing.B, run func(testing.TB, string) (int, time.Duration)) {
 	for range b.N {
 		done, took := run(b, "16")
@@ -89,7 +89,7 @@ func benchFairness(b *testing.B, run func(testing.TB, string) (int, time.Duratio
 
 // userBehindUser runs one user's 5-photo batch started after another
 // user's 300 photos in 10 batches of 30 (BATCH_WINDOW=30, so each batch
-// alone would fit its window), and returns how many of the 300 were done
+// alone would fit under its cap), and returns how many of the 300 were done
 // when the 5 completed.
 func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Duration) {
 	h := newHarness(t, map[string]string{"BATCH_WINDOW": "30", "USER_WINDOW": userWindow, "CLUSTER_DELAY": "1h"})
@@ -116,7 +116,7 @@ func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Du
 	return bigDone, small
 }
 
-// Without its window, each small batch waits for the whole big upload:
+// Without its cap, each small batch waits for the whole big upload:
 // it is all in the queue ahead of it.
 func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
 	t.Parallel()
@@ -131,7 +131,7 @@ func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			bigDone, took := c.run(t, "16")
-			t.Logf("with a window of 16: the 5 photos completed after %v, when %d of the %d were done", took.Round(time.Millisecond), bigDone, c.big)
+			t.Logf("with a batch cap of 16: the 5 photos completed after %v, when %d of the %d were done", took.Round(time.Millisecond), bigDone, c.big)
 			if bigDone > c.most {
 				t.Fatalf("the 5 photos waited for %d of the %d", bigDone, c.big)
 			}
@@ -142,5 +142,5 @@ func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
 // BenchmarkUserFairness measures how long one user's 5-photo batch
 // started after another user's 300 photos in 10 batches takes to
 // complete, with USER_WINDOW=16 and, as the baseline in the same run,
-// without a user window.
+// without a user cap.
 func BenchmarkUserFairness(b *testing.B) { benchFairness(b, userBehindUser) }

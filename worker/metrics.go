@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lightbox/internal/metrics"
+	"lightbox/jobs"
 	"lightbox/tasks"
 )
 
@@ -50,9 +51,9 @@ func outcome(ctx context.Context, err error) string {
 	switch {
 	case err == nil:
 		return "done"
-	case !tasks.IsFailure(err) || isInterrupted(err):
+	case !tasks.IsFailure(err) || jobs.IsInterrupted(err):
 		return "deferred" // back in the queue without spending a retry
-	case failsForGood(ctx, err):
+	case jobs.FailsForGood(ctx, err):
 		return "failed"
 	}
 	return "retry"

@@ -3,29 +3,22 @@ package worker
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
 	"lightbox/chain"
-	"lightbox/jobs"
-	"lightbox/store"
 	"lightbox/tasks"
 )
 
-// Sweep limits: how old work must be before the sweeper touches it, and how
-// much it takes per run so one run stays short.
+// Sweep limits: how old files must be before the sweep touches them, and
+// how many it takes per run so one run stays short. The job lifecycle's
+// own are jobs.Tracker.Sweep's.
 const (
 	sweepBatch      = 500
-	unenqueuedAfter = 30 * time.Second // finalize enqueues right after its commit
-	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
-	overdueAfter    = 2 * time.Minute  // a cluster run due this long ago should have started
-	stuckRunAfter   = 5 * time.Minute  // past its timeout, a started cluster run should have ended
-	expiredUploadOK = time.Hour        // grace after a URL expires before its row fails
-	discardedURLOK  = 5 * time.Minute  // a storage server's clock may run behind ours
-	unnotifiedAfter = time.Minute      // an event's webhooks are told right after its commit
+	expiredUploadOK = time.Hour       // grace after a URL expires before its row fails
+	discardedURLOK  = 5 * time.Minute // a storage server's clock may run behind ours
 )
 
 func init() { handle(tasks.TypeSweep, (*Worker).sweep) }
@@ -41,47 +34,12 @@ func (w *Worker) sweep(ctx context.Context, _ *asynq.Task) error {
 	now := time.Now()
 	var errs []error
 
-	// Queues missing from Asynq's registry mean Redis lost its data: the
-	// waiting jobs go back now, not once their rows have been quiet.
-	errs = append(errs, w.noticeLoss(ctx, now))
-	// Reconciling first puts jobs whose task Redis lost back among the
-	// never-enqueued ones, which the windows then release in order.
-	errs = append(errs, w.reconcile(ctx, now))
-	lost, err := w.st.StrandedJobs(ctx, now.Add(-unenqueuedAfter), sweepBatch)
-	errs = append(errs, err)
-	n := w.jobs.Enqueue(ctx, w.log, lost)
-	waiting, err := w.st.WaitingShares(ctx, now.Add(-unenqueuedAfter), sweepBatch)
-	errs = append(errs, err)
-	if n += w.jobs.Release(ctx, w.log, waiting...); n > 0 {
-		w.log.Info("sweep re-enqueued jobs", "count", n)
-	}
-
-	// Cluster runs have no job row: those overdue are compared with Asynq
-	// on their own.
-	overdue, err := w.st.OverdueClusterRuns(ctx, now.Add(-overdueAfter), now.Add(-tasks.Timeout(tasks.TypeCluster)-stuckRunAfter), sweepBatch)
-	errs = append(errs, err)
-	n, err = w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
-	errs = append(errs, err)
-	if n > 0 {
-		w.log.Info("sweep put lost cluster runs back", "checked", len(overdue), "count", n)
-	}
-	runs, err := w.st.UnenqueuedClusterRuns(ctx, now.Add(-unenqueuedAfter))
-	errs = append(errs, err)
-	for _, r := range runs {
-		errs = append(errs, w.jobs.EnqueueClusterRun(ctx, r))
-	}
-
-	// A batch, export or asset failure whose webhooks were never told stays
-	// so: its state, once committed, is not written again.
-	n, err = w.jobs.NotifyMissed(ctx, w.log, now.Add(-unnotifiedAfter), sweepBatch)
-	errs = append(errs, err)
-	if n > 0 {
-		w.log.Info("sweep told webhooks of missed events", "count", n)
-	}
+	// Jobs, cluster runs and webhook events first (jobs.Tracker.Sweep).
+	errs = append(errs, w.tracker.Sweep(ctx, now))
 
 	// A flusher that died mid-batch leaves items in signing; after a while
 	// they go back to pending, and any pending item gets a flush.
-	_, err = chain.ReleaseStale(ctx, w.st, chain.StaleAfter)
+	_, err := chain.ReleaseStale(ctx, w.st, chain.StaleAfter)
 	errs = append(errs, err)
 	if counts, err := chain.CountQueue(ctx, w.st); err != nil {
 		errs = append(errs, err)
@@ -136,51 +94,6 @@ func (w *Worker) deleteDiscards(ctx context.Context, cutoff time.Time) error {
 		deleted = append(deleted, k)
 	}
 	return errors.Join(append(errs, w.st.ForgetDiscards(ctx, deleted, cutoff))...)
-}
-
-// reconcile compares one page of live jobs with their tasks in Asynq (see
-// jobs.Dispatcher.Reconcile). Each run takes the page after the last one's,
-// so a backlog larger than a page is covered over several runs.
-func (w *Worker) reconcile(ctx context.Context, now time.Time) error {
-	w.reconcileMu.Lock()
-	defer w.reconcileMu.Unlock()
-	live, err := w.st.LiveJobs(ctx, now.Add(-reconcileAfter), w.reconcileAt, sweepBatch)
-	if err != nil {
-		return err
-	}
-	r, err := w.jobs.Reconcile(ctx, w.log, live)
-	if err == nil {
-		// A page cut short by Redis is read again next time.
-		w.reconcileAt = nil
-		if len(live) == sweepBatch {
-			last := live[len(live)-1]
-			w.reconcileAt = &store.Cursor{Time: last.CreatedAt, ID: last.ID}
-		}
-	}
-	w.reconciled(ctx, r)
-	return err
-}
-
-// reconciled tells of the jobs a reconcile found ended and releases the
-// places they held.
-func (w *Worker) reconciled(ctx context.Context, r jobs.Reconciled) {
-	// Several finished jobs may share a user's share of a queue; one
-	// release tops it up.
-	var shares []store.Share
-	for _, e := range r.Finished {
-		w.jobChanged(ctx, e.Job, e.Batch)
-		if e.Batch == nil {
-			continue
-		}
-		if sh := (store.Share{User: e.Batch.UserID, Queue: e.Job.Queue}); !slices.Contains(shares, sh) {
-			shares = append(shares, sh)
-		}
-	}
-	w.jobs.Release(ctx, w.log, shares...)
-	if r.Enqueued+r.Rerun+len(r.Finished) > 0 {
-		w.log.Info("sweep put lost jobs back", "checked", r.Checked, "enqueued", r.Enqueued,
-			"rerun", r.Rerun, "finished", len(r.Finished))
-	}
 }
 
 // lateWrites is how long past its task's timeout a run may still be

@@ -79,7 +79,7 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 		return tasks.Permanent(err)
 	}
 	status, sendErr := w.postDelivery(ctx, hook, d.ID, body)
-	sendErr = w.interrupted(ctx, sendErr)
+	sendErr = w.tracker.Interrupted(ctx, sendErr)
 
 	// Record the attempt even when the task's own context has ended.
 	ctx = context.WithoutCancel(ctx)
@@ -104,10 +104,10 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 		sendErr = badInput("forbidden_address", "The webhook URL leads to a private or local address, which deliveries may not reach.")
 	}
 	state := store.DeliveryPending
-	if failsForGood(ctx, sendErr) {
+	if jobs.FailsForGood(ctx, sendErr) {
 		state = store.DeliveryFailed
 	}
-	_, msg := errorCode(sendErr)
+	_, msg := jobs.ErrorCode(sendErr)
 	w.recordAttempt(ctx, d.ID, state, status, msg)
 	return sendErr
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,22 +71,15 @@ type Worker struct {
 	fetcher    *http.Client
 	hooks      *http.Client // posts webhook deliveries
 	metrics    *taskMetrics
-	states     *jobWriter
-	marks      *jobs.Marks // which projects may have canceled jobs
+	// tracker records the state of each run in its job's row, and
+	// repairs what crashes and outages leave behind.
+	tracker *jobs.Tracker
 
-	// reconcileAt is where the next sweep's comparison of jobs with
-	// their tasks starts.
-	reconcileMu sync.Mutex
-	reconcileAt *store.Cursor
-	// loss is what this process saw of Redis losing its data (watch.go).
-	loss redisLoss
 	// ledgerOutages counts the flushes in a row that found the ledger down.
 	ledgerOutages atomic.Int64
 
-	// running counts the handlers under way, stopping is set once Run
-	// shuts down: see Run.
-	running  sync.WaitGroup
-	stopping atomic.Bool
+	// running counts the handlers under way: see Run.
+	running sync.WaitGroup
 }
 
 // New builds the worker and its handler table.
@@ -97,8 +92,7 @@ func New(d Deps) (*Worker, error) {
 	w := &Worker{cfg: d.Config, st: d.Store, rdb: d.Redis, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
 		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
-		hooks: webhookClient(d.Config.DownloadAllow), marks: jobs.NewMarks(d.Redis),
-		loss: redisLoss{leftToAsynq: map[string]bool{}}}
+		hooks: webhookClient(d.Config.DownloadAllow)}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
@@ -107,7 +101,8 @@ func New(d Deps) (*Worker, error) {
 		w.log = slog.Default()
 	}
 	w.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
-		Redis: redisOpt, Blobs: d.Blobs, Log: w.log, Windows: store.Windows{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}})
+		Redis: d.Redis, QueueRedis: redisOpt, Blobs: d.Blobs, Log: w.log,
+		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	w.st = w.jobs.Store
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
@@ -126,7 +121,8 @@ func New(d Deps) (*Worker, error) {
 		}),
 	})
 	w.metrics = newTaskMetrics()
-	w.states = newJobWriter(w)
+	w.tracker = w.jobs.Tracker(jobs.TrackerConfig{Events: w.events, Queues: slices.Sorted(maps.Keys(d.Config.QueueWeights)),
+		WaitOut: w.outage, Log: w.log})
 	w.mux = asynq.NewServeMux()
 	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, w.waitOutOutages)
 	if err := w.routes(); err != nil {
@@ -176,7 +172,7 @@ func (w *Worker) Handle(typ string, h asynq.Handler) { w.mux.Handle(typ, h) }
 func (w *Worker) Handler() asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		err := w.mux.ProcessTask(ctx, t)
-		w.states.sync()
+		w.tracker.Sync()
 		return err
 	})
 }
@@ -210,10 +206,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info("worker started", "concurrency", w.cfg.WorkerConcurrency, "queues", w.cfg.QueueWeights)
 	watching := make(chan struct{})
-	go func() { defer close(watching); w.watch(ctx) }()
+	go func() { defer close(watching); w.tracker.Watch(ctx) }()
 	<-ctx.Done()
 	<-watching
-	w.stopping.Store(true)
+	w.tracker.Stopping()
 	w.sched.Shutdown()
 	w.srv.Shutdown()
 	ended := make(chan struct{})
@@ -223,7 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-time.After(abandonedGrace):
 		return ErrHandlersRunning
 	}
-	w.states.close()
+	w.tracker.Close()
 	w.jobs.Inspector.Close()
 	return w.queue.Close()
 }

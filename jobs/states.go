@@ -1,4 +1,4 @@
-package worker
+package jobs
 
 import (
 	"context"
@@ -11,15 +11,17 @@ import (
 	"lightbox/store"
 )
 
-// Job-state writer timing: how often it writes at most, and how it waits
-// out a database that refuses a write.
+// State writer timing: how often it writes at most, how it waits out a
+// database that refuses a write, and how long it keeps states a database
+// outage kept from being written before it tries again.
 const (
 	jobStateEvery   = 5 * time.Millisecond
 	jobStateTries   = 4
 	jobStateBackoff = 50 * time.Millisecond
+	databaseRetry   = 5 * time.Second
 )
 
-// jobWriter records the states of the jobs this process runs, many at a
+// stateWriter records the states of the jobs this process runs, many at a
 // time: a task hands over its job's running state and its outcome without
 // waiting, and the writer sends everything handed over since its last
 // write in one transaction (store.RecordJobStates) and the events in one
@@ -33,8 +35,8 @@ const (
 // (a completed task is not kept), and the sweeper's reconcile runs the
 // task again once the row has been quiet a while: at least once, as
 // every task already is.
-type jobWriter struct {
-	w *Worker
+type stateWriter struct {
+	t *Tracker
 
 	mu      sync.Mutex
 	pending []store.JobState
@@ -44,80 +46,80 @@ type jobWriter struct {
 	done    chan struct{}
 }
 
-func newJobWriter(w *Worker) *jobWriter {
-	jw := &jobWriter{w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go jw.run()
-	return jw
+func newStateWriter(t *Tracker) *stateWriter {
+	sw := &stateWriter{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go sw.run()
+	return sw
 }
 
 // record hands over a job's new state.
-func (jw *jobWriter) record(c store.JobState) {
-	jw.mu.Lock()
-	if jw.closed {
-		jw.mu.Unlock()
-		jw.write([]store.JobState{c})
+func (sw *stateWriter) record(c store.JobState) {
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
+		sw.write([]store.JobState{c})
 		return
 	}
-	jw.pending = append(jw.pending, c)
-	jw.mu.Unlock()
-	jw.poke()
+	sw.pending = append(sw.pending, c)
+	sw.mu.Unlock()
+	sw.poke()
 }
 
 // sync waits until every state handed over before it is written.
-func (jw *jobWriter) sync() {
+func (sw *stateWriter) sync() {
 	ch := make(chan struct{})
-	jw.mu.Lock()
-	if jw.closed {
-		jw.mu.Unlock()
+	sw.mu.Lock()
+	if sw.closed {
+		sw.mu.Unlock()
 		return
 	}
-	jw.waiters = append(jw.waiters, ch)
-	jw.mu.Unlock()
-	jw.poke()
+	sw.waiters = append(sw.waiters, ch)
+	sw.mu.Unlock()
+	sw.poke()
 	<-ch
 }
 
 // close writes what is pending and stops the writer; states handed over
 // later are written at once by the caller.
-func (jw *jobWriter) close() {
-	jw.mu.Lock()
-	jw.closed = true
-	jw.mu.Unlock()
-	jw.poke()
-	<-jw.done
+func (sw *stateWriter) close() {
+	sw.mu.Lock()
+	sw.closed = true
+	sw.mu.Unlock()
+	sw.poke()
+	<-sw.done
 }
 
 // keep hands states back to be written after databaseRetry, before
 // anything handed over since.
-func (jw *jobWriter) keep(states []store.JobState) {
-	jw.mu.Lock()
-	defer jw.mu.Unlock()
-	if jw.closed {
+func (sw *stateWriter) keep(states []store.JobState) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.closed {
 		return
 	}
-	jw.pending = append(states, jw.pending...)
-	time.AfterFunc(databaseRetry, jw.poke)
+	sw.pending = append(states, sw.pending...)
+	time.AfterFunc(databaseRetry, sw.poke)
 }
 
-func (jw *jobWriter) poke() {
+func (sw *stateWriter) poke() {
 	select {
-	case jw.wake <- struct{}{}:
+	case sw.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (jw *jobWriter) run() {
-	defer close(jw.done)
+func (sw *stateWriter) run() {
+	defer close(sw.done)
 	var last time.Time
-	for range jw.wake {
+	for range sw.wake {
 		// Gather what arrives within the interval into one write.
 		time.Sleep(time.Until(last.Add(jobStateEvery)))
 		last = time.Now()
-		jw.mu.Lock()
-		changes, waiters, closed := jw.pending, jw.waiters, jw.closed
-		jw.pending, jw.waiters = nil, nil
-		jw.mu.Unlock()
-		jw.write(changes)
+		sw.mu.Lock()
+		changes, waiters, closed := sw.pending, sw.waiters, sw.closed
+		sw.pending, sw.waiters = nil, nil
+		sw.mu.Unlock()
+		sw.write(changes)
 		for _, ch := range waiters {
 			close(ch)
 		}
@@ -130,12 +132,12 @@ func (jw *jobWriter) run() {
 // write records changes, in the order they were handed over, and tells
 // listeners. A job's later state replaces an earlier one of the same
 // write; the events of both are sent.
-func (jw *jobWriter) write(changes []store.JobState) {
+func (sw *stateWriter) write(changes []store.JobState) {
 	if len(changes) == 0 {
 		return
 	}
 	ctx := context.Background()
-	w := jw.w
+	t := sw.t
 	// at is where each job's state is in states; final, its last change.
 	at := make(map[uuid.UUID]int, len(changes))
 	final := make(map[uuid.UUID]int, len(changes))
@@ -153,22 +155,22 @@ func (jw *jobWriter) write(changes []store.JobState) {
 	var batches []store.Batch
 	var err error
 	for try := 1; ; try++ {
-		if jobs, batches, err = w.st.RecordJobStates(ctx, states); err == nil || try == jobStateTries {
+		if jobs, batches, err = t.d.Store.RecordJobStates(ctx, states); err == nil || try == jobStateTries {
 			break
 		}
 		time.Sleep(jobStateBackoff << try)
 	}
 	if err != nil {
-		if w.databaseDown(ctx) {
+		if t.d.Store.Down(ctx) {
 			// Kept for when it is back: a job whose work ended during an
 			// outage is recorded done then, not run again by the
 			// sweeper's reconcile. A later state of a job replaces these.
-			w.log.Warn("record job states: the database does not answer; keeping them", "jobs", len(states), "err", err)
-			jw.keep(states)
+			t.log.Warn("record job states: the database does not answer; keeping them", "jobs", len(states), "err", err)
+			sw.keep(states)
 			return
 		}
 		// The sweeper's reconcile repairs rows left behind.
-		w.log.Error("record job states", "jobs", len(states), "err", err)
+		t.log.Error("record job states", "jobs", len(states), "err", err)
 		return
 	}
 	byID := make(map[uuid.UUID]*store.Job, len(jobs))
@@ -204,20 +206,20 @@ func (jw *jobWriter) write(changes []store.JobState) {
 		updates = append(updates, u)
 	}
 	slices.Reverse(updates)
-	w.jobsChanged(ctx, updates)
-	// The jobs that ended leave room in their users' shares of the queue.
+	t.jobsChanged(ctx, updates)
+	// The jobs that ended leave room under their users' queue caps.
 	userOf := make(map[uuid.UUID]uuid.UUID, len(batches))
 	for _, b := range batches {
 		userOf[b.ID] = b.UserID
 	}
-	var shares []store.Share
+	var uqs []store.UserQueue
 	for _, j := range jobs {
 		if j.BatchID == nil {
 			continue
 		}
-		if u, ok := userOf[*j.BatchID]; ok && !slices.Contains(shares, store.Share{User: u, Queue: j.Queue}) {
-			shares = append(shares, store.Share{User: u, Queue: j.Queue})
+		if u, ok := userOf[*j.BatchID]; ok && !slices.Contains(uqs, store.UserQueue{User: u, Queue: j.Queue}) {
+			uqs = append(uqs, store.UserQueue{User: u, Queue: j.Queue})
 		}
 	}
-	w.jobs.Release(ctx, w.log, shares...)
+	t.d.Admit(ctx, t.log, uqs...)
 }

@@ -1,8 +1,7 @@
-package worker
+package jobs
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -34,15 +33,10 @@ type redisLoss struct {
 	leftToAsynq map[string]bool
 }
 
-// queues are the names of the queues this worker serves.
-func (w *Worker) queues() []string {
-	return slices.Sorted(maps.Keys(w.cfg.QueueWeights))
-}
-
-// watch repairs, every watchEvery until ctx ends, what the sweep would
+// Watch repairs, every watchEvery until ctx ends, what the sweep would
 // only repair minutes later: a Redis that lost its data, and the tasks of
 // a worker that died.
-func (w *Worker) watch(ctx context.Context) {
+func (tr *Tracker) Watch(ctx context.Context) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
 	for {
@@ -51,14 +45,14 @@ func (w *Worker) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := w.noticeLoss(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			w.log.Warn("check Redis for lost data", "err", err)
+		if err := tr.noticeLoss(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			tr.log.Warn("check Redis for lost data", "err", err)
 		}
-		if err := w.handBack(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			w.log.Warn("hand back the tasks of dead workers", "err", err)
+		if err := tr.handBack(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			tr.log.Warn("hand back the tasks of dead workers", "err", err)
 		}
-		if err := w.noticeDeaths(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			w.log.Warn("look for jobs of dead workers", "err", err)
+		if err := tr.noticeDeaths(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			tr.log.Warn("look for jobs of dead workers", "err", err)
 		}
 	}
 }
@@ -72,55 +66,55 @@ func (w *Worker) watch(ctx context.Context) {
 // Jobs recorded as running wait until live workers have listed what they
 // run again (heartbeatSettle): those still running are left to finish,
 // the rest go back too, and the loss is over.
-func (w *Worker) noticeLoss(ctx context.Context, now time.Time) error {
-	missing, err := queuestate.Register(ctx, w.rdb, w.queues())
+func (tr *Tracker) noticeLoss(ctx context.Context, now time.Time) error {
+	missing, err := queuestate.Register(ctx, tr.rdb, tr.queues)
 	if err != nil {
 		return err
 	}
-	w.loss.mu.Lock()
+	tr.loss.mu.Lock()
 	// A queue missing the first time is a new Redis, or a loss before this
 	// process started: the sweep's usual pace repairs that.
-	lost := missing > 0 && w.loss.registered
-	w.loss.registered = true
+	lost := missing > 0 && tr.loss.registered
+	tr.loss.registered = true
 	if lost {
-		w.loss.at = now
+		tr.loss.at = now
 	}
-	at := w.loss.at
-	w.loss.mu.Unlock()
+	at := tr.loss.at
+	tr.loss.mu.Unlock()
 	if lost {
-		w.log.Warn("Redis lost its queues; putting back every job it held", "queues", missing)
+		tr.log.Warn("Redis lost its queues; putting back every job it held", "queues", missing)
 	}
 	switch {
 	case at.IsZero():
 		return nil
 	case now.Sub(at) < heartbeatSettle:
-		return w.reconcileLost(ctx, now, store.JobQueued)
+		return tr.reconcileLost(ctx, now, store.JobQueued)
 	}
-	if err := w.reconcileLost(ctx, now, store.JobQueued, store.JobRunning); err != nil {
+	if err := tr.reconcileLost(ctx, now, store.JobQueued, store.JobRunning); err != nil {
 		return err
 	}
-	w.loss.mu.Lock()
-	if w.loss.at.Equal(at) {
-		w.loss.at = time.Time{}
+	tr.loss.mu.Lock()
+	if tr.loss.at.Equal(at) {
+		tr.loss.at = time.Time{}
 	}
-	w.loss.mu.Unlock()
+	tr.loss.mu.Unlock()
 	return nil
 }
 
 // reconcileLost compares every job recorded as in the queue in one of
-// statuses with Asynq (see jobs.Dispatcher.Reconcile), but the few whose
+// statuses with Asynq (see Dispatcher.Reconcile), but the few whose
 // row just changed and those a live worker runs; and, for waiting ones,
 // the cluster runs due by now.
-func (w *Worker) reconcileLost(ctx context.Context, now time.Time, statuses ...string) error {
-	w.reconcileMu.Lock()
-	defer w.reconcileMu.Unlock()
-	live, err := queuestate.Running(ctx, w.rdb, now)
+func (tr *Tracker) reconcileLost(ctx context.Context, now time.Time, statuses ...string) error {
+	tr.reconcileMu.Lock()
+	defer tr.reconcileMu.Unlock()
+	live, err := queuestate.Running(ctx, tr.rdb, now)
 	if err != nil {
 		return err
 	}
 	var after *store.Cursor
 	for {
-		page, err := w.st.LiveJobs(ctx, now.Add(-lossQuiet), after, sweepBatch)
+		page, err := tr.d.Store.LiveJobs(ctx, now.Add(-lossQuiet), after, sweepBatch)
 		if err != nil {
 			return err
 		}
@@ -130,8 +124,8 @@ func (w *Worker) reconcileLost(ctx context.Context, now time.Time, statuses ...s
 				check = append(check, j)
 			}
 		}
-		r, err := w.jobs.Reconcile(ctx, w.log, check)
-		w.reconciled(ctx, r)
+		r, err := tr.d.Reconcile(ctx, tr.log, check)
+		tr.reconciled(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -144,32 +138,32 @@ func (w *Worker) reconcileLost(ctx context.Context, now time.Time, statuses ...s
 	if !slices.Contains(statuses, store.JobQueued) {
 		return nil
 	}
-	overdue, err := w.st.OverdueClusterRuns(ctx, now, now.Add(-tasks.Timeout(tasks.TypeCluster)-stuckRunAfter), sweepBatch)
+	overdue, err := tr.d.Store.OverdueClusterRuns(ctx, now, now.Add(-tasks.Timeout(tasks.TypeCluster)-stuckRunAfter), sweepBatch)
 	if err != nil {
 		return err
 	}
-	_, err = w.jobs.ReconcileClusterRuns(ctx, w.log, overdue)
+	_, err = tr.d.ReconcileClusterRuns(ctx, tr.log, overdue)
 	return err
 }
 
 // handBack gives the tasks of workers that died back to their queues as
 // soon as their heartbeat is gone (see queuestate.HandBack).
-func (w *Worker) handBack(ctx context.Context, now time.Time) error {
-	given, err := queuestate.HandBack(ctx, w.rdb, w.queues(), now)
+func (tr *Tracker) handBack(ctx context.Context, now time.Time) error {
+	given, err := queuestate.HandBack(ctx, tr.rdb, tr.queues, now)
 	for _, a := range given {
 		if a.Given {
-			w.log.Info("handed back a task whose worker died", "queue", a.Queue, "task", a.TaskID)
+			tr.log.Info("handed back a task whose worker died", "queue", a.Queue, "task", a.TaskID)
 			continue
 		}
-		w.loss.mu.Lock()
-		seen := w.loss.leftToAsynq[a.TaskID]
-		if len(w.loss.leftToAsynq) > 10_000 {
-			clear(w.loss.leftToAsynq)
+		tr.loss.mu.Lock()
+		seen := tr.loss.leftToAsynq[a.TaskID]
+		if len(tr.loss.leftToAsynq) > 10_000 {
+			clear(tr.loss.leftToAsynq)
 		}
-		w.loss.leftToAsynq[a.TaskID] = true
-		w.loss.mu.Unlock()
+		tr.loss.leftToAsynq[a.TaskID] = true
+		tr.loss.mu.Unlock()
 		if !seen {
-			w.log.Warn("a task's workers died with it too often; Asynq's lease recovery takes it, counting a retry",
+			tr.log.Warn("a task's workers died with it too often; Asynq's lease recovery takes it, counting a retry",
 				"queue", a.Queue, "task", a.TaskID, "handBacks", queuestate.MaxHandBacks)
 		}
 	}
@@ -181,11 +175,11 @@ func (w *Worker) handBack(ctx context.Context, now time.Time) error {
 // their tasks are gone from Asynq (a completed task is not kept), and the
 // sweep would wait for the rows to be quiet for minutes. They run again,
 // as every task may. Its tasks still active are handBack's.
-func (w *Worker) noticeDeaths(ctx context.Context, now time.Time) error {
-	dead, err := queuestate.DeadServers(ctx, w.rdb, now)
+func (tr *Tracker) noticeDeaths(ctx context.Context, now time.Time) error {
+	dead, err := queuestate.DeadServers(ctx, tr.rdb, now)
 	if err != nil || len(dead) == 0 {
 		return err
 	}
-	w.log.Info("workers died; looking for the jobs they ran", "workers", dead)
-	return w.reconcileLost(ctx, now, store.JobRunning)
+	tr.log.Info("workers died; looking for the jobs they ran", "workers", dead)
+	return tr.reconcileLost(ctx, now, store.JobRunning)
 }

@@ -22,7 +22,7 @@ func TestMarkOutlastsRememberedAnswers(t *testing.T) {
 
 	for _, second := range []bool{false, true} {
 		project := uuid.New()
-		marks := jobs.NewMarks(env.Redis)
+		marks := jobs.NewCancelMarks(env.Redis)
 		if marked, err := marks.MayBeCanceled(ctx, project); err != nil || marked {
 			t.Fatalf("an unmarked project: marked %v, %v", marked, err)
 		}

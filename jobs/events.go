@@ -1,4 +1,4 @@
-package worker
+package jobs
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
+	"lightbox/internal/ptr"
 	"lightbox/store"
 )
 
@@ -20,12 +21,7 @@ type jobEvent struct {
 	Status   string     `json:"status"`
 	Progress float64    `json:"progress"`
 	Attempt  int        `json:"attempt"`
-	Error    *errorInfo `json:"error"`
-}
-
-type errorInfo struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Error    *Failure   `json:"error"`
 }
 
 type batchEvent struct {
@@ -42,22 +38,20 @@ type assetEvent struct {
 	ErrorCode *string   `json:"errorCode"`
 }
 
-// publish sends one event; a lost event is logged, never a task failure:
-// clients resync from Postgres.
-func (w *Worker) publish(ctx context.Context, name events.Name, project, batch uuid.UUID, data any) {
-	ev, err := events.New(name, project, batch, data)
-	if err == nil {
-		_, err = w.events.Publish(ctx, ev)
-	}
-	if err != nil {
-		w.log.Warn("publish event", "event", name, "project", project, "err", err)
-	}
+// Failure is a failure's code and message as events and webhooks carry
+// them.
+type Failure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
-// jobChanged tells listeners of a job's new state, its asset's, and its
-// batch's when the job ended.
-func (w *Worker) jobChanged(ctx context.Context, j *store.Job, b *store.Batch) {
-	w.jobsChanged(ctx, []jobUpdate{{job: j, batch: b}})
+// FailureOf is the failure a row records in its error code and message,
+// or nil when it records none.
+func FailureOf(code, message *string) *Failure {
+	if code == nil {
+		return nil
+	}
+	return &Failure{Code: *code, Message: ptr.Value(message)}
 }
 
 // jobUpdate is a job's new state and, when it ended in a batch, the
@@ -70,12 +64,12 @@ type jobUpdate struct {
 // jobsChanged tells listeners of jobs' new states, their assets' and their
 // batches', all in one round trip to Redis, and webhooks of the assets that
 // failed and the batches that ended.
-func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
+func (t *Tracker) jobsChanged(ctx context.Context, us []jobUpdate) {
 	var evs []events.Event
 	add := func(name events.Name, project, batch uuid.UUID, data any) {
 		ev, err := events.New(name, project, batch, data)
 		if err != nil {
-			w.log.Warn("publish event", "event", name, "project", project, "err", err)
+			t.log.Warn("publish event", "event", name, "project", project, "err", err)
 			return
 		}
 		evs = append(evs, ev)
@@ -86,10 +80,8 @@ func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
 		if j.BatchID != nil {
 			batch = *j.BatchID
 		}
-		ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, JobType: j.Type, Status: j.Status, Progress: j.Progress, Attempt: j.Attempt}
-		if j.ErrorCode != nil {
-			ev.Error = &errorInfo{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
-		}
+		ev := jobEvent{JobID: j.ID, AssetID: j.AssetID, BatchID: j.BatchID, JobType: j.Type, Status: j.Status, Progress: j.Progress,
+			Attempt: j.Attempt, Error: FailureOf(j.ErrorCode, j.ErrorMessage)}
 		name := events.JobProgress
 		if j.Status == store.JobDone || j.Status == store.JobFailed {
 			name = events.JobDone
@@ -99,10 +91,10 @@ func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
 		}
 		add(name, j.ProjectID, batch, ev)
 		if j.AssetID != nil && name == events.JobDone {
-			if a, err := w.st.AssetByID(ctx, *j.AssetID); err == nil {
+			if a, err := t.d.Store.AssetByID(ctx, *j.AssetID); err == nil {
 				add(events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
 				// Only a failure that failed the asset is told; AssetFailed checks.
-				w.jobs.AssetFailed(ctx, w.log, a, j)
+				t.d.AssetFailed(ctx, t.log, a, j)
 			}
 		}
 		if b != nil {
@@ -111,19 +103,12 @@ func (w *Worker) jobsChanged(ctx context.Context, us []jobUpdate) {
 				name = events.BatchCompleted
 			}
 			add(name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
-			w.jobs.BatchEnded(ctx, w.log, b)
+			t.d.BatchEnded(ctx, t.log, b)
 		}
 	}
 	// A lost event is logged, never a task failure: clients resync from
 	// Postgres.
-	if err := w.events.PublishAll(ctx, evs); err != nil {
-		w.log.Warn("publish events", "count", len(evs), "err", err)
+	if err := t.events.PublishAll(ctx, evs); err != nil {
+		t.log.Warn("publish events", "count", len(evs), "err", err)
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

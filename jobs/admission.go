@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// Enqueue hands recorded jobs to the queue and notes which arrived: jobs of
+// no batch, or of a batch no longer running, at once; a running batch's
+// jobs as far as the caps admit (see Admit). Failures are logged, not
+// returned: the jobs are safe in Postgres and the sweep hands them over
+// again; TaskIDs make a second enqueue of a live task a no-op. It returns
+// how many arrived.
+func (d *Dispatcher) Enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
+	var now, batched []store.Job
+	for _, j := range jobs {
+		if j.BatchID == nil {
+			now = append(now, j)
+		} else {
+			batched = append(batched, j)
+		}
+	}
+	var uqs []store.UserQueue
+	if len(batched) > 0 {
+		var outside []store.Job
+		var err error
+		uqs, outside, err = d.Store.UserQueuesOf(ctx, batched)
+		if err != nil {
+			log.Warn("look up whose batch jobs these are; the sweeper will enqueue them", "err", err)
+		}
+		// No admission walks a batch that is not running (a failed job of
+		// a cancelled batch run again, say): its jobs go as they are.
+		now = append(now, outside...)
+	}
+	return d.enqueue(ctx, log, now) + d.Admit(ctx, log, uqs...)
+}
+
+// Admit tops each user queue up with its user's waiting batch jobs, as far
+// as the caps allow (store.AdmissibleJobs), and returns how many it handed
+// over. Two callers admitting the same job at once are harmless: its
+// TaskID makes the second enqueue a no-op.
+func (d *Dispatcher) Admit(ctx context.Context, log *slog.Logger, uqs ...store.UserQueue) int {
+	n := 0
+	for _, uq := range uqs {
+		jobs, err := d.Store.AdmissibleJobs(ctx, uq, time.Now().Add(time.Minute), d.Caps)
+		if err != nil {
+			log.Warn("admit batch jobs; the sweeper will", "user", uq.User, "queue", uq.Queue, "err", err)
+			continue
+		}
+		n += d.enqueue(ctx, log, jobs)
+	}
+	return n
+}
+
+// enqueue hands jobs to the queue as they are.
+func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
+	if len(jobs) == 0 {
+		return 0
+	}
+	ts := make([]*asynq.Task, len(jobs))
+	for i, j := range jobs {
+		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
+	}
+	var done []uuid.UUID
+	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
+		if tasks.IDInUse(err) {
+			err = d.settleIDInUse(ctx, jobs[i], ts[i])
+		}
+		if err != nil {
+			log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
+			continue
+		}
+		done = append(done, jobs[i].ID)
+	}
+	if err := d.Store.MarkEnqueued(ctx, done); err != nil {
+		log.Warn("mark enqueued", "err", err)
+	}
+	return len(done)
+}
+
+// settleIDInUse settles an enqueue of j that found its TaskID in use.
+// Usually the task is j's own, enqueued before (at-least-once callers
+// enqueue again freely). But two jobs can share a TaskID (an edit applied
+// again over its latest version), and an archived task of the earlier job
+// would hold it for good: j would never run, and reconciling j would run
+// the earlier job's task again. Such a task, finished with, makes room
+// for j's. j's own task, even archived, is left alone: j may have just
+// ended, its state not yet written (Rerun clears the way itself).
+func (d *Dispatcher) settleIDInUse(ctx context.Context, j store.Job, t *asynq.Task) error {
+	info, err := d.Inspector.GetTaskInfo(j.Queue, j.TaskID)
+	if errors.Is(err, asynq.ErrTaskNotFound) {
+		return tasks.Enqueue(ctx, d.Queue, t) // gone meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	var owner tasks.Job
+	if json.Unmarshal(info.Payload, &owner) != nil || owner.JobID == j.ID || !ended(info.State) {
+		return nil
+	}
+	if err := d.Inspector.DeleteTask(j.Queue, j.TaskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return err
+	}
+	return tasks.Enqueue(ctx, d.Queue, t)
+}
+
+// ended is a task Asynq keeps after its last run: archived (failed for
+// good) or completed (kept for its retention). It still holds its TaskID.
+func ended(s asynq.TaskState) bool {
+	return s == asynq.TaskStateArchived || s == asynq.TaskStateCompleted
+}
