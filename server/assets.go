@@ -20,6 +20,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/events"
+	"lightbox/internal/ptr"
 	"lightbox/jobs"
 	"lightbox/store"
 )
@@ -520,7 +521,7 @@ func (s *Server) patchAsset(c *gin.Context) {
 		change.IPTC = jsonObject(errs, "iptc", in.IPTC.Value, maxIPTC)
 	}
 	if in.Flags.Set {
-		for name := range deref(in.Flags.Value) {
+		for name := range ptr.Value(in.Flags.Value) {
 			if serviceFlags()[name] {
 				errs.add("flags."+name, "is set by the service")
 			}
@@ -547,7 +548,7 @@ func (s *Server) patchAsset(c *gin.Context) {
 func keywords(errs fieldErrors, in *[]string) []string {
 	out := []string{}
 	seen := map[string]bool{}
-	for _, k := range deref(in) {
+	for _, k := range ptr.Value(in) {
 		k = strings.TrimSpace(k)
 		switch {
 		case k == "" || utf8.RuneCountInString(k) > maxKeywordLen:
@@ -566,7 +567,7 @@ func keywords(errs fieldErrors, in *[]string) []string {
 
 // jsonObject is a JSON object field as stored: null stores {}.
 func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, limit int) json.RawMessage {
-	raw, _ := json.Marshal(deref(in))
+	raw, _ := json.Marshal(ptr.Value(in))
 	if string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}

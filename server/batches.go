@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
+	"lightbox/internal/ptr"
 	"lightbox/store"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) batchResults(c *gin.Context) {
 	for i, j := range jobs {
 		out[i] = result{JobID: j.ID.String(), Type: j.Type, Status: j.Status}
 		if j.ErrorCode != nil {
-			out[i].Error = &errorJSON{Code: *j.ErrorCode, Message: deref(j.ErrorMessage)}
+			out[i].Error = &errorJSON{Code: *j.ErrorCode, Message: ptr.Value(j.ErrorMessage)}
 		}
 		if j.AssetID != nil {
 			if a, err := s.store.AssetByID(c.Request.Context(), *j.AssetID); err == nil {

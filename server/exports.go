@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/internal/ptr"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
@@ -69,7 +70,7 @@ func toExportJSON(e *store.Export) exportJSON {
 		StartedAt: utc(e.StartedAt), ExpiresAt: utc(e.ExpiresAt),
 	}
 	if e.ErrorCode != nil {
-		out.Error = &errorJSON{Code: *e.ErrorCode, Message: deref(e.ErrorMessage)}
+		out.Error = &errorJSON{Code: *e.ErrorCode, Message: ptr.Value(e.ErrorMessage)}
 	}
 	return out
 }

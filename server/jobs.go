@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"lightbox/internal/ptr"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -43,19 +44,10 @@ func toJobJSON(j store.Job) jobJSON {
 		out.BatchID = &s
 	}
 	if j.ErrorCode != nil {
-		msg := cmp.Or(deref(j.ErrorMessage), *j.ErrorCode)
+		msg := cmp.Or(ptr.Value(j.ErrorMessage), *j.ErrorCode)
 		out.Error, out.ErrorCode = &msg, j.ErrorCode
 	}
 	return out
-}
-
-// deref is what p points at, or T's zero value for nil.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 var jobStatuses = map[string]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}

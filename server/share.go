@@ -49,6 +49,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/internal/guess"
+	"lightbox/internal/ptr"
 	"lightbox/store"
 )
 
@@ -202,7 +203,7 @@ func (s *Server) getShare(c *gin.Context) {
 			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, blob.KindPreview), "image/jpeg")
 		}
 		a.Pending = preview == nil
-		a.PreviewURL = cmp.Or(deref(preview), strings.TrimRight(s.cfg.PublicURL, "/")+"/static/pending.svg")
+		a.PreviewURL = cmp.Or(ptr.Value(preview), strings.TrimRight(s.cfg.PublicURL, "/")+"/static/pending.svg")
 		if g.AllowDownloads && it.Status != store.AssetPendingUpload {
 			a.OriginalURL = s.signShareURL(ctx, it.BlobKey, it.ContentType)
 		}

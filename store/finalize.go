@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lib/pq"
+
+	"lightbox/internal/ptr"
 )
 
 // FinalizeItem is a client's claim that an upload is complete.
@@ -121,7 +123,7 @@ func (s *Store) finalize(ctx context.Context, owner, project uuid.UUID, items []
 		case a.Status == AssetDuplicate:
 			out.Status, out.DuplicateOf = AssetDuplicate, a.DuplicateOf
 		case a.Status == AssetFailed:
-			out.Status, out.ErrorCode, out.ErrorMessage = AssetFailed, deref(a.ErrorCode), deref(a.ErrorMsg)
+			out.Status, out.ErrorCode, out.ErrorMessage = AssetFailed, ptr.Value(a.ErrorCode), ptr.Value(a.ErrorMsg)
 		default: // uploaded, cull, search, ai: accepted by an earlier call
 			out.Status = AssetUploaded
 			earlier = append(earlier, a.ID.String())

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"lightbox/internal/ptr"
 )
 
 // IdempotencyWindow is how long an answer stays replayable.
@@ -88,7 +90,7 @@ func (s *Store) claimIdempotencyKey(ctx context.Context, user uuid.UUID, key, me
 	if row.StatusCode == nil {
 		return nil, ErrIdempotencyInFlight
 	}
-	return &SavedResponse{StatusCode: *row.StatusCode, ContentType: deref(row.ContentType), Body: row.Body}, nil
+	return &SavedResponse{StatusCode: *row.StatusCode, ContentType: ptr.Value(row.ContentType), Body: row.Body}, nil
 }
 
 // SaveIdempotentResponse stores the first answer to replay.

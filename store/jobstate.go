@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/lib/pq"
+
+	"lightbox/internal/ptr"
 )
 
 // Job states.
@@ -180,7 +182,7 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 				ended[*j.BatchID] = true
 			}
 			if j.Status == JobFailed && failAsset[j.ID] && j.AssetID != nil {
-				if err := tx.FailAsset(ctx, *j.AssetID, deref(j.ErrorCode), deref(j.ErrorMessage)); err != nil {
+				if err := tx.FailAsset(ctx, *j.AssetID, ptr.Value(j.ErrorCode), ptr.Value(j.ErrorMessage)); err != nil {
 					return err
 				}
 			}

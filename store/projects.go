@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"lightbox/internal/ptr"
 )
 
 // Project groups the assets of one shoot or job.
@@ -115,11 +117,11 @@ func (s *Store) UpdateProject(ctx context.Context, owner, id uuid.UUID, in Proje
 			updated_at = now()
 		WHERE id = $1 AND owner_user_id = $2`,
 		id, owner,
-		in.Title != nil, deref(in.Title),
-		in.Description != nil, deref(in.Description),
+		in.Title != nil, ptr.Value(in.Title),
+		in.Description != nil, ptr.Value(in.Description),
 		in.ShootDate != nil, shoot,
 		in.Timezone != nil, tz,
-		in.Status != nil, deref(in.Status))
+		in.Status != nil, ptr.Value(in.Status))
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +129,6 @@ func (s *Store) UpdateProject(ctx context.Context, owner, id uuid.UUID, in Proje
 		return nil, ErrNotFound
 	}
 	return s.Project(ctx, owner, id)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // ProjectOwner returns who owns a project; for the worker.
