@@ -130,9 +130,7 @@ func (s *Server) oneVerification(c *gin.Context) (release func(), err error) {
 	release, err = s.hold(c.Request.Context(), logger(c), "lightbox:chain-verify-lock:"+principal(c).ID.String())
 	if errors.Is(err, redislock.ErrNotObtained) {
 		s.metrics.verifications.WithLabelValues("busy").Inc()
-		const retry = 1
-		c.Header("Retry-After", strconv.Itoa(retry))
-		return nil, apiError(http.StatusTooManyRequests, "busy", "A chain verification of yours is running; retry in %d s for its outcome.", retry).with("retryAfter", retry)
+		return nil, retryLater(c, time.Second, "busy", "A chain verification of yours is running, and its outcome will be kept")
 	}
 	return release, err
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/mail"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -212,10 +211,8 @@ func (s *Server) countGuess(c *gin.Context, scopes []guess.Scope) error {
 	if wait <= 0 {
 		return nil
 	}
-	retry := ceilSeconds(wait)
-	c.Header("Retry-After", strconv.Itoa(retry))
 	s.metrics.refusedBy("signin-guesses:")
-	return apiError(http.StatusTooManyRequests, "rate_limited", "Too many wrong codes; retry in %d s.", retry).with("retryAfter", retry)
+	return retryLater(c, wait, "rate_limited", "Too many wrong codes")
 }
 
 // refresh spends a refresh token for a new pair. A refresh token that
