@@ -125,6 +125,9 @@ func (s *Server) createProject(c *gin.Context) {
 	c.JSON(http.StatusCreated, toProjectJSON(*p))
 }
 
+// ownProject loads the caller's project named by the path.
+func (s *Server) ownProject(c *gin.Context) (*store.Project, error) { return owned(c, s.store.Project) }
+
 func (s *Server) getProject(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {

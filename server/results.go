@@ -14,9 +14,6 @@ import (
 	"lightbox/store"
 )
 
-// ownProject loads the caller's project named by the path.
-func (s *Server) ownProject(c *gin.Context) (*store.Project, error) { return owned(c, s.store.Project) }
-
 type hitJSON struct {
 	AssetID    uuid.UUID `json:"assetId"`
 	Score      float64   `json:"score"`
