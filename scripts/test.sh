@@ -16,7 +16,7 @@ PKG=${PKG:-./...}
 RACE=${RACE-}
 PLAIN_PKG=${PLAIN_PKG-}
 TIMEOUT=${TIMEOUT:-20m}
-FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./server:FuzzDecodeJSON}
+FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./internal/jsonbody:FuzzDecode}
 # A count of inputs, not a duration: a duration can end a run mid-input, which
 # go test reports as a failure ("context deadline exceeded").
 FUZZTIME=${FUZZTIME:-20000x}
