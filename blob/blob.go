@@ -62,6 +62,9 @@ type URLSigner interface {
 	// SignGet returns a URL that reads g.Key until g.Expires, answered with
 	// g.ContentType when one is given.
 	SignGet(ctx context.Context, g Grant) (SignedURL, error)
+	// Origin is the scheme and host every URL it signs leads to, for a
+	// page's content security policy to let the browser reach.
+	Origin() string
 }
 
 // SignedURL is an absolute URL with what a client needs to use it.

@@ -53,6 +53,7 @@ type S3 struct {
 	core   minio.Core
 	signer *minio.Client // c, or one for PublicEndpoint
 	bucket string
+	origin string // where presigned URLs lead
 }
 
 // NewS3 returns a store on cfg's bucket. It does not contact the service.
@@ -67,8 +68,19 @@ func NewS3(cfg S3Config) (*S3, error) {
 			return nil, err
 		}
 	}
+	// Presigned URLs name the bucket in the host unless it goes in the
+	// path (s3Client's BucketLookup).
+	u := s.signer.EndpointURL()
+	s.origin = u.Scheme + "://" + u.Host
+	if !cfg.PathStyle {
+		s.origin = u.Scheme + "://" + cfg.Bucket + "." + u.Host
+	}
 	return s, nil
 }
+
+// Origin is where presigned URLs lead: the bucket's own host, or the
+// endpoint's when the bucket is in the path.
+func (s *S3) Origin() string { return s.origin }
 
 // s3Client returns a client for endpoint. Given the region, presigning
 // makes no request.

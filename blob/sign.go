@@ -44,6 +44,15 @@ func NewSigner(secret []byte, base string) *Signer {
 	return &Signer{secret: secret, base: strings.TrimSuffix(base, "/")}
 }
 
+// Origin is the scheme and host of the base every URL is below.
+func (s *Signer) Origin() string {
+	u, err := url.Parse(s.base)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
 func (s *Signer) mac(g Grant) string {
 	m := hmac.New(sha256.New, s.secret)
 	// Newline-separated fields: none may contain a newline (keys are

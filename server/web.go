@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -81,17 +81,20 @@ func (s *Server) servePage(c *gin.Context, name string) {
 // contentPolicy allows scripts and styles from this origin only. Images
 // and uploads may go to PUBLIC_URL, where signed URLs point, when the
 // pages are reached under another name (a proxy, a LAN address), and to
-// the S3 bucket when blobs live there.
+// wherever the blob signer's URLs lead (an S3 bucket's host).
 func (s *Server) contentPolicy() string {
-	blobs := ""
+	var origins []string
 	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
-		blobs = " " + u.Scheme + "://" + u.Host
+		origins = append(origins, u.Scheme+"://"+u.Host)
 	}
-	if u, err := url.Parse(cmp.Or(s.cfg.S3PublicEndpoint, s.cfg.S3Endpoint)); err == nil && u.Host != "" && s.cfg.BlobBackend == "s3" {
-		if !s.cfg.S3ForcePathStyle {
-			u.Host = s.cfg.S3Bucket + "." + u.Host
+	if s.signer != nil {
+		if o := s.signer.Origin(); o != "" && !slices.Contains(origins, o) {
+			origins = append(origins, o)
 		}
-		blobs += " " + u.Scheme + "://" + u.Host
+	}
+	blobs := ""
+	for _, o := range origins {
+		blobs += " " + o
 	}
 	return "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
 		"img-src 'self' data: blob:" + blobs + "; connect-src 'self'" + blobs + "; " +
