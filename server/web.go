@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynqmon"
 
+	"lightbox/imaging/formats"
 	"lightbox/internal/redisconn"
 	"lightbox/web"
 )
@@ -48,10 +49,22 @@ func loadPages() {
 		if ct == "" {
 			ct = "application/octet-stream"
 		}
-		sum := sha256.Sum256(b)
-		pages[p] = page{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		pages[p] = newPage(b, ct)
 		return nil
 	})
+	// The page's uploader reads the accepted formats from the table the
+	// server checks uploads against, so the two cannot drift.
+	b, _ := json.Marshal(struct {
+		Types []formats.Accepted `json:"types"`
+		Names string             `json:"names"`
+	}{formats.All(), formats.Names})
+	pages["static/formats.json"] = newPage(b, "application/json")
+}
+
+// newPage is b served as contentType, with a strong ETag.
+func newPage(b []byte, contentType string) page {
+	sum := sha256.Sum256(b)
+	return page{body: b, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }
 
 // servePage writes an embedded file. The pages are public: what they show

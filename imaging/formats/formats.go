@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -104,6 +105,23 @@ func FromContentType(mt string) Format {
 		}
 	}
 	return ""
+}
+
+// Accepted is one accepted format as a client choosing files needs it.
+type Accepted struct {
+	ContentType string   `json:"contentType"`       // recorded for its originals
+	Aliases     []string `json:"aliases,omitempty"` // other types clients send for it
+	Extensions  []string `json:"extensions"`
+}
+
+// All lists the accepted formats, by content type.
+func All() []Accepted {
+	out := make([]Accepted, 0, len(table))
+	for _, in := range table {
+		out = append(out, Accepted{ContentType: in.mime, Aliases: in.alias, Extensions: in.exts})
+	}
+	slices.SortFunc(out, func(a, b Accepted) int { return strings.Compare(a.ContentType, b.ContentType) })
+	return out
 }
 
 // Names lists the accepted formats for people: "JPEG, PNG, …, and camera raws".

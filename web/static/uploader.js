@@ -16,36 +16,19 @@
 
 import { api, newKey, sleep, waitFor, ApiError } from './api.js';
 
-// TYPES are the originals the service takes (imaging/formats on the server
-// says the same), by the content type recorded for each, with the other
-// types browsers send for them and their extensions. Browsers send an empty
-// type or application/octet-stream for raws and often for HEIC, so the
-// extension decides then.
-const TYPES = {
-  'image/jpeg': { exts: ['.jpg', '.jpeg', '.jpe'] },
-  'image/png': { exts: ['.png'] },
-  'image/gif': { exts: ['.gif'] },
-  'image/webp': { exts: ['.webp'] },
-  'image/tiff': { exts: ['.tif', '.tiff'] },
-  'image/heic': { exts: ['.heic', '.heif', '.hif'], alias: ['image/heif', 'image/heic-sequence', 'image/heif-sequence'] },
-  'image/avif': { exts: ['.avif'] },
-  'image/jxl': { exts: ['.jxl'] },
-  'image/x-adobe-dng': { exts: ['.dng'], alias: ['image/dng'] },
-  'image/x-canon-cr2': { exts: ['.cr2'] },
-  'image/x-canon-cr3': { exts: ['.cr3'] },
-  'image/x-canon-crw': { exts: ['.crw'] },
-  'image/x-nikon-nef': { exts: ['.nef'] },
-  'image/x-nikon-nrw': { exts: ['.nrw'] },
-  'image/x-sony-arw': { exts: ['.arw'] },
-  'image/x-fuji-raf': { exts: ['.raf'] },
-  'image/x-olympus-orf': { exts: ['.orf'] },
-  'image/x-panasonic-rw2': { exts: ['.rw2'], alias: ['image/x-panasonic-raw'] },
-  'image/x-pentax-pef': { exts: ['.pef'] },
-  'image/x-samsung-srw': { exts: ['.srw'] },
-};
+// TYPES are the originals the service takes, by the content type recorded
+// for each, with the other types browsers send for them and their
+// extensions, as the server's format table serves them (formats.json).
+// Browsers send an empty type or application/octet-stream for raws and
+// often for HEIC, so the extension decides then.
+const FORMATS = await fetch(new URL('./formats.json', import.meta.url)).then((r) => {
+  if (!r.ok) throw new Error(`formats.json: ${r.status}`);
+  return r.json();
+});
+const TYPES = Object.fromEntries(FORMATS.types.map((f) => [f.contentType, { exts: f.extensions, alias: f.aliases ?? [] }]));
 
 // FORMAT_NAMES says which files are taken, for people.
-export const FORMAT_NAMES = 'JPEG, PNG, GIF, WebP, TIFF, HEIC/HEIF, AVIF, JPEG XL, DNG and camera raws (CR2, CR3, CRW, NEF, NRW, ARW, RAF, ORF, RW2, PEF, SRW)';
+export const FORMAT_NAMES = FORMATS.names;
 
 // ACCEPT is the file picker's accept list: every type and extension.
 export const ACCEPT = Object.entries(TYPES)
