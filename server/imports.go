@@ -66,9 +66,8 @@ func (s *Server) importURLs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if q, used := s.quotasOf(u), u.BytesStored+u.BytesInFlight; q.Bytes > 0 && used >= q.Bytes {
-		fail(c, errQuota(http.StatusForbidden, "bytes", q.Bytes, used, 0,
-			"This account holds %d of the %d bytes it may; delete photos before importing more.", used, q.Bytes))
+	if err := s.checkImportQuota(u); err != nil {
+		fail(c, err)
 		return
 	}
 	var recorded []store.Job

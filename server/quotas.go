@@ -17,6 +17,7 @@ package server
 // requests cannot both take the last of a quota.
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -69,38 +70,50 @@ func errQuota(status int, quota string, limit, used, requested int64, format str
 }
 
 // checkUploadQuotas refuses files of bytes in all when they would pass the
-// user's bytes or files-in-flight quota. It sets Retry-After on h when
-// waiting for uploads in flight to expire would help.
+// user's bytes or files-in-flight quota (store.Usage.CheckUpload). It sets
+// Retry-After on h when waiting for uploads in flight to expire would help.
 func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, bytes int64) error {
-	q := s.quotasOf(u)
-	if used := u.BytesStored + u.BytesInFlight; q.Bytes > 0 && used+bytes > q.Bytes {
-		return errQuota(http.StatusForbidden, "bytes", q.Bytes, used, bytes,
-			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", bytes, used, q.Bytes)
+	var q *store.QuotaError
+	if err := u.CheckUpload(s.quotasOf(u), files, bytes); !errors.As(err, &q) {
+		return err
 	}
-	if used := int64(u.FilesInFlight); q.FilesInFlight > 0 && used+int64(files) > q.FilesInFlight {
-		if int64(files) > q.FilesInFlight {
-			// No wait makes it fit: say so, and how many do.
-			return errQuota(http.StatusTooManyRequests, "filesInFlight", q.FilesInFlight, used, int64(files),
-				"This asks for %d uploads at once; at most %d may be in flight, so send at most %d per request.", files, q.FilesInFlight, q.FilesInFlight).
-				with("retryAfter", nil).with("maxAtOnce", q.FilesInFlight)
-		}
-		e := errQuota(http.StatusTooManyRequests, "filesInFlight", q.FilesInFlight, used, int64(files),
-			"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", used, q.FilesInFlight)
-		retry := 1
-		if u.NextExpiry != nil {
-			retry = max(1, ceilSeconds(time.Until(*u.NextExpiry)))
-		}
-		h.Set("Retry-After", strconv.Itoa(retry))
-		return e.with("retryAfter", retry)
+	switch {
+	case q.Quota == store.QuotaBytes:
+		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
+			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", q.Requested, q.Used, q.Limit)
+	case q.Requested > q.Limit:
+		// No wait makes it fit: say so, and how many do.
+		return errQuota(http.StatusTooManyRequests, q.Quota, q.Limit, q.Used, q.Requested,
+			"This asks for %d uploads at once; at most %d may be in flight, so send at most %d per request.", q.Requested, q.Limit, q.Limit).
+			with("retryAfter", nil).with("maxAtOnce", q.Limit)
 	}
-	return nil
+	e := errQuota(http.StatusTooManyRequests, q.Quota, q.Limit, q.Used, q.Requested,
+		"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", q.Used, q.Limit)
+	retry := 1
+	if u.NextExpiry != nil {
+		retry = max(1, ceilSeconds(time.Until(*u.NextExpiry)))
+	}
+	h.Set("Retry-After", strconv.Itoa(retry))
+	return e.with("retryAfter", retry)
 }
 
 // checkExportQuota refuses one more export past the user's exports quota.
 func (s *Server) checkExportQuota(u *store.Usage) error {
-	if q := s.quotasOf(u); q.Exports > 0 && int64(u.Exports)+1 > q.Exports {
-		return errQuota(http.StatusForbidden, "exports", q.Exports, int64(u.Exports), 1,
-			"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", u.Exports, q.Exports)
+	var q *store.QuotaError
+	if err := u.CheckExport(s.quotasOf(u)); !errors.As(err, &q) {
+		return err
 	}
-	return nil
+	return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
+		"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", q.Used, q.Limit)
+}
+
+// checkImportQuota refuses a URL import to an account at its bytes quota
+// already (store.Usage.CheckImport).
+func (s *Server) checkImportQuota(u *store.Usage) error {
+	var q *store.QuotaError
+	if err := u.CheckImport(s.quotasOf(u)); !errors.As(err, &q) {
+		return err
+	}
+	return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
+		"This account holds %d of the %d bytes it may; delete photos before importing more.", q.Used, q.Limit)
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,19 +26,9 @@ func (s *Store) AddImports(ctx context.Context, project uuid.UUID, items []NewIm
 	return s.AddPendingAssets(ctx, project, assets, time.Time{})
 }
 
-// BytesQuotaError is RecordDownload's answer when a download does not fit
-// its owner's bytes quota.
-type BytesQuotaError struct {
-	Limit, Used, Requested int64
-}
-
-func (e *BytesQuotaError) Error() string {
-	return fmt.Sprintf("store: %d bytes more do not fit a quota of %d with %d used", e.Requested, e.Limit, e.Used)
-}
-
 // RecordDownload stores what a download brought: its size, checksum and
 // sniffed content type, while the asset still waits for bytes, unless the
-// bytes would pass owner's bytes quota (a *BytesQuotaError). It counts as
+// bytes would pass owner's bytes quota (a *QuotaError). It counts as
 // in flight until finalized, and the owner's row is held for the check, so
 // two downloads at once cannot both take the last of the quota.
 func (s *Store) RecordDownload(ctx context.Context, owner, asset uuid.UUID, sha string, size int64, contentType string, defaults Limits) error {
@@ -54,7 +43,7 @@ func (s *Store) RecordDownload(ctx context.Context, owner, asset uuid.UUID, sha 
 		}
 		used := u.BytesStored + u.BytesInFlight - own
 		if l := u.Limits(defaults); l.Bytes > 0 && used+size > l.Bytes {
-			return &BytesQuotaError{Limit: l.Bytes, Used: used, Requested: size}
+			return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used, Requested: size}
 		}
 		_, err := tx.db.ExecContext(ctx, `
 			UPDATE assets SET checksum_sha256 = $2, upload_size = $3, byte_size = $3, content_type = $4, uploaded_at = now(), updated_at = now()

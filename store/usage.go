@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -79,6 +80,54 @@ func (s *Store) WithUsage(ctx context.Context, user uuid.UUID, fn func(tx *Store
 // Limits are the quota limits that apply to a user; 0 is none.
 type Limits struct {
 	Bytes, FilesInFlight, Exports int64
+}
+
+// Quotas, by the names answers give them.
+const (
+	QuotaBytes         = "bytes"         // originals kept plus the declared sizes of uploads in flight
+	QuotaFilesInFlight = "filesInFlight" // uploads prepared but neither finalized nor expired
+	QuotaExports       = "exports"       // exports queued, running, or done and not yet expired
+)
+
+// QuotaError is a request that would pass one of its user's quotas: it
+// asks for Requested more where Used of Limit are taken.
+type QuotaError struct {
+	Quota                  string // QuotaBytes, QuotaFilesInFlight or QuotaExports
+	Limit, Used, Requested int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("store: %d more would pass the %s quota of %d, %d used", e.Requested, e.Quota, e.Limit, e.Used)
+}
+
+// CheckUpload reports, as a *QuotaError, whether files more uploads of
+// bytes in all would pass l: the bytes quota first, then the uploads in
+// flight (which free themselves as uploads finish or expire).
+func (u *Usage) CheckUpload(l Limits, files int, bytes int64) error {
+	if used := u.BytesStored + u.BytesInFlight; l.Bytes > 0 && used+bytes > l.Bytes {
+		return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used, Requested: bytes}
+	}
+	if used := int64(u.FilesInFlight); l.FilesInFlight > 0 && used+int64(files) > l.FilesInFlight {
+		return &QuotaError{Quota: QuotaFilesInFlight, Limit: l.FilesInFlight, Used: used, Requested: int64(files)}
+	}
+	return nil
+}
+
+// CheckImport reports whether an account is at its bytes quota already,
+// so takes no URL import: the sizes are known only once fetched.
+func (u *Usage) CheckImport(l Limits) error {
+	if used := u.BytesStored + u.BytesInFlight; l.Bytes > 0 && used >= l.Bytes {
+		return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used}
+	}
+	return nil
+}
+
+// CheckExport reports whether one more export would pass l.
+func (u *Usage) CheckExport(l Limits) error {
+	if l.Exports > 0 && int64(u.Exports)+1 > l.Exports {
+		return &QuotaError{Quota: QuotaExports, Limit: l.Exports, Used: int64(u.Exports), Requested: 1}
+	}
+	return nil
 }
 
 // Limits are u's own limits where set, else defaults.

@@ -97,7 +97,7 @@ func TestBytesQuotaCountsARetriedDownloadOnce(t *testing.T) {
 			t.Fatalf("try %d: %v", try+1, err)
 		}
 	}
-	var over *store.BytesQuotaError
+	var over *store.QuotaError
 	if err := env.Store.RecordDownload(ctx, owner, items[1].AssetID, sha, 100, "image/jpeg", store.Limits{}); !errors.As(err, &over) || over.Used != 100 {
 		t.Fatalf("another download: %v, want refused with 100 of 150 bytes used", err)
 	}
@@ -128,7 +128,7 @@ func TestBytesQuotaHoldsBetweenConcurrentDownloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var over *store.BytesQuotaError
+	var over *store.QuotaError
 	if err := <-second; !errors.As(err, &over) || over.Used != 100 || over.Requested != 100 {
 		t.Fatalf("second download: %v, want refused with 100 of 150 bytes used", err)
 	}

@@ -103,7 +103,7 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	quota := store.Limits{Bytes: w.cfg.QuotaBytes}
-	var over *store.BytesQuotaError
+	var over *store.QuotaError
 	if err := w.st.RecordDownload(ctx, owner, a.ID, info.SHA256, info.Size, contentType, quota); errors.As(err, &over) {
 		if err := w.blobs.Delete(ctx, a.BlobKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
 			return err
