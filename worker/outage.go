@@ -18,14 +18,6 @@ const (
 	databaseRetry = 5 * time.Second
 )
 
-// trackJobs records each run of a task that has a job row in the job's
-// row (jobs.Tracker.Run).
-func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
-	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-		return w.tracker.Run(ctx, t, next)
-	})
-}
-
 // waitOutOutages makes an outage of the blob store (or its disk full) or
 // of Postgres a wait rather than a failure: the task runs again once the
 // service may be back, without spending a retry, so an outage fails no

@@ -251,6 +251,14 @@ func (w *Worker) logTasks(next asynq.Handler) asynq.Handler {
 	})
 }
 
+// trackJobs records each run of a task that has a job row in the job's
+// row (jobs.Tracker.Run).
+func (w *Worker) trackJobs(next asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		return w.tracker.Run(ctx, t, next)
+	})
+}
+
 // recoverPanics turns a handler panic into an error, so one bad task fails
 // alone and the worker goes on.
 func recoverPanics(next asynq.Handler) asynq.Handler {
