@@ -232,8 +232,10 @@ func get(url, key string) (reply, error) {
 // a chain of 10,000 entries (each verification of it was 0.9 s of CPU),
 // while another user lists projects. Exactly one verification runs; the
 // others are refused as busy or answered from its kept outcome, and the
-// other user's p99 stays under 250 ms. The server is its own process,
-// built without the race detector, so the figure is the server's.
+// other user's p99 stays under 250 ms, plus twice the p99 of a server
+// nobody attacks asked at the same moments (the machine's own noise, as
+// the password flood test counts it). The servers are processes of their
+// own, built without the race detector, so the figures are the servers'.
 func TestChainVerifyFloodFromOneUser(t *testing.T) {
 	const entries, volley, samples = 10_000, 20, 400
 	env := testenv.New(t)
@@ -274,20 +276,29 @@ func TestChainVerifyFloodFromOneUser(t *testing.T) {
 	}
 	attacker, other := newKey("mallory@example.org"), newKey("ana@example.org")
 
-	measure := func() time.Duration {
-		var took []time.Duration
-		for len(took) < samples {
+	// A second server nobody attacks, asked in turns with the attacked one:
+	// what the machine's other work adds to both is not the attack's.
+	control := startServerProcess(t, env, map[string]string{"CHAIN_KEY": base64.StdEncoding.EncodeToString(der),
+		"RATE_API_PER_MINUTE": "100000", "RATE_API_BURST": "10000"})
+	measure := func() (p99, controlP99 time.Duration) {
+		var took, controlTook []time.Duration
+		ask := func(url string, into *[]time.Duration) {
 			start := time.Now()
-			r, err := get(base+"/v1/projects", other)
-			took = append(took, time.Since(start))
+			r, err := get(url+"/v1/projects", other)
+			*into = append(*into, time.Since(start))
 			if err != nil || r.status != 200 {
 				t.Fatalf("the other user's request: %v %d %s", err, r.status, r.body)
 			}
 		}
-		_, p99 := testenv.Percentiles(took)
-		return p99
+		for len(took) < samples {
+			ask(base, &took)
+			ask("http://"+control.addr, &controlTook)
+		}
+		_, p99 = testenv.Percentiles(took)
+		_, controlP99 = testenv.Percentiles(controlTook)
+		return p99, controlP99
 	}
-	baseline := measure()
+	baseline, _ := measure()
 
 	// The attack, until the other user has measured enough.
 	measured := make(chan struct{})
@@ -334,10 +345,11 @@ func TestChainVerifyFloodFromOneUser(t *testing.T) {
 			}
 		}
 	}()
-	p99 := measure()
+	p99, controlP99 := measure()
 	close(measured)
 	<-attacked
-	t.Logf("the other user's p99 under the attack: %v over %d requests (%v without it); the attacker's answers: %v", p99, samples, baseline, answers)
+	t.Logf("the other user's p99 under the attack: %v over %d requests (%v without it, %v meanwhile from a server nobody attacks); the attacker's answers: %v",
+		p99, samples, baseline, controlP99, answers)
 	if len(bad) > 0 {
 		t.Fatalf("%d unexpected answers to the attacker, such as %q", len(bad), bad[:min(3, len(bad))])
 	}
@@ -355,8 +367,8 @@ func TestChainVerifyFloodFromOneUser(t *testing.T) {
 		t.Errorf("verifications ran %d, kept %d, busy %d; want 1 run, and %d kept and %d busy as answered (%v)",
 			ran, kept, busy, answers["200"], answers["429 busy"], answers)
 	}
-	if p99 >= 250*time.Millisecond {
-		t.Errorf("the other user's p99 is %v under the attack, want under 250 ms", p99)
+	if p99 >= 250*time.Millisecond+2*controlP99 {
+		t.Errorf("the other user's p99 is %v under the attack, want under 250 ms + 2 × %v (the p99 of a server nobody attacks)", p99, controlP99)
 	}
 }
 
