@@ -22,6 +22,7 @@ type projectJSON struct {
 	ShootDate   *string            `json:"shootDate"`
 	Timezone    *string            `json:"timezone"`
 	Status      string             `json:"status"`
+	DetectFaces bool               `json:"detectFaces"`
 	Stats       store.ProjectStats `json:"stats"`
 	CreatedAt   time.Time          `json:"createdAt"`
 	UpdatedAt   time.Time          `json:"updatedAt"`
@@ -30,7 +31,7 @@ type projectJSON struct {
 func toProjectJSON(p store.Project) projectJSON {
 	out := projectJSON{
 		ID: p.ID.String(), OwnerUserID: p.OwnerUserID.String(), Title: p.Title, Description: p.Description,
-		Timezone: p.Timezone, Status: p.Status, Stats: p.ProjectStats,
+		Timezone: p.Timezone, Status: p.Status, DetectFaces: p.DetectFaces, Stats: p.ProjectStats,
 		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
 	if p.ShootDate != nil {
@@ -154,6 +155,7 @@ func (s *Server) patchProject(c *gin.Context) {
 		ShootDate   optional[string] `json:"shootDate"`
 		Timezone    optional[string] `json:"timezone"`
 		Status      optional[string] `json:"status"`
+		DetectFaces optional[bool]   `json:"detectFaces"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		fail(c, err)
@@ -191,6 +193,12 @@ func (s *Server) patchProject(c *gin.Context) {
 			errs.add("status", "must be active, archived or deleted")
 		}
 		upd.Status = in.Status.Value
+	}
+	if in.DetectFaces.Set {
+		if in.DetectFaces.Value == nil {
+			errs.add("detectFaces", "must be true or false")
+		}
+		upd.DetectFaces = in.DetectFaces.Value
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)

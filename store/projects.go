@@ -18,6 +18,7 @@ type Project struct {
 	ShootDate   *time.Time `db:"shoot_date"`
 	Timezone    *string    `db:"timezone"`
 	Status      string     `db:"status"`
+	DetectFaces bool       `db:"detect_faces"` // faces are looked for in its photos
 	CreatedAt   time.Time  `db:"created_at"`
 	UpdatedAt   time.Time  `db:"updated_at"`
 	ProjectStats
@@ -45,7 +46,7 @@ const statsColumns = `
 	coalesce(sum(c.n) FILTER (WHERE c.status = 'failed'), 0)::bigint AS failed`
 
 const projectSelect = `
-	SELECT p.id, p.owner_user_id, p.title, p.description, p.shoot_date, p.timezone, p.status,
+	SELECT p.id, p.owner_user_id, p.title, p.description, p.shoot_date, p.timezone, p.status, p.detect_faces,
 	       p.created_at, p.updated_at, st.*
 	FROM projects p
 	CROSS JOIN LATERAL (SELECT ` + statsColumns + ` FROM project_asset_counts c WHERE c.project_id = p.id) st`
@@ -57,6 +58,8 @@ type ProjectInput struct {
 	ShootDate   **time.Time
 	Timezone    **string
 	Status      *string
+	// DetectFaces switches faces on or off; off deletes the project's faces.
+	DetectFaces *bool
 }
 
 // CreateProject adds a project owned by owner.
@@ -107,26 +110,39 @@ func (s *Store) UpdateProject(ctx context.Context, owner, id uuid.UUID, in Proje
 	if in.Timezone != nil {
 		tz = *in.Timezone
 	}
-	res, err := s.db.ExecContext(ctx, `
-		UPDATE projects SET
-			title = CASE WHEN $3 THEN $4 ELSE title END,
-			description = CASE WHEN $5 THEN $6 ELSE description END,
-			shoot_date = CASE WHEN $7 THEN $8::date ELSE shoot_date END,
-			timezone = CASE WHEN $9 THEN $10 ELSE timezone END,
-			status = CASE WHEN $11 THEN $12 ELSE status END,
-			updated_at = now()
-		WHERE id = $1 AND owner_user_id = $2`,
-		id, owner,
-		in.Title != nil, ptr.Value(in.Title),
-		in.Description != nil, ptr.Value(in.Description),
-		in.ShootDate != nil, shoot,
-		in.Timezone != nil, tz,
-		in.Status != nil, ptr.Value(in.Status))
+	err := s.WithTx(ctx, func(tx *Store) error {
+		res, err := tx.db.ExecContext(ctx, `
+			UPDATE projects SET
+				title = CASE WHEN $3 THEN $4 ELSE title END,
+				description = CASE WHEN $5 THEN $6 ELSE description END,
+				shoot_date = CASE WHEN $7 THEN $8::date ELSE shoot_date END,
+				timezone = CASE WHEN $9 THEN $10 ELSE timezone END,
+				status = CASE WHEN $11 THEN $12 ELSE status END,
+				detect_faces = CASE WHEN $13 THEN $14 ELSE detect_faces END,
+				updated_at = now()
+			WHERE id = $1 AND owner_user_id = $2`,
+			id, owner,
+			in.Title != nil, ptr.Value(in.Title),
+			in.Description != nil, ptr.Value(in.Description),
+			in.ShootDate != nil, shoot,
+			in.Timezone != nil, tz,
+			in.Status != nil, ptr.Value(in.Status),
+			in.DetectFaces != nil, ptr.Value(in.DetectFaces))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		if in.DetectFaces != nil && !*in.DetectFaces {
+			// In the update's transaction: a scan being saved holds the
+			// project's row, so it is deleted here once it is written.
+			return tx.deleteFaces(ctx, id)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, ErrNotFound
 	}
 	return s.Project(ctx, owner, id)
 }

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+)
+
+// FaceScan is one look for faces in an asset's preview, and its summary.
+type FaceScan struct {
+	AssetID      uuid.UUID `db:"asset_id"`
+	ProjectID    uuid.UUID `db:"project_id"`
+	Model        string    `db:"model"`
+	Width        int       `db:"width_px"`
+	Height       int       `db:"height_px"`
+	FaceCount    int       `db:"face_count"`
+	EyesClosed   int       `db:"eyes_closed"`
+	OutOfFocus   int       `db:"out_of_focus"`
+	MinSharpness *float64  `db:"min_sharpness"`
+	ScannedAt    time.Time `db:"scanned_at"`
+}
+
+// Face is one face of a scan. The mesh's measures are nil when the
+// provider gave none.
+type Face struct {
+	N          int             `db:"n"`
+	X          float64         `db:"box_x"`
+	Y          float64         `db:"box_y"`
+	W          float64         `db:"box_w"`
+	H          float64         `db:"box_h"`
+	Score      float64         `db:"score"`
+	EyeLeft    *float64        `db:"eye_left"`
+	EyeRight   *float64        `db:"eye_right"`
+	Yaw        *float64        `db:"yaw"`
+	Pitch      *float64        `db:"pitch"`
+	Roll       *float64        `db:"roll"`
+	Landmarks  json.RawMessage `db:"landmarks"`
+	Sharpness  float64         `db:"sharpness"`
+	EyesClosed bool            `db:"eyes_closed"`
+	OutOfFocus bool            `db:"out_of_focus"`
+}
+
+// SaveFaces replaces the faces of scan's asset with faces, numbered in
+// their order, and the scan's summary with theirs, when the asset's
+// project still detects faces; it reports whether it did. The project's
+// row is held while they are written, so a project that switches faces
+// off meanwhile deletes them after, never before. A missing asset is
+// ErrNotFound.
+func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (bool, error) {
+	saved := false
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var on bool
+		err := tx.db.GetContext(ctx, &on, `SELECT p.detect_faces FROM assets a JOIN projects p ON p.id = a.project_id
+			WHERE a.id = $1 FOR SHARE OF p`, scan.AssetID)
+		if err != nil || !on {
+			return notFound(err)
+		}
+		scan.FaceCount, scan.EyesClosed, scan.OutOfFocus, scan.MinSharpness = len(faces), 0, 0, nil
+		for _, f := range faces {
+			if f.EyesClosed {
+				scan.EyesClosed++
+			}
+			if f.OutOfFocus {
+				scan.OutOfFocus++
+			}
+			if scan.MinSharpness == nil || f.Sharpness < *scan.MinSharpness {
+				sharp := f.Sharpness
+				scan.MinSharpness = &sharp
+			}
+		}
+		if _, err := tx.db.ExecContext(ctx, `
+			INSERT INTO face_scans (asset_id, project_id, model, width_px, height_px, face_count, eyes_closed, out_of_focus, min_sharpness)
+			SELECT $1, project_id, $2, $3, $4, $5, $6, $7, $8 FROM assets WHERE id = $1
+			ON CONFLICT (asset_id) DO UPDATE SET model = EXCLUDED.model, width_px = EXCLUDED.width_px,
+				height_px = EXCLUDED.height_px, face_count = EXCLUDED.face_count, eyes_closed = EXCLUDED.eyes_closed,
+				out_of_focus = EXCLUDED.out_of_focus, min_sharpness = EXCLUDED.min_sharpness, scanned_at = now()`,
+			scan.AssetID, scan.Model, scan.Width, scan.Height, scan.FaceCount, scan.EyesClosed, scan.OutOfFocus,
+			scan.MinSharpness); err != nil {
+			return err
+		}
+		if _, err := tx.db.ExecContext(ctx, `DELETE FROM faces WHERE asset_id = $1`, scan.AssetID); err != nil {
+			return err
+		}
+		for i, f := range faces {
+			landmarks := f.Landmarks
+			if len(landmarks) == 0 {
+				landmarks = nil
+			}
+			if _, err := tx.db.ExecContext(ctx, `
+				INSERT INTO faces (asset_id, n, box_x, box_y, box_w, box_h, score, eye_left, eye_right, yaw, pitch, roll,
+					landmarks, sharpness, eyes_closed, out_of_focus)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+				scan.AssetID, i, f.X, f.Y, f.W, f.H, f.Score, f.EyeLeft, f.EyeRight, f.Yaw, f.Pitch, f.Roll,
+				landmarks, f.Sharpness, f.EyesClosed, f.OutOfFocus); err != nil {
+				return err
+			}
+		}
+		saved = true
+		return nil
+	})
+	return saved, err
+}
+
+// Faces returns an asset's scan and its faces, or a nil scan when its
+// faces were not looked for.
+func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, error) {
+	scan := &FaceScan{}
+	err := s.db.GetContext(ctx, scan, `SELECT asset_id, project_id, model, width_px, height_px, face_count, eyes_closed,
+		out_of_focus, min_sharpness, scanned_at FROM face_scans WHERE asset_id = $1`, asset)
+	if err = notFound(err); err == ErrNotFound {
+		return nil, []Face{}, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	faces := []Face{}
+	err = s.db.SelectContext(ctx, &faces, `SELECT n, box_x, box_y, box_w, box_h, score, eye_left, eye_right, yaw, pitch,
+		roll, landmarks, sharpness, eyes_closed, out_of_focus FROM faces WHERE asset_id = $1 ORDER BY n`, asset)
+	return scan, faces, err
+}
+
+// FaceScans returns the scans of those of ids that have one, by asset.
+func (s *Store) FaceScans(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]FaceScan, error) {
+	var rows []FaceScan
+	err := s.db.SelectContext(ctx, &rows, `SELECT asset_id, project_id, model, width_px, height_px, face_count, eyes_closed,
+		out_of_focus, min_sharpness, scanned_at FROM face_scans WHERE asset_id = ANY($1)`, pq.Array(ids))
+	out := make(map[uuid.UUID]FaceScan, len(rows))
+	for _, r := range rows {
+		out[r.AssetID] = r
+	}
+	return out, err
+}
+
+// DetectsFaces reports whether project has faces switched on.
+func (s *Store) DetectsFaces(ctx context.Context, project uuid.UUID) (bool, error) {
+	var on bool
+	err := s.db.GetContext(ctx, &on, `SELECT detect_faces FROM projects WHERE id = $1`, project)
+	return on, notFound(err)
+}
+
+// deleteFaces deletes every face of project, with their scans.
+func (s *Store) deleteFaces(ctx context.Context, project uuid.UUID) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM face_scans WHERE project_id = $1`, project)
+	return err
+}
