@@ -157,3 +157,21 @@ func Sharpness(img image.Image, box Box) float64 {
 	draw.BiLinear.Scale(g, g.Bounds(), img, r, draw.Src, nil)
 	return math.Round(imaging.LaplacianVariance(g)*100) / 100
 }
+
+// EyesClosedBelow is the openness under which both eyes of a face are taken
+// to be closed: closed or cast-down eyes read 0.04–0.15 on the test photos,
+// smiling squints 0.17–0.20. Taking the more open eye of the two keeps a
+// face turned aside (its far eye hidden) from counting as a blink.
+const EyesClosedBelow = 0.16
+
+// EyesClosed reports whether both of f's eyes read closed; false for a
+// face without mesh measures.
+func (f Face) EyesClosed() bool {
+	e := f.EyeOpenness
+	return e != nil && max(e.Left, e.Right) < EyesClosedBelow
+}
+
+// SoftBelow is the Sharpness under which a face is out of focus. On the
+// demo photos faces in focus measured 150–310 and the same faces blurred
+// as a missed focus looks at preview size 18–35.
+const SoftBelow = 50

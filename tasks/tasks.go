@@ -27,6 +27,7 @@ const (
 	TypeSweep      = "maintenance:sweep"
 	TypeWebhook    = "webhook:deliver"
 	TypeGallery    = "gallery:render"
+	TypeFaces      = "asset:faces"
 )
 
 // Queues, by priority.
@@ -110,6 +111,13 @@ var table = map[string]spec{
 		queue: QueueDefault, timeout: 2 * time.Minute,
 		// A photo added before its preview exists waits for ingest through the retries.
 		retries: []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute},
+		hasJob:  true,
+	},
+	// Three retries, the last as far from the second as the second from
+	// the first; a provider that is down is waited out without spending them.
+	TypeFaces: {
+		queue: QueueLow, timeout: 3 * time.Minute,
+		retries: []time.Duration{time.Minute, 10 * time.Minute, 10 * time.Minute},
 		hasJob:  true,
 	},
 }
@@ -272,6 +280,12 @@ type GalleryPayload struct {
 	AssetID   uuid.UUID `json:"assetId"`
 }
 
+// FacesPayload asks for the faces in an asset's preview.
+type FacesPayload struct {
+	Job
+	AssetID uuid.UUID `json:"assetId"`
+}
+
 func (IngestPayload) Kind() string       { return TypeIngest }
 func (p IngestPayload) TaskID() string   { return IngestID(p.AssetID) }
 func (p IngestPayload) Asset() uuid.UUID { return p.AssetID }
@@ -321,6 +335,13 @@ func (p GalleryPayload) TaskID() string {
 	return "gallery:" + p.GalleryID.String() + ":" + p.AssetID.String()
 }
 func (p GalleryPayload) Asset() uuid.UUID { return p.AssetID }
+
+func (FacesPayload) Kind() string       { return TypeFaces }
+func (p FacesPayload) TaskID() string   { return FacesID(p.AssetID) }
+func (p FacesPayload) Asset() uuid.UUID { return p.AssetID }
+
+// FacesID is the TaskID of an asset's faces.
+func FacesID(asset uuid.UUID) string { return "faces:" + asset.String() }
 
 // ChainFlushID is the TaskID of chain:flush: one may wait at a time.
 const ChainFlushID = "chain:flush"

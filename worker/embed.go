@@ -11,6 +11,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
@@ -32,17 +34,12 @@ func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 	if p.Model != w.embedder.Model() {
 		return badInput("unknown_model", "This worker embeds with %q, not %q.", w.embedder.Model(), p.Model)
 	}
-	img, err := w.thumbnail(ctx, p)
+	img, _, err := w.derivedImage(ctx, p.AssetID, blob.KindThumbnail)
 	if err != nil {
 		return err
 	}
-	if w.embedLimit != nil {
-		res, err := w.limiter.Allow(ctx, "embed:"+p.Model, *w.embedLimit)
-		if err != nil {
-			w.log.Warn("embedding limiter unavailable; call allowed", "err", err)
-		} else if res.Allowed == 0 {
-			return tasks.RateLimited("embedding provider", res.RetryAfter)
-		}
+	if err := w.spend(ctx, "embed:"+p.Model, "embedding provider", w.embedLimit); err != nil {
+		return err
 	}
 	vec, err := w.embedder.Embed(ctx, img)
 	var limited *embed.RateLimitedError
@@ -65,24 +62,46 @@ func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-func (w *Worker) thumbnail(ctx context.Context, p tasks.EmbedPayload) (image.Image, error) {
-	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindThumbnail))
+// derivedImage reads and decodes one of an asset's derived files (blob.KindThumbnail
+// or blob.KindPreview), which are upright JPEGs, and returns its bytes
+// too.
+func (w *Worker) derivedImage(ctx context.Context, asset uuid.UUID, kind string) (image.Image, []byte, error) {
+	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(asset, kind))
 	if errors.Is(err, blob.ErrNotFound) {
-		return nil, badInput("thumbnail_missing", "The asset has no thumbnail; ingest it first.")
+		return nil, nil, badInput(kind+"_missing", "The asset has no %s; ingest it first.", kind)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("decode thumbnail: %w", err)
+		return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
 	}
-	return img, nil
+	return img, b, nil
+}
+
+// spend takes one call to an outside service from the budget that key
+// names, shared by all workers; nil limit is no budget. A spent budget is
+// a wait, not a failure (tasks.RateLimited). A limiter that does not
+// answer lets the call through rather than stop the work.
+func (w *Worker) spend(ctx context.Context, key, service string, limit *redis_rate.Limit) error {
+	if limit == nil {
+		return nil
+	}
+	res, err := w.limiter.Allow(ctx, key, *limit)
+	if err != nil {
+		w.log.Warn("rate limiter unavailable; call allowed", "limit", key, "err", err)
+		return nil
+	}
+	if res.Allowed == 0 {
+		return tasks.RateLimited(service, res.RetryAfter)
+	}
+	return nil
 }
 
 // normalize scales v to unit length, so stored vectors compare by dot product.

@@ -41,7 +41,8 @@ func init() { handle(tasks.TypeIngest, (*Worker).ingest) }
 
 // ingest turns an uploaded original into its thumbnail, preview, metadata,
 // perceptual hash and quality signals, all saved in one transaction, and
-// records the embedding job that follows.
+// records the jobs that follow: the embedding, and the faces in a project
+// that detects them.
 func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.IngestPayload](t)
 	if err != nil {
@@ -83,12 +84,17 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	out := ingestOutput(a, res, thumb, preview)
+	next, err := w.facesJob(ctx, a)
+	if err != nil {
+		return err
+	}
+	next = append([]tasks.JobArgs{embedJob(a, w.embedder.Model())}, next...)
 	err = w.st.WithTx(ctx, func(tx *store.Store) error {
 		if err := tx.SaveIngest(ctx, out); err != nil {
 			return err
 		}
-		// Recorded with the results, so it exists exactly when they do.
-		_, err := jobs.Insert(ctx, tx, embedJob(a, w.embedder.Model()))
+		// Recorded with the results, so they exist exactly when they do.
+		_, err := jobs.InsertMany(ctx, tx, next)
 		return err
 	})
 	var dup *store.DuplicateError

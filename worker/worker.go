@@ -25,6 +25,7 @@ import (
 	"lightbox/config"
 	"lightbox/embed"
 	"lightbox/events"
+	"lightbox/faces"
 	"lightbox/imaging"
 	"lightbox/internal/redisconn"
 	"lightbox/jobs"
@@ -44,6 +45,10 @@ type Deps struct {
 	// provider, EmbedRatePerMinute bounds the calls of all workers together.
 	Embedder           embed.Embedder
 	EmbedRatePerMinute int
+	// Faces finds the faces of asset:faces; nil when this worker has no
+	// provider. FacesRatePerMinute bounds the calls of all workers together.
+	Faces              faces.Provider
+	FacesRatePerMinute int
 	// Flusher signs and publishes the attestation chain.
 	Flusher *chain.Flusher
 	Logger  *slog.Logger
@@ -65,6 +70,8 @@ type Worker struct {
 	embedder   embed.Embedder
 	limiter    *redis_rate.Limiter
 	embedLimit *redis_rate.Limit
+	faces      faces.Provider
+	facesLimit *redis_rate.Limit
 	flusher    *chain.Flusher
 	jobs       *jobs.Dispatcher
 	events     *events.Publisher
@@ -90,12 +97,16 @@ func New(d Deps) (*Worker, error) {
 	}
 	redisOpt := conn.Asynq()
 	w := &Worker{cfg: d.Config, st: d.Store, rdb: d.Redis, log: d.Logger, blobs: d.Blobs, queue: asynq.NewClient(redisOpt),
-		engine: d.Engine, embedder: d.Embedder, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
+		engine: d.Engine, embedder: d.Embedder, faces: d.Faces, limiter: redis_rate.NewLimiter(d.Redis), flusher: d.Flusher,
 		events: events.NewPublisher(d.Redis, events.PublisherOptions{}), fetcher: safeClient(d.Config.DownloadAllow),
 		hooks: webhookClient(d.Config.DownloadAllow)}
 	if d.EmbedRatePerMinute > 0 {
 		l := redis_rate.PerMinute(d.EmbedRatePerMinute)
 		w.embedLimit = &l
+	}
+	if d.FacesRatePerMinute > 0 {
+		l := redis_rate.PerMinute(d.FacesRatePerMinute)
+		w.facesLimit = &l
 	}
 	if w.log == nil {
 		w.log = slog.Default()

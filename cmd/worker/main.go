@@ -33,6 +33,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	finder, err := boot.Faces(p.Config)
+	if err != nil {
+		return err
+	}
 	key, err := boot.ChainKey(p.Config)
 	if err != nil {
 		return err
@@ -45,6 +49,7 @@ func run() error {
 	w, err := worker.New(worker.Deps{
 		Config: p.Config, Store: p.Store, Blobs: p.Blobs, Redis: p.Redis, Logger: p.Log,
 		Engine: engine, Embedder: embedder, EmbedRatePerMinute: embedRate(p.Config.EmbedURL, p.Config.EmbedRatePerMin),
+		Faces: finder, FacesRatePerMinute: p.Config.FacesRatePerMin,
 		Flusher: &chain.Flusher{Store: p.Store, Key: key, Ledger: ledger, Logger: p.Log,
 			BatchSize: p.Config.ChainBatchSize, Concurrency: p.Config.ChainParallel},
 	})

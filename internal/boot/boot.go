@@ -25,6 +25,7 @@ import (
 	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/embed"
+	"lightbox/faces"
 	"lightbox/imaging"
 	"lightbox/internal/redisconn"
 	"lightbox/store"
@@ -227,6 +228,15 @@ func Embedder(cfg *config.Config) (embed.Embedder, error) {
 		return embed.Builtin{}, nil
 	}
 	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim})
+}
+
+// Faces is the face provider at FACES_URL, or nil when there is none: the
+// worker's asset:faces tasks then wait for a worker that has one.
+func Faces(cfg *config.Config) (faces.Provider, error) {
+	if cfg.FacesURL == "" {
+		return nil, nil
+	}
+	return faces.NewHTTP(faces.HTTPConfig{URL: cfg.FacesURL, Timeout: cfg.FacesTimeout})
 }
 
 // textTimeout bounds the embedding of a search's words: a search waits for

@@ -1,0 +1,135 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"lightbox/blob"
+	"lightbox/events"
+	"lightbox/faces"
+	"lightbox/store"
+	"lightbox/tasks"
+)
+
+// facesRetry is how long a task waits for a face provider that does not
+// answer and did not say when to come back.
+const facesRetry = 5 * time.Second
+
+// errNoFaceProvider is a worker started without FACES_URL: another worker
+// may have one, so the task waits rather than fails.
+var errNoFaceProvider = errors.New("this worker has no face provider (FACES_URL)")
+
+// imageDetector is a provider that takes decoded pixels, which spares it
+// a second decode of the preview (faces.HTTP does).
+type imageDetector interface {
+	DetectImage(ctx context.Context, img image.Image) (faces.Result, error)
+}
+
+func init() { handle(tasks.TypeFaces, (*Worker).findFaces) }
+
+// findFaces finds the faces in an asset's stored preview, upright as
+// ingest made it (never from the original again), measures each face's
+// sharpness here, and records them with the asset's summary, when its
+// project still detects faces. A provider that does not answer is waited
+// out without spending a retry, as are the calls over the budget all
+// workers share.
+func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
+	p, err := tasks.Decode[tasks.FacesPayload](t)
+	if err != nil {
+		return err
+	}
+	on, err := w.st.DetectsFaces(ctx, p.ProjectID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInput("not_found", "The project no longer exists.")
+	}
+	if err != nil || !on {
+		// Switched off since the job was recorded: nothing to look for.
+		return err
+	}
+	if w.faces == nil {
+		return tasks.Unavailable("face provider", time.Minute, errNoFaceProvider)
+	}
+	img, jpeg, err := w.derivedImage(ctx, p.AssetID, blob.KindPreview)
+	if err != nil {
+		return err
+	}
+	if err := w.spend(ctx, "faces", "face provider", w.facesLimit); err != nil {
+		return err
+	}
+	var res faces.Result
+	if d, ok := w.faces.(imageDetector); ok {
+		res, err = d.DetectImage(ctx, img)
+	} else {
+		res, err = w.faces.Detect(ctx, jpeg)
+	}
+	var down *faces.UnavailableError
+	var refused *faces.StatusError
+	switch {
+	case errors.As(err, &down):
+		return tasks.Unavailable("face provider", cmp.Or(down.RetryAfter, facesRetry), err)
+	case errors.As(err, &refused) && refused.BadImage():
+		return badInput("faces_bad_image", "The face provider cannot read the photo's preview: %s", refused.Message)
+	case err != nil:
+		return err
+	}
+	found := make([]store.Face, len(res.Faces))
+	for i, f := range res.Faces {
+		found[i] = faceRow(img, f)
+	}
+	saved, err := w.st.SaveFaces(ctx, store.FaceScan{AssetID: p.AssetID, Model: res.Model,
+		Width: img.Bounds().Dx(), Height: img.Bounds().Dy()}, found)
+	if errors.Is(err, store.ErrNotFound) {
+		return badInput("not_found", "The asset no longer exists.")
+	}
+	if err != nil || !saved {
+		return err
+	}
+	closed := 0
+	for _, f := range found {
+		if f.EyesClosed {
+			closed++
+		}
+	}
+	w.publish(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil,
+		map[string]any{"assetId": p.AssetID, "faces": map[string]int{"count": len(found), "eyesClosed": closed}})
+	// Group winners weigh open eyes and sharp faces.
+	return w.scheduleCluster(ctx, p.ProjectID)
+}
+
+// faceRow is a provider's face as stored, with its sharpness measured in
+// img, the pixels the provider read.
+func faceRow(img image.Image, f faces.Face) store.Face {
+	sharp := faces.Sharpness(img, f.Box)
+	row := store.Face{X: f.Box.X, Y: f.Box.Y, W: f.Box.W, H: f.Box.H, Score: f.Score, Sharpness: sharp,
+		EyesClosed: f.EyesClosed(), OutOfFocus: sharp < faces.SoftBelow}
+	if e := f.EyeOpenness; e != nil {
+		row.EyeLeft, row.EyeRight = &e.Left, &e.Right
+	}
+	if a := f.HeadAngles; a != nil {
+		row.Yaw, row.Pitch, row.Roll = &a.Yaw, &a.Pitch, &a.Roll
+	}
+	if f.Landmarks != nil {
+		row.Landmarks, _ = json.Marshal(f.Landmarks)
+	}
+	return row
+}
+
+// facesJob is the asset:faces job that follows a's ingest when its project
+// detects faces, on the low queue so that it never delays culling; none
+// otherwise. Its id derives from the asset, so an ingest that runs twice
+// records it once.
+func (w *Worker) facesJob(ctx context.Context, a *store.Asset) ([]tasks.JobArgs, error) {
+	on, err := w.st.DetectsFaces(ctx, a.ProjectID)
+	if err != nil || !on {
+		return nil, err
+	}
+	id := uuid.NewSHA1(a.ID, []byte("faces"))
+	return []tasks.JobArgs{tasks.FacesPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID}}, nil
+}
