@@ -16,6 +16,7 @@ import (
 	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/embed"
+	"lightbox/faces"
 	"lightbox/imaging"
 	"lightbox/internal/testenv"
 	"lightbox/worker"
@@ -71,6 +72,7 @@ func newHarnessOn(t testing.TB, vars map[string]string, store blob.Store) *harne
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Store: env.Store, Blobs: blobs, Redis: env.Redis, Logger: quiet,
 		Engine: engine, Embedder: embedder(t, vars), EmbedRatePerMinute: embedRate(vars),
+		Faces: faceProvider(t, vars), FacesRatePerMinute: cfg.FacesRatePerMin,
 		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: quiet},
 	})
 	if err != nil {
@@ -124,6 +126,19 @@ func embedder(t testing.TB, vars map[string]string) embed.Embedder {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// faceProvider is the HTTP provider at the test's FACES_URL, or none.
+func faceProvider(t testing.TB, vars map[string]string) faces.Provider {
+	t.Helper()
+	if vars["FACES_URL"] == "" {
+		return nil
+	}
+	p, err := faces.NewHTTP(faces.HTTPConfig{URL: vars["FACES_URL"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func embedRate(vars map[string]string) int {

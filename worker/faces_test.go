@@ -1,0 +1,178 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"lightbox/internal/testenv"
+	"lightbox/store"
+)
+
+// faceDemo is the six group photos @vladmandic/face-api ships in its
+// demo/ folder, read from the sidecar's node_modules, and their faces
+// counted by eye.
+var faceDemo = []struct {
+	name  string
+	faces int
+}{
+	{"sample1.jpg", 3}, {"sample2.jpg", 3}, {"sample3.jpg", 3},
+	{"sample4.jpg", 4}, {"sample5.jpg", 5}, {"sample6.jpg", 4},
+}
+
+// noPeople are corpus photos without a person in them.
+var noPeople = []string{"blinds.jpg", "wood.jpg", "storm.jpg", "dune.jpg", "elephants-3840x2160-progressive.jpg",
+	"colorfulcups-2560x1600.jpg", "fallenleaf-2560x1600.jpg", "coldripple-2560x1600.jpg", "darkesthour-2560x1600.jpg"}
+
+func readDemo(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testenv.FaceDemo(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// facesOn switches faces on for project, as PATCH detectFaces does.
+func (h *harness) facesOn(project uuid.UUID, on bool) {
+	h.t.Helper()
+	if _, err := h.env.Store.UpdateProject(context.Background(), h.owner, project, store.ProjectInput{DetectFaces: &on}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func TestFacesThroughARunningWorker(t *testing.T) {
+	t.Parallel()
+	svc := testenv.StartFaces(t, "ML_WORKERS=2")
+	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	project, off := h.project(), h.project()
+	h.facesOn(project, true)
+	want := map[uuid.UUID]int{}
+	names := map[uuid.UUID]string{}
+	for _, d := range faceDemo {
+		id := h.finalize(project, d.name, readDemo(t, d.name))
+		want[id], names[id] = d.faces, d.name
+	}
+	for _, name := range noPeople {
+		id := h.finalize(project, name, readCorpus(t, "photos/"+name))
+		want[id], names[id] = 0, name
+	}
+	// The same photos in a project that did not opt in.
+	for _, d := range faceDemo[:3] {
+		h.finalize(off, d.name, readDemo(t, d.name))
+	}
+	h.run()
+	h.waitFor("every photo's faces", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) == len(want) &&
+			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
+	})
+
+	found, total := 0, 0
+	var counts []string
+	for id, n := range want {
+		scan, fs, err := h.env.Store.Faces(context.Background(), id)
+		if err != nil || scan == nil {
+			t.Fatalf("%s: scan %v, %v", names[id], scan, err)
+		}
+		counts = append(counts, fmt.Sprintf("%s %d/%d", names[id], scan.FaceCount, n))
+		if scan.FaceCount > n || len(fs) != scan.FaceCount {
+			t.Errorf("%s: %d faces (%d rows) where there are %d", names[id], scan.FaceCount, len(fs), n)
+		}
+		found += min(scan.FaceCount, n)
+		total += n
+		for _, f := range fs {
+			if f.Sharpness <= 0 || f.EyeLeft == nil || f.Yaw == nil || f.W <= 0 {
+				t.Errorf("%s face %d: %+v", names[id], f.N, f)
+			}
+		}
+		// The preview, not the original, was read.
+		var w, h2 int
+		h.env.DB.Get(&w, `SELECT width_px FROM asset_files WHERE asset_id = $1 AND kind = 'preview'`, id)
+		h2 = scan.Width
+		if w != h2 {
+			t.Errorf("%s: faces found in %d pixels wide, the preview is %d", names[id], h2, w)
+		}
+	}
+	if total != 22 || found < 20 {
+		t.Fatalf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
+	}
+	t.Logf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
+	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'low' OR attempt <> 1)`); n != 0 {
+		t.Errorf("%d faces jobs off the low queue or on a later attempt", n)
+	}
+
+	// A project that did not opt in gets no faces job, once its photos
+	// are as far along as the others.
+	h.waitFor("the other project's photos to be processed", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('search', 'ai')`, off) == 3
+	})
+	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'asset:faces'`, off); n != 0 {
+		t.Errorf("%d faces jobs in a project without faces", n)
+	}
+	if n := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, off); n != 0 {
+		t.Errorf("%d face scans in a project without faces", n)
+	}
+
+	// Switching faces off deletes them all.
+	h.facesOn(project, false)
+	if n := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) +
+		h.count(`SELECT count(*) FROM faces f JOIN assets a ON a.id = f.asset_id WHERE a.project_id = $1`, project); n != 0 {
+		t.Errorf("%d face rows left after faces were switched off", n)
+	}
+}
+
+func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port)
+	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "WORKER_CONCURRENCY": "2"})
+	project := h.project()
+	h.facesOn(project, true)
+	var ids []uuid.UUID
+	for _, d := range faceDemo {
+		ids = append(ids, h.finalize(project, d.name, readDemo(t, d.name)))
+	}
+	for _, name := range noPeople {
+		ids = append(ids, h.finalize(project, name, readCorpus(t, "photos/"+name)))
+	}
+	h.run()
+	scanned := func() int { return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) }
+	h.waitFor("the first photo's faces", 5*time.Minute, func() bool { return scanned() > 0 })
+	svc.Kill()
+	if n := scanned(); n == len(ids) {
+		t.Fatalf("every photo was done before the sidecar was killed")
+	}
+	// The jobs left wait for it, saying why, without spending attempts.
+	h.waitFor("a faces job waiting for the sidecar", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status = 'queued' AND error_code = 'service_unavailable'`) > 0
+	})
+	testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port)
+	h.waitFor("every photo's faces once the sidecar is back", 5*time.Minute, func() bool {
+		return scanned() == len(ids) && h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
+	})
+	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND attempt <> 1`); n != 0 {
+		t.Errorf("%d faces jobs spent an attempt on the outage", n)
+	}
+	if n := h.count(`SELECT sum(face_count) FROM face_scans WHERE project_id = $1`, project); n < 20 {
+		t.Errorf("%d faces after the outage, want at least 20", n)
+	}
+}
