@@ -108,6 +108,7 @@ type assetJSON struct {
 	Notes          string          `json:"notes"`
 	IPTC           json.RawMessage `json:"iptc"`
 	MyRating       *ratingJSON     `json:"myRating,omitempty"` // the caller's; left out when not rated or not known
+	Faces          *faceSummary    `json:"faces"`              // null until its faces were looked for
 	BestPreviewURL *string         `json:"bestPreviewUrl"`
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
@@ -227,11 +228,12 @@ func (s *Server) listAssets(c *gin.Context) {
 }
 
 // assetFilter reads the list's filters (the caller's own ratings, the
-// camera, the capture time, the readiness) and its order.
+// camera, the capture time, the readiness, the faces) and its order.
 func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 	f := store.AssetFilter{User: principal(c).ID, Camera: strings.TrimSpace(c.Query("camera"))}
 	errs := fieldErrors{}
-	for name, dst := range map[string]**bool{"picked": &f.Picked, "rejected": &f.Rejected} {
+	for name, dst := range map[string]**bool{"picked": &f.Picked, "rejected": &f.Rejected,
+		"eyesClosed": &f.EyesClosed, "faceOutOfFocus": &f.FaceOutOfFocus} {
 		if v := c.Query(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -300,7 +302,8 @@ func checkPhotoFilters(errs fieldErrors, prefix, camera string, from, to *time.T
 	}
 }
 
-// addRatings fills in the caller's rating of each asset, in one query.
+// addRatings fills in the caller's rating of each asset, and its faces,
+// in one query each.
 func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 	ids := make([]uuid.UUID, len(assets))
 	for i, a := range assets {
@@ -310,9 +313,16 @@ func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 	if err != nil {
 		return err
 	}
+	scans, err := s.store.FaceScans(c.Request.Context(), ids)
+	if err != nil {
+		return err
+	}
 	for i, id := range ids {
 		if r, ok := ratings[id]; ok {
 			assets[i].MyRating = toRatingJSON(r)
+		}
+		if f, ok := scans[id]; ok {
+			assets[i].Faces = toFaceSummary(f)
 		}
 	}
 	return nil

@@ -77,6 +77,9 @@ func (s *Server) searchFiltered(c *gin.Context) {
 			From      *time.Time `json:"from"`
 			To        *time.Time `json:"to"`
 			Readiness []string   `json:"readiness"`
+			// Faces: see store.AssetFilter.
+			EyesClosed     *bool `json:"eyesClosed"`
+			FaceOutOfFocus *bool `json:"faceOutOfFocus"`
 		} `json:"filters"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
@@ -96,7 +99,7 @@ func (s *Server) searchFiltered(c *gin.Context) {
 	}
 	fl := in.Filters
 	f := store.SearchFilter{User: principal(c).ID, Picked: fl.Picked, Rejected: fl.Rejected, RatingMin: fl.RatingMin,
-		Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To}
+		Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To, EyesClosed: fl.EyesClosed, FaceOutOfFocus: fl.FaceOutOfFocus}
 	if r := fl.RatingMin; r != nil && (*r < 1 || *r > 5) {
 		errs.add("filters.ratingMin", "must be a whole number from 1 to 5")
 	}

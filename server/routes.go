@@ -97,6 +97,7 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/edits/:id/applyTo", s.idempotent, s.applyEditTo)
 	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
 	api.GET("/assets/:id/files", s.assetFiles)
+	api.GET("/assets/:id/faces", s.assetFaces)
 	api.GET("/assets/:id/similar", s.similar)
 	api.GET("/assets/:id/attestation", s.assetAttestation)
 

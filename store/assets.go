@@ -161,7 +161,11 @@ type AssetFilter struct {
 	Camera    string     // a part of the camera's make and model, any case
 	From, To  *time.Time // capture time, both ends included
 	Statuses  []string   // asset states; all when empty
-	Order     AssetOrder
+	// EyesClosed and FaceOutOfFocus keep the photos where some face has
+	// its eyes closed, or is out of focus (true), or none has (false).
+	EyesClosed     *bool
+	FaceOutOfFocus *bool
+	Order          AssetOrder
 }
 
 // AssetOrder is the order of a list of assets; ties go by id.
@@ -220,13 +224,14 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 	}
 	camera := containing(f.Camera)
 	statuses := append([]string{}, f.Statuses...)
-	args := []any{project, limit + 1, f.User, f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To, pq.Array(statuses)}
+	args := []any{project, limit + 1, f.User, f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To, pq.Array(statuses),
+		f.EyesClosed, f.FaceOutOfFocus}
 	from := ""
 	if after != nil {
 		if after.Order != f.Order.name() {
 			return Page[Asset]{}, ErrBadCursor
 		}
-		from = fmt.Sprintf(" AND (%s, a.id) %s ($11, $12)", key, op)
+		from = fmt.Sprintf(" AND (%s, a.id) %s ($13, $14)", key, op)
 		if by == SortFilename {
 			args = append(args, after.Key, after.ID)
 		} else {
@@ -235,8 +240,8 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 	}
 	var rows []Asset
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+assetColumns+` FROM assets a
-		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $3
-		WHERE a.project_id = $1`+from+`
+		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $3`+faceJoin+`a.id
+		WHERE a.project_id = $1`+from+faceFilters("$11", "$12")+`
 		  AND ($4::boolean IS NULL OR coalesce(r.picked, false) = $4)
 		  AND ($5::boolean IS NULL OR coalesce(r.rejected, false) = $5)
 		  AND ($6::int IS NULL OR r.rating >= $6)

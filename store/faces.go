@@ -117,7 +117,7 @@ func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, 
 	}
 	faces := []Face{}
 	err = s.db.SelectContext(ctx, &faces, `SELECT n, box_x, box_y, box_w, box_h, score, eye_left, eye_right, yaw, pitch,
-		roll, landmarks, sharpness, eyes_closed, out_of_focus FROM faces WHERE asset_id = $1 ORDER BY n`, asset)
+		roll, coalesce(landmarks, 'null') AS landmarks, sharpness, eyes_closed, out_of_focus FROM faces WHERE asset_id = $1 ORDER BY n`, asset)
 	return scan, faces, err
 }
 
@@ -145,3 +145,16 @@ func (s *Store) deleteFaces(ctx context.Context, project uuid.UUID) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM face_scans WHERE project_id = $1`, project)
 	return err
 }
+
+// faceFilters are the eyesClosed and faceOutOfFocus filters of a list or a
+// search, on the scan fs joined by faceJoin, with their arguments'
+// placeholders. A photo whose faces were not looked for has none closed
+// and none soft.
+func faceFilters(eyes, soft string) string {
+	return `
+		AND (` + eyes + `::boolean IS NULL OR coalesce(fs.eyes_closed > 0, false) = ` + eyes + `)
+		AND (` + soft + `::boolean IS NULL OR coalesce(fs.out_of_focus > 0, false) = ` + soft + `)`
+}
+
+// faceJoin joins an asset's scan as fs; the asset's id follows.
+const faceJoin = ` LEFT JOIN face_scans fs ON fs.asset_id = `

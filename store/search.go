@@ -28,6 +28,9 @@ type SearchFilter struct {
 	Camera    string     // a part of the camera's make and model, any case
 	From, To  *time.Time // capture time, both ends included
 	Readiness []string   // asset states among cull, search and ai; all three when empty
+	// EyesClosed and FaceOutOfFocus are AssetFilter's.
+	EyesClosed     *bool
+	FaceOutOfFocus *bool
 }
 
 // searchable are the states whose assets a search finds.
@@ -42,15 +45,16 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 	}
 	camera := containing(f.Camera)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	join = ` LEFT JOIN ratings r ON r.asset_id = a.asset_id AND r.user_id = ` + p(0)
+	join = ` LEFT JOIN ratings r ON r.asset_id = a.asset_id AND r.user_id = ` + p(0) + faceJoin + `a.asset_id`
 	where = ` AND a.status = ANY(` + p(1) + `::text[])
 		AND (` + p(2) + `::boolean IS NULL OR coalesce(r.picked, false) = ` + p(2) + `)
 		AND (` + p(3) + `::boolean IS NULL OR coalesce(r.rejected, false) = ` + p(3) + `)
 		AND (` + p(4) + `::int IS NULL OR r.rating >= ` + p(4) + `)
 		AND (` + p(5) + ` = '' OR a.camera ILIKE ` + p(5) + `)
 		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
-		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)`
-	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To}
+		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)` + faceFilters(p(8), p(9))
+	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To,
+		f.EyesClosed, f.FaceOutOfFocus}
 }
 
 // containing is an ILIKE pattern that matches text holding s, or "" for
