@@ -11,7 +11,11 @@
 // at most 10 bits apart (copies measured ≤ 6 bits apart, different corpus
 // photos ≥ 22). Winners are ranked by sharpness (half the score), exposure and
 // resolution, and whyWinner names the signals where the winner beats every
-// other member.
+// other member. In a moment or burst whose faces were looked for, open eyes
+// and sharp faces weigh two fifths of the score (a blink or a soft face
+// loses the frame), and whyWinner says eyes_open when the winner has none
+// closed where another member has some, faces_in_focus when its softest face
+// is sharper than every other member's.
 package cluster
 
 import (
@@ -39,6 +43,16 @@ type Photo struct {
 	Highlights float64 // fraction of clipped highlights
 	Shadows    float64 // fraction of clipped shadows
 	Luminance  float64 // mean, 0 to 1
+	// Faces is what was found of its faces; nil when they were not
+	// looked for.
+	Faces *Faces
+}
+
+// Faces sums up the faces of one photo.
+type Faces struct {
+	Count        int
+	EyesClosed   int     // faces whose eyes are closed
+	MinSharpness float64 // the softest face's sharpness; 0 without faces
 }
 
 // Kinds of group.
@@ -62,7 +76,13 @@ type Signals struct {
 	Exposure   float64 `json:"exposure"`
 	Resolution float64 `json:"resolution"`
 	Fidelity   float64 `json:"fidelity"` // bytes per pixel of the original: less compression
-	Score      float64 `json:"score"`
+	// EyesOpen is the share of its faces with eyes open, FacesInFocus its
+	// softest face's sharpness over the sharpest such face of the group
+	// (0 for a member where no face was found); both only in a group
+	// whose faces were looked for.
+	EyesOpen     *float64 `json:"eyesOpen,omitempty"`
+	FacesInFocus *float64 `json:"facesInFocus,omitempty"`
+	Score        float64  `json:"score"`
 }
 
 // Group is a moment, burst or duplicate group.
@@ -254,12 +274,19 @@ func closePairs(hashes []uint64, maxBits int, pair func(i, j int)) {
 
 // rank scores the members, names a winner and says why.
 func rank(kind string, ps []Photo) Group {
-	maxSharp, maxPixels, maxBPP := 0.0, 0.0, 0.0
+	maxSharp, maxPixels, maxBPP, maxFace := 0.0, 0.0, 0.0, 0.0
+	withFaces := false
 	for _, p := range ps {
 		maxSharp = math.Max(maxSharp, p.Sharpness)
 		maxPixels = math.Max(maxPixels, float64(p.Width*p.Height))
 		maxBPP = math.Max(maxBPP, bytesPerPixel(p))
+		if p.Faces != nil && p.Faces.Count > 0 {
+			withFaces = true
+			maxFace = math.Max(maxFace, p.Faces.MinSharpness)
+		}
 	}
+	// Copies of one photo have the same faces.
+	withFaces = withFaces && kind != Duplicate
 	type scored struct {
 		p Photo
 		s Signals
@@ -273,6 +300,12 @@ func rank(kind string, ps []Photo) Group {
 			// Downscaling and JPEG blocking both raise the Laplacian, so
 			// sharpness would favour the worse copy.
 			s.Score = round3(0.6*s.Resolution + 0.3*s.Fidelity + 0.1*s.Exposure)
+		} else if withFaces {
+			// Frames of people: a blink or a soft face loses the frame
+			// whatever the rest.
+			eyes, focus := faceSignals(p, maxFace)
+			s.EyesOpen, s.FacesInFocus = &eyes, &focus
+			s.Score = round3(0.3*s.Sharpness + 0.2*s.Exposure + 0.1*s.Resolution + 0.2*eyes + 0.2*focus)
 		} else {
 			// Different frames: sharpness decides most, a blurred frame is
 			// rarely the keeper.
@@ -310,19 +343,42 @@ func rank(kind string, ps []Photo) Group {
 	return g
 }
 
+// faceSignals are p's eyes open and faces in focus, the sharpest face of
+// its group's softest faces being maxFace. A member where no face was
+// found has no eye seen closed, and no face in focus.
+func faceSignals(p Photo, maxFace float64) (eyes, focus float64) {
+	if p.Faces == nil || p.Faces.Count == 0 {
+		return 1, 0
+	}
+	eyes = 1 - float64(p.Faces.EyesClosed)/float64(p.Faces.Count)
+	return round3(eyes), round3(ratio(p.Faces.MinSharpness, maxFace))
+}
+
 // why lists the signals in which the winner leads every other member.
 func why(w Signals, others []Signals) []string {
 	if len(others) == 0 {
 		return []string{"only photo"}
 	}
 	sharpest, exposed, largest, faithful := true, true, true, true
+	// eyes_open: none of the winner's eyes closed where another member
+	// has some; faces_in_focus: its softest face leads every other's.
+	eyesOpen, someClosed := w.EyesOpen != nil && *w.EyesOpen == 1, false
+	facesInFocus := w.FacesInFocus != nil
 	for _, o := range others {
 		sharpest = sharpest && w.Sharpness > o.Sharpness
 		exposed = exposed && w.Exposure > o.Exposure
 		largest = largest && w.Resolution > o.Resolution
 		faithful = faithful && w.Fidelity > o.Fidelity
+		someClosed = someClosed || (o.EyesOpen != nil && *o.EyesOpen < 1)
+		facesInFocus = facesInFocus && o.FacesInFocus != nil && *w.FacesInFocus > *o.FacesInFocus
 	}
 	var out []string
+	if eyesOpen && someClosed {
+		out = append(out, "eyes_open")
+	}
+	if facesInFocus {
+		out = append(out, "faces_in_focus")
+	}
 	if sharpest {
 		out = append(out, "sharpest")
 	}

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -98,5 +99,43 @@ func TestTheLeastCompressedCopyWinsADuplicateGroup(t *testing.T) {
 	g := byKind(cluster.Build([]cluster.Photo{rough, orig}, cluster.DefaultOptions), cluster.Duplicate)[0]
 	if g.Winner != orig.ID || len(g.WhyWinner) != 1 || g.WhyWinner[0] != "least compressed" {
 		t.Fatalf("winner is the original: %v, why %v", g.Winner == orig.ID, g.WhyWinner)
+	}
+}
+
+func TestBurstWinnersPreferOpenEyesAndSharpFaces(t *testing.T) {
+	t0 := time.Date(2026, 6, 21, 14, 0, 0, 0, time.UTC)
+	// The sharpest frame overall is the one where somebody blinked.
+	blink := photo(at(t0, 0), "Canon", 1, 420)
+	blink.Faces = &cluster.Faces{Count: 2, EyesClosed: 1, MinSharpness: 230}
+	open := photo(at(t0, 400*time.Millisecond), "Canon", 1<<20, 380)
+	open.Faces = &cluster.Faces{Count: 2, MinSharpness: 220}
+	soft := photo(at(t0, 800*time.Millisecond), "Canon", 1<<40, 400)
+	soft.Faces = &cluster.Faces{Count: 2, MinSharpness: 40}
+	bursts := byKind(cluster.Build([]cluster.Photo{blink, open, soft}, cluster.DefaultOptions), cluster.Burst)
+	if len(bursts) != 1 {
+		t.Fatalf("bursts %+v", bursts)
+	}
+	b := bursts[0]
+	if b.Winner != open.ID || len(b.WhyWinner) == 0 || b.WhyWinner[0] != "eyes_open" {
+		t.Fatalf("winner %v (open is %v), why %v, members %+v", b.Winner, open.ID, b.WhyWinner, b.Members)
+	}
+	if s := b.Members[0].Signals; s.EyesOpen == nil || *s.EyesOpen != 1 || s.FacesInFocus == nil {
+		t.Fatalf("winner's signals %+v", s)
+	}
+
+	// Eyes open everywhere: the sharp faces win, and say so, against a
+	// frame sharper as a whole whose focus missed the faces.
+	blink.Faces.EyesClosed = 0
+	blink.Faces.MinSharpness = 120
+	bursts = byKind(cluster.Build([]cluster.Photo{blink, open, soft}, cluster.DefaultOptions), cluster.Burst)
+	if b := bursts[0]; b.Winner != open.ID || !slices.Contains(b.WhyWinner, "faces_in_focus") || slices.Contains(b.WhyWinner, "eyes_open") {
+		t.Fatalf("winner %v (open is %v), why %v", b.Winner, open.ID, b.WhyWinner)
+	}
+
+	// Faces not looked for: ranked as before, without face signals.
+	blink.Faces, open.Faces, soft.Faces = nil, nil, nil
+	b = byKind(cluster.Build([]cluster.Photo{blink, open, soft}, cluster.DefaultOptions), cluster.Burst)[0]
+	if b.Winner != blink.ID || b.Members[0].Signals.EyesOpen != nil || slices.Contains(b.WhyWinner, "faces_in_focus") {
+		t.Fatalf("without faces: winner %v, why %v, signals %+v", b.Winner, b.WhyWinner, b.Members[0].Signals)
 	}
 }

@@ -92,15 +92,20 @@ type ClusterInput struct {
 	Quality     json.RawMessage `db:"quality"`
 	Hash        int64           `db:"hash"`
 	Bytes       int64           `db:"byte_size"`
+	// The summary of its faces; nil FaceCount when they were not looked for.
+	FaceCount    *int     `db:"face_count"`
+	EyesClosed   *int     `db:"eyes_closed"`
+	MinSharpness *float64 `db:"min_sharpness"`
 }
 
-// ClusterInputs lists a project's processed assets with their hashes.
+// ClusterInputs lists a project's processed assets with their hashes and
+// the summary of their faces.
 func (s *Store) ClusterInputs(ctx context.Context, project uuid.UUID) ([]ClusterInput, error) {
 	var in []ClusterInput
 	err := s.db.SelectContext(ctx, &in, `
 		SELECT a.id, a.filename, a.status, a.captured_at, a.camera_make, a.camera_model, a.width_px, a.height_px, a.quality, h.hash,
-		       coalesce(a.upload_size, a.byte_size) AS byte_size
-		FROM assets a JOIN perceptual_hashes h ON h.asset_id = a.id
+		       coalesce(a.upload_size, a.byte_size) AS byte_size, fs.face_count, fs.eyes_closed, fs.min_sharpness
+		FROM assets a JOIN perceptual_hashes h ON h.asset_id = a.id`+faceJoin+`a.id
 		WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai')
 		ORDER BY a.created_at, a.id`, project)
 	return in, err

@@ -83,10 +83,17 @@ func clusterPhoto(in store.ClusterInput) cluster.Photo {
 		}
 		return *n
 	}
-	return cluster.Photo{ID: in.ID, Filename: in.Filename, CapturedAt: in.CapturedAt,
+	p := cluster.Photo{ID: in.ID, Filename: in.Filename, CapturedAt: in.CapturedAt,
 		Camera: str(in.CameraMake) + " " + str(in.CameraModel), PHash: uint64(in.Hash),
 		Width: num(in.Width), Height: num(in.Height), Bytes: in.Bytes, Sharpness: q.Sharpness,
 		Highlights: q.HighlightsClipped, Shadows: q.ShadowsClipped, Luminance: q.MeanLuminance}
+	if in.FaceCount != nil {
+		p.Faces = &cluster.Faces{Count: *in.FaceCount, EyesClosed: num(in.EyesClosed)}
+		if in.MinSharpness != nil {
+			p.Faces.MinSharpness = *in.MinSharpness
+		}
+	}
+	return p
 }
 
 // scheduleCluster asks for a debounced cluster run of project and enqueues

@@ -1,8 +1,11 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,9 +15,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/image/draw"
 
 	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // faceDemo is the six group photos @vladmandic/face-api ships in its
@@ -175,4 +180,93 @@ func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
 	if n := h.count(`SELECT sum(face_count) FROM face_scans WHERE project_id = $1`, project); n < 20 {
 		t.Errorf("%d faces after the outage, want at least 20", n)
 	}
+}
+
+// blurredJPEG is data shrunk to a quarter and enlarged back (about what a
+// missed focus looks like at preview size), with data's EXIF: the same
+// camera at the same instant, a burst.
+func blurredJPEG(t testing.TB, data []byte) []byte {
+	t.Helper()
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	small := image.NewRGBA(image.Rect(0, 0, b.Dx()/4, b.Dy()/4))
+	draw.BiLinear.Scale(small, small.Bounds(), img, b, draw.Src, nil)
+	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.BiLinear.Scale(out, out.Bounds(), small, small.Bounds(), draw.Src, nil)
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, out, &jpeg.Options{Quality: 92}); err != nil {
+		t.Fatal(err)
+	}
+	exif := app1(data)
+	if exif == nil {
+		t.Fatal("the photo has no EXIF to copy")
+	}
+	return append(append([]byte{0xff, 0xd8}, exif...), buf.Bytes()[2:]...)
+}
+
+// app1 is the EXIF segment among a JPEG's first segments, marker included.
+func app1(data []byte) []byte {
+	for i := 2; i+4 <= len(data) && data[i] == 0xff; {
+		n := int(data[i+2])<<8 | int(data[i+3])
+		if data[i+1] == 0xe1 && i+2+n <= len(data) {
+			return data[i : i+2+n]
+		}
+		if data[i+1] == 0xda {
+			break
+		}
+		i += 2 + n
+	}
+	return nil
+}
+
+func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
+	t.Parallel()
+	svc := testenv.StartFaces(t, "ML_WORKERS=1")
+	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	project := h.project()
+	h.facesOn(project, true)
+	photo := readDemo(t, "sample6.jpg")
+	// The soft copy first, so that upload order does not pick the winner.
+	soft, softJob := h.finalizeNamed(project, "soft.jpg", blurredJPEG(t, photo))
+	sharp, sharpJob := h.finalizeNamed(project, "sharp.jpg", photo)
+	for asset, job := range map[uuid.UUID]uuid.UUID{soft: softJob, sharp: sharpJob} {
+		task := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+		if err := tasks.Enqueue(context.Background(), h.queue, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.run()
+
+	var winner uuid.UUID
+	var why string
+	// Once both frames' faces are in, each has a face signal above the
+	// none of a frame without a scan.
+	h.waitFor("a burst ranked on both frames' faces", 5*time.Minute, func() bool {
+		err := h.env.DB.QueryRow(`SELECT c.winner_asset_id, array_to_string(c.why_winner, ',') FROM clusters c
+			WHERE c.project_id = $1 AND c.kind = 'burst' AND (SELECT count(*) FROM cluster_assets ca
+				WHERE ca.cluster_id = c.id AND (ca.signals->>'facesInFocus')::float8 > 0) = 2`, project).Scan(&winner, &why)
+		return err == nil
+	})
+	if !strings.Contains(","+why+",", ",faces_in_focus,") {
+		t.Errorf("the burst's winner is there because %s, not faces_in_focus", why)
+	}
+	if winner != sharp {
+		t.Fatalf("the burst's winner is %v (sharp %v, soft %v), because %s", winner, sharp, soft, why)
+	}
+	var counts []int
+	for _, id := range []uuid.UUID{sharp, soft} {
+		scan, _, err := h.env.Store.Faces(context.Background(), id)
+		if err != nil || scan == nil {
+			t.Fatalf("faces of %v: %v %v", id, scan, err)
+		}
+		counts = append(counts, scan.FaceCount, scan.OutOfFocus)
+	}
+	// sample6.jpg's four faces, all in focus; the copy's soft.
+	if counts[0] != 4 || counts[1] != 0 || counts[3] == 0 {
+		t.Errorf("faces and soft faces: sharp %d/%d, soft %d/%d", counts[0], counts[1], counts[2], counts[3])
+	}
+	t.Logf("winner because %s", why)
 }
