@@ -19,7 +19,7 @@ func saveFaces(t *testing.T, a *app, asset uuid.UUID, faces ...store.Face) bool 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return saved
+	return saved != nil
 }
 
 func open(v float64) *float64 { return &v }

@@ -45,12 +45,13 @@ type Face struct {
 
 // SaveFaces replaces the faces of scan's asset with faces, numbered in
 // their order, and the scan's summary with theirs, when the asset's
-// project still detects faces; it reports whether it did. The project's
+// project still detects faces, and returns the scan with its summary; nil
+// when the project no longer detects faces. The project's
 // row is held while they are written, so a project that switches faces
 // off meanwhile deletes them after, never before. A missing asset is
 // ErrNotFound.
-func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (bool, error) {
-	saved := false
+func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (*FaceScan, error) {
+	var saved *FaceScan
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var on bool
 		err := tx.db.GetContext(ctx, &on, `SELECT p.detect_faces FROM assets a JOIN projects p ON p.id = a.project_id
@@ -98,7 +99,7 @@ func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (boo
 				return err
 			}
 		}
-		saved = true
+		saved = &scan
 		return nil
 	})
 	return saved, err

@@ -83,22 +83,17 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 	for i, f := range res.Faces {
 		found[i] = faceRow(img, f)
 	}
-	saved, err := w.st.SaveFaces(ctx, store.FaceScan{AssetID: p.AssetID, Model: res.Model,
+	scan, err := w.st.SaveFaces(ctx, store.FaceScan{AssetID: p.AssetID, Model: res.Model,
 		Width: img.Bounds().Dx(), Height: img.Bounds().Dy()}, found)
 	if errors.Is(err, store.ErrNotFound) {
 		return badInput("not_found", "The asset no longer exists.")
 	}
-	if err != nil || !saved {
+	if err != nil || scan == nil {
 		return err
 	}
-	closed := 0
-	for _, f := range found {
-		if f.EyesClosed {
-			closed++
-		}
-	}
-	w.publish(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil,
-		map[string]any{"assetId": p.AssetID, "faces": map[string]int{"count": len(found), "eyesClosed": closed}})
+	// Asset.faces, for the grid's marks.
+	w.publish(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, map[string]any{"assetId": p.AssetID, "faces": map[string]any{
+		"count": scan.FaceCount, "eyesClosed": scan.EyesClosed, "outOfFocus": scan.OutOfFocus, "minFaceSharpness": scan.MinSharpness}})
 	// Group winners weigh open eyes and sharp faces.
 	return w.scheduleCluster(ctx, p.ProjectID)
 }
