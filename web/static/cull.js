@@ -8,7 +8,8 @@
 //   FILTER_DEFAULTS               {flag: 'any'|'picked'|'rejected'|'unflagged', ratingMin: 0..5 (at least),
 //                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
 //                                  both included), readiness: 'all'|'processing'|'cull'|'searchable'|'failed'|
-//                                  'duplicate', q: '' or words to search for}
+//                                  'duplicate', q: '' or words to search for, faces: 'any'|'eyesClosed'|
+//                                  'soft'|'good' (some face blinks, some face is soft, neither)}
 //   getFilter(), setFilter(patch) a q searches the server (POST /v1/projects/{id}/search with the same
 //                                  filters) and shows its best 100 matches by relevance
 //   SORTS, getSort() → {key, desc}, setSort(key, desc)   key: 'uploaded' | 'captured' | 'filename'
@@ -32,7 +33,7 @@
 //   focusedId(), setFocus(id), onFocusChange(fn) → off
 //
 // Flags and stars, sent at once and undoable
-//   marksOf(id) → {picked, rejected, rating, edited}, as shown (waiting changes included);
+//   marksOf(id) → {picked, rejected, rating, edited, eyesClosed, softFace}, as shown (waiting changes included);
 //                                  marksText(marks) says them in words, starText(n) draws ★★★☆☆
 //   apply(ids, change, {label})   change: any of {picked, rejected, rating: 1..5 | null}. Shown at
 //                                  once, sent at once through POST /v1/projects/{id}/cull:applyAction
@@ -146,6 +147,8 @@ export function marksText(m) {
   if (m.rejected) bits.push('rejected');
   if (m.rating) bits.push(STAR_TEXT[m.rating]);
   if (m.edited) bits.push('edited');
+  if (m.eyesClosed) bits.push('eyes closed');
+  if (m.softFace) bits.push('a face out of focus');
   return bits.join(', ');
 }
 
@@ -168,7 +171,7 @@ export function setSetting(name, value) {
 
 // ---- the view ---------------------------------------------------------------
 
-export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, camera: '', from: '', to: '', readiness: 'all', q: '' });
+export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any' });
 export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time'], ['filename', 'File name']];
 
 // The options of the flag and readiness filters as numbers, the first
@@ -397,6 +400,7 @@ async function walk() {
   const wantCam = f.camera ? CAMERAS.indexOf(f.camera) : -1; // -1: any; a camera no photo has matches none
   const anyCam = !f.camera;
   const minStars = f.ratingMin;
+  const wantFaces = f.faces || 'any';
   const flags = new Int32Array(3);
   const stars = new Int32Array(6);
   const ready = new Int32Array(READY_CODES.length - 1);
@@ -412,6 +416,7 @@ async function walk() {
       start = performance.now();
     }
     const r = rows[i];
+    if (wantFaces !== 'any' && !facesMatch(r.faces, wantFaces)) continue;
     const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
     const flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
     const star = (m && m.rating) || 0;
@@ -473,6 +478,17 @@ async function walk() {
   if (dropped) selectionChanged.emit();
 }
 
+// facesMatch reports whether a row's faces (Asset.faces, null when not
+// looked for) pass the faces filter, as the API's eyesClosed and
+// faceOutOfFocus filters do.
+function facesMatch(faces, want) {
+  const closed = !!(faces && faces.eyesClosed);
+  const soft = !!(faces && faces.outOfFocus);
+  if (want === 'eyesClosed') return closed;
+  if (want === 'soft') return soft;
+  return !closed && !soft;
+}
+
 // runSearch asks the server for the photos matching the words and the
 // filters it knows, then the view filters them again, here, as marks change.
 async function runSearch() {
@@ -485,6 +501,9 @@ async function runSearch() {
   if (f.camera) body.filters.camera = f.camera;
   if (f.from) body.filters.from = new Date(dayStart(f.from)).toISOString();
   if (f.to) body.filters.to = new Date(dayEnd(f.to)).toISOString();
+  if (f.faces === 'eyesClosed') body.filters.eyesClosed = true;
+  if (f.faces === 'soft') body.filters.faceOutOfFocus = true;
+  if (f.faces === 'good') { body.filters.eyesClosed = false; body.filters.faceOutOfFocus = false; }
   const searchable = { cull: ['cull'], searchable: ['search', 'ai'] }[f.readiness];
   if (searchable) body.filters.readiness = searchable;
   const key = JSON.stringify(body);
@@ -588,7 +607,9 @@ let idle = [];
 export function marksOf(id) {
   const r = rowOf(id);
   const m = overlay.get(id) || (r && r.rating) || NO_MARKS;
-  return { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, edited: !!(r && r.edited) };
+  const f = r && r.faces;
+  return { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, edited: !!(r && r.edited),
+    eyesClosed: !!(f && f.eyesClosed), softFace: !!(f && f.outOfFocus) };
 }
 
 function merge(m, change) {

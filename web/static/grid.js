@@ -16,6 +16,7 @@ import './compare.js';
 const READINESS = [['all', 'All'], ['processing', 'Processing'], ['cull', 'Ready to cull'], ['searchable', 'Searchable'],
   ['failed', 'Failed'], ['duplicate', 'Duplicates']];
 const FLAGS = [['any', 'Any flag'], ['picked', 'Picked'], ['rejected', 'Rejected'], ['unflagged', 'Unflagged']];
+const FACES = [['any', 'Any faces'], ['eyesClosed', 'Eyes closed'], ['soft', 'Soft faces'], ['good', 'Eyes open, faces sharp']];
 
 // photosView fills root with the grid of model's photos. onDetails(row)
 // opens a photo's details; teardown collects what to undo on leaving.
@@ -50,6 +51,9 @@ export function photosView(root, model, { onDetails, teardown }) {
   const to = h('input', { type: 'date', id: 'filter-to', value: f0.to || null });
   from.addEventListener('change', () => change({ from: from.value }));
   to.addEventListener('change', () => change({ to: to.value }));
+  // Faces are found only in projects that detect them.
+  const faces = h('select', { id: 'filter-faces' }, FACES.map(([k, text]) => h('option', { value: k, selected: k === f0.faces || null }, text)));
+  faces.addEventListener('change', () => change({ faces: faces.value }));
   const sortBy = h('select', { id: 'sort' }, cull.SORTS.map(([k, text]) => h('option', { value: k, selected: k === s0.key || null }, text)));
   const order = h('button', { type: 'button', id: 'sort-order', 'aria-pressed': String(s0.desc), class: 'small' }, 'Reverse order');
   sortBy.addEventListener('change', () => { cull.setSort(sortBy.value, order.getAttribute('aria-pressed') === 'true'); toTop(); });
@@ -79,6 +83,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     to.value = '';
     stars.value = '0';
     camera.value = '';
+    faces.value = 'any';
     for (const b of ready.buttons) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
     for (const b of flags.buttons) b.setAttribute('aria-pressed', String(b.dataset.flag === 'any'));
     change({ ...cull.FILTER_DEFAULTS });
@@ -91,7 +96,8 @@ export function photosView(root, model, { onDetails, teardown }) {
   const filtersBox = h('details', { class: 'filters-box', open: window.innerWidth > 900 || null },
     filtersSummary,
     h('div', { class: 'filter-fields' }, ready.box,
-      field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to), reset));
+      field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
+      field('Faces', 'filter-faces', faces), reset));
   const filterRow = h('div', { class: 'filter-fields' }, flags.box, field('Stars', 'filter-stars', stars),
     field('Sort by', 'sort', sortBy), order);
 
@@ -252,7 +258,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     [...camera.options].forEach((o) => {
       o.textContent = o.value ? `${o.value} (${(byName.get(o.value) || 0).toLocaleString()})` : `Any camera (${c.stars[0].toLocaleString()})`;
     });
-    const more = ['camera', 'from', 'to'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0);
+    const more = ['camera', 'from', 'to'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0);
     filtersSummary.textContent = more ? `More filters (${more} on)` : 'More filters';
     const s = cull.searchState();
     status.textContent = s.q
@@ -324,11 +330,12 @@ function makeTile() {
   const flag = h('span', { class: 'flag' });
   const stars = h('span', { class: 'stars' });
   const edit = h('span', { class: 'edit-mark' });
+  const face = h('span', { class: 'face-mark' });
   const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
   const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
-    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, flag, stars, edit, badge));
-  li.parts = { img, flag, stars, edit, caption, badge };
+    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, flag, stars, edit, face, badge));
+  li.parts = { img, flag, stars, edit, face, caption, badge };
   return li;
 }
 
@@ -340,10 +347,10 @@ function paint(li, row, thumbs) {
   const m = cull.marksOf(row.assetId);
   const st = row.stage;
   const sel = cull.isSelected(row.assetId);
-  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.edited}|${sel}|${row.name}`;
+  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}`;
   if (li.painted === state) return;
   li.painted = state;
-  const { img, flag, stars, edit, caption, badge } = li.parts;
+  const { img, flag, stars, edit, face, caption, badge } = li.parts;
   li.row = row;
   li.dataset.asset = row.assetId;
   li.dataset.stage = st;
@@ -353,6 +360,9 @@ function paint(li, row, thumbs) {
   flag.textContent = m.picked ? '✓ Pick' : m.rejected ? '✕ Reject' : '';
   stars.textContent = cull.starText(m.rating || 0);
   edit.textContent = m.edited ? '✎ Edited' : '';
+  // A blink or a soft face, as asset:faces found them.
+  face.textContent = [m.eyesClosed ? '◡ Blink' : '', m.softFace ? '◌ Soft face' : ''].filter(Boolean).join(' ');
+  li.dataset.faces = m.eyesClosed ? 'eyes-closed' : m.softFace ? 'soft' : '';
   caption.textContent = row.name;
   caption.title = row.name || '';
   badge.textContent = st === 'searchable' || st === 'cull' ? '' : `${ICONS[st] || ''} ${STAGES[st]}`;

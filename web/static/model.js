@@ -281,7 +281,7 @@ export class ProjectModel extends EventTarget {
       // shape are read fast when the culling views walk 100,000 of them.
       row = {
         key: a.id, assetId: a.id, local: 'done', sent: 0, note: '', name: '', size: 0, asset: null, status: null, error: null,
-        processingFailure: false, stage: null, signedAt: 0, camera: '', cam: 0, time: 0, captured: null, edited: false,
+        processingFailure: false, stage: null, signedAt: 0, camera: '', cam: 0, time: 0, captured: null, edited: false, faces: null,
         rating: null, i0: -1, g0: -1, i1: -1, g1: -1,
       };
       this.byAsset.set(a.id, row);
@@ -304,6 +304,7 @@ export class ProjectModel extends EventTarget {
     row.time = Number.isNaN(t) ? 0 : t;
     row.captured = a.capturedAt ? row.time : null;
     row.edited = !!(a.flags && a.flags.edited);
+    row.faces = a.faces || null; // {count, eyesClosed, outOfFocus, minFaceSharpness} once looked for
     setRating(row, a.myRating);
     this.version++;
     if (row.local && row.local !== 'done' && a.flags.status === 'pending_upload') return row; // still on its way up
@@ -389,14 +390,15 @@ export class ProjectModel extends EventTarget {
           this.remove([data.assetId]);
           return;
         }
-        if (data.myRating !== undefined || data.edited !== undefined) {
-          // A person's rating, or an edit: the culling views' marks.
+        if (data.myRating !== undefined || data.edited !== undefined || data.faces !== undefined) {
+          // A person's rating, an edit, or the faces found: the culling views' marks.
           const row = this.byAsset.get(data.assetId);
           if (!row) return;
           const rated = data.myRating !== undefined && setRating(row, data.myRating);
           const edited = data.edited !== undefined && row.edited !== !!data.edited;
           if (edited) row.edited = !!data.edited;
-          if (rated || edited) this.marked(data.assetId);
+          if (data.faces !== undefined) row.faces = data.faces;
+          if (rated || edited || data.faces !== undefined) this.marked(data.assetId);
         }
         if (!data.status) return; // nothing the upload list shows
         const row = this.byAsset.get(data.assetId);
