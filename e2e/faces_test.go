@@ -1,0 +1,53 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/store"
+)
+
+// TestGridMarksBlinksAndSoftFaces opens a project that detects faces, with
+// a blink and a soft face among its photos as asset:faces records them: the
+// tiles mark them, and the Faces filter shows them or the others.
+func TestGridMarksBlinksAndSoftFaces(t *testing.T) {
+	chrome := chromium(t)
+	s, key := gridStack(t, "faces-stack.log")
+	project := s.seeded(key, "Couple", 6)
+	if code := s.call("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": true}, nil); code != 200 {
+		t.Fatalf("switch faces on: %d", code)
+	}
+	var page struct{ Items []struct{ ID string } }
+	if code := s.call("GET", "/v1/projects/"+project+"/assets?limit=3", key, nil, &page); code != 200 || len(page.Items) != 3 {
+		t.Fatalf("list: %d %+v", code, page)
+	}
+	open := func(v float64) *float64 { return &v }
+	face := store.Face{X: 0.3, Y: 0.2, W: 0.2, H: 0.3, Score: 0.9, EyeLeft: open(0.3), EyeRight: open(0.32), Sharpness: 200}
+	blink, soft := face, face
+	blink.EyeLeft, blink.EyeRight, blink.EyesClosed = open(0.05), open(0.07), true
+	soft.Sharpness, soft.OutOfFocus = 20, true
+	for i, f := range []store.Face{blink, soft, face} {
+		scan := store.FaceScan{AssetID: uuid.MustParse(page.Items[i].ID), Model: "test", Width: 100, Height: 80}
+		if saved, err := s.env.Store.SaveFaces(context.Background(), scan, []store.Face{f}); err != nil || saved == nil {
+			t.Fatalf("save faces: %v", err)
+		}
+	}
+
+	br := newBrowser(t, chrome)
+	br.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	br.waitJS("the blink marked", `document.querySelector(`+jsq(`.ptile[data-asset="`+page.Items[0].ID+`"]`)+`)?.dataset.faces === 'eyes-closed'`)
+	br.waitJS("the soft face marked", `document.querySelector(`+jsq(`.ptile[data-asset="`+page.Items[1].ID+`"] .face-mark`)+`)?.textContent.includes('Soft face')`)
+	if n := eval[int](br, `document.querySelectorAll('.ptile .face-mark:not(:empty)').length`); n != 2 {
+		t.Errorf("%d tiles marked, want the blink and the soft face", n)
+	}
+	br.viewShot("faces-grid")
+	br.setField("#filter-faces", "eyesClosed")
+	br.waitView("only the blink", []string{page.Items[0].ID})
+	br.setField("#filter-faces", "soft")
+	br.waitView("only the soft face", []string{page.Items[1].ID})
+	br.setField("#filter-faces", "good")
+	br.waitJS("the four others", `import('/static/cull.js').then((c) => c.viewIds().length === 4 && !c.viewIds().includes(`+
+		jsq(page.Items[0].ID)+`) && !c.viewIds().includes(`+jsq(page.Items[1].ID)+`))`)
+}
