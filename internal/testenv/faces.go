@@ -174,3 +174,7 @@ func (s *FaceService) Kill() {
 	s.cmd.Process.Kill()
 	<-s.done
 }
+
+// PID is the sidecar's process id, for benchmarks that read its CPU time
+// and memory.
+func (s *FaceService) PID() int { return s.cmd.Process.Pid }
