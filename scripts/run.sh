@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Lightbox for development: Redis and PostgreSQL (started here unless
-# REDIS_URL / DATABASE_URL name others), migrations, a development admin user,
-# the attestation signing key, then the server and the worker. Ctrl-C stops
+# REDIS_URL / DATABASE_URL name others), the face sidecar (LIGHTBOX_FACES,
+# see ml_wanted), migrations, a development admin user, the attestation
+# signing key, then the server and the worker. Ctrl-C stops
 # the server, the worker and the services this run started, nothing else.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -41,6 +42,9 @@ trap 'stop_child HUP; exit 0' HUP
 ensure_build_deps
 [ "${BLOB_BACKEND:-disk}" != s3 ] || S3_WANTED=1
 services_up
+# Faces are opt-in per project; the sidecar runs so that a project that
+# opts in finds them, and exports FACES_URL for the worker.
+if ml_wanted; then ml_up; fi
 if [ "${BLOB_BACKEND:-disk}" = s3 ]; then
 	# The local S3 server unless S3_ENDPOINT names another; processes that
 	# share no DATA_DIR must be given the upload secret.
@@ -133,6 +137,7 @@ cat >&2 <<EOF
     Readiness         $PUBLIC_URL/readyz
     Redis             $REDIS_URL
     PostgreSQL        $DATABASE_URL
+    Faces             ${FACES_URL:-off}
 
   Development API key ($DEV_EMAIL, admin; kept in ${KEY_FILE#"$ROOT"/}):
     $key
