@@ -4,20 +4,28 @@ import (
 	"context"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
 	"lightbox/store"
 )
 
-// TestGridMarksBlinksAndSoftFaces opens a project that detects faces, with
-// a blink and a soft face among its photos as asset:faces records them: the
-// tiles mark them, and the Faces filter shows them or the others.
+// TestGridMarksBlinksAndSoftFaces switches a project's faces on in the
+// page; with a blink and a soft face among its photos, as asset:faces
+// records them, the tiles mark them and the Faces filter shows them or the
+// others.
 func TestGridMarksBlinksAndSoftFaces(t *testing.T) {
 	chrome := chromium(t)
 	s, key := gridStack(t, "faces-stack.log")
 	project := s.seeded(key, "Couple", 6)
-	if code := s.call("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": true}, nil); code != 200 {
-		t.Fatalf("switch faces on: %d", code)
+	br := newBrowser(t, chrome)
+	br.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	// Faces are switched on in the page, and the project says so.
+	br.run("switch faces on", chromedp.Click(chromedp.CSS("#detect-faces")))
+	br.waitJS("faces on", `document.querySelector('#detect-faces-note').textContent.includes('searched for faces')`)
+	var p struct{ DetectFaces bool }
+	if code := s.call("GET", "/v1/projects/"+project, key, nil, &p); code != 200 || !p.DetectFaces {
+		t.Fatalf("the project after the switch: %d, detectFaces %v", code, p.DetectFaces)
 	}
 	var page struct{ Items []struct{ ID string } }
 	if code := s.call("GET", "/v1/projects/"+project+"/assets?limit=3", key, nil, &page); code != 200 || len(page.Items) != 3 {
@@ -35,8 +43,8 @@ func TestGridMarksBlinksAndSoftFaces(t *testing.T) {
 		}
 	}
 
-	br := newBrowser(t, chrome)
-	br.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	// As asset:faces records them; the page reads them afresh.
+	br.run("reload", chromedp.Reload())
 	br.waitJS("the blink marked", `document.querySelector(`+jsq(`.ptile[data-asset="`+page.Items[0].ID+`"]`)+`)?.dataset.faces === 'eyes-closed'`)
 	br.waitJS("the soft face marked", `document.querySelector(`+jsq(`.ptile[data-asset="`+page.Items[1].ID+`"] .face-mark`)+`)?.textContent.includes('Soft face')`)
 	if n := eval[int](br, `document.querySelectorAll('.ptile .face-mark:not(:empty)').length`); n != 2 {

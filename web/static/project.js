@@ -91,6 +91,7 @@ export async function showProject(main, id, tab) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' › '),
     h('div', { class: 'title-row' }, h('h1', {}, project.title), live),
     project.description ? h('p', { class: 'muted' }, project.description) : null,
+    facesToggle(project),
     project.status !== 'active' ? h('p', { class: 'notice' }, `This project is ${project.status}: it takes no new files.`) : null,
     h('nav', { class: 'tabs', 'aria-label': 'Project' },
       TABS.map(([k, label]) => h('a', { href: `#/projects/${id}/${k}`, 'aria-current': k === tab ? 'page' : null, id: `tab-${k}` }, label))),
@@ -101,6 +102,34 @@ export async function showProject(main, id, tab) {
   else if (tab === 'review') reviewView(body, state.model, current.teardown);
   else if (tab === 'deliver') deliverView(body, state.model, current.teardown);
   else uploadTab(body, state, project);
+}
+
+// facesToggle switches face detection for the project (the API's
+// detectFaces): off by default; switching it off deletes the faces found,
+// so that asks first.
+function facesToggle(project) {
+  const box = h('input', { type: 'checkbox', id: 'detect-faces', checked: project.detectFaces || null });
+  const note = h('span', { class: 'muted', id: 'detect-faces-note', role: 'status' });
+  box.addEventListener('change', async () => {
+    const on = box.checked;
+    if (!on && !confirm('Switching faces off deletes every face found in this project. Switch them off?')) {
+      box.checked = true;
+      return;
+    }
+    box.disabled = true;
+    try {
+      const p = await api('PATCH', `/v1/projects/${project.id}`, { detectFaces: on });
+      project.detectFaces = p.detectFaces;
+      note.textContent = on ? 'Photos uploaded from now on are searched for faces.' : 'Faces are off, and the faces found were deleted.';
+    } catch (e) {
+      box.checked = !on;
+      note.textContent = `Faces could not be switched ${on ? 'on' : 'off'}: ${e.message}`;
+    } finally {
+      box.disabled = false;
+    }
+  });
+  return h('p', { class: 'check' }, box,
+    h('label', { for: 'detect-faces' }, 'Find faces: mark blinks and soft faces (detection only; nobody is recognised)'), ' ', note);
 }
 
 // ---- Upload ---------------------------------------------------------------
