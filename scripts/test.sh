@@ -22,8 +22,11 @@ FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzRe
 FUZZTIME=${FUZZTIME:-20000x}
 
 rc=0
+mkdir -p artifacts
+# scripts/testtimes prints what go test prints without -json, and writes
+# each package's time and the slowest tests to artifacts/test-times.txt.
 # shellcheck disable=SC2086 # PKG and RACE are lists of words
-go test $RACE -count=1 -timeout "$TIMEOUT" $PKG || rc=$?
+go test -json $RACE -count=1 -timeout "$TIMEOUT" $PKG | go run ./scripts/testtimes -o artifacts/test-times.txt || rc=$?
 if [ -n "$RACE" ] && [ -n "$PLAIN_PKG" ]; then
 	# shellcheck disable=SC2086
 	plain=$(comm -12 <(go list $PKG | sort) <(go list $PLAIN_PKG | sort))
