@@ -66,7 +66,7 @@ func TestCopyBlobsToS3(t *testing.T) {
 	}
 
 	bucket := testenv.S3(t)
-	lightbox := buildLightbox(t)
+	lightbox := testenv.Binary(t, "../cmd/lightbox")
 	copyBlobs := func(env ...string) (int, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
@@ -118,16 +118,6 @@ func TestCopyBlobsToS3(t *testing.T) {
 			t.Errorf("%s lists %d files through the server on the bucket, want an original, a thumbnail and a preview", a, n)
 		}
 	}
-}
-
-// buildLightbox builds the CLI into the test's temporary folder.
-func buildLightbox(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lightbox")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/lightbox").CombinedOutput(); err != nil {
-		t.Fatalf("build lightbox: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // serveFromBucket starts a second server on s's database and Redis with

@@ -4,8 +4,6 @@ import (
 	"flag"
 	"os"
 	"testing"
-
-	"lightbox/internal/procs"
 )
 
 func TestMain(m *testing.M) {
@@ -17,7 +15,7 @@ func TestMain(m *testing.M) {
 	if !set {
 		flag.Set("test.parallel", "8")
 	}
-	code := procs.Main(m)
+	code := m.Run()
 	writeTable()
 	os.Exit(code)
 }

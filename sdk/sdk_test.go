@@ -21,8 +21,6 @@ import (
 	"lightbox/internal/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(procs.Main(m)) }
-
 // patience bounds each wait; it only catches a hang on two busy cores.
 const patience = 10 * time.Minute
 

@@ -171,28 +171,12 @@ type serverProcess struct {
 	pid  int
 }
 
-// serverBinary is cmd/server built once per test binary.
-var serverBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lightbox-bench-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "server")
-	if out, err := exec.Command("go", "build", "-o", bin, "lightbox/cmd/server").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the server: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // startServerProcess runs cmd/server, built without the race detector, on
 // the test's database and Redis until the test ends: what is measured
 // through it is the server, not an instrumented test binary.
 func startServerProcess(b testing.TB, env *testenv.Env, extra map[string]string) serverProcess {
 	b.Helper()
-	bin, err := serverBinary()
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin := testenv.Binary(b, "lightbox/cmd/server")
 	dir := b.TempDir()
 	_, chainKey, _ := ed25519.GenerateKey(nil)
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(chainKey)

@@ -20,6 +20,7 @@ import (
 
 	"lightbox/chain"
 	"lightbox/internal/procstat"
+	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -100,7 +101,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 		keyFile := filepath.Join(b.TempDir(), "chain.key")
 		chain.GenerateKeyFile(keyFile)
-		cmd := exec.Command(buildWorker(b))
+		cmd := exec.Command(testenv.Binary(b, "lightbox/cmd/worker"))
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
 			"CHAIN_KEY_FILE="+keyFile, "CLUSTER_DELAY=2s", "LOG_LEVEL=error")
 		start := time.Now()

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
+	"lightbox/internal/testenv"
 	"lightbox/tasks"
 )
 
@@ -41,7 +42,7 @@ func TestJobStatesLostWithTheWorkerAreRepaired(t *testing.T) {
 	if _, err := chain.GenerateKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	first := h.startBinary(buildWorker(t), keyFile)
+	first := h.startBinary(testenv.Binary(t, "lightbox/cmd/worker"), keyFile)
 	h.waitFor("the ingest to complete in Asynq", 5*time.Minute, func() bool {
 		_, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
 		return errors.Is(err, asynq.ErrTaskNotFound) &&

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,25 +18,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/chain"
+	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
 )
-
-// buildWorker compiles the worker binary once per test run.
-func buildWorker(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..")
-	bin := filepath.Join(t.TempDir(), "worker")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/worker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the worker: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startBinary starts the worker binary bin on the harness's services with
 // the chain key in keyFile and env's settings on top; the test's end kills
@@ -101,7 +87,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		h.finalize(project, fmt.Sprintf("%03d.jpg", i), append(data, []byte(fmt.Sprintf("copy %d", i))...))
 	}
 	keyFile := chainKeyFile(t)
-	bin := buildWorker(t)
+	bin := testenv.Binary(t, "lightbox/cmd/worker")
 	start := func() *exec.Cmd { return h.startBinary(bin, keyFile) }
 	culled := func() int {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('cull', 'search', 'ai')`)
@@ -158,7 +144,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 		h.finalize(project, fmt.Sprintf("%02d.jpg", i), append(data, []byte(fmt.Sprintf("copy %d", i))...))
 	}
 	keyFile := chainKeyFile(t)
-	bin := buildWorker(t)
+	bin := testenv.Binary(t, "lightbox/cmd/worker")
 	done := func() int {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'done'`)
 	}
@@ -225,7 +211,7 @@ func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyFile := chainKeyFile(t)
-	bin := buildWorker(t)
+	bin := testenv.Binary(t, "lightbox/cmd/worker")
 
 	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
 	h.waitFor("the export to write its archive", 5*time.Minute, func() bool { return h.export(id).Progress > 0 })
@@ -297,7 +283,7 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyFile := chainKeyFile(t)
-	bin := buildWorker(t)
+	bin := testenv.Binary(t, "lightbox/cmd/worker")
 
 	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms", "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
 	select {
@@ -347,7 +333,7 @@ func TestKilledWorkersTaskComesBackOnceItsHeartbeatIsGone(t *testing.T) {
 	project := h.project()
 	asset := h.importURLs(project, src.URL+"/wood.jpg")[0]
 
-	first := h.startBinary(buildWorker(t), chainKeyFile(t), "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
+	first := h.startBinary(testenv.Binary(t, "lightbox/cmd/worker"), chainKeyFile(t), "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
 	h.waitFor("the first worker to start the download", 2*time.Minute, func() bool { return requests.Load() >= 1 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: its lease is left behind
 		t.Fatal(err)

@@ -1,9 +1,9 @@
 // Package procs provides tests with Lightbox's real binaries as separate
-// processes: it builds cmd/server and cmd/worker once per test binary,
-// starts them with an environment of their own (an empty DATA_DIR each, a
-// free loopback port), waits until they answer, keeps each one's log in a
-// file that is shown when the test fails, and kills, stops or restarts
-// them. It also starts private Redis and PostgreSQL servers for tests that
+// processes: it builds cmd/server and cmd/worker once per state of the
+// sources, starts them with an environment of their own (an empty
+// DATA_DIR each, a free loopback port), waits until they answer, keeps
+// each one's log in a file that is shown when the test fails, and kills,
+// stops or restarts them. It also starts private Redis and PostgreSQL servers for tests that
 // take those down.
 package procs
 
@@ -16,55 +16,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"lightbox/internal/testenv"
 )
 
 // Patience bounds every wait for a process to answer. It only catches a
 // hang: the tests run on two busy cores.
 const Patience = 3 * time.Minute
 
-var build struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// Main runs the tests and then removes the binaries built for them; call
-// it from TestMain: os.Exit(procs.Main(m)).
-func Main(m *testing.M) int {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	return code
-}
-
 // Binary is the path of the named command (server, worker), built from
-// this module the first time any is asked for.
+// this module once for all the tests that ask (see testenv.Binary).
 func Binary(t testing.TB, name string) string {
 	t.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "lightbox-bin-")
-		if build.err != nil {
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		cmd := exec.Command("go", "build", "-o", build.dir+"/", "./cmd/server", "./cmd/worker")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return filepath.Join(build.dir, name)
+	return testenv.Binary(t, "lightbox/cmd/"+name)
 }
 
 // FreeAddr is a loopback host:port nothing listens on right now, for a

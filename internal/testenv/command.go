@@ -19,20 +19,12 @@ type Command struct {
 	Env []string
 }
 
-// BuildCommand builds the main package pkg (a path go build takes, such as
-// "../cmd/lightbox") into the test's temporary directory. ctx bounds the
-// build and every run.
+// BuildCommand is the main package pkg (a path go build takes, such as
+// "../cmd/lightbox"), built once for every test that asks (see Binary).
+// ctx bounds every run.
 func BuildCommand(ctx context.Context, t testing.TB, pkg string) *Command {
 	t.Helper()
-	abs, err := filepath.Abs(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), filepath.Base(abs))
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, out)
-	}
-	return &Command{t: t, ctx: ctx, bin: bin}
+	return &Command{t: t, ctx: ctx, bin: Binary(t, pkg)}
 }
 
 // Run runs the binary with args and returns its exit status and output.
