@@ -13,7 +13,7 @@ PKG     ?= ./...
 RACE    ?= -race
 # Pixel arithmetic that -race slows tenfold: `make test` runs these again
 # without it, in full (see scripts/test.sh).
-PLAIN_PKG ?= ./imaging/
+PLAIN_PKG ?= ./imaging/ ./embed/
 TIMEOUT ?= 20m
 BENCH   ?= .
 BENCH_TIMEOUT ?= 60m

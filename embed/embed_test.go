@@ -2,6 +2,7 @@ package embed
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,12 @@ import (
 
 // photos decodes the corpus photos at thumbnail size, as the worker passes
 // them. The corpus is $LIGHTBOX_CORPUS or ../../shared/corpus.
+//
+// Under -race it takes the three smallest photos only. Decoding and
+// resampling are pixel arithmetic on data no other goroutine sees, which
+// the detector has nothing to find in and slows twentyfold (three minutes
+// of a busy two-core run); `make test` runs this package a second time
+// without -race, on every photo (PLAIN_PKG in the Makefile).
 func photos(t *testing.T) map[string]image.Image {
 	t.Helper()
 	dir := os.Getenv("LIGHTBOX_CORPUS")
@@ -34,6 +42,9 @@ func photos(t *testing.T) map[string]image.Image {
 	files, _ := filepath.Glob(filepath.Join(dir, "photos", "*.jpg"))
 	if len(files) == 0 {
 		t.Skipf("test corpus not found at %s (set LIGHTBOX_CORPUS)", dir)
+	}
+	if raceDetector {
+		files = smallest(t, files, 3)
 	}
 	out := map[string]image.Image{}
 	for _, f := range files {
@@ -48,6 +59,22 @@ func photos(t *testing.T) map[string]image.Image {
 		out[filepath.Base(f)] = resize.Thumbnail(320, 320, img, resize.Lanczos3)
 	}
 	return out
+}
+
+// smallest returns the n smallest of files.
+func smallest(t *testing.T, files []string, n int) []string {
+	t.Helper()
+	size := map[string]int64{}
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size[f] = info.Size()
+	}
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b string) int { return cmp.Compare(size[a], size[b]) })
+	return files[:min(n, len(files))]
 }
 
 func mustEmbed(t *testing.T, e Embedder, img image.Image) []float32 {

@@ -4,11 +4,12 @@
 # once more without it. Their tests are pixel arithmetic on data no other
 # goroutine sees, which -race makes ten times slower and has nothing to
 # find in: under -race they leave out their largest inputs (see
-# imaging/race_test.go) and the second pass runs them in full. Both passes
-# run even when the first fails; the status is the first failure's. The
-# face sidecar's Node tests follow when PKG is the whole module.
+# race_test.go in imaging/ and embed/) and the second pass runs them in
+# full. Both passes run even when the first fails; the status is the first
+# failure's. The face sidecar's Node tests follow when PKG is the whole
+# module.
 #
-#   PKG=./... RACE=-race PLAIN_PKG=./imaging/ TIMEOUT=20m scripts/test.sh
+#   PKG=./... RACE=-race PLAIN_PKG="./imaging/ ./embed/" TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 

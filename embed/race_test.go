@@ -1,0 +1,7 @@
+//go:build race
+
+package embed
+
+// raceDetector says the tests run under -race, where decoding and
+// resampling photos in pure Go run about twenty times slower.
+const raceDetector = true
