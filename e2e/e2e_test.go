@@ -17,9 +17,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
@@ -262,33 +265,78 @@ func chromium(t testing.TB) string {
 	return ""
 }
 
+// chrome is the package's one Chromium, started by the first test that
+// needs a browser and stopped by TestMain: a start costs seconds of a busy
+// machine. Each test has a browser context of its own in it (cookies,
+// storage and cache of its own, as a fresh profile has), closed when the
+// test ends.
+var chrome struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab
+	stop func()
+	err  error
+}
+
+// startChromium starts the package's Chromium at path, once.
+func startChromium(path string) (context.Context, error) {
+	chrome.once.Do(func() {
+		dataDir, err := os.MkdirTemp("", "lightbox-e2e-chromium-")
+		if err != nil {
+			chrome.err = err
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.UserDataDir(dataDir),
+			chromedp.Headless,
+			chromedp.NoSandbox, // tests run as root
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			// Each test's page is one of several: none may be slowed
+			// as a page in the background is.
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.WindowSize(1280, 900),
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		chrome.ctx = ctx
+		chrome.stop = func() {
+			cancel()
+			cancelAlloc()
+			os.RemoveAll(dataDir)
+		}
+		// The first action starts the browser, without a timeout: one
+		// would stop the whole browser when it passed.
+		chrome.err = chromedp.Do(ctx)
+	})
+	return chrome.ctx, chrome.err
+}
+
+// newBrowser opens a tab in a browser context of t's own.
 func newBrowser(t testing.TB, path string) *browser {
 	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	// The first action starts the browser, without a timeout: one would
-	// stop the whole browser when it passed.
-	if err := chromedp.Do(ctx); err != nil {
+	parent, err := startChromium(path)
+	if err != nil {
 		t.Fatalf("start Chromium at %s: %v", path, err)
+	}
+	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	// Only one page of a browser has the focus, and the keyboard needs
+	// it: each test's page behaves as if it had it.
+	err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("open a tab in Chromium: %v", err)
 	}
 	return &browser{t: t, ctx: ctx}
 }
