@@ -36,6 +36,7 @@ import (
 // copies nothing, a blob changed in the bucket is found and copied again,
 // and a server switched to the bucket then serves every file.
 func TestCopyBlobsToS3(t *testing.T) {
+	t.Parallel()
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "stack.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -187,6 +187,7 @@ func (b *browser) tab() *browser {
 // one, sees a pick made in one tab reach another, and sees a change the
 // server refuses rolled back with a message.
 func TestCullByKeyboard(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	chrome := chromium(t)
 	s, key := gridStack(t, "cull-stack.log")
@@ -346,6 +347,7 @@ func (b *browser) waitView(what string, want []string) {
 // same order; the counts follow ratings made elsewhere at once; the text
 // search shows what the API's search finds; an edit marks its tile.
 func TestGridFiltersMatchTheAPI(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	chrome := chromium(t)
 	s, key := gridStack(t, "filters-stack.log")
@@ -499,6 +501,7 @@ func drawn(id string) string {
 // to the next photo, then two photos selected by taps, compared, and one
 // kept by a tap.
 func TestLoupe(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "loupe-stack.log")
 	project := s.seeded(key, "Studio", 30)

@@ -18,6 +18,7 @@ import (
 // them with a password and opens its page (it shows exactly the picks),
 // then reads what the client left, changes the gallery and deletes it.
 func TestDeliverThePicks(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "deliver-stack.log")
 	project := s.renderable(key, "Harbour wedding", 12)

@@ -465,6 +465,7 @@ func distinctPhotos(t *testing.T, n int) []string {
 // in, create a project, upload 50 photos and watch them become searchable,
 // open one, then recover failed jobs from the admin page and from Asynqmon.
 func TestUploadReviewAndRetryInABrowser(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
@@ -806,6 +807,7 @@ func (s *stack) failedJobs(key string) []apiJob {
 // TestAdminAPI covers what the admin page relies on beyond the browser
 // test: who may use it, retrying a whole batch, and deleting a failed job.
 func TestAdminAPI(t *testing.T) {
+	t.Parallel()
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "stack.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -898,6 +900,7 @@ func TestAdminAPI(t *testing.T) {
 // more than the budget ever holds, waits out Retry-After, and every file
 // still arrives.
 func TestUploadWithinTheRateLimit(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	logPath := filepath.Join(artifacts, "stack-rate-limit.log")
 	logFile, err := os.Create(logPath)

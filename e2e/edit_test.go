@@ -121,6 +121,7 @@ func meanLight(sel string) string {
 // and the server's render once saved, applies the edit to three selected
 // photos as a batch, and sees their tiles change in the grid.
 func TestEditCropBrightenAndApply(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "edit-stack.log")
 	project := s.renderable(key, "Portraits", 12)

@@ -16,6 +16,7 @@ import (
 // gallery link: open it, get the password wrong then right, see the
 // photos, favourite one and comment on another; the owner sees both.
 func TestClientGalleryInABrowser(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)

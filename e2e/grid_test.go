@@ -205,6 +205,7 @@ func openProject(br *browser, url, project string, n, selected int, shot string)
 // the arrow keys walk the photos in order while tiles are reused under
 // them, and its sorts give the API's orders.
 func TestPhotoGridOfThousands(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	chrome := chromium(t)
 	s, key := gridStack(t, "grid-stack.log")
@@ -253,6 +254,7 @@ func TestPhotoGridOfThousands(t *testing.T) {
 // 3,000 while the list still holds fewer (they come from the project's
 // stats until the list is whole), and are the same once it is.
 func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	chrome := chromium(t)
 	s, key := gridStack(t, "counts-stack.log")
@@ -280,6 +282,7 @@ func TestUploadCountsWholeWhileTheListLoads(t *testing.T) {
 // through the API: its row goes with the event, and with the event stream
 // blocked, with the reload that the stats' disagreement brings.
 func TestDeletedPhotosLeaveTheList(t *testing.T) {
+	t.Parallel()
 	const n = 30
 	chrome := chromium(t)
 	s, key := gridStack(t, "deleted-stack.log")
@@ -314,6 +317,7 @@ func TestDeletedPhotosLeaveTheList(t *testing.T) {
 // sent: the upload and processing phases say those two are not finished,
 // rather than done, and a failure in processing is not the upload's.
 func TestPhasesWaitForUnfinishedUploads(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "phases-stack.log")
 	project := s.seeded(key, "Wedding", 300)
@@ -332,6 +336,7 @@ func TestPhasesWaitForUnfinishedUploads(t *testing.T) {
 // whose list is still loading: a group's photos the list does not hold yet
 // show their thumbnails all the same.
 func TestGroupPhotosShowBeforeTheListIsWhole(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "groups-stack.log")
 	project := s.seeded(key, "Party", 3000)
@@ -369,6 +374,7 @@ func TestGroupPhotosShowBeforeTheListIsWhole(t *testing.T) {
 // one whose bytes did not match its checksum at finalize has none to
 // process, and is not offered it (the server would refuse).
 func TestDetailsOfferProcessingOnlyWithTheBytes(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "details-stack.log")
 	var p struct{ ID string }

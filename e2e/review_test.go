@@ -60,6 +60,7 @@ type apiCluster struct {
 // run replaces every group, and the page, following it, shows the burst
 // with the choice kept, as the API does.
 func TestReviewABurst(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "review-stack.log")
 	project := s.seeded(key, "Ceremony", 40)

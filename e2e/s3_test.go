@@ -50,6 +50,7 @@ func s3Stack(t *testing.T) (*stack, blob.S3Config) {
 // files, which are read back through presigned URLs. Beside it: a wrong
 // checksum, an upload that never came, and a body larger than declared.
 func TestUploadThroughS3(t *testing.T) {
+	t.Parallel()
 	s, bucket := s3Stack(t)
 	key := s.user("sam@example.org", false)
 	project := s.createProject(key, "Bucket")
@@ -129,6 +130,7 @@ func TestUploadThroughS3(t *testing.T) {
 // TestUploadToS3InABrowser: the web uploader PUTs straight to the bucket,
 // across origins, with the headers prepare lists.
 func TestUploadToS3InABrowser(t *testing.T) {
+	t.Parallel()
 	chrome := chromium(t)
 	s, _ := s3Stack(t)
 	key := s.user("kim@example.org", false)

@@ -99,6 +99,7 @@ func (n *redisNode) signal(t *testing.T, sig syscall.Signal) {
 // never received, and finds every asset ready once the replica is
 // promoted: the sweeper hands the lost tasks over again from Postgres.
 func TestFailoverToAReplicaMidBatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	logDir, err := filepath.Abs(filepath.Join(artifacts, "sentinel"))
 	if err != nil {

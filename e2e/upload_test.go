@@ -106,6 +106,7 @@ func (s *stack) processed(project string) int {
 }
 
 func TestUploadCommandSendsEachFileOnce(t *testing.T) {
+	t.Parallel()
 	s, key := uploadStack(t, nil)
 	paths, n := corpusFolders(t)
 	o := uploader.Options{NewTitle: "Corpus", Paths: paths, ChunkSize: 8}
@@ -149,6 +150,7 @@ func TestUploadCommandSendsEachFileOnce(t *testing.T) {
 }
 
 func TestUploadCommandResumesAfterAnInterruption(t *testing.T) {
+	t.Parallel()
 	s, key := uploadStack(t, nil)
 	paths, n := corpusFolders(t)
 	o := uploader.Options{NewTitle: "Interrupted", Paths: paths, ChunkSize: 4, Concurrency: 2}
@@ -223,6 +225,7 @@ func TestUploadCommandResumesAfterAnInterruption(t *testing.T) {
 // the refusal, rather than leaving it waiting for news that cannot come.
 // The ingest queue is paused, so the batch cannot end on its own.
 func TestUploadCommandEndsWhenItsKeyIsRevokedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	s, key := uploadStack(t, nil)
 	redis, err := asynq.ParseRedisURI(s.env.RedisURL)
 	if err != nil {
@@ -254,6 +257,7 @@ func TestUploadCommandEndsWhenItsKeyIsRevokedWhileWaiting(t *testing.T) {
 }
 
 func TestUploadCommandWaitsOutTheRateLimit(t *testing.T) {
+	t.Parallel()
 	// A budget of 5 files at once, refilled at 2 a second: the first chunk
 	// is too large for it ever, and the later ones wait for it.
 	s, key := uploadStack(t, map[string]string{"RATE_UPLOADS_BURST": "5", "RATE_UPLOADS_PER_MINUTE": "120"})
@@ -286,6 +290,7 @@ func TestUploadCommandWaitsOutTheRateLimit(t *testing.T) {
 // Retry-After (the earliest upload's expiry, 5 minutes here) stalled them
 // all.
 func TestUploadCommandWaitsForItsOwnUploadsUnderAFilesQuota(t *testing.T) {
+	t.Parallel()
 	s, key := uploadStack(t, map[string]string{"QUOTA_FILES_IN_FLIGHT": "4"})
 	paths, n := corpusFolders(t)
 	var evs events
@@ -331,6 +336,7 @@ func (st *stalledTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 func TestUploadCommandPreparesExpiredURLsAgain(t *testing.T) {
+	t.Parallel()
 	s, key := uploadStack(t, map[string]string{"UPLOAD_URL_TTL": "10s"})
 	odd := filepath.Join(testenv.Corpus(t), "odd")
 	entries, _ := os.ReadDir(odd)
@@ -361,6 +367,7 @@ func TestUploadCommandPreparesExpiredURLsAgain(t *testing.T) {
 // exit 2 before any request, and a run in which one file is refused and
 // another fails processing exits 1 naming both.
 func TestUploadCommandNamesFailedFiles(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), pipelinePatience)
 	defer cancel()
 	cmd := testenv.BuildCommand(ctx, t, "../cmd/lightbox")
