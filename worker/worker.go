@@ -127,6 +127,10 @@ func New(d Deps) (*Worker, error) {
 		// An idle worker polls for new work this often; the default (1 s)
 		// would add up to a second before a fresh upload is touched.
 		TaskCheckInterval: 200 * time.Millisecond,
+		// A task due later (a cluster run after CLUSTER_DELAY, a retry)
+		// is moved to its queue this often; the default (5 s) would add
+		// up to five seconds to each.
+		DelayedTaskCheckInterval: time.Second,
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			w.log.Warn("task failed", "type", t.Type(), "err", err)
 		}),
