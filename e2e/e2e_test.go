@@ -50,7 +50,7 @@ const patience = 5 * time.Minute
 const pipelinePatience = 10 * time.Minute
 
 // stack is a server and a worker on loopback, wired as cmd/server and
-// cmd/worker wire them, on the test's own schema and Redis database.
+// cmd/worker wire them, on the test's own Postgres and Redis databases.
 type stack struct {
 	t       testing.TB
 	env     *testenv.Env

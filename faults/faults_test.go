@@ -102,7 +102,7 @@ func (r *rig) inFlight(base string) {
 	r.photos = append(r.photos, r.imports...)
 }
 
-// sharedRig is newRig on the shared Postgres (the test's own schema) and
+// sharedRig is newRig on the shared Postgres (the test's own database) and
 // the given Redis, or the test's own database of the shared one.
 func sharedRig(t *testing.T, redisURL string) *rig {
 	t.Helper()

@@ -1,7 +1,8 @@
 // Package testenv provides tests with the real Postgres and Redis that
-// `make test` starts, each test isolated in its own Postgres schema (with
-// every migration applied) and its own Redis database index, so packages and
-// tests run in parallel without seeing each other's data.
+// `make test` starts, each test isolated in its own Postgres database (a
+// clone of one that holds every migration, see template.go) and its own
+// Redis database index, so packages and tests run in parallel without
+// seeing each other's data.
 package testenv
 
 import (
@@ -26,15 +27,15 @@ import (
 // Env is one test's slice of the shared services.
 type Env struct {
 	Store    *store.Store
-	DB       *sqlx.DB // the same schema, for the odd check or change no store method makes
-	DSN      string   // connects straight into the test's schema
-	Schema   string
+	DB       *sqlx.DB // the same database, for the odd check or change no store method makes
+	DSN      string   // connects straight into the test's database and schema
+	Schema   string   // the schema of the DSN's search_path, which holds the tables
 	Redis    *redis.Client
 	RedisURL string // names the test's own database index
 	RedisDB  int
 }
 
-// New gives t its own schema and Redis database, removed when t ends.
+// New gives t its own Postgres and Redis databases, removed when t ends.
 func New(t testing.TB) *Env {
 	t.Helper()
 	e := &Env{}
@@ -58,26 +59,34 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
+// newSchema gives t a database of its own, cloned from the template that
+// holds every migration, and the schema in it that the DSN names.
 func newSchema(t testing.TB) (*store.Store, *sqlx.DB, string, string) {
 	t.Helper()
 	base := need(t, "DATABASE_URL")
 	ctx := context.Background()
+	tmpl, err := migrated(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin, err := sqlx.Open("postgres", base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := randomName("test_")
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
+	name := randomName("test_")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
+		admin.Close()
+		t.Fatalf("clone the migrated database %s: %v", tmpl, err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+		// FORCE: a process the test started may not have let go yet.
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
 		}
 		admin.Close()
 	})
 
-	dsn, err := WithSearchPath(base, schema)
+	dsn, err := withDatabase(base, name, templateSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +95,13 @@ func newSchema(t testing.TB) (*store.Store, *sqlx.DB, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
 	db, err := sqlx.Open("postgres", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(4)
 	t.Cleanup(func() { db.Close() })
-	return s, db, dsn, schema
+	return s, db, dsn, templateSchema
 }
 
 // WithSearchPath returns dsn with every connection's search_path set to schema.
