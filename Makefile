@@ -14,6 +14,9 @@ RACE    ?= -race
 # Pixel arithmetic that -race slows tenfold: `make test` runs these again
 # without it, in full (see scripts/test.sh).
 PLAIN_PKG ?= ./imaging/ ./embed/
+# Packages whose tests drive Lightbox's binaries as processes of their own,
+# built without -race: they run without it alone (see scripts/test.sh).
+NORACE_PKG ?= ./faults/ ./sdk/
 TIMEOUT ?= 20m
 # How many packages' tests run at once, and which start first: the suite
 # mostly waits, so more than the cores (see scripts/test.sh).
@@ -35,12 +38,12 @@ help:
 run:
 	@scripts/run.sh
 
-## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the face sidecar's npm packages, the whole test suite PKG_PARALLEL packages at once, and beside it PLAIN_PKG without -race, ml/'s Node tests and each fuzz target for FUZZTIME (20000x); times in artifacts/test-times.txt; RACE= to skip -race, FUZZ= to skip fuzzing
+## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the face sidecar's npm packages, the whole test suite PKG_PARALLEL packages at once, and beside it PLAIN_PKG and NORACE_PKG without -race, ml/'s Node tests and each fuzz target for FUZZTIME (20000x); times in artifacts/test-times.txt; RACE= to skip -race, FUZZ= to skip fuzzing
 test:
 	@scripts/e2e-deps.sh
 	@scripts/sdk-deps.sh
 	@scripts/ml-deps.sh
-	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' TIMEOUT='$(TIMEOUT)' \
+	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' NORACE_PKG='$(NORACE_PKG)' TIMEOUT='$(TIMEOUT)' \
 		PKG_PARALLEL='$(PKG_PARALLEL)' SLOW_PKG='$(SLOW_PKG)' scripts/with-services.sh scripts/test.sh
 
 ## chaos: services, then the fault suite's long form (more photos, outages of minutes); table in artifacts/faults.txt

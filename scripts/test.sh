@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Runs the test suite: every package of PKG with RACE (-race, or empty to
-# go without); beside it, when RACE is set, the packages of PLAIN_PKG
-# among them once more without it, the face sidecar's Node tests when PKG
-# is the whole module, then each fuzz target of FUZZ for FUZZTIME inputs. PLAIN_PKG's tests are pixel arithmetic on data no
-# other goroutine sees, which -race makes ten times slower and has
-# nothing to find in: under -race they leave out their largest inputs
-# (see race_test.go in imaging/ and embed/) and the second pass runs them
-# in full. Every part runs even when another fails; the status is the
-# first failure's.
+# go without); beside it, when RACE is set, the packages of PLAIN_PKG and
+# NORACE_PKG among them without it, the face sidecar's Node tests when PKG
+# is the whole module, then each fuzz target of FUZZ for FUZZTIME inputs.
+#
+# PLAIN_PKG's tests are pixel arithmetic on data no other goroutine sees,
+# which -race makes ten times slower and has nothing to find in: under
+# -race they leave out their largest inputs (see race_test.go in imaging/
+# and embed/) and the pass without it runs them in full. NORACE_PKG's
+# tests drive Lightbox's own binaries as processes of their own, built
+# without -race (see internal/procs): -race would only check their
+# harness, so they run in the pass without it alone. Every part runs even
+# when another fails; the status is the first failure's.
 #
 # Most of the suite waits rather than computes (on Postgres, a browser, a
 # lease running out, an outage the fault suite holds): its test binaries
@@ -15,15 +19,17 @@
 # once rather than one per core, the longest (SLOW_PKG) start first so
 # that none of them ends the run alone, and the pass without -race, the
 # Node tests and the fuzz targets run beside the main pass; their output
-# follows it.
+# follows it. Where the time went: artifacts/test-times.txt for the main
+# pass, artifacts/test-times-plain.txt for the one without -race.
 #
-#   PKG=./... RACE=-race PLAIN_PKG="./imaging/ ./embed/" TIMEOUT=20m scripts/test.sh
+#   PKG=./... RACE=-race PLAIN_PKG="./imaging/ ./embed/" NORACE_PKG="./faults/ ./sdk/" TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
 PKG=${PKG:-./...}
 RACE=${RACE-}
 PLAIN_PKG=${PLAIN_PKG-}
+NORACE_PKG=${NORACE_PKG-}
 TIMEOUT=${TIMEOUT:-20m}
 PKG_PARALLEL=${PKG_PARALLEL:-4}
 SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/}
@@ -44,18 +50,16 @@ first() {
 	echo 0
 }
 
-# beside runs the pass without RACE, the Node tests and the fuzz targets, one after
-# another, and exits with the first failure's status.
+# beside runs the pass without RACE and, meanwhile, the Node tests and the
+# fuzz targets one after another, and exits with the first failure's
+# status.
 beside() {
-	local rc=0 plain f pkg target
-	if [ -n "$RACE" ] && [ -n "$PLAIN_PKG" ]; then
-		# shellcheck disable=SC2086 # PKG and PLAIN_PKG are lists of words
-		plain=$(comm -12 <(go list $PKG | sort) <(go list $PLAIN_PKG | sort))
-		if [ -n "$plain" ]; then
-			say "without $RACE: $(echo $plain)"
-			# shellcheck disable=SC2086
-			go test -count=1 -timeout "$TIMEOUT" $plain || rc=$(first "$rc" $?)
-		fi
+	local rc=0 plain_pid f pkg target
+	if [ -n "$plain_pkgs" ]; then
+		say "without $RACE: $(echo $plain_pkgs)" 2>artifacts/test-plain.log
+		# shellcheck disable=SC2086
+		go test -json -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt >>artifacts/test-plain.log 2>&1 &
+		plain_pid=$!
 	fi
 	# The face sidecar's own tests (Node's test runner), with the whole
 	# suite, when scripts/ml-deps.sh installed its packages.
@@ -70,21 +74,32 @@ beside() {
 		say "fuzz $target ($pkg) for $FUZZTIME"
 		go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" || rc=$(first "$rc" $?)
 	done
+	if [ -n "$plain_pkgs" ]; then
+		wait "$plain_pid" || rc=$(first "$rc" $?)
+		cat artifacts/test-plain.log
+	fi
 	exit "$rc"
 }
 
 mkdir -p artifacts
 # shellcheck disable=SC2086
 tested=$(go list $PKG)
+# among LIST prints the packages of LIST that are among those tested.
+among() {
+	# shellcheck disable=SC2086
+	[ -z "$*" ] || go list $* | grep -Fx -f <(echo "$tested") || true
+}
+plain_pkgs= norace=
+if [ -n "$RACE" ]; then
+	norace=$(among $NORACE_PKG)
+	plain_pkgs=$( { among $PLAIN_PKG; echo "$norace"; } | awk 'NF && !seen[$0]++')
+fi
 beside >artifacts/test-beside.log 2>&1 &
 beside_pid=$!
 
 # go test starts the packages' tests in the order it is given them.
-order=$tested
-if [ -n "$SLOW_PKG" ]; then
-	# shellcheck disable=SC2086
-	order=$({ go list $SLOW_PKG | grep -Fx -f <(echo "$tested") || true; echo "$tested"; } | awk '!seen[$0]++')
-fi
+# shellcheck disable=SC2086
+order=$( { among $SLOW_PKG; echo "$tested"; } | awk '!seen[$0]++' | grep -vFx -f <(echo "${norace:-/}") || true)
 # scripts/testtimes prints what go test prints without -json, and writes
 # each package's time and the slowest tests to artifacts/test-times.txt.
 rc=0
