@@ -156,24 +156,7 @@ func (s *stack) user(email string, admin bool) string {
 // waitFor polls the database (or anything) until cond holds.
 func (s *stack) waitFor(what string, cond func() bool) {
 	s.t.Helper()
-	s.waitUntil(what, patience, 200*time.Millisecond, cond)
-}
-
-func (s *stack) waitUntil(what string, timeout, every time.Duration, cond func() bool) {
-	s.t.Helper()
-	waitUntil(s.t, what, timeout, every, cond)
-}
-
-// waitUntil polls cond until it holds, failing the test after timeout.
-func waitUntil(t testing.TB, what string, timeout, every time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(every)
-	}
+	testenv.Eventually(s.t, what, patience, cond)
 }
 
 // waitReady waits until the API counts n of the project's assets
@@ -187,7 +170,7 @@ func (s *stack) waitReady(key, project string, n int) {
 		Ready  int `json:"ready"`
 		Failed int `json:"failed"`
 	}
-	s.waitUntil(fmt.Sprintf("the API to count %d assets searchable", n), pipelinePatience, time.Second, func() bool {
+	testenv.EventuallyEvery(s.t, fmt.Sprintf("the API to count %d assets searchable", n), pipelinePatience, time.Second, func() bool {
 		s.apiGet(key, "/v1/projects/"+project+"/stats", &st)
 		if st.Failed > 0 {
 			s.t.Fatalf("%d assets failed on the way to searchable: %+v", st.Failed, st)

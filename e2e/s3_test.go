@@ -111,7 +111,7 @@ func TestUploadThroughS3(t *testing.T) {
 	var stats struct {
 		Ready int `json:"ready"`
 	}
-	s.waitUntil("the uploaded asset to be ready", pipelinePatience, time.Second, func() bool {
+	testenv.EventuallyEvery(s.t, "the uploaded asset to be ready", pipelinePatience, time.Second, func() bool {
 		s.apiGet(key, "/v1/projects/"+project+"/stats", &stats)
 		return stats.Ready == 1
 	})

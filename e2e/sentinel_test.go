@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/internal/redisconn"
+	"lightbox/internal/testenv"
 )
 
 // The topology of the failover test: its own primary, replica and three
@@ -117,7 +118,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 		return c
 	}
 	replicaClient := node(replica)
-	waitUntil(t, "the replica to follow the primary", patience, 100*time.Millisecond, func() bool {
+	testenv.EventuallyEvery(t, "the replica to follow the primary", patience, 100*time.Millisecond, func() bool {
 		info, _ := replicaClient.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
@@ -140,7 +141,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	defer watch.Close()
 	for _, s := range sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: s.addr()})
-		waitUntil(t, s.name+" to know the replica and the other sentinels", patience, 200*time.Millisecond, func() bool {
+		testenv.EventuallyEvery(t, s.name+" to know the replica and the other sentinels", patience, 200*time.Millisecond, func() bool {
 			m, err := c.Master(ctx, sentinelMaster).Result()
 			return err == nil && m["num-slaves"] == "1" && m["num-other-sentinels"] == "2"
 		})
@@ -171,7 +172,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := s.finalize(key, p.ID, assets)
-	s.waitUntil("a first job of the batch to finish", patience, 50*time.Millisecond, func() bool {
+	testenv.EventuallyEvery(s.t, "a first job of the batch to finish", patience, 50*time.Millisecond, func() bool {
 		return s.count(`SELECT count(*) FROM jobs WHERE batch_id = $1 AND status = 'done'`, batch) > 0
 	})
 	// Pausing keeps the rest of the batch waiting until the primary is
@@ -189,7 +190,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 			t.Fatalf("pause %s: %v", q, err)
 		}
 	}
-	s.waitUntil("the running tasks to end", patience, 100*time.Millisecond, func() bool {
+	testenv.EventuallyEvery(s.t, "the running tasks to end", patience, 100*time.Millisecond, func() bool {
 		for _, q := range queues {
 			info, err := inspector.GetQueueInfo(q)
 			if err == nil && info.Active > 0 || err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
@@ -212,7 +213,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	}
 	replica.signal(t, syscall.SIGCONT)
 
-	s.waitUntil("the sentinels to promote the replica", patience, 200*time.Millisecond, func() bool {
+	testenv.EventuallyEvery(s.t, "the sentinels to promote the replica", patience, 200*time.Millisecond, func() bool {
 		a, err := watch.GetMasterAddrByName(ctx, sentinelMaster).Result()
 		return err == nil && len(a) == 2 && a[1] == strconv.Itoa(replica.port)
 	})
@@ -237,7 +238,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	if s.apiGet(key, "/v1/batches/"+batch, &b); b.Batch.Status != "running" && b.Batch.Status != "queued" {
 		t.Fatalf("the batch ended (%s) before its event stream could open again", b.Batch.Status)
 	}
-	s.waitUntil("the batch to complete", pipelinePatience, time.Second, func() bool {
+	testenv.EventuallyEvery(s.t, "the batch to complete", pipelinePatience, time.Second, func() bool {
 		s.apiGet(key, "/v1/batches/"+batch, &b)
 		return b.Batch.Status != "running" && b.Batch.Status != "queued"
 	})
@@ -266,7 +267,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 func (s *stack) openStream(key, path string) *http.Response {
 	s.t.Helper()
 	var res *http.Response
-	s.waitUntil("the server to open "+path, patience, 200*time.Millisecond, func() bool {
+	testenv.EventuallyEvery(s.t, "the server to open "+path, patience, 200*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), pipelinePatience)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+key)

@@ -103,6 +103,9 @@ func sameEvent(t *testing.T, got *events.Event, want events.Event) {
 	}
 }
 
+// numSub is how many of Redis's connections subscribe to the project's
+// channel. Redis applies an UNSUBSCRIBE after the call that sent it has
+// returned, so the tests wait for the count to fall (testenv.Eventually).
 func numSub(t *testing.T, rdb *redis.Client, project uuid.UUID) int64 {
 	t.Helper()
 	n, err := rdb.PubSubNumSub(context.Background(), events.Channel(project)).Result()
@@ -110,19 +113,6 @@ func numSub(t *testing.T, rdb *redis.Client, project uuid.UUID) int64 {
 		t.Fatal(err)
 	}
 	return n[events.Channel(project)]
-}
-
-// eventually polls cond, since Redis applies an UNSUBSCRIBE after the call
-// that sent it has returned.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", wait, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestPublishReachesEverySubscriberOfTheProject(t *testing.T) {
@@ -215,7 +205,7 @@ func TestProjectChannelIsDroppedWithItsLastSubscriber(t *testing.T) {
 	}
 
 	b.Close()
-	eventually(t, "the project's channel is still subscribed", func() bool { return numSub(t, rdb, project) == 0 })
+	testenv.Eventually(t, "the project's channel to be unsubscribed", wait, func() bool { return numSub(t, rdb, project) == 0 })
 	if n := hub.Subscribers(); n != 0 {
 		t.Fatalf("hub counts %d subscribers, want 0", n)
 	}
@@ -239,7 +229,7 @@ func TestSubscriptionEndsWithItsContext(t *testing.T) {
 	if sub.Err() != nil {
 		t.Fatalf("Err after the context ended = %v, want nil", sub.Err())
 	}
-	eventually(t, "the project's channel is still subscribed", func() bool { return numSub(t, rdb, project) == 0 })
+	testenv.Eventually(t, "the project's channel to be unsubscribed", wait, func() bool { return numSub(t, rdb, project) == 0 })
 
 	if _, err := hub.Subscribe(ctx, project, events.SubscribeOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("subscribe with an ended context: %v, want context.Canceled", err)
@@ -397,7 +387,7 @@ func TestHubCloseEndsEverySubscription(t *testing.T) {
 	if _, err := hub.Subscribe(context.Background(), p1, events.SubscribeOptions{}); !errors.Is(err, events.ErrHubClosed) {
 		t.Fatalf("subscribe on a closed hub: %v, want events.ErrHubClosed", err)
 	}
-	eventually(t, "channels still subscribed after Close", func() bool {
+	testenv.Eventually(t, "every channel to be unsubscribed after Close", wait, func() bool {
 		return numSub(t, rdb, p1) == 0 && numSub(t, rdb, p2) == 0
 	})
 }
@@ -565,7 +555,7 @@ func TestSilentConnectionIsReplaced(t *testing.T) {
 
 	bh.frozen.Store(false)
 	var again *events.Subscription
-	eventually(t, "cannot subscribe again once the network is back", func() bool {
+	testenv.Eventually(t, "a subscription once the network is back", wait, func() bool {
 		s, err := hub.Subscribe(context.Background(), project, events.SubscribeOptions{})
 		again = s
 		return err == nil

@@ -274,7 +274,7 @@ func TestStreamEndsWhenTheClientLeaves(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatalf("Stream still running %v after the client left", wait)
 	}
-	eventually(t, "the project's channel is still subscribed", func() bool { return numSub(t, rdb, project) == 0 })
+	testenv.Eventually(t, "the project's channel to be unsubscribed", wait, func() bool { return numSub(t, rdb, project) == 0 })
 }
 
 func TestWriteEventFraming(t *testing.T) {
@@ -329,7 +329,7 @@ func TestStreamGivesUpOnAClientThatStopsReading(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr())
-	eventually(t, "the stream did not subscribe", func() bool { return numSub(t, rdb, project) == 1 })
+	testenv.Eventually(t, "the stream to subscribe", wait, func() bool { return numSub(t, rdb, project) == 1 })
 
 	// Enough to fill both ends' socket buffers (a few MiB) and the
 	// subscription's; the client reads none of it.

@@ -146,7 +146,7 @@ func (r *rig) uploadAsync() <-chan error {
 // batch is under way.
 func (r *rig) ingesting(w *procs.Proc) {
 	r.t.Helper()
-	procs.WaitFor(r.t, w.Name+" to finish an ingest", patience, func() bool { return ingestsDone(r.t, w) > 0 })
+	testenv.Eventually(r.t, w.Name+" to finish an ingest", patience, func() bool { return ingestsDone(r.t, w) > 0 })
 }
 
 // midIngest starts a server and a worker, uploads every photo, and returns
@@ -208,7 +208,7 @@ func killServer(t *testing.T) {
 	a, b := r.stack.AddServer(nil), r.stack.AddServer(nil)
 	r.stack.AddWorker(nil)
 	uploaded := r.uploadAsync()
-	procs.WaitFor(t, "a third of the uploads to be finalized", patience, func() bool {
+	testenv.Eventually(t, "a third of the uploads to be finalized", patience, func() bool {
 		return count(t, r.db, `SELECT count(*) FROM assets WHERE project_id = $1 AND status <> 'pending_upload'`, r.project) >= len(r.photos)/3
 	})
 	a.Kill()
@@ -307,7 +307,7 @@ func fillBlobDisk(t *testing.T) {
 		_, _, err := uploadAll([]string{server.URL}, r.key, r.project, []photo{last})
 		late <- err
 	}()
-	procs.WaitFor(t, "an ingest to wait for the full disk", patience, func() bool {
+	testenv.Eventually(t, "an ingest to wait for the full disk", patience, func() bool {
 		return testenv.Scrape(t, w.URL+"/metrics", "").Value("lightbox_task_duration_seconds",
 			map[string]string{"type": "asset:ingest", "outcome": "deferred"}) > 0
 	})

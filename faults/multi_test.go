@@ -40,7 +40,7 @@ func TestManyMachines(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, env.DB, "none (two of each)", project, ps, start)
-	procs.WaitFor(t, "server B's stream to name every asset", patience, func() bool { return events.saw(ids) == 0 })
+	testenv.Eventually(t, "server B's stream to name every asset", patience, func() bool { return events.saw(ids) == 0 })
 	if d1, d2 := ingestsDone(t, w1), ingestsDone(t, w2); d1 == 0 || d2 == 0 || int(d1+d2) < n {
 		t.Errorf("ingests done: worker 1 %v, worker 2 %v; want both working, %d in all", d1, d2, n)
 	}
@@ -60,7 +60,7 @@ func TestManyMachines(t *testing.T) {
 		_, _, err := uploadAll([]string{a.URL, b.URL}, key, project, more)
 		uploaded <- err
 	}()
-	procs.WaitFor(t, "worker 1 to take part of the second batch", patience, func() bool { return ingestsDone(t, w1) > before })
+	testenv.Eventually(t, "worker 1 to take part of the second batch", patience, func() bool { return ingestsDone(t, w1) > before })
 	w1.Kill()
 	killed := time.Now()
 	done2 := ingestsDone(t, w2)

@@ -109,13 +109,13 @@ func BenchmarkPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		stopPerf := procstat.Perf(b, cmd.Process.Pid, os.Getenv("LIGHTBOX_BENCH_PERF"))
-		h.waitFor("all cull-ready", time.Hour, func() bool {
+		testenv.Eventually(h.t, "all cull-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded')`) == 0
 		})
 		toCull := time.Since(start)
 		stopPerf()
 		cpu := procstat.CPU(cmd.Process.Pid)
-		h.waitFor("all ai-ready", time.Hour, func() bool {
+		testenv.Eventually(h.t, "all ai-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status = 'ai' OR status = 'failed'`) == n
 		})
 		toAI := time.Since(start)

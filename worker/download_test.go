@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -46,7 +47,7 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 // job's state is written, which can come after the assets' own.
 func (h *harness) waitImportsSettled() {
 	h.t.Helper()
-	h.waitFor("imports to settle", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "imports to settle", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
 			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
 	})
@@ -146,7 +147,7 @@ func TestImportRefusesLoopbackWithoutTheAllowlist(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg")
 	h.run()
-	h.waitFor("the import to fail", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the import to fail", 5*time.Minute, func() bool {
 		st, _ := h.importStatus(ids[0])
 		return st == "failed"
 	})

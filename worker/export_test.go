@@ -645,7 +645,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run()
-	h.waitFor("the export", 10*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the export", 10*time.Minute, func() bool {
 		s := h.export(id).Status
 		return s == "done" || s == "failed"
 	})

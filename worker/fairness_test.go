@@ -54,16 +54,16 @@ func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Durati
 	big := h.finalizeBatch(h.owner, project, photo, 200)
 	start := time.Now()
 	h.run()
-	h.waitFor("the big batch to be under way", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the big batch to be under way", 5*time.Minute, func() bool {
 		return h.count(`SELECT completed FROM batches WHERE id = $1`, big) > 0
 	})
 	late := h.finalizeBatch(h.owner, project, photo, 5)
-	h.waitFor("the small batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the small batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
 	small = time.Since(start)
 	bigDone = h.count(`SELECT completed FROM batches WHERE id = $1`, big)
-	h.waitFor("the big batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the big batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, big) == 1
 	})
 	return bigDone, small
@@ -104,15 +104,15 @@ func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Du
 	}
 	start := time.Now()
 	h.run()
-	h.waitFor("the big upload to be under way", 5*time.Minute, func() bool { return done() > 0 })
+	testenv.Eventually(h.t, "the big upload to be under way", 5*time.Minute, func() bool { return done() > 0 })
 	other, theirs := h.env.Project(t)
 	late := h.finalizeBatch(other, theirs, photo, 5)
-	h.waitFor("the other user's batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the other user's batch to complete", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
 	small = time.Since(start)
 	bigDone = done()
-	h.waitFor("the big upload to complete", 5*time.Minute, func() bool { return done() == 300 })
+	testenv.Eventually(h.t, "the big upload to complete", 5*time.Minute, func() bool { return done() == 300 })
 	return bigDone, small
 }
 

@@ -23,7 +23,7 @@ func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
 	h.run()
 	url := "http://" + addr + "/metrics"
 	status := 0
-	h.waitFor("the metrics listener", time.Minute, func() bool {
+	testenv.Eventually(h.t, "the metrics listener", time.Minute, func() bool {
 		res, err := http.Get(url) // Run opens it in the background
 		if err == nil {
 			res.Body.Close()
@@ -40,7 +40,7 @@ func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
 	done := map[string]string{"type": "asset:ingest", "outcome": "done"}
 	failed := map[string]string{"type": "asset:ingest", "outcome": "failed"}
 	var m testenv.Metrics
-	h.waitFor("two ingests done and one failed", 3*time.Minute, func() bool {
+	testenv.Eventually(h.t, "two ingests done and one failed", 3*time.Minute, func() bool {
 		m = testenv.Scrape(t, url, "Bearer "+token)
 		return m.Value(runs, done) == 2 && m.Value(runs, failed) == 1
 	})

@@ -41,18 +41,6 @@ func (h *harness) run() {
 	})
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func (h *harness) waitFor(what string, timeout time.Duration, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 type assetRow struct {
 	Status    string  `db:"status"`
 	Code      *string `db:"error_code"`
@@ -109,7 +97,7 @@ func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
 		}
 	}
 	h.run()
-	h.waitFor("every file to finish", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every file to finish", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0 &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
+	"lightbox/internal/testenv"
 )
 
 // TestResizedAndReencodedCopiesFormADuplicateGroup runs real photos and
@@ -39,7 +40,7 @@ func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
 		}
 	}
 	h.run()
-	h.waitFor("all assets to be clustered", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "all assets to be clustered", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai'`) == 9
 	})
 	if n := h.count(`SELECT count(*) FROM clusters WHERE kind = 'duplicate_group'`); n != 3 {

@@ -31,7 +31,7 @@ func TestIngestWaitsOutABucketOutage(t *testing.T) {
 	proxy.Down()
 	h.run()
 
-	h.waitFor("the ingest to wait for storage", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to wait for storage", 5*time.Minute, func() bool {
 		var code string
 		h.env.DB.Get(&code, `SELECT coalesce(error_code, '') FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 		return code == "service_unavailable"
@@ -45,7 +45,7 @@ func TestIngestWaitsOutABucketOutage(t *testing.T) {
 	}
 
 	proxy.Up()
-	h.waitFor("the ingest to finish once the bucket is back", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to finish once the bucket is back", 5*time.Minute, func() bool {
 		return h.asset(asset).JobStatus == "done"
 	})
 	if a := h.asset(asset); a.Status == "failed" || a.Width == nil {
@@ -91,7 +91,7 @@ func TestIngestWaitsOutAFullDisk(t *testing.T) {
 	f.Close()
 	h.run()
 
-	h.waitFor("the ingest to wait for room", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to wait for room", 5*time.Minute, func() bool {
 		var code string
 		h.env.DB.Get(&code, `SELECT coalesce(error_code, '') FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 		info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
@@ -106,7 +106,7 @@ func TestIngestWaitsOutAFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("the ingest to finish once there is room", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to finish once there is room", 5*time.Minute, func() bool {
 		return h.asset(asset).JobStatus == "done"
 	})
 }

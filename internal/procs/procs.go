@@ -8,7 +8,6 @@
 package procs
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -272,18 +271,4 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// WaitFor polls cond until it holds, failing t after timeout.
-func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
