@@ -20,6 +20,7 @@ func expectRetryAfter(t *testing.T, r reply) {
 // Guessing keys from one address is stopped after a few failures, while
 // another address, and a good key from the same address, go on.
 func TestFailedKeysAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "TRUSTED_PROXIES", "127.0.0.1/32", "RATE_AUTH_FAILURES_PER_MINUTE", "6", "RATE_AUTH_FAILURES_BURST", "3")
 	key := a.user("ana@example.org", false)
 	from := func(addr string) []string { return []string{"X-Forwarded-For", addr} }
@@ -41,6 +42,7 @@ func TestFailedKeysAreThrottledPerAddress(t *testing.T) {
 // Without a trusted proxy, X-Forwarded-For names nobody: changing it does
 // not buy a fresh budget.
 func TestForwardedForFromAnUntrustedPeerDoesNotEscapeTheThrottle(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "RATE_AUTH_FAILURES_PER_MINUTE", "6", "RATE_AUTH_FAILURES_BURST", "3")
 	for i := range 3 {
 		expect(t, a.do("GET", "/v1/projects", "lbx_guess", nil, "X-Forwarded-For", "203.0.113."+strconv.Itoa(i)), 401, "invalid_credentials")
@@ -50,6 +52,7 @@ func TestForwardedForFromAnUntrustedPeerDoesNotEscapeTheThrottle(t *testing.T) {
 
 // Signing in and /readyz need no key, so their budgets are per address.
 func TestSignInAndReadyzAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "TRUSTED_PROXIES", "127.0.0.1/32", "RATE_SIGNIN_PER_MINUTE", "6", "RATE_SIGNIN_BURST", "2",
 		"RATE_READYZ_PER_MINUTE", "6", "RATE_READYZ_BURST", "2")
 	key := a.user("ana@example.org", false)

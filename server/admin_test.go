@@ -10,6 +10,7 @@ import (
 // failed job of another user: queues, failed jobs and batches across
 // users, and the chain.
 func TestOperatorsAPI(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	admin := a.user("root@example.org", true)
 	ana := a.user("ana@example.org", false)

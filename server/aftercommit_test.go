@@ -73,6 +73,7 @@ func (h *hangUp) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // it recorded has its task in Asynq when the answer comes, not a sweep
 // later. No worker runs, so nothing else enqueues them.
 func TestEnqueueAfterCommitOutlivesTheRequest(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	hang := &hangUp{}
 	opt, err := redis.ParseURL(env.RedisURL)

@@ -32,6 +32,7 @@ type listed struct {
 // exactly the assets each should hold, in the order it promises; a cursor
 // of one order is refused by another.
 func TestAssetListFiltersAndOrders(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -178,6 +179,7 @@ func walkAssets(t *testing.T, a *app, key, project, query string, limit int) []s
 // TestEditedMark: a photo with an edit says so in the list, and open
 // views hear it at once.
 func TestEditedMark(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

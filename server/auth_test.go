@@ -8,6 +8,7 @@ import (
 )
 
 func TestAuthRefusals(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 
@@ -24,6 +25,7 @@ func TestAuthRefusals(t *testing.T) {
 }
 
 func TestSessionCookie(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 
@@ -51,6 +53,7 @@ func TestSessionCookie(t *testing.T) {
 }
 
 func TestRevokingAKeyEndsItsSessions(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	r := a.do("POST", "/v1/session", key, nil)
@@ -62,6 +65,7 @@ func TestRevokingAKeyEndsItsSessions(t *testing.T) {
 }
 
 func TestRequestIDOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	r := a.do("GET", "/healthz", "", nil)
 	if len(r.header.Get("X-Request-Id")) < 8 {
@@ -91,6 +95,7 @@ func (a *app) revoke(key string) {
 // with its own writes: they are refused, while the pages' own calls and
 // Bearer clients go through.
 func TestCrossOriginCookieWritesAreRefused(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	r := a.do("POST", "/v1/session", "", map[string]string{"apiKey": key})
@@ -120,6 +125,7 @@ func TestCrossOriginCookieWritesAreRefused(t *testing.T) {
 // A page of any site may POST text/plain or a form without asking; a JSON
 // endpoint must not read such a body as JSON.
 func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
@@ -133,6 +139,7 @@ func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
 // An access token from a mailed code lasts an hour; it must not become a
 // week-long cookie session, in the body or as the Bearer header.
 func TestAccessTokenMakesNoSession(t *testing.T) {
+	t.Parallel()
 	a, mails := mailApp(t, options{})
 	key := a.user("ana@example.org", false)
 	access, refresh := a.signIn(t, mails, "ana@example.org")
@@ -157,6 +164,7 @@ func TestAccessTokenMakesNoSession(t *testing.T) {
 // mail loses its access token and its refresh token, while the user's
 // other devices and API keys go on. An API key is not a session.
 func TestSignOutRevokesTheAccessToken(t *testing.T) {
+	t.Parallel()
 	a, mails := mailApp(t, options{})
 	key := a.user("ana@example.org", false)
 	access, refresh := a.signIn(t, mails, "ana@example.org")

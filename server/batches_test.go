@@ -50,6 +50,7 @@ func (a *app) waitBatch(key, id, want string) batchReply {
 }
 
 func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -143,6 +144,7 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 // batch at once, not at the next sweep (this app runs no worker and no
 // sweep, so without the release its jobs would wait for good).
 func TestCancelHandsTheBatchsPlacesToTheNextBatch(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"BATCH_WINDOW": "2", "USER_WINDOW": "2"}})
 	key := a.user("ana@example.org", false)
@@ -174,6 +176,7 @@ func TestCancelHandsTheBatchsPlacesToTheNextBatch(t *testing.T) {
 }
 
 func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -234,6 +237,7 @@ func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
 }
 
 func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -271,6 +275,7 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 // live copy: retrying it alone says which asset holds its bytes, and
 // retrying the batch runs its other failed jobs and names it.
 func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -328,6 +333,7 @@ func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
 // Retrying one job names a job of the batch: any other is not found there,
 // and only one of the batch that did not fail is refused as not failed.
 func TestRetryJobOutsideTheBatchIsNotFound(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

@@ -13,6 +13,7 @@ import (
 type elsewhere struct{ blob.URLSigner }
 
 func TestBlobRoutesOnlyWhenTheBackendsURLsLeadHere(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	bucket := elsewhere{blob.NewSigner([]byte(testUploadSecret), "https://bucket.example.org")}
 	a := startAppWith(t, env, env.Redis, options{signer: bucket})

@@ -5,6 +5,7 @@ import (
 )
 
 func TestAdminRequeuesAbandonedAttestations(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	admin := a.user("root@example.org", true)

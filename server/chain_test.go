@@ -24,6 +24,7 @@ import (
 )
 
 func TestChainEndpoints(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -89,6 +90,7 @@ func TestChainEndpoints(t *testing.T) {
 // the old one, retired, still verifies what it signed, and each
 // attestation names the key that signed it.
 func TestChainKeyRotation(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	before := startApp(t, env, env.Redis)
 	key := before.user("ana@example.org", false)
@@ -145,6 +147,7 @@ func TestChainKeyRotation(t *testing.T) {
 // it from the head, from the link in their own attestation, or from /readyz,
 // or they could test whether a known file was uploaded.
 func TestChainHidesOtherUsersCids(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana, bob, admin := a.user("ana@example.org", false), a.user("bob@example.org", false), a.user("root@example.org", true)
 	r, anas := a.uploadAll(ana, a.newProject(ana), corpus(t, "photos/wood.jpg"))
@@ -183,6 +186,7 @@ func TestChainHidesOtherUsersCids(t *testing.T) {
 }
 
 func TestChainVerifyRangeIsCapped(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key, admin := a.user("ana@example.org", false), a.user("root@example.org", true)
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=10001", key, nil), 400, "range_too_large")
@@ -392,6 +396,7 @@ func (a *app) holdVerifyLock(key string) (release func()) {
 // Retry-After, on the user route and the admin's, and a busy answer is not
 // replayed for its Idempotency-Key; other users verify meanwhile.
 func TestChainVerifyIsOneAtATimePerUser(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana, bob, admin := a.user("ana@example.org", false), a.user("bob@example.org", false), a.user("root@example.org", true)
 	_, _ = a.uploadAll(ana, a.newProject(ana), corpus(t, "photos/wood.jpg"))

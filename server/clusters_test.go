@@ -41,6 +41,7 @@ func group(title string, members ...uuid.UUID) store.NewCluster {
 }
 
 func TestReviewingAClusterSurvivesLaterRuns(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

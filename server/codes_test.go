@@ -20,6 +20,7 @@ import (
 // is catalogued with the status it comes with, every catalogued code is
 // answered somewhere, and the document lists exactly the catalogue's.
 func TestErrorCodesAreCatalogued(t *testing.T) {
+	t.Parallel()
 	type pair struct {
 		code   string
 		status int

@@ -11,6 +11,7 @@ import (
 const appOrigin = "https://app.example.com"
 
 func TestCORSLetsListedOriginsCallTheAPIAndPut(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"CORS_ORIGINS": appOrigin + ", http://localhost:5173"}})
 	key := a.user("ana@example.org", false)
@@ -66,6 +67,7 @@ func TestCORSLetsListedOriginsCallTheAPIAndPut(t *testing.T) {
 }
 
 func TestCORSIgnoresOtherOriginsAndRoutes(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	listed := startAppWith(t, env, env.Redis, options{env: map[string]string{"CORS_ORIGINS": appOrigin}})
 	unlisted := startAppWith(t, env, env.Redis, options{})
@@ -97,6 +99,7 @@ func TestCORSIgnoresOtherOriginsAndRoutes(t *testing.T) {
 }
 
 func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	for _, c := range []struct {
 		proxies, want, not string

@@ -19,6 +19,7 @@ import (
 )
 
 func TestDeleteAsset(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana@example.org", false)
@@ -79,6 +80,7 @@ func waitCount(t testing.TB, a *app, what string, want int, query string, args .
 // past the task's timeout, nothing of the asset is left in storage, and
 // the other asset keeps every file.
 func TestDeleteRacingIngestOrEditLeavesNoFiles(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, held string // held: the write the task is held before
 		edit       bool

@@ -42,6 +42,7 @@ func (a *app) editFiles(key string, asset uuid.UUID) (preview, thumb [2]int) {
 }
 
 func TestEditsAndApplyTo(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana@example.org", false)
@@ -140,6 +141,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 // duplicate whose bytes were let go, is refused at once, as :reprocess
 // refuses them, rather than failing minutes later in the worker.
 func TestEditsNeedAFinalizedOriginal(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -182,6 +184,7 @@ func TestEditsNeedAFinalizedOriginal(t *testing.T) {
 // the side: against the photo's own size once ingest measured it, and
 // before that against the longest photo MAX_PIXELS lets in.
 func TestEditCropOfLessThanAPixelIsRefused(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

@@ -128,6 +128,7 @@ func fields(t *testing.T, r reply) map[string]any {
 }
 
 func TestExportRequestValidation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project, other := a.newProject(key), a.newProject(key)
@@ -183,6 +184,7 @@ func (a *app) count(sql string, args ...any) int {
 }
 
 func TestCreateExportQueuesACriticalTask(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -237,6 +239,7 @@ func TestCreateExportQueuesACriticalTask(t *testing.T) {
 }
 
 func TestAnotherUsersExportIsNotFound(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana, bob := a.user("ana@example.org", false), a.user("bob@example.org", false)
 	project := a.newProject(ana)
@@ -253,6 +256,7 @@ func TestAnotherUsersExportIsNotFound(t *testing.T) {
 }
 
 func TestCancelQueuedExportRemovesItsTask(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -282,6 +286,7 @@ func TestCancelQueuedExportRemovesItsTask(t *testing.T) {
 }
 
 func TestCancelingTheBatchCancelsTheExport(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -306,6 +311,7 @@ func kites(t *testing.T, n int) []photo {
 }
 
 func TestExportEndToEnd(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana, bob := a.user("ana@example.org", false), a.user("bob@example.org", false)
 	project := a.newProject(ana)
@@ -378,6 +384,7 @@ func TestExportEndToEnd(t *testing.T) {
 }
 
 func TestCancelRunningExportLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

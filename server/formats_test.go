@@ -9,6 +9,7 @@ import (
 // when the browser sends a generic type, by extension, and records the
 // format's own content type.
 func TestPrepareFormats(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

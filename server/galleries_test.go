@@ -16,6 +16,7 @@ func (a *app) newGallery(key, project string, body map[string]any) map[string]an
 }
 
 func TestGalleryOwnerRoutes(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	bob := a.user("bob@example.org", false)
@@ -154,6 +155,7 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 // project's list, counts its viewers' favourites and comments, each
 // gallery its own.
 func TestGalleryCountsWhatViewersLeft(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

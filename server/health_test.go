@@ -9,6 +9,7 @@ import (
 )
 
 func TestReadyz(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	r := a.do("GET", "/readyz", "", nil)
 	expect(t, r, 200, "")
@@ -16,6 +17,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestReadyzNamesRedisWhenItIsDown(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	// Nothing listens on port 1 of loopback: a Redis that does not answer.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})

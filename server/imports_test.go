@@ -3,6 +3,7 @@ package server_test
 import "testing"
 
 func TestImportQueuesOneDownloadPerURL(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

@@ -32,6 +32,7 @@ func (a *app) failedUpload(key string) failedUpload {
 // TestJobsFilesAndResultsOfAnUpload reads what an upload recorded: the
 // project's and each asset's jobs, the batch's results and the files.
 func TestJobsFilesAndResultsOfAnUpload(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	up := a.failedUpload(key)

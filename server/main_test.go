@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,6 +30,15 @@ import (
 	"lightbox/internal/testenv"
 	"lightbox/server"
 )
+
+func TestMain(m *testing.M) {
+	// Most tests wait on round trips to Postgres and Redis rather than
+	// compute, so four run at once rather than two. Those that measure the
+	// server's latency or memory do not call t.Parallel: they run before
+	// the others, alone.
+	testenv.Parallel(4)
+	os.Exit(m.Run())
+}
 
 // app is a running API on real Postgres and Redis, for one test.
 type app struct {

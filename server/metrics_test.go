@@ -17,6 +17,7 @@ import (
 const testMetricsToken = "metrics-token-0123456789"
 
 func TestMetricsNeedAnAdminOrTheToken(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"METRICS_TOKEN": testMetricsToken}})
 	admin := a.user("root@example.org", true)
@@ -30,6 +31,7 @@ func TestMetricsNeedAnAdminOrTheToken(t *testing.T) {
 }
 
 func TestMetricsMoveWithRealWork(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{
 		"METRICS_TOKEN": testMetricsToken, "RATE_UPLOADS_BURST": "10", "RATE_UPLOADS_PER_MINUTE": "600",

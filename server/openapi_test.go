@@ -166,6 +166,7 @@ func openAPIPath(ginPath string) string {
 var actionRoutes = map[string]string{"POST /v1/assets/{id}": "POST /v1/assets/{id}:reprocess"}
 
 func TestOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	r := a.do("GET", "/v1/openapi.json", "", nil)
 	expect(t, r, 200, "")
@@ -230,6 +231,7 @@ func (f *failures) Errorf(format string, args ...any) {
 }
 
 func TestConformanceCheckFailsOnDrift(t *testing.T) {
+	t.Parallel()
 	answers := map[string]struct {
 		status int
 		body   string

@@ -12,6 +12,7 @@ import (
 )
 
 func TestProjectCRUD(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 
@@ -49,6 +50,7 @@ func TestProjectCRUD(t *testing.T) {
 }
 
 func TestProjectValidation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 
@@ -85,6 +87,7 @@ func TestProjectValidation(t *testing.T) {
 }
 
 func TestProjectPagination(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	for i := range 7 {
@@ -118,6 +121,7 @@ func TestProjectPagination(t *testing.T) {
 }
 
 func TestOtherUsersProjectIs404OnEveryRoute(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana := a.user("ana@example.org", false)
 	bob := a.user("bob@example.org", true) // even an admin sees only their own projects here
@@ -140,6 +144,7 @@ func TestOtherUsersProjectIs404OnEveryRoute(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	body := map[string]any{"title": "Once"}
@@ -176,6 +181,7 @@ func TestIdempotencyKey(t *testing.T) {
 // retry or cancel is done once. The public routes (sign-in, galleries)
 // have no account to keep an answer under.
 func TestEveryPOSTReplaysUnderItsKey(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("admin@example.org", true)
 	for _, rt := range a.handler.(*gin.Engine).Routes() {
@@ -205,6 +211,7 @@ func TestEveryPOSTReplaysUnderItsKey(t *testing.T) {
 // a webhook ping sent twice under one key make one version, one batch and
 // one delivery.
 func TestRetriedCreatesHappenOnce(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

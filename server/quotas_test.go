@@ -73,6 +73,7 @@ func details(t *testing.T, r reply) map[string]any {
 // A user who would pass their bytes quota is refused and nothing of the
 // request is prepared; their own limit wins over the default.
 func TestPrepareOverTheBytesQuotaPreparesNothing(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "QUOTA_BYTES", "1000")
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -108,6 +109,7 @@ func TestPrepareOverTheBytesQuotaPreparesNothing(t *testing.T) {
 // GET /v1/session shows what an upload uses as it goes: in flight once
 // prepared, stored once finalized.
 func TestSessionShowsUseMovingWithAnUpload(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -137,6 +139,7 @@ func TestSessionShowsUseMovingWithAnUpload(t *testing.T) {
 // Uploads in flight free themselves, so passing that quota asks the client
 // to come back when the first one expires.
 func TestFilesInFlightQuotaAsksToWait(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "QUOTA_FILES_IN_FLIGHT", "2")
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -164,6 +167,7 @@ func TestFilesInFlightQuotaAsksToWait(t *testing.T) {
 
 // Exports past the quota are refused until one is canceled.
 func TestExportsQuota(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "QUOTA_EXPORTS", "1")
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -185,6 +189,7 @@ func TestExportsQuota(t *testing.T) {
 // A URL import is refused at once when the account is already full: the
 // sizes are known only once fetched, where each download is checked.
 func TestImportIntoAFullAccountIsRefused(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "QUOTA_BYTES", "1000")
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestTwoServersShareOneUploadBudget(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	limits := options{env: map[string]string{"RATE_UPLOADS_PER_MINUTE": "5", "RATE_UPLOADS_BURST": "5"}}
 	one := startAppWith(t, env, env.Redis, limits)
@@ -41,6 +42,7 @@ func TestTwoServersShareOneUploadBudget(t *testing.T) {
 }
 
 func TestRateLimitHeadersAndRefusal(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"RATE_API_PER_MINUTE": "60", "RATE_API_BURST": "3"}})
 	key := a.user("ana@example.org", false)
@@ -60,6 +62,7 @@ func TestRateLimitHeadersAndRefusal(t *testing.T) {
 }
 
 func TestLimiterOutageLetsRequestsThrough(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{})
 	key := a.user("ana@example.org", false)
@@ -72,6 +75,7 @@ func TestLimiterOutageLetsRequestsThrough(t *testing.T) {
 }
 
 func TestMoreThanTheBurstAtOnceSaysHowMuchFits(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"RATE_UPLOADS_PER_MINUTE": "600", "RATE_UPLOADS_BURST": "5"}})
 	key := a.user("ana@example.org", false)

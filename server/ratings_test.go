@@ -52,6 +52,7 @@ func ids(assets []ratedAsset) string {
 }
 
 func TestRatingAndCulling(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -131,6 +132,7 @@ func TestRatingAndCulling(t *testing.T) {
 }
 
 func TestCullActionsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -172,6 +174,7 @@ func TestCullActionsAllOrNothing(t *testing.T) {
 }
 
 func TestPatchAsset(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

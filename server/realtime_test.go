@@ -104,6 +104,7 @@ func publish(t testing.TB, env *testenv.Env, project, batch uuid.UUID, name even
 }
 
 func TestEventsReachClientsOfTwoServers(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	one := startApp(t, env, env.Redis)
 	two := startApp(t, env, env.Redis)
@@ -135,6 +136,7 @@ func TestEventsReachClientsOfTwoServers(t *testing.T) {
 func strconvU(n uint64) string { return strconv.FormatUint(n, 10) }
 
 func TestReconnectGetsStateSyncThenLiveEvents(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -173,6 +175,7 @@ func TestReconnectGetsStateSyncThenLiveEvents(t *testing.T) {
 }
 
 func TestBatchStreamOnlyCarriesItsBatch(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -187,6 +190,7 @@ func TestBatchStreamOnlyCarriesItsBatch(t *testing.T) {
 }
 
 func TestStreamTokensAndRefusals(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SSE_HEARTBEAT": "200ms"}, logTo: logs})
@@ -244,6 +248,7 @@ func TestStreamTokensAndRefusals(t *testing.T) {
 // A user's open streams are capped, and a stream ends once the key it was
 // opened with is revoked.
 func TestStreamsAreCappedAndEndWithTheirKey(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SSE_HEARTBEAT": "200ms"}})
 	key := a.user("ana@example.org", false)

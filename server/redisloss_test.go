@@ -17,6 +17,7 @@ import (
 // lists nothing, and Asynqmon and /metrics show no queue. One sweep of a
 // worker that was running all along lists every queue again.
 func TestQueuesAreListedAgainOneSweepAfterRedisLosesItsData(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	w := a.newWorker(a.blobs)
 	admin := a.user("root@example.org", true)

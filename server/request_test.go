@@ -59,6 +59,7 @@ func expectField(t *testing.T, what string, r reply, field, problem string) {
 // JSON can carry as \u0000, nor jsonb with half a surrogate pair: every
 // route refuses them, naming the field.
 func TestTextPostgresCannotStoreIsRefused(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	f := newInputFixture(t, a)
 	asset, cull := "/v1/assets/"+f.assets[0].String(), "/v1/projects/"+f.project+"/cull:applyAction"
@@ -106,6 +107,7 @@ func TestTextPostgresCannotStoreIsRefused(t *testing.T) {
 // A path, query value or header that is not UTF-8 text cannot reach
 // Postgres as text: a path names nothing, the rest is refused.
 func TestBytesThatAreNotTextAreRefused(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -122,6 +124,7 @@ func TestBytesThatAreNotTextAreRefused(t *testing.T) {
 // A URL may name a file in bytes that are not UTF-8: its name keeps what is
 // text. A host that is not UTF-8 cannot be looked up.
 func TestImportOfANameThatIsNotText(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -136,6 +139,7 @@ func TestImportOfANameThatIsNotText(t *testing.T) {
 // Postgres reads UTC offsets up to ±15:59, Go up to ±23:59; no zone in
 // use is beyond ±14:00.
 func TestOffsetsPostgresCannotReadAreRefused(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -167,6 +171,7 @@ func TestOffsetsPostgresCannotReadAreRefused(t *testing.T) {
 // A value of the wrong type is named with its index and the kind it must
 // be, wherever it is, UUIDs and times included.
 func TestMisfitValuesAreNamed(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	f := newInputFixture(t, a)
 	asset, id := "/v1/assets/"+f.assets[0].String(), f.assets[0].String()

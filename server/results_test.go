@@ -38,6 +38,7 @@ func processed(t *testing.T, a *app, key, project string, cameras []string, vect
 }
 
 func TestSearchAndSimilar(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -87,6 +88,7 @@ func TestSearchAndSimilar(t *testing.T) {
 }
 
 func TestClustersAndStats(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -132,6 +134,7 @@ func TestClustersAndStats(t *testing.T) {
 }
 
 func TestStatsStayRightUnderConcurrentChanges(t *testing.T) {
+	t.Parallel()
 	// The loop asks as fast as the server answers; the API budget is not
 	// what this test is about.
 	env := testenv.New(t)

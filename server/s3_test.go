@@ -47,6 +47,7 @@ func s3AppOn(t testing.TB, bucket blob.S3Config, vars map[string]string) (*app, 
 // PUT after finalize; a finalize for bytes that never arrived is
 // upload_missing.
 func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
+	t.Parallel()
 	a, s3, _ := s3App(t, map[string]string{"UPLOAD_URL_TTL": "10s"})
 	key := a.user("sam@example.org", false)
 	project := a.newProject(key)
@@ -107,6 +108,7 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 // naming blobs and no error, finalize is 503 storage_unavailable, and the
 // same finalize succeeds once the bucket is back.
 func TestS3OutageIsNamedAndRetryable(t *testing.T) {
+	t.Parallel()
 	a, _, proxy := s3App(t, nil)
 	key := a.user("kim@example.org", false)
 	project := a.newProject(key)
@@ -148,6 +150,7 @@ func keyOf(project, asset string) string {
 // second PUT. The sweep leaves that object while the URL lives and
 // deletes it once the URL has expired.
 func TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires(t *testing.T) {
+	t.Parallel()
 	a, s3, _ := s3App(t, nil)
 	key := a.user("sam@example.org", false)
 	project := a.newProject(key)

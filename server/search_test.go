@@ -173,6 +173,7 @@ func searchOrder(t *testing.T, a *app, key, project, q string, names map[string]
 }
 
 func TestSearchRanksByTheProvidersTextVector(t *testing.T) {
+	t.Parallel()
 	p := newClipProvider(t)
 	var log bytes.Buffer
 	logs := &lockedWriter{w: &log}
@@ -221,6 +222,7 @@ func TestSearchRanksByTheProvidersTextVector(t *testing.T) {
 }
 
 func TestSearchWithFilters(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

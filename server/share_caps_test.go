@@ -22,6 +22,7 @@ func (a *app) onePhotoGallery(key string) (photo, slug, id string) {
 // the rest refused, and the owner reads what was kept a page at a time.
 // Another viewer, from another address, still comments.
 func TestOneViewerPostingNinetyNineCommentsIsStoppedAtFifty(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "TRUSTED_PROXIES", "127.0.0.1/32")
 	key := a.user("ana@example.org", false)
 	photo, slug, id := a.onePhotoGallery(key)
@@ -83,6 +84,7 @@ func TestOneViewerPostingNinetyNineCommentsIsStoppedAtFifty(t *testing.T) {
 // A gallery holds 5,000 comments and 1,000 live viewers, and gives one
 // address 30 viewer tokens an hour; past them, clear refusals.
 func TestGalleryCommentsAndViewersAreCapped(t *testing.T) {
+	t.Parallel()
 	a := appWithEnv(t, "TRUSTED_PROXIES", "127.0.0.1/32")
 	key := a.user("ana@example.org", false)
 	photo, slug, id := a.onePhotoGallery(key)

@@ -93,6 +93,7 @@ func (a *app) readyPhotos(key, project string, names ...string) []string {
 }
 
 func TestShareWithAPassword(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana@example.org", false)
@@ -218,6 +219,7 @@ func TestShareWithAPassword(t *testing.T) {
 }
 
 func TestShareLocksOutTenWrongPasswords(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -249,6 +251,7 @@ func TestShareLocksOutTenWrongPasswords(t *testing.T) {
 }
 
 func TestShareWatermarkedGallery(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana@example.org", false)
@@ -336,6 +339,7 @@ func TestShareWatermarkedGallery(t *testing.T) {
 }
 
 func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	// The whole burst, then a refusal: unknown slugs spend from it too,
 	// so guessing slugs is limited as well.
@@ -358,6 +362,7 @@ func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
 // A photo that fails (or is a duplicate) has no preview to show or mark:
 // clients do not see it, rather than a photo pending for ever.
 func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana@example.org", false)
@@ -379,6 +384,7 @@ func TestShareLeavesOutPhotosThatFailed(t *testing.T) {
 // An empty gallery lists no photos, with or without a password: the key
 // left out is what tells a viewer to sign in.
 func TestShareOfAnEmptyGalleryListsNoPhotos(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -407,6 +413,7 @@ func TestShareOfAnEmptyGalleryListsNoPhotos(t *testing.T) {
 // answers as for an unknown address, and restoring the project brings
 // them back.
 func TestShareOfADeletedProjectIsGone(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

@@ -33,6 +33,7 @@ func mailedCode(t *testing.T, mails <-chan testenv.Mail, to string) string {
 }
 
 func TestSignInByMailedCode(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	a, mails := mailApp(t, options{now: clock.Now})
 	a.user("ana@example.org", false)
@@ -256,6 +257,7 @@ func mostInAnHour(tries []time.Duration) (most int, from time.Duration) {
 // and the admin signing in afresh from another address gets a code and
 // signs in at once.
 func TestGuessingSignInCodesFromOneAddress(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	a, mails := mailApp(t, options{now: c.Now, env: map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32", "RATE_SIGNIN_BURST": "10000"}})
 	const mailbox = "root@example.org"
@@ -309,6 +311,7 @@ func TestGuessingSignInCodesFromOneAddress(t *testing.T) {
 // mailbox: the first hour lets a few more tries through than one address
 // gets, then about 6 an hour.
 func TestGuessingSignInCodesFromManyAddresses(t *testing.T) {
+	t.Parallel()
 	c := newClock()
 	a, mails := mailApp(t, options{now: c.Now, env: map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32", "RATE_SIGNIN_BURST": "10000"}})
 	const mailbox = "ana@example.org"

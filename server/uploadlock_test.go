@@ -30,6 +30,7 @@ type putResult struct {
 // is refused before it streams anything, and the bytes kept are those of
 // the one that wrote.
 func TestParallelPutsOfOneURLWriteOnce(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -165,6 +166,7 @@ func stall(t *testing.T, rawURL, method string, headers map[string]string, decla
 // without a byte, keeps nothing and frees its URL for the next PUT; a JSON
 // request that stalls, before any key is checked, ends too.
 func TestStalledBodiesEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{dataDir: dir, env: map[string]string{"BODY_READ_TIMEOUT": "1s"}})

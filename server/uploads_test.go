@@ -135,6 +135,7 @@ func inspector(t testing.TB, env *testenv.Env) *asynq.Inspector {
 }
 
 func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -199,6 +200,7 @@ func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 }
 
 func TestFinalizeTwiceAnswersTheSameAndEnqueuesOnce(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -223,6 +225,7 @@ func TestFinalizeTwiceAnswersTheSameAndEnqueuesOnce(t *testing.T) {
 }
 
 func TestDuplicatesPointAtTheOriginal(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -263,6 +266,7 @@ func TestDuplicatesPointAtTheOriginal(t *testing.T) {
 }
 
 func TestChecksumMismatchFailsTheAssetAlone(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -293,6 +297,7 @@ func TestChecksumMismatchFailsTheAssetAlone(t *testing.T) {
 }
 
 func TestFinalizeWithoutUploadLeavesAssetPending(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -312,6 +317,7 @@ func TestFinalizeWithoutUploadLeavesAssetPending(t *testing.T) {
 }
 
 func TestUploadRefusals(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -346,6 +352,7 @@ func TestUploadRefusals(t *testing.T) {
 }
 
 func TestPrepareValidation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -388,6 +395,7 @@ func TestPrepareValidation(t *testing.T) {
 }
 
 func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	// The queue client talks to a Redis that does not answer.
 	a := startAppWith(t, env, env.Redis, options{queueURL: "redis://127.0.0.1:1/0"})
@@ -403,6 +411,7 @@ func TestFinalizeRecordsWorkWhenTheQueueIsDown(t *testing.T) {
 }
 
 func TestAssetsListAcrossPages(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -450,6 +459,7 @@ func TestAssetsListAcrossPages(t *testing.T) {
 // A PUT that meets a full disk is refused as such and keeps nothing; the
 // same URL works once space is freed.
 func TestPutOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (%v): this needs root or CAP_SYS_ADMIN", err)
@@ -499,6 +509,7 @@ func TestPutOnAFullDisk(t *testing.T) {
 // declared or not, and keeps nothing: as a bucket refuses a presigned PUT
 // of another length. The same URL then takes the whole file.
 func TestShortPutIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{dataDir: dir})
@@ -545,6 +556,7 @@ func TestShortPutIsRefused(t *testing.T) {
 // own /blobs) and with S3 (the bucket's endpoint), so a client can refuse
 // a URL that leads anywhere else.
 func TestSessionNamesWhereUploadURLsLead(t *testing.T) {
+	t.Parallel()
 	s3, _ := s3AppOn(t, testenv.S3(t), nil)
 	for name, a := range map[string]*app{"disk": newApp(t), "s3": s3} {
 		key := a.user("ana@example.org", false)

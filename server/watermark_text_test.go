@@ -19,6 +19,7 @@ import (
 // the owner's address. What was drawn is read back by drawing the same
 // preview with each candidate text: the drawing is deterministic.
 func TestWatermarkShowsTheGalleryNotTheOwnersAddress(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	a.startWorker()
 	key := a.user("ana.lima@example.org", false)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestWebPagesAreServedWithTheirTypes(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	for path, ctype := range map[string]string{
 		"/": "text/html; charset=utf-8", "/admin": "text/html; charset=utf-8",
@@ -27,6 +28,7 @@ func TestWebPagesAreServedWithTheirTypes(t *testing.T) {
 // The uploader reads the accepted formats from the server's own table:
 // every format, its other content types and its extensions.
 func TestAcceptedFormatsAreServedFromTheTable(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	r := a.do("GET", "/static/formats.json", "", nil)
 	expect(t, r, 200, "")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestWebhookRequestValidation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	for _, c := range []struct {
@@ -43,6 +44,7 @@ func TestWebhookRequestValidation(t *testing.T) {
 }
 
 func TestWebhookSecretIsShownOnlyOnCreation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	r := a.do("POST", "/v1/webhooks", key, map[string]any{
@@ -79,6 +81,7 @@ func TestWebhookSecretIsShownOnlyOnCreation(t *testing.T) {
 }
 
 func TestAnotherUsersWebhookIsNotFound(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	ana, bob := a.user("ana@example.org", false), a.user("bob@example.org", false)
 	r := a.do("POST", "/v1/webhooks", ana, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
@@ -100,6 +103,7 @@ func TestAnotherUsersWebhookIsNotFound(t *testing.T) {
 }
 
 func TestPingQueuesADeliveryJob(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	r := a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
@@ -144,6 +148,7 @@ func TestPingQueuesADeliveryJob(t *testing.T) {
 }
 
 func TestWebhookToAnAllowedLoopbackAddress(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"}})
 	key := a.user("ana@example.org", false)
@@ -154,6 +159,7 @@ func TestWebhookToAnAllowedLoopbackAddress(t *testing.T) {
 }
 
 func TestCancelledBatchIsReportedToWebhooks(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	expect(t, a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}}), 201, "")
@@ -172,6 +178,7 @@ func TestCancelledBatchIsReportedToWebhooks(t *testing.T) {
 }
 
 func TestWebhookLimitHoldsUnderConcurrentCreation(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	const tries = 40
