@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -22,7 +23,14 @@ import (
 	"lightbox/worker"
 )
 
-// harness is a worker on a test's own Postgres schema and Redis database.
+func TestMain(m *testing.M) {
+	// Many tests wait out an Asynq lease, a recoverer's minute or a
+	// sweep, so four run at once rather than two.
+	testenv.Parallel(4)
+	os.Exit(m.Run())
+}
+
+// harness is a worker on a test's own Postgres database and Redis database.
 type harness struct {
 	t     testing.TB
 	env   *testenv.Env
