@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suite: every package of PKG with RACE (-race, or empty to
 # go without); beside it, when RACE is set, the packages of PLAIN_PKG and
-# NORACE_PKG among them without it, the face sidecar's Node tests when PKG
-# is the whole module, then each fuzz target of FUZZ for FUZZTIME inputs.
+# NORACE_PKG among them without it and each fuzz target of FUZZ for
+# FUZZTIME inputs; after it, the face sidecar's Node tests when PKG is the
+# whole module.
 #
 # PLAIN_PKG's tests are pixel arithmetic on data no other goroutine sees,
 # which -race makes ten times slower and has nothing to find in: under
@@ -17,10 +18,10 @@
 # lease running out, an outage the fault suite holds): its test binaries
 # spend about a third of their time on a CPU. So PKG_PARALLEL packages run at
 # once rather than one per core, the longest (SLOW_PKG) start first so
-# that none of them ends the run alone, and the pass without -race, the
-# Node tests and the fuzz targets run beside the main pass; their output
-# follows it. Where the time went: artifacts/test-times.txt for the main
-# pass, artifacts/test-times-plain.txt for the one without -race.
+# that none of them ends the run alone, and the pass without -race and the
+# fuzz targets run beside the main pass; their output follows it. Where
+# the time went: artifacts/test-times.txt for the main pass,
+# artifacts/test-times-plain.txt for the one without -race.
 #
 #   PKG=./... RACE=-race PLAIN_PKG="./imaging/ ./embed/" NORACE_PKG="./faults/ ./sdk/" TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -50,9 +51,8 @@ first() {
 	echo 0
 }
 
-# beside runs the pass without RACE and, meanwhile, the Node tests and the
-# fuzz targets one after another, and exits with the first failure's
-# status.
+# beside runs the pass without RACE and, meanwhile, the fuzz targets one
+# after another, and exits with the first failure's status.
 beside() {
 	local rc=0 plain_pid f pkg target
 	if [ -n "$plain_pkgs" ]; then
@@ -60,12 +60,6 @@ beside() {
 		# shellcheck disable=SC2086
 		go test -json -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt >>artifacts/test-plain.log 2>&1 &
 		plain_pid=$!
-	fi
-	# The face sidecar's own tests (Node's test runner), with the whole
-	# suite, when scripts/ml-deps.sh installed its packages.
-	if [ "$PKG" = ./... ] && [ -f ml/node_modules/.lightbox-installed ] && node_ok >/dev/null; then
-		say "node --test in ml/"
-		(cd ml && node --test) || rc=$(first "$rc" $?)
 	fi
 	# -fuzz takes one package and one target at a time.
 	for f in $FUZZ; do
@@ -106,6 +100,14 @@ rc=0
 # shellcheck disable=SC2086 # RACE and order are lists of words
 go test -json $RACE -p "$PKG_PARALLEL" -count=1 -timeout "$TIMEOUT" $order | go run ./scripts/testtimes -o artifacts/test-times.txt || rc=$?
 
+# The face sidecar's own tests (Node's test runner), with the whole suite,
+# when scripts/ml-deps.sh installed its packages. They run after the main
+# pass: a detection has a deadline (ML_TIMEOUT_MS) that a machine busy
+# with the main pass can exceed.
+if [ "$PKG" = ./... ] && [ -f ml/node_modules/.lightbox-installed ] && node_ok >/dev/null; then
+	say "node --test in ml/"
+	(cd ml && node --test) || rc=$(first "$rc" $?)
+fi
 wait "$beside_pid" || rc=$(first "$rc" $?)
 cat artifacts/test-beside.log
 exit "$rc"
