@@ -65,13 +65,7 @@ func TestDeleteAsset(t *testing.T) {
 // waitCount waits, up to minutes, for query to count want.
 func waitCount(t testing.TB, a *app, what string, want int, query string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for a.count(query, args...) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, what, 3*time.Minute, func() bool { return a.count(query, args...) == want })
 }
 
 // TestDeleteRacingIngestOrEditLeavesNoFiles deletes an asset while a task
