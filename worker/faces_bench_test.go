@@ -55,7 +55,7 @@ func BenchmarkFacesBesideIngest(b *testing.B) {
 	photo := func(i int) []byte {
 		return append(bytes.Clone(bases[i%len(bases)]), []byte(fmt.Sprintf("photo %d", i))...)
 	}
-	bin := buildWorker(b)
+	bin := testenv.Binary(b, "lightbox/cmd/worker")
 	run := func(faces bool) (toAI, toFaces time.Duration, workerCPU, sidecarCPU time.Duration, sidecarPeak int64) {
 		h := newHarness(b, nil)
 		project := h.project()
@@ -77,12 +77,12 @@ func BenchmarkFacesBesideIngest(b *testing.B) {
 		}
 		start := time.Now()
 		cmd := h.startBinary(bin, keyFile, env...)
-		h.waitFor("all ai-ready", time.Hour, func() bool {
+		testenv.Eventually(h.t, "all ai-ready", time.Hour, func() bool {
 			return h.count(`SELECT count(*) FROM assets WHERE status IN ('ai', 'failed')`) == n
 		})
 		toAI = time.Since(start)
 		if faces {
-			h.waitFor("every photo's faces", time.Hour, func() bool {
+			testenv.Eventually(h.t, "every photo's faces", time.Hour, func() bool {
 				return h.count(`SELECT count(*) FROM face_scans`) == n
 			})
 			toFaces = time.Since(start)

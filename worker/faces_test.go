@@ -86,7 +86,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 		h.finalize(off, d.name, readDemo(t, d.name))
 	}
 	h.run()
-	h.waitFor("every photo's faces", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every photo's faces", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) == len(want) &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
@@ -127,7 +127,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 
 	// A project that did not opt in gets no faces job, once its photos
 	// are as far along as the others.
-	h.waitFor("the other project's photos to be processed", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the other project's photos to be processed", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('search', 'ai')`, off) == 3
 	})
 	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'asset:faces'`, off); n != 0 {
@@ -161,17 +161,17 @@ func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
 	}
 	h.run()
 	scanned := func() int { return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) }
-	h.waitFor("the first photo's faces", 5*time.Minute, func() bool { return scanned() > 0 })
+	testenv.Eventually(h.t, "the first photo's faces", 5*time.Minute, func() bool { return scanned() > 0 })
 	svc.Kill()
 	if n := scanned(); n == len(ids) {
 		t.Fatalf("every photo was done before the sidecar was killed")
 	}
 	// The jobs left wait for it, saying why, without spending attempts.
-	h.waitFor("a faces job waiting for the sidecar", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "a faces job waiting for the sidecar", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status = 'queued' AND error_code = 'service_unavailable'`) > 0
 	})
 	testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port)
-	h.waitFor("every photo's faces once the sidecar is back", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every photo's faces once the sidecar is back", 5*time.Minute, func() bool {
 		return scanned() == len(ids) && h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND attempt <> 1`); n != 0 {
@@ -244,7 +244,7 @@ func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
 	var why string
 	// Once both frames' faces are in, each has a face signal above the
 	// none of a frame without a scan.
-	h.waitFor("a burst ranked on both frames' faces", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "a burst ranked on both frames' faces", 5*time.Minute, func() bool {
 		err := h.env.DB.QueryRow(`SELECT c.winner_asset_id, array_to_string(c.why_winner, ',') FROM clusters c
 			WHERE c.project_id = $1 AND c.kind = 'burst' AND (SELECT count(*) FROM cluster_assets ca
 				WHERE ca.cluster_id = c.id AND (ca.signals->>'facesInFocus')::float8 > 0) = 2`, project).Scan(&winner, &why)
