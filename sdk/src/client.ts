@@ -7,7 +7,7 @@ import type {
   LoginStartRequest, LoginStartResponse,
   LoginVerifyRequest, LoginVerifyResponse,
   CreateProjectRequest, UpdateProjectRequest,
-  Project, Asset, AssetFilesResponse, Rating,
+  Project, Asset, AssetFilesResponse, AssetFaces, Rating,
   PrepareUploadRequest, PrepareUploadResponse,
   FinalizeUploadRequest, FinalizeUploadResponse,
   Cluster, UpdateClusterRequest,
@@ -169,6 +169,11 @@ export class KiloClient {
 
   getAssetFiles(assetId: UUID): Promise<AssetFilesResponse> {
     return this.request("GET", `/assets/${assetId}/files`);
+  }
+
+  /** The faces found in an asset's preview, in a project that detects faces. */
+  getAssetFaces(assetId: UUID): Promise<AssetFaces> {
+    return this.request("GET", `/assets/${assetId}/faces`);
   }
 
   setRating(assetId: UUID, req: Record<string, unknown>): Promise<Rating> {

@@ -44,6 +44,8 @@ export interface Project {
   shootDate?: ISODate | null;
   timezone?: string | null;
   status: ProjectStatus;
+  /** Faces are looked for in its photos (detection only; off by default). */
+  detectFaces?: boolean;
   stats?: Record<string, unknown>;
   createdAt: ISODateTime;
   updatedAt: ISODateTime;
@@ -67,6 +69,8 @@ export interface UpdateProjectRequest {
   shootDate?: ISODate | null;
   timezone?: string | null;
   status?: ProjectStatus;
+  /** Switching it off deletes the faces found in the project. */
+  detectFaces?: boolean;
 }
 
 export interface LoginStartRequest {
@@ -144,8 +148,45 @@ export interface Asset {
   quality: Record<string, unknown> | null;
   keywords: string[];
   notes: string;
+  /** In a project that detects faces; null until they were looked for. */
+  faces?: FaceSummary | null;
   createdAt: ISODateTime;
   updatedAt: ISODateTime;
+}
+
+export interface FaceSummary {
+  count: number;
+  /** Faces whose eyes are both closed. */
+  eyesClosed: number;
+  /** Faces whose sharpness is under 50. */
+  outOfFocus: number;
+  /** The softest face's sharpness; null without faces. */
+  minFaceSharpness: number | null;
+}
+
+export interface Face {
+  /** Fractions of the preview's width and height, from its top left corner. */
+  box: { x: number; y: number; w: number; h: number };
+  score: number;
+  /** Per eye, the person's own left and right: about 0.25–0.45 open, under 0.16 closed. */
+  eyeOpenness: { left: number; right: number } | null;
+  /** Degrees; 0 looking at the camera. */
+  headAngles: { yaw: number; pitch: number; roll: number } | null;
+  landmarks: Record<string, unknown> | null;
+  sharpness: number;
+  eyesClosed: boolean;
+  outOfFocus: boolean;
+}
+
+export interface AssetFaces {
+  assetId: UUID;
+  status: "off" | "pending" | "done";
+  model: string | null;
+  widthPx: number | null;
+  heightPx: number | null;
+  summary: FaceSummary | null;
+  faces: Face[];
+  detectedAt: ISODateTime | null;
 }
 
 export interface UpdateAssetRequest {
