@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/chain"
@@ -149,13 +151,26 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'done'`)
 	}
 
-	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
-	testenv.Eventually(h.t, "an ingest to run", 5*time.Minute, func() bool {
-		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'running'`) > 0
-	})
-	stopBinary(t, first)
-	if done() == n {
-		t.Skip("the first worker finished everything before it stopped; nothing was handed back")
+	// A worker is stopped while ingests run. The state of a running job is
+	// written a little after it starts, so the ones seen running may all
+	// have ended by the time the stop lands, with the next not yet begun:
+	// then nothing was in flight to hand back, and a worker runs again to
+	// be stopped again.
+	for handedBack := 0; handedBack == 0; {
+		first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
+		var running []uuid.UUID
+		testenv.EventuallyEvery(h.t, "an ingest to run", 5*time.Minute, 10*time.Millisecond, func() bool {
+			running = nil
+			if err := h.env.DB.Select(&running, `SELECT id FROM jobs WHERE type = 'asset:ingest' AND status = 'running'`); err != nil {
+				t.Fatal(err)
+			}
+			return len(running) > 0
+		})
+		stopBinary(t, first)
+		if done() == n {
+			t.Skip("the worker finished everything before it stopped; nothing was handed back")
+		}
+		handedBack = h.count(`SELECT count(*) FROM jobs WHERE id = ANY($1) AND status <> 'done'`, pq.Array(running))
 	}
 	// SIGKILL would leave the tasks active until their leases ran out.
 	for _, q := range []string{tasks.QueueCritical, tasks.QueueDefault, tasks.QueueLow} {
