@@ -65,22 +65,69 @@ func freePort(t testing.TB) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// facePhoto is a photo finalized by finalizeFaces: its name, and how many
+// faces it has.
+type facePhoto struct {
+	name  string
+	faces int
+}
+
+// finalizeFaces finalizes the demo photos and the corpus photos without
+// people named in empty in project.
+func (h *harness) finalizeFaces(project uuid.UUID, empty []string) map[uuid.UUID]facePhoto {
+	h.t.Helper()
+	want := map[uuid.UUID]facePhoto{}
+	for _, d := range faceDemo {
+		want[h.finalize(project, d.name, readDemo(h.t, d.name))] = facePhoto{d.name, d.faces}
+	}
+	for _, name := range empty {
+		want[h.finalize(project, name, readCorpus(h.t, "photos/"+name))] = facePhoto{name, 0}
+	}
+	return want
+}
+
+// checkFaces checks the faces found in the photos of want, and fails the
+// test unless at least 20 of the demo photos' 22 faces were found.
+func (h *harness) checkFaces(want map[uuid.UUID]facePhoto) {
+	h.t.Helper()
+	found, total := 0, 0
+	var counts []string
+	for id, p := range want {
+		scan, fs, err := h.env.Store.Faces(context.Background(), id)
+		if err != nil || scan == nil {
+			h.t.Fatalf("%s: scan %v, %v", p.name, scan, err)
+		}
+		counts = append(counts, fmt.Sprintf("%s %d/%d", p.name, scan.FaceCount, p.faces))
+		if scan.FaceCount > p.faces || len(fs) != scan.FaceCount {
+			h.t.Errorf("%s: %d faces (%d rows) where there are %d", p.name, scan.FaceCount, len(fs), p.faces)
+		}
+		found += min(scan.FaceCount, p.faces)
+		total += p.faces
+		for _, f := range fs {
+			if f.Sharpness <= 0 || f.EyeLeft == nil || f.Yaw == nil || f.W <= 0 {
+				h.t.Errorf("%s face %d: %+v", p.name, f.N, f)
+			}
+		}
+		// The preview, not the original, was read.
+		var w int
+		h.env.DB.Get(&w, `SELECT width_px FROM asset_files WHERE asset_id = $1 AND kind = 'preview'`, id)
+		if w != scan.Width {
+			h.t.Errorf("%s: faces found in %d pixels wide, the preview is %d", p.name, scan.Width, w)
+		}
+	}
+	if total != 22 || found < 20 {
+		h.t.Fatalf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
+	}
+	h.t.Logf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
+}
+
 func TestFacesThroughARunningWorker(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
 	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
 	project, off := h.project(), h.project()
 	h.facesOn(project, true)
-	want := map[uuid.UUID]int{}
-	names := map[uuid.UUID]string{}
-	for _, d := range faceDemo {
-		id := h.finalize(project, d.name, readDemo(t, d.name))
-		want[id], names[id] = d.faces, d.name
-	}
-	for _, name := range noPeople {
-		id := h.finalize(project, name, readCorpus(t, "photos/"+name))
-		want[id], names[id] = 0, name
-	}
+	want := h.finalizeFaces(project, noPeople)
 	// The same photos in a project that did not opt in.
 	for _, d := range faceDemo[:3] {
 		h.finalize(off, d.name, readDemo(t, d.name))
@@ -91,36 +138,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
 
-	found, total := 0, 0
-	var counts []string
-	for id, n := range want {
-		scan, fs, err := h.env.Store.Faces(context.Background(), id)
-		if err != nil || scan == nil {
-			t.Fatalf("%s: scan %v, %v", names[id], scan, err)
-		}
-		counts = append(counts, fmt.Sprintf("%s %d/%d", names[id], scan.FaceCount, n))
-		if scan.FaceCount > n || len(fs) != scan.FaceCount {
-			t.Errorf("%s: %d faces (%d rows) where there are %d", names[id], scan.FaceCount, len(fs), n)
-		}
-		found += min(scan.FaceCount, n)
-		total += n
-		for _, f := range fs {
-			if f.Sharpness <= 0 || f.EyeLeft == nil || f.Yaw == nil || f.W <= 0 {
-				t.Errorf("%s face %d: %+v", names[id], f.N, f)
-			}
-		}
-		// The preview, not the original, was read.
-		var w, h2 int
-		h.env.DB.Get(&w, `SELECT width_px FROM asset_files WHERE asset_id = $1 AND kind = 'preview'`, id)
-		h2 = scan.Width
-		if w != h2 {
-			t.Errorf("%s: faces found in %d pixels wide, the preview is %d", names[id], h2, w)
-		}
-	}
-	if total != 22 || found < 20 {
-		t.Fatalf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
-	}
-	t.Logf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
+	h.checkFaces(want)
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'low' OR attempt <> 1)`); n != 0 {
 		t.Errorf("%d faces jobs off the low queue or on a later attempt", n)
 	}
