@@ -175,3 +175,52 @@ func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
 		t.Errorf("blinks listed after faces were switched off: %v", got)
 	}
 }
+
+func TestFacesSwitchedOnRecordsOneScanOfThePhotosInTheProject(t *testing.T) {
+	a := newApp(t)
+	key := a.user("ana@example.org", false)
+	project, other := a.newProject(key), a.newProject(key)
+	processed(t, a, key, project, []string{"Canon", "Canon"}, [][]float32{{1, 0, 0}, {0, 1, 0}})
+	scans := func(p string) int {
+		return a.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'project:faces'`, p)
+	}
+	before := a.do("GET", "/v1/projects/"+project, key, nil)
+	expect(t, before, 200, "")
+
+	r := a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": true})
+	expect(t, r, 200, "")
+	if n := scans(project); n != 1 {
+		t.Fatalf("%d project:faces jobs after switching faces on", n)
+	}
+	// The answer keeps its shape.
+	got, was := r.json(t), before.json(t)
+	for k := range was {
+		if _, ok := got[k]; !ok {
+			t.Errorf("PATCH's answer lost %q: %s", k, r.body)
+		}
+	}
+	if len(got) != len(was) {
+		t.Errorf("PATCH's answer has %d fields, GET's %d: %s", len(got), len(was), r.body)
+	}
+
+	// On already, or another field changed: nothing more.
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": true}), 200, "")
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"title": "Renamed"}), 200, "")
+	if n := scans(project); n != 1 {
+		t.Fatalf("%d project:faces jobs after switching faces on twice", n)
+	}
+	// Off deletes the faces, so on again looks for them again.
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": false}), 200, "")
+	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": true}), 200, "")
+	if n := scans(project); n != 2 {
+		t.Fatalf("%d project:faces jobs after switching faces on, off and on", n)
+	}
+
+	// A project that keeps faces off, or another user's, records none.
+	expect(t, a.do("PATCH", "/v1/projects/"+other, key, map[string]any{"detectFaces": false}), 200, "")
+	eve := a.user("eve@example.org", false)
+	expect(t, a.do("PATCH", "/v1/projects/"+other, eve, map[string]any{"detectFaces": true}), 404, "not_found")
+	if n := scans(other); n != 0 {
+		t.Fatalf("%d project:faces jobs in a project without faces", n)
+	}
+}

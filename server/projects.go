@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -204,7 +205,7 @@ func (s *Server) patchProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.store.UpdateProject(c.Request.Context(), principal(c).ID, id, upd)
+	p, err := jobs.UpdateProject(c.Request.Context(), s.store, principal(c).ID, id, upd)
 	if err != nil {
 		fail(c, err)
 		return

@@ -141,6 +141,34 @@ func (s *Store) DetectsFaces(ctx context.Context, project uuid.UUID) (bool, erro
 	return on, notFound(err)
 }
 
+// LockDetectsFaces is DetectsFaces holding the project's row until tx
+// ends, so that two changes of faces do not both see it off.
+func (s *Store) LockDetectsFaces(ctx context.Context, project uuid.UUID) (bool, error) {
+	var on bool
+	err := s.db.GetContext(ctx, &on, `SELECT detect_faces FROM projects WHERE id = $1 FOR NO KEY UPDATE`, project)
+	return on, notFound(err)
+}
+
+// Unscanned returns up to limit of project's processed photos (cull-ready
+// or further) whose faces were not looked for, after the id after in id
+// order; none when the project does not detect faces. Called in a
+// transaction, it holds the project's row until the transaction ends: a
+// scan being saved holds it too, so no scan is saved between this read
+// and the end of the jobs the caller records, and a photo is never found
+// unscanned while its scan is being saved.
+func (s *Store) Unscanned(ctx context.Context, project, after uuid.UUID, limit int) ([]uuid.UUID, error) {
+	on, err := s.LockDetectsFaces(ctx, project)
+	if err != nil || !on {
+		return nil, err
+	}
+	var ids []uuid.UUID
+	err = s.db.SelectContext(ctx, &ids, `SELECT a.id FROM assets a
+		WHERE a.project_id = $1 AND a.status IN ('cull', 'search', 'ai') AND a.id > $2
+		  AND NOT EXISTS (SELECT 1 FROM face_scans fs WHERE fs.asset_id = a.id)
+		ORDER BY a.id LIMIT $3`, project, after, limit)
+	return ids, err
+}
+
 // deleteFaces deletes every face of project, with their scans.
 func (s *Store) deleteFaces(ctx context.Context, project uuid.UUID) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM face_scans WHERE project_id = $1`, project)

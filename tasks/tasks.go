@@ -28,6 +28,7 @@ const (
 	TypeWebhook    = "webhook:deliver"
 	TypeGallery    = "gallery:render"
 	TypeFaces      = "asset:faces"
+	TypeFacesScan  = "project:faces"
 )
 
 // Queues, by priority.
@@ -118,6 +119,13 @@ var table = map[string]spec{
 	TypeFaces: {
 		queue: QueueLow, timeout: 3 * time.Minute,
 		retries: []time.Duration{time.Minute, 10 * time.Minute, 10 * time.Minute},
+		hasJob:  true,
+	},
+	// It only records asset:faces jobs, and records each one once, so a
+	// run cut short is simply run again.
+	TypeFacesScan: {
+		queue: QueueLow, timeout: 10 * time.Minute,
+		retries: []time.Duration{10 * time.Second, time.Minute, 10 * time.Minute},
 		hasJob:  true,
 	},
 }
@@ -336,12 +344,28 @@ func (p GalleryPayload) TaskID() string {
 }
 func (p GalleryPayload) Asset() uuid.UUID { return p.AssetID }
 
+// FacesScanPayload asks for an asset:faces job for each photo of a
+// project that was ingested without one: the photos already in it when it
+// switched faces on.
+type FacesScanPayload struct {
+	Job
+}
+
+// NewFaces is the asset:faces job of asset in project. Its id derives
+// from the asset, so however many times it is recorded it names one job.
+func NewFaces(project, asset uuid.UUID) FacesPayload {
+	return FacesPayload{Job: Job{JobID: uuid.NewSHA1(asset, []byte("faces")), ProjectID: project}, AssetID: asset}
+}
+
 func (FacesPayload) Kind() string       { return TypeFaces }
 func (p FacesPayload) TaskID() string   { return FacesID(p.AssetID) }
 func (p FacesPayload) Asset() uuid.UUID { return p.AssetID }
 
 // FacesID is the TaskID of an asset's faces.
 func FacesID(asset uuid.UUID) string { return "faces:" + asset.String() }
+
+func (FacesScanPayload) Kind() string     { return TypeFacesScan }
+func (p FacesScanPayload) TaskID() string { return "faces-scan:" + p.JobID.String() }
 
 // ChainFlushID is the TaskID of chain:flush: one may wait at a time.
 const ChainFlushID = "chain:flush"

@@ -14,6 +14,7 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/faces"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -32,7 +33,10 @@ type imageDetector interface {
 	DetectImage(ctx context.Context, img image.Image) (faces.Result, error)
 }
 
-func init() { handle(tasks.TypeFaces, (*Worker).findFaces) }
+func init() {
+	handle(tasks.TypeFaces, (*Worker).findFaces)
+	handle(tasks.TypeFacesScan, (*Worker).scanFaces)
+}
 
 // findFaces finds the faces in an asset's stored preview, upright as
 // ingest made it (never from the original again), measures each face's
@@ -125,6 +129,45 @@ func (w *Worker) facesJob(ctx context.Context, a *store.Asset) ([]tasks.JobArgs,
 	if err != nil || !on {
 		return nil, err
 	}
-	id := uuid.NewSHA1(a.ID, []byte("faces"))
-	return []tasks.JobArgs{tasks.FacesPayload{Job: tasks.Job{JobID: id, ProjectID: a.ProjectID}, AssetID: a.ID}}, nil
+	return []tasks.JobArgs{tasks.NewFaces(a.ProjectID, a.ID)}, nil
+}
+
+// facesScanChunk is how many asset:faces jobs one transaction of a
+// project:faces task records and hands over: a project of 100,000 photos
+// takes 100 short transactions, none of which holds the project for long.
+const facesScanChunk = 1000
+
+// scanFaces records an asset:faces job for each photo of a project that
+// was ingested before it switched faces on, a chunk at a time, each chunk
+// handed to the queue as its transaction commits. A photo whose faces were
+// looked for since is left out, and a job recorded twice is one job, so a
+// task that runs again records nothing new; one that finds faces switched
+// off stops.
+func (w *Worker) scanFaces(ctx context.Context, t *asynq.Task) error {
+	p, err := tasks.Decode[tasks.FacesScanPayload](t)
+	if err != nil {
+		return err
+	}
+	for after := uuid.Nil; ; {
+		var ids []uuid.UUID
+		err := w.st.WithTx(ctx, func(tx *store.Store) error {
+			var err error
+			if ids, err = tx.Unscanned(ctx, p.ProjectID, after, facesScanChunk); err != nil {
+				return err
+			}
+			next := make([]tasks.JobArgs, len(ids))
+			for i, id := range ids {
+				next[i] = tasks.NewFaces(p.ProjectID, id)
+			}
+			_, err = jobs.InsertMany(ctx, tx, next)
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return badInput("not_found", "The project no longer exists.")
+		}
+		if err != nil || len(ids) < facesScanChunk {
+			return err
+		}
+		after = ids[len(ids)-1]
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"lightbox/internal/testenv"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -49,7 +50,7 @@ func readDemo(t testing.TB, name string) []byte {
 // facesOn switches faces on for project, as PATCH detectFaces does.
 func (h *harness) facesOn(project uuid.UUID, on bool) {
 	h.t.Helper()
-	if _, err := h.env.Store.UpdateProject(context.Background(), h.owner, project, store.ProjectInput{DetectFaces: &on}); err != nil {
+	if _, err := jobs.UpdateProject(context.Background(), h.dispatcher().Store, h.owner, project, store.ProjectInput{DetectFaces: &on}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -160,6 +161,57 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) +
 		h.count(`SELECT count(*) FROM faces f JOIN assets a ON a.id = f.asset_id WHERE a.project_id = $1`, project); n != 0 {
 		t.Errorf("%d face rows left after faces were switched off", n)
+	}
+}
+
+// Photos ingested before their project switched faces on get their faces
+// when it does, each from one asset:faces job, however often it is
+// switched on.
+func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
+	t.Parallel()
+	svc := testenv.StartFaces(t, "ML_WORKERS=2")
+	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	project, off := h.project(), h.project()
+	want := h.finalizeFaces(project, noPeople[:3])
+	for _, d := range faceDemo[:2] {
+		h.finalize(off, d.name, readDemo(t, d.name))
+	}
+	h.run()
+	testenv.Eventually(h.t, "every photo ingested", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('cull', 'search', 'ai')`) == len(want)+2
+	})
+	if n := h.count(`SELECT count(*) FROM jobs WHERE type IN ('asset:faces', 'project:faces')`); n != 0 {
+		t.Fatalf("%d faces jobs before faces were switched on", n)
+	}
+
+	h.facesOn(project, true)
+	testenv.Eventually(h.t, "the faces of the photos already in the project", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) == len(want) &&
+			h.count(`SELECT count(*) FROM jobs WHERE type IN ('asset:faces', 'project:faces') AND status <> 'done'`) == 0
+	})
+	h.checkFaces(want)
+	for id, p := range want {
+		// The job ingest would have recorded, run once.
+		if n := h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND asset_id = $2 AND type = 'asset:faces' AND attempt = 1`,
+			uuid.NewSHA1(id, []byte("faces")), id); n != 1 {
+			t.Errorf("%s: no asset:faces job under the id ingest gives it", p.name)
+		}
+	}
+
+	// On again: nothing more is recorded.
+	h.facesOn(project, true)
+	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'project:faces'`, project); n != 1 {
+		t.Errorf("%d project:faces jobs after switching faces on twice", n)
+	}
+	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (status <> 'done' OR attempt <> 1)`); n != 0 {
+		t.Errorf("%d asset:faces jobs recorded again or run twice", n)
+	}
+	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1`, off) -
+		h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type IN ('asset:ingest', 'asset:embed')`, off); n != 0 {
+		t.Errorf("%d jobs other than ingest and embeddings in a project without faces", n)
+	}
+	if n := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, off); n != 0 {
+		t.Errorf("%d face scans in a project without faces", n)
 	}
 }
 
