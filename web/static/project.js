@@ -120,7 +120,7 @@ function facesToggle(project) {
     try {
       const p = await api('PATCH', `/v1/projects/${project.id}`, { detectFaces: on });
       project.detectFaces = p.detectFaces;
-      note.textContent = on ? 'Photos uploaded from now on are searched for faces.' : 'Faces are off, and the faces found were deleted.';
+      note.textContent = on ? 'The project\'s photos are being searched for faces.' : 'Faces are off, and the faces found were deleted.';
     } catch (e) {
       box.checked = !on;
       note.textContent = `Faces could not be switched ${on ? 'on' : 'off'}: ${e.message}`;
