@@ -153,6 +153,7 @@ export class KiloClient {
   listAssets(projectId: UUID, params?: {
     cursor?: string; limit?: number; picked?: boolean; rejected?: boolean; ratingMin?: number;
     camera?: string; from?: string; to?: string; readiness?: string;
+    eyesClosed?: boolean; faceOutOfFocus?: boolean;
     sort?: "uploaded" | "capturedAt" | "filename"; order?: "asc" | "desc";
   }): Promise<Paged<Asset>> {
     const q = qs(params);
