@@ -123,9 +123,11 @@ func faceRow(img image.Image, f faces.Face) store.Face {
 // facesJob is the asset:faces job that follows a's ingest when its project
 // detects faces, on the low queue so that it never delays culling; none
 // otherwise. Its id derives from the asset, so an ingest that runs twice
-// records it once.
-func (w *Worker) facesJob(ctx context.Context, a *store.Asset) ([]tasks.JobArgs, error) {
-	on, err := w.st.DetectsFaces(ctx, a.ProjectID)
+// records it once. It reads the project in the ingest's transaction tx,
+// holding its row (store.HoldDetectsFaces): faces switched on meanwhile
+// wait for this photo to be saved, and their scan of the project finds it.
+func facesJob(ctx context.Context, tx *store.Store, a *store.Asset) ([]tasks.JobArgs, error) {
+	on, err := tx.HoldDetectsFaces(ctx, a.ProjectID)
 	if err != nil || !on {
 		return nil, err
 	}

@@ -84,17 +84,18 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	out := ingestOutput(a, res, thumb, preview)
-	next, err := w.facesJob(ctx, a)
-	if err != nil {
-		return err
-	}
-	next = append([]tasks.JobArgs{embedJob(a, w.embedder.Model())}, next...)
 	err = w.st.WithTx(ctx, func(tx *store.Store) error {
+		// The project first, then the asset: the order the scan of a
+		// project switching faces on takes them in.
+		faces, err := facesJob(ctx, tx, a)
+		if err != nil {
+			return err
+		}
 		if err := tx.SaveIngest(ctx, out); err != nil {
 			return err
 		}
 		// Recorded with the results, so they exist exactly when they do.
-		_, err := jobs.InsertMany(ctx, tx, next)
+		_, err = jobs.InsertMany(ctx, tx, append([]tasks.JobArgs{embedJob(a, w.embedder.Model())}, faces...))
 		return err
 	})
 	var dup *store.DuplicateError
