@@ -162,7 +162,9 @@ func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
 	// Switching faces off deletes them.
 	expect(t, a.do("PATCH", "/v1/projects/"+project, key, map[string]any{"detectFaces": false}), 200, "")
 	var left int
-	a.env.DB.Get(&left, `SELECT (SELECT count(*) FROM face_scans) + (SELECT count(*) FROM faces)`)
+	if err := a.env.DB.Get(&left, `SELECT (SELECT count(*) FROM face_scans) + (SELECT count(*) FROM faces)`); err != nil {
+		t.Fatal(err)
+	}
 	if left != 0 {
 		t.Fatalf("%d face rows left after faces were switched off", left)
 	}

@@ -243,8 +243,8 @@ func TestAdmissibleJobsKeepBatchAndUserCaps(t *testing.T) {
 		t.Fatalf("shares with waiting jobs: %v, %v", waiting, err)
 	}
 	// Recorded after cutoff, none; without windows, every waiting job.
-	if none, _ := env.Store.AdmissibleJobs(ctx, mine, time.Now().Add(-time.Minute), store.QueueCaps{}); len(none) != 0 {
-		t.Fatalf("released %d jobs recorded after the cutoff", len(none))
+	if none, err := env.Store.AdmissibleJobs(ctx, mine, time.Now().Add(-time.Minute), store.QueueCaps{}); err != nil || len(none) != 0 {
+		t.Fatalf("released %d jobs recorded after the cutoff: %v", len(none), err)
 	}
 	if all := release(mine, store.QueueCaps{}); len(all) != 10-4 {
 		t.Fatalf("released %d without windows, want the 6 waiting", len(all))
