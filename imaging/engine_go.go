@@ -25,6 +25,25 @@ func (e *goEngine) Process(ctx context.Context, data []byte, opt Options) (*Resu
 	return process(ctx, e.cfg, data, opt, e)
 }
 
+func (e *goEngine) Thumbnail(ctx context.Context, data []byte, opt Options) (Output, error) {
+	return thumbnail(ctx, e.cfg, data, opt, e)
+}
+
+// thumb decodes the whole image, as derive does, and resizes it straight
+// to the thumbnail.
+func (e *goEngine) thumb(ctx context.Context, data []byte, h header, orientation int, opt Options) (Output, error) {
+	img, err := decodeGo(h.format, data)
+	if err != nil {
+		return Output{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	b := img.Bounds()
+	tw, th := fitSize(b.Dx(), b.Dy(), opt.ThumbSize)
+	return encodeOutput(orient(flatten(resizeTo(img, tw, th)), orientation), opt.ThumbQuality)
+}
+
 func (e *goEngine) derive(ctx context.Context, data []byte, h header, orientation int, opt Options) (*derived, error) {
 	img, err := decodeGo(h.format, data)
 	if err != nil {

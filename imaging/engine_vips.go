@@ -81,6 +81,45 @@ func (e *vipsEngine) Process(ctx context.Context, data []byte, opt Options) (*Re
 	return process(ctx, e.cfg, data, opt, e)
 }
 
+func (e *vipsEngine) Thumbnail(ctx context.Context, data []byte, opt Options) (Output, error) {
+	return thumbnail(ctx, e.cfg, data, opt, e)
+}
+
+// thumb decodes only what the thumbnail needs: a plain JPEG at 1/8 in the
+// DCT (jpegScaled), a raw's embedded JPEG when it covers the thumbnail,
+// anything else through libvips' thumbnail loader at the thumbnail's size
+// (which shrinks on load, and reads a HEIF's own thumbnail when it is
+// large enough).
+func (e *vipsEngine) thumb(ctx context.Context, data []byte, h header, orientation int, opt Options) (Output, error) {
+	small := opt
+	small.PreviewSize = opt.ThumbSize
+	src, turn := data, 1
+	if h.format.IsRaw() {
+		var err error
+		if src, turn, h.width, h.height, err = rawSource(data, h, small); err != nil {
+			return Output{}, err
+		}
+	}
+	var (
+		pix   []byte
+		w, ht int
+		ok    bool
+	)
+	if h.format == JPEG {
+		pix, w, ht, ok = jpegScaled(src, h, orientation, opt.ThumbSize)
+	}
+	if !ok {
+		var err error
+		if pix, w, ht, err = previewPixels(src, h, turn, small); err != nil {
+			return Output{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	return encodeRGB(pix, w, ht, opt.ThumbQuality)
+}
+
 // importParams makes libvips fail on any decoder warning (a truncated or
 // damaged file) instead of returning grey or partial pixels; Go's decoders
 // fail on the same files.

@@ -283,6 +283,10 @@ type Engine interface {
 	Name() string
 	// Process checks, decodes once and derives everything in Result.
 	Process(ctx context.Context, data []byte, opt Options) (*Result, error)
+	// Thumbnail makes only the thumbnail, as cheaply as the format allows,
+	// after the same checks as Process; it may differ from Process's by
+	// rounding, never by size or orientation.
+	Thumbnail(ctx context.Context, data []byte, opt Options) (Output, error)
 	// Render makes one oriented JPEG export image from an original.
 	Render(ctx context.Context, data []byte, opt RenderOptions) ([]byte, error)
 }
@@ -343,6 +347,21 @@ func process(ctx context.Context, cfg Config, data []byte, opt Options, d derive
 	}, nil
 }
 
+// thumbnail runs the checks Process runs and has the engine make the
+// thumbnail alone.
+func thumbnail(ctx context.Context, cfg Config, data []byte, opt Options, d deriver) (Output, error) {
+	opt = opt.withDefaults()
+	h, err := inspectFor(data, cfg, d)
+	if err != nil {
+		return Output{}, err
+	}
+	meta, _ := readMetadata(ctx, h)
+	if err := ctx.Err(); err != nil {
+		return Output{}, err
+	}
+	return d.thumb(ctx, data, h, meta.Orientation, opt)
+}
+
 // nameCamera adds the camera to the message and the error of a raw that
 // cannot be decoded: which camera wrote it is what a photographer needs to
 // know about it. h is what inspectFor learnt of the file and m its metadata,
@@ -363,9 +382,10 @@ func nameCamera(ctx context.Context, err error, h header, m *Metadata) error {
 	return err
 }
 
-// deriver is the engine-specific part of Process.
+// deriver is the engine-specific part of Process and Thumbnail.
 type deriver interface {
 	derive(ctx context.Context, data []byte, h header, orientation int, opt Options) (*derived, error)
+	thumb(ctx context.Context, data []byte, h header, orientation int, opt Options) (Output, error)
 }
 
 type derived struct {

@@ -156,6 +156,19 @@ import (
 // the rows between threads, copies them out twice, and shrinks in height
 // on its own (vips_thumbnail 8.14 never scales in the DCT under 4×).
 func jpegPreview(src []byte, hd header, orientation int, opt Options) (pix []byte, w, h int, ok bool) {
+	// From four times the preview on, libvips' thumbnail shrinks on load
+	// and rounds the size from the shrunk image: leave those to it, so
+	// every preview is the size libvips gives.
+	if max(hd.width, hd.height) >= 4*opt.PreviewSize {
+		return nil, 0, 0, false
+	}
+	return jpegScaled(src, hd, orientation, opt.PreviewSize)
+}
+
+// jpegScaled decodes a plain JPEG (as jpegPreview) with libjpeg-turbo,
+// scaled in the DCT by the largest of 1/2, 1/4, 1/8 that leaves a long edge
+// of at least long, and resizes it to fit long with Lanczos3, upright.
+func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h int, ok bool) {
 	var (
 		icc     *C.uchar
 		iccLen  C.uint
@@ -164,14 +177,11 @@ func jpegPreview(src []byte, hd header, orientation int, opt Options) (pix []byt
 		msg     [C.JMSG_LENGTH_MAX]C.char
 		checked C.int
 	)
-	// From four times the preview on, libvips' thumbnail shrinks on load
-	// and rounds the size from the shrunk image: leave those to it, so
-	// every preview is the size libvips gives.
-	if len(src) == 0 || max(hd.width, hd.height) >= 4*opt.PreviewSize {
+	if len(src) == 0 {
 		return nil, 0, 0, false
 	}
 	for {
-		rc := C.lb_jpeg_read((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), C.int(opt.PreviewSize), checked,
+		rc := C.lb_jpeg_read((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), C.int(long), checked,
 			&icc, &iccLen, &out, &cw, &ch, &msg[0])
 		runtime.KeepAlive(src)
 		if rc == C.LB_JPEG_PROFILE {
@@ -191,7 +201,7 @@ func jpegPreview(src []byte, hd header, orientation int, opt Options) (pix []byt
 	defer C.free(unsafe.Pointer(out))
 	dw, dh := int(cw), int(ch)
 	decoded := unsafe.Slice((*byte)(unsafe.Pointer(out)), 3*dw*dh)
-	pix, w, h, err := fitRGB(decoded, dw, dh, hd.width, hd.height, opt.PreviewSize)
+	pix, w, h, err := fitRGB(decoded, dw, dh, hd.width, hd.height, long)
 	if err != nil {
 		return nil, 0, 0, false
 	}
