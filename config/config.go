@@ -22,6 +22,7 @@ import (
 
 	"lightbox/internal/password"
 	"lightbox/internal/redisconn"
+	"lightbox/tasks"
 )
 
 // Config is every setting of the server, the worker and the CLI. Each field
@@ -37,7 +38,8 @@ type Config struct {
 	LogLevel  slog.Level // LOG_LEVEL: debug, info, warn, error
 
 	WorkerConcurrency int            // WORKER_CONCURRENCY, default the number of cores
-	QueueWeights      map[string]int // QUEUE_WEIGHTS, "critical=6,default=3,low=1"
+	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=60,critical=6,default=3,low=1"; thumbnails is 60 when left out
+	ThumbnailsFirst   bool           // THUMBNAILS_FIRST: finalize queues a thumbnail of each photo ahead of its ingest
 	StrictPriority    bool           // QUEUE_STRICT_PRIORITY
 	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
 	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
@@ -122,7 +124,8 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		LogLevel:    r.level("LOG_LEVEL", slog.LevelInfo),
 
 		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", runtime.NumCPU(), 1, 1024),
-		QueueWeights:      r.weights("QUEUE_WEIGHTS", "critical=6,default=3,low=1"),
+		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=60,critical=6,default=3,low=1"),
+		ThumbnailsFirst:   r.boolean("THUMBNAILS_FIRST", true),
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
@@ -454,6 +457,10 @@ func (r *reader) weights(name, def string) map[string]int {
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		r.fail(name, "missing queue(s) %s", strings.Join(missing, ", "))
+	}
+	// Weights written before thumbnails had a queue of their own still work.
+	if _, ok := out[tasks.QueueThumbnails]; !ok {
+		out[tasks.QueueThumbnails] = tasks.DefaultWeights[tasks.QueueThumbnails]
 	}
 	return out
 }

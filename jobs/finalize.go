@@ -48,7 +48,25 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 			log.Warn("enqueue chain flush", "err", err)
 		}
 	}
+	if d.ThumbnailsFirst {
+		d.enqueueThumbnails(ctx, log, project, res.Accepted)
+	}
 	return res, nil
+}
+
+// enqueueThumbnails queues the thumbnails of newly accepted photos ahead of
+// their ingests. They have no job rows and nothing repeats a lost one: the
+// ingest makes any thumbnail that was not made first.
+func (d *Dispatcher) enqueueThumbnails(ctx context.Context, log *slog.Logger, project uuid.UUID, assets []uuid.UUID) {
+	ts := make([]*asynq.Task, len(assets))
+	for i, a := range assets {
+		ts[i] = tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: a})
+	}
+	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
+		if err != nil && !tasks.IDInUse(err) {
+			log.Warn("enqueue thumbnail; its ingest will make it", "asset", assets[i], "err", err)
+		}
+	}
 }
 
 // AcceptUploads is Finalize's work in tx: it accepts owner's uploaded

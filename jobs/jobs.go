@@ -41,6 +41,9 @@ type Config struct {
 	// each queue, are handed over at once; the rest wait in Postgres until
 	// admitted (see Admit).
 	Caps store.QueueCaps
+	// ThumbnailsFirst: Finalize queues each accepted photo's thumbnail
+	// (asset:thumbnail) ahead of its ingest.
+	ThumbnailsFirst bool
 	// Log hears of hand-overs that failed, which the sweep repeats.
 	Log *slog.Logger
 }

@@ -159,7 +159,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: a.Quality,
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
-			Thumbnail: rank >= 1, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
+			Thumbnail: rank >= 1 || a.ThumbnailAt != nil, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
 			Embedding: rank >= 2, Clustered: rank >= 3, Edited: a.Edited,
 			DuplicateOf: a.DuplicateOf, MetadataWarning: a.MetadataWarning, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage,
 			user: a.UserFlags,

@@ -52,7 +52,8 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 				lens_model = nullif($8, ''), focal_length_mm = nullif($9::float8, 0), shutter_speed = nullif($10, ''),
 				aperture = nullif($11::float8, 0), iso = nullif($12::int, 0), gps_lat = $13, gps_lon = $14, exif = $15, quality = $16,
 				metadata_warning = nullif($17, ''), error_code = NULL, error_message = NULL, ingested_at = now(),
-				status = CASE WHEN status IN ('uploaded', 'failed') THEN 'cull' ELSE status END, updated_at = now()
+				status = CASE WHEN status IN ('uploaded', 'failed') THEN 'cull' ELSE status END,
+				thumbnail_at = coalesce(thumbnail_at, now()), updated_at = now()
 			WHERE id = $1`,
 			out.AssetID, out.Width, out.Height, out.CapturedAt, out.CapturedOffset, out.CameraMake, out.CameraModel,
 			out.LensModel, out.FocalLengthMm, out.ShutterSpeed, out.Aperture, out.ISO, out.GPSLat, out.GPSLon,
@@ -60,6 +61,32 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 		return err
 	})
 	return s.duplicateOf(ctx, out.AssetID, err)
+}
+
+// LockThumbnail takes an asset's row for a writer of its thumbnail (the
+// thumbnail task, or ingest) until tx ends, and says the asset's status
+// and whether its thumbnail is made. Each writer puts the thumbnail's
+// bytes while it holds the row, so the bytes under the thumbnail's key are
+// always those its row describes, whichever writer came last.
+func (s *Store) LockThumbnail(ctx context.Context, id uuid.UUID) (status string, made bool, err error) {
+	var row struct {
+		Status string `db:"status"`
+		Made   bool   `db:"made"`
+	}
+	err = s.db.GetContext(ctx, &row, `SELECT status, thumbnail_at IS NOT NULL AS made FROM assets WHERE id = $1 FOR UPDATE`, id)
+	return row.Status, row.Made, notFound(err)
+}
+
+// SaveThumbnail records a thumbnail made ahead of its asset's ingest.
+func (s *Store) SaveThumbnail(ctx context.Context, f AssetFile) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.upsertFiles(ctx, []AssetFile{f}); err != nil {
+			return err
+		}
+		_, err := tx.db.ExecContext(ctx, `UPDATE assets SET thumbnail_at = coalesce(thumbnail_at, now()), updated_at = now()
+			WHERE id = $1`, f.AssetID)
+		return err
+	})
 }
 
 // upsertFiles records derived files, replacing each asset's file of the

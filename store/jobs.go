@@ -371,8 +371,9 @@ func (s *Store) Jobs(ctx context.Context, project uuid.UUID, f JobFilter, after 
 // which the caller records in the same transaction. A failed asset whose
 // bytes another live asset holds now is a *DuplicateError.
 func (s *Store) Reprocess(ctx context.Context, a *Asset) error {
+	// Its ingest makes the thumbnail again too.
 	_, err := s.db.ExecContext(ctx, `UPDATE assets SET status = 'uploaded', error_code = NULL, error_message = NULL,
-		updated_at = now() WHERE id = $1`, a.ID)
+		thumbnail_at = NULL, updated_at = now() WHERE id = $1`, a.ID)
 	return s.duplicateOf(ctx, a.ID, err)
 }
 

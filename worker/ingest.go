@@ -39,7 +39,8 @@ func badInput(code, format string, args ...any) error {
 
 func init() { handle(tasks.TypeIngest, (*Worker).ingest) }
 
-// ingest turns an uploaded original into its thumbnail, preview, metadata,
+// ingest turns an uploaded original into its preview, thumbnail (unless
+// the thumbnail task made it first), metadata,
 // perceptual hash and quality signals, all saved in one transaction, and
 // records the jobs that follow: the embedding, and the faces in a project
 // that detects them.
@@ -75,21 +76,30 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 
-	thumb, err := w.putDerived(ctx, a.ID, blob.KindThumbnail, res.Thumbnail)
-	if err != nil {
-		return err
-	}
 	preview, err := w.putDerived(ctx, a.ID, blob.KindPreview, res.Preview)
 	if err != nil {
 		return err
 	}
-	out := ingestOutput(a, res, thumb, preview)
+	out := ingestOutput(a, res, preview)
 	err = w.st.WithTx(ctx, func(tx *store.Store) error {
 		// The project first, then the asset: the order the scan of a
 		// project switching faces on takes them in.
 		faces, err := facesJob(ctx, tx, a)
 		if err != nil {
 			return err
+		}
+		// A thumbnail made ahead of this one stays, but a raw's is its
+		// camera's rendering, where the preview may be LibRaw's: this one
+		// replaces it. Either is put while the asset's row is held (see
+		// store.LockThumbnail).
+		if _, made, err := tx.LockThumbnail(ctx, a.ID); err != nil {
+			return err
+		} else if !made || res.Format.IsRaw() {
+			thumb, err := w.putDerived(ctx, a.ID, blob.KindThumbnail, res.Thumbnail)
+			if err != nil {
+				return err
+			}
+			out.Files = append(out.Files, thumb)
 		}
 		if err := tx.SaveIngest(ctx, out); err != nil {
 			return err

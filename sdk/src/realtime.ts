@@ -13,7 +13,8 @@ export type RealtimeEvent =
   | { type: "job.progress"; jobId: string; assetId?: string; progress?: number; status?: string; jobType?: string; batchId?: string | null; attempt?: number; error?: { code: string; message: string } | null }
   | { type: "job.done"; jobId: string; status?: string; assetId?: string | null; progress?: number; jobType?: string; batchId?: string | null; attempt?: number; error?: { code: string; message: string } | null }
   | { type: "cluster.updated"; clusterId: string }
-  | { type: "asset.updated"; assetId: string; status?: string; errorCode?: string | null }
+  // thumbnail: true when its thumbnail was made ahead of the rest (status unchanged).
+  | { type: "asset.updated"; assetId: string; status?: string; errorCode?: string | null; thumbnail?: boolean }
   | { type: "export.updated"; exportId: string; status?: string; progress?: number }
   // Beyond the seed: a batch's counts as its jobs end, and the snapshot
   // a resumed stream starts with.

@@ -87,7 +87,7 @@ export class Thumbs {
     // A row counts() has not seen yet (a group's photo before the list
     // has it) has no stage of its own.
     const stage = row.stage || stageOf(row);
-    const ready = stage === 'cull' || stage === 'searchable';
+    const ready = stage === 'cull' || stage === 'searchable' || (row.thumbnail && stage === 'processing');
     if (!ready) return;
     const hit = this.urls.get(row.assetId);
     if (hit && hit.expires > Date.now() + 30000) {

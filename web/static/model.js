@@ -304,6 +304,7 @@ export class ProjectModel extends EventTarget {
     row.time = Number.isNaN(t) ? 0 : t;
     row.captured = a.capturedAt ? row.time : null;
     row.edited = !!(a.flags && a.flags.edited);
+    row.thumbnail = !!(a.flags && a.flags.thumbnail);
     row.faces = a.faces || null; // {count, eyesClosed, outOfFocus, minFaceSharpness} once looked for
     setRating(row, a.myRating);
     this.version++;
@@ -399,6 +400,14 @@ export class ProjectModel extends EventTarget {
           if (edited) row.edited = !!data.edited;
           if (data.faces !== undefined) row.faces = data.faces;
           if (rated || edited || data.faces !== undefined) this.marked(data.assetId);
+        }
+        if (data.thumbnail) {
+          // Made ahead of the rest: the tile can show it while the photo is processed.
+          const row = this.byAsset.get(data.assetId);
+          if (row && !row.thumbnail) {
+            row.thumbnail = true;
+            this.marked(data.assetId);
+          }
         }
         if (!data.status) return; // nothing the upload list shows
         const row = this.byAsset.get(data.assetId);

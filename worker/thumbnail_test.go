@@ -1,0 +1,169 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"image/jpeg"
+	"io"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/blob"
+	"lightbox/events"
+	"lightbox/tasks"
+)
+
+type thumbRow struct {
+	Status   string `db:"status"`
+	Made     bool   `db:"made"`
+	Files    string `db:"files"`
+	Checksum string `db:"checksum"`
+	Width    int    `db:"width_px"`
+	Height   int    `db:"height_px"`
+}
+
+func (h *harness) thumbRow(asset uuid.UUID) thumbRow {
+	h.t.Helper()
+	var r thumbRow
+	if err := h.env.DB.Get(&r, `SELECT a.status, a.thumbnail_at IS NOT NULL AS made,
+			coalesce((SELECT string_agg(kind, ',' ORDER BY kind) FROM asset_files WHERE asset_id = a.id), '') AS files,
+			coalesce(f.checksum_sha256, '') AS checksum, coalesce(f.width_px, 0) AS width_px, coalesce(f.height_px, 0) AS height_px
+		FROM assets a LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'thumbnail' WHERE a.id = $1`, asset); err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// storedThumbnail reads the thumbnail's bytes and checks they are what its
+// row says.
+func (h *harness) storedThumbnail(asset uuid.UUID, r thumbRow) []byte {
+	h.t.Helper()
+	f, _, err := h.blobs.Open(context.Background(), blob.DerivedKey(asset, blob.KindThumbnail))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != r.Checksum {
+		h.t.Fatalf("the stored thumbnail's SHA-256 is not its row's %s", r.Checksum)
+	}
+	return data
+}
+
+// thumbnailEvents counts the project's asset.updated events that say a
+// thumbnail was made, and checks none of them carries a status.
+func (h *harness) thumbnailEvents(project uuid.UUID) int {
+	h.t.Helper()
+	evs, _, err := events.NewPublisher(h.env.Redis, events.PublisherOptions{}).Since(context.Background(), project, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		var d struct {
+			Thumbnail bool    `json:"thumbnail"`
+			Status    *string `json:"status"`
+		}
+		if ev.Name != events.AssetUpdated || json.Unmarshal(ev.Data, &d) != nil || !d.Thumbnail {
+			continue
+		}
+		if d.Status != nil {
+			h.t.Errorf("a thumbnail's event says status %q", *d.Status)
+		}
+		n++
+	}
+	return n
+}
+
+func TestThumbnailAheadOfIngestIsShownAndKept(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/kleiber-6028x3391.jpg"))
+	thumb := tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})
+	ctx := context.Background()
+	if err := h.w.Handler().ProcessTask(ctx, thumb); err != nil {
+		t.Fatal(err)
+	}
+	first := h.thumbRow(asset)
+	if first.Status != "uploaded" || !first.Made || first.Files != "thumbnail" || first.Width != 320 || first.Height != 180 {
+		t.Fatalf("after the thumbnail task: %+v, want uploaded with a 320×180 thumbnail and nothing else", first)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(h.storedThumbnail(asset, first)))
+	if err != nil || img.Bounds().Dx() != 320 || img.Bounds().Dy() != 180 {
+		t.Fatalf("stored thumbnail: %v, %v", img, err)
+	}
+	if n := h.thumbnailEvents(project); n != 1 {
+		t.Fatalf("%d thumbnail events, want 1", n)
+	}
+
+	// Run again, then the ingest: the thumbnail stays as it was made.
+	if err := h.w.Handler().ProcessTask(ctx, thumb); err != nil {
+		t.Fatal(err)
+	}
+	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	if err := h.w.Handler().ProcessTask(ctx, ingest); err != nil {
+		t.Fatal(err)
+	}
+	after := h.thumbRow(asset)
+	if after.Status != "cull" || after.Files != "preview,thumbnail" || after.Checksum != first.Checksum {
+		t.Fatalf("after the ingest: %+v, want cull with the same thumbnail (%s) and a preview", after, first.Checksum)
+	}
+	h.storedThumbnail(asset, after)
+	if n := h.thumbnailEvents(project); n != 1 {
+		t.Fatalf("%d thumbnail events after running it again and ingesting, want 1", n)
+	}
+}
+
+func TestThumbnailAfterIngestChangesNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))
+	ctx := context.Background()
+	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	if err := h.w.Handler().ProcessTask(ctx, ingest); err != nil {
+		t.Fatal(err)
+	}
+	before := h.thumbRow(asset)
+	if before.Status != "cull" || !before.Made || before.Files != "preview,thumbnail" {
+		t.Fatalf("after the ingest alone: %+v", before)
+	}
+	if err := h.w.Handler().ProcessTask(ctx, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.thumbRow(asset); after != before {
+		t.Fatalf("the thumbnail task after the ingest changed %+v to %+v", before, after)
+	}
+	h.storedThumbnail(asset, before)
+	if n := h.thumbnailEvents(project); n != 0 {
+		t.Fatalf("%d thumbnail events, want none", n)
+	}
+}
+
+// A file that does not decode: the thumbnail task ends without a word and
+// without a retry; the ingest fails the asset once, with the reason.
+func TestThumbnailOfACorruptFileLeavesItToIngest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "bad/truncated-progressive.jpg"))
+	ctx := context.Background()
+	if err := h.w.Handler().ProcessTask(ctx, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})); err != nil {
+		t.Fatalf("thumbnail task: %v, want it to end quietly", err)
+	}
+	if r := h.thumbRow(asset); r.Status != "uploaded" || r.Made || r.Files != "" {
+		t.Fatalf("after the thumbnail task: %+v, want uploaded with no files", r)
+	}
+	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
+	if err := h.w.Handler().ProcessTask(ctx, ingest); !tasks.IsPermanent(err) {
+		t.Fatalf("ingest: %v, want a permanent failure", err)
+	}
+}
