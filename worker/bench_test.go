@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,7 +70,16 @@ func twelveMP(b *testing.B, n int) [][]byte {
 // Base images are 40 distinct crops; each photo differs from the others
 // by its bytes, so the run also exercises duplicate grouping.
 //
-// Before the worker starts, the same photos go through the worker's image
+// It runs twice in the same run: in the single pass, where each photo's
+// ingest makes its thumbnail and preview from one decode (THUMBNAILS_FIRST
+// off), and with each photo's thumbnail queued ahead of its ingest, as
+// finalize does by default. all_thumbnails_s is the seconds until every
+// photo's thumbnail is recorded (and so served), all_cull_s until every
+// photo is cull-ready; single_ names the single pass's, and cull_growth
+// is all_cull_s over the single pass's. The other figures are the default
+// order's.
+//
+// Before the workers start, the same photos go through the worker's image
 // step alone, Process at the worker's concurrency in this process
 // (processAlone): of_process is its seconds over ours to all cull, 1
 // meaning the queue, storage, records and events around the pixels cost
@@ -87,64 +95,103 @@ func BenchmarkPipeline(b *testing.B) {
 		return append(bytes.Clone(bases[i%len(bases)]), []byte(fmt.Sprintf("photo %d", i))...)
 	}
 	for range b.N {
-		h := newHarness(b, map[string]string{"CLUSTER_DELAY": "2s"})
-		project := h.project()
-		for i := range n {
-			h.finalize(project, fmt.Sprintf("%04d.jpg", i), photo(i))
-		}
+		single := runPipeline(b, n, photo, false)
 		cpuBefore := procstat.CPU(os.Getpid())
 		floor := decodeFloor(b, n, photo)
 		floorCPU := procstat.CPU(os.Getpid()) - cpuBefore
 		cpuBefore = procstat.CPU(os.Getpid())
-		alone := processAlone(b, n, h.cfg.WorkerConcurrency, photo)
+		alone := processAlone(b, n, single.concurrency, photo)
 		aloneCPU := procstat.CPU(os.Getpid()) - cpuBefore
+		r := runPipeline(b, n, photo, true)
 
-		keyFile := filepath.Join(b.TempDir(), "chain.key")
-		chain.GenerateKeyFile(keyFile)
-		cmd := exec.Command(testenv.Binary(b, "lightbox/cmd/worker"))
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
-			"CHAIN_KEY_FILE="+keyFile, "CLUSTER_DELAY=2s", "LOG_LEVEL=error")
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stopPerf := procstat.Perf(b, cmd.Process.Pid, os.Getenv("LIGHTBOX_BENCH_PERF"))
-		testenv.Eventually(h.t, "all cull-ready", time.Hour, func() bool {
-			return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded')`) == 0
-		})
-		toCull := time.Since(start)
-		stopPerf()
-		cpu := procstat.CPU(cmd.Process.Pid)
-		testenv.Eventually(h.t, "all ai-ready", time.Hour, func() bool {
-			return h.count(`SELECT count(*) FROM assets WHERE status = 'ai' OR status = 'failed'`) == n
-		})
-		toAI := time.Since(start)
-		peak := procstat.Memory(cmd.Process.Pid, "VmHWM")
-		cmd.Process.Kill()
-		cmd.Wait()
-
-		var lat []float64
-		h.env.DB.Select(&lat, `SELECT extract(epoch FROM ingested_at - $1::timestamptz) FROM assets`, start)
-		slices.Sort(lat)
-		if failed := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); failed > 0 {
-			b.Fatalf("%d photos failed", failed)
-		}
+		b.ReportMetric(r.thumbs[len(r.thumbs)-1], "all_thumbnails_s")
+		b.ReportMetric(r.toCull.Seconds(), "all_cull_s")
+		b.ReportMetric(single.thumbs[len(single.thumbs)-1], "single_all_thumbnails_s")
+		b.ReportMetric(single.toCull.Seconds(), "single_all_cull_s")
+		b.ReportMetric(r.toCull.Seconds()/single.toCull.Seconds(), "cull_growth")
+		b.ReportMetric(r.thumbs[len(r.thumbs)/2], "p50_s_to_thumbnail")
+		b.ReportMetric(single.thumbs[len(single.thumbs)/2], "single_p50_s_to_thumbnail")
 		b.ReportMetric(alone.Seconds(), "process_alone_s")
-		b.ReportMetric(alone.Seconds()/toCull.Seconds(), "of_process")
+		b.ReportMetric(alone.Seconds()/r.toCull.Seconds(), "of_process")
+		b.ReportMetric(alone.Seconds()/single.toCull.Seconds(), "single_of_process")
 		b.ReportMetric(floor.Seconds(), "floor_s")
-		b.ReportMetric(floor.Seconds()/toCull.Seconds(), "of_decode_floor")
-		b.ReportMetric(toCull.Seconds(), "s_to_all_cull")
-		b.ReportMetric(toAI.Seconds(), "s_to_all_ai")
-		b.ReportMetric(float64(n)/toCull.Seconds(), "photos/s")
-		b.ReportMetric(lat[len(lat)/2], "p50_s_to_cull")
-		b.ReportMetric(lat[len(lat)*95/100], "p95_s_to_cull")
-		b.ReportMetric(float64(peak)/(1<<20), "worker_peak_MiB")
+		b.ReportMetric(floor.Seconds()/r.toCull.Seconds(), "of_decode_floor")
+		b.ReportMetric(r.toAI.Seconds(), "s_to_all_ai")
+		b.ReportMetric(float64(n)/r.toCull.Seconds(), "photos/s")
+		b.ReportMetric(r.lat[len(r.lat)/2], "p50_s_to_cull")
+		b.ReportMetric(r.lat[len(r.lat)*95/100], "p95_s_to_cull")
+		b.ReportMetric(float64(r.peak)/(1<<20), "worker_peak_MiB")
 		// CPU per photo compares the two without the load of other
 		// processes on the machine, which the seconds include.
-		b.ReportMetric(cpu.Seconds()/float64(n)*1000, "worker_cpu_ms/photo")
+		b.ReportMetric(r.cpu.Seconds()/float64(n)*1000, "worker_cpu_ms/photo")
+		b.ReportMetric(single.cpu.Seconds()/float64(n)*1000, "single_worker_cpu_ms/photo")
 		b.ReportMetric(floorCPU.Seconds()/float64(n)*1000, "floor_cpu_ms/photo")
 		b.ReportMetric(aloneCPU.Seconds()/float64(n)*1000, "process_cpu_ms/photo")
 	}
+}
+
+// pipelineRun is one run of BenchmarkPipeline's: seconds from the
+// worker's start to all cull and all ai, each photo's seconds to its
+// thumbnail and to cull (sorted), the worker's CPU and peak memory.
+type pipelineRun struct {
+	toCull, toAI time.Duration
+	thumbs, lat  []float64
+	cpu          time.Duration
+	peak         int64
+	concurrency  int
+}
+
+// runPipeline finalizes n photos, with their thumbnails queued ahead of
+// their ingests when thumbsFirst (as finalize does), then starts a worker
+// binary and waits until every photo is cull-ready and then ai-ready.
+func runPipeline(b *testing.B, n int, photo func(int) []byte, thumbsFirst bool) pipelineRun {
+	h := newHarness(b, map[string]string{"CLUSTER_DELAY": "2s"})
+	project := h.project()
+	var thumbs []*asynq.Task
+	for i := range n {
+		asset := h.finalize(project, fmt.Sprintf("%04d.jpg", i), photo(i))
+		thumbs = append(thumbs, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset}))
+	}
+	if thumbsFirst {
+		for i, err := range tasks.EnqueueAll(context.Background(), h.queue, thumbs) {
+			if err != nil {
+				b.Fatalf("enqueue thumbnail %d: %v", i, err)
+			}
+		}
+	}
+	keyFile := filepath.Join(b.TempDir(), "chain.key")
+	chain.GenerateKeyFile(keyFile)
+	cmd := exec.Command(testenv.Binary(b, "lightbox/cmd/worker"))
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+h.env.DSN, "REDIS_URL="+h.env.RedisURL, "DATA_DIR="+h.cfg.DataDir,
+		"CHAIN_KEY_FILE="+keyFile, "CLUSTER_DELAY=2s", "LOG_LEVEL=error")
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stopPerf := procstat.Perf(b, cmd.Process.Pid, os.Getenv("LIGHTBOX_BENCH_PERF"))
+	testenv.Eventually(h.t, "all cull-ready", time.Hour, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded')`) == 0
+	})
+	r := pipelineRun{toCull: time.Since(start), concurrency: h.cfg.WorkerConcurrency}
+	stopPerf()
+	r.cpu = procstat.CPU(cmd.Process.Pid)
+	testenv.Eventually(h.t, "all ai-ready", time.Hour, func() bool {
+		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai' OR status = 'failed'`) == n
+	})
+	r.toAI = time.Since(start)
+	r.peak = procstat.Memory(cmd.Process.Pid, "VmHWM")
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	if failed := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); failed > 0 {
+		b.Fatalf("%d photos failed", failed)
+	}
+	h.env.DB.Select(&r.lat, `SELECT extract(epoch FROM ingested_at - $1::timestamptz) FROM assets ORDER BY 1`, start)
+	h.env.DB.Select(&r.thumbs, `SELECT extract(epoch FROM thumbnail_at - $1::timestamptz) FROM assets ORDER BY 1`, start)
+	if len(r.thumbs) != n || len(r.lat) != n {
+		b.Fatalf("%d thumbnails and %d ingests recorded of %d photos", len(r.thumbs), len(r.lat), n)
+	}
+	return r
 }
 
 // defineNoop puts the no-op task in the task table once: with job rows,
