@@ -40,10 +40,14 @@ type Config struct {
 	WorkerConcurrency int            // WORKER_CONCURRENCY, default the number of cores
 	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=60,critical=6,default=3,low=1"; thumbnails is 60 when left out
 	ThumbnailsFirst   bool           // THUMBNAILS_FIRST: finalize queues a thumbnail of each photo ahead of its ingest
-	StrictPriority    bool           // QUEUE_STRICT_PRIORITY
-	ShutdownTimeout   time.Duration  // SHUTDOWN_TIMEOUT
-	BatchWindow       int            // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
-	UserWindow        int            // USER_WINDOW, the most tasks of one user's batches in each queue at once; 0 for no limit
+	// WorkerQueues are the queues this worker serves (WORKER_QUEUES, a
+	// comma list of QUEUE_WEIGHTS' names); none means all of them. A
+	// deployment can keep a worker for thumbnails alone, say.
+	WorkerQueues    []string
+	StrictPriority  bool          // QUEUE_STRICT_PRIORITY
+	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT
+	BatchWindow     int           // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
+	UserWindow      int           // USER_WINDOW, the most tasks of one user's batches in each queue at once; 0 for no limit
 
 	MaxBodyBytes      int64         // MAX_BODY_BYTES, for JSON request bodies
 	BodyReadTimeout   time.Duration // BODY_READ_TIMEOUT, the longest a request body may send nothing (uploads included)
@@ -189,6 +193,12 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 				continue
 			}
 			c.DownloadAllow = append(c.DownloadAllow, p)
+		}
+	}
+	c.WorkerQueues = r.list("WORKER_QUEUES")
+	for _, q := range c.WorkerQueues {
+		if _, ok := c.QueueWeights[q]; !ok {
+			r.fail("WORKER_QUEUES", "%q is not a queue of QUEUE_WEIGHTS", q)
 		}
 	}
 	c.DownloadPerHost = r.integer("DOWNLOAD_RATE_PER_HOST", 120, 1, 1<<30)

@@ -49,18 +49,22 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"BODY_READ_TIMEOUT":  "100ms",
 		"FACES_URL":          "127.0.0.1:57080/v1/faces",
 		"PASSWORD_HASHES":    "0",
+		"WORKER_QUEUES":      "thumbnails,urgent",
 	}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL", "PASSWORD_HASHES"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL", "PASSWORD_HASHES", "WORKER_QUEUES"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
 	}
 	if !strings.Contains(msg, "missing queue(s) default, low") {
 		t.Errorf("error does not name the missing queues:\n%s", msg)
+	}
+	if !strings.Contains(msg, `"urgent" is not a queue`) || strings.Contains(msg, `"thumbnails" is not`) {
+		t.Errorf("error does not name the one unknown worker queue:\n%s", msg)
 	}
 	if !strings.Contains(msg, `"not-a-key" is not an Ed25519 public key`) || strings.Contains(msg, `"abab`) {
 		t.Errorf("error does not name the one bad retired key:\n%s", msg)

@@ -118,7 +118,7 @@ func New(d Deps) (*Worker, error) {
 	w.st = w.jobs.Store
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
-		Queues:          d.Config.QueueWeights,
+		Queues:          served(d.Config),
 		StrictPriority:  d.Config.StrictPriority,
 		ShutdownTimeout: d.Config.ShutdownTimeout,
 		Logger:          asynqLogger{w.log},
@@ -190,6 +190,19 @@ func (w *Worker) Handler() asynq.Handler {
 		w.tracker.Sync()
 		return err
 	})
+}
+
+// served is the weights of the queues this worker serves (WORKER_QUEUES),
+// all of them when it names none.
+func served(c *config.Config) map[string]int {
+	if len(c.WorkerQueues) == 0 {
+		return c.QueueWeights
+	}
+	out := make(map[string]int, len(c.WorkerQueues))
+	for _, q := range c.WorkerQueues {
+		out[q] = c.QueueWeights[q]
+	}
+	return out
 }
 
 // ErrHandlersRunning is Run's answer when handlers Asynq gave up on at
