@@ -404,7 +404,9 @@ export class ProjectModel extends EventTarget {
         if (data.thumbnail) {
           // Made ahead of the rest: the tile can show it while the photo is processed.
           const row = this.byAsset.get(data.assetId);
-          if (row && !row.thumbnail) {
+          if (!row) {
+            this.fetchMissing(data.assetId); // uploaded by another client
+          } else if (!row.thumbnail) {
             row.thumbnail = true;
             this.marked(data.assetId);
           }
