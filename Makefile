@@ -23,7 +23,7 @@ TIMEOUT ?= 20m
 PKG_PARALLEL ?= 4
 SLOW_PKG ?= ./e2e/ ./worker/ ./server/ ./faults/
 BENCH   ?= .
-BENCH_TIMEOUT ?= 60m
+BENCH_TIMEOUT ?= 120m
 CHAOS_TIMEOUT ?= 60m
 
 .PHONY: all help run test chaos bench build lint services services-stop services-status clean clean-data
