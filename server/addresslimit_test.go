@@ -5,18 +5,6 @@ import (
 	"testing"
 )
 
-func expectRetryAfter(t *testing.T, r reply) {
-	t.Helper()
-	expect(t, r, 429, "rate_limited")
-	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
-	if err != nil || retry < 1 {
-		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
-	}
-	if got := details(t, r)["retryAfter"]; got != float64(retry) {
-		t.Fatalf("details.retryAfter %v, Retry-After %d", got, retry)
-	}
-}
-
 // Guessing keys from one address is stopped after a few failures, while
 // another address, and a good key from the same address, go on.
 func TestFailedKeysAreThrottledPerAddress(t *testing.T) {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,19 +74,6 @@ func TestRequestIDOnEveryAnswer(t *testing.T) {
 	expect(t, r, 404, "route_not_found")
 	if r.header.Get("X-Request-Id") != "client-chosen-42" {
 		t.Fatalf("request id not kept: %q", r.header.Get("X-Request-Id"))
-	}
-}
-
-// revoke revokes the API key key.
-func (a *app) revoke(key string) {
-	a.t.Helper()
-	ctx := context.Background()
-	p, err := a.env.Store.PrincipalByAPIKey(ctx, key)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if err := a.env.Store.RevokeAPIKey(ctx, p.KeyID); err != nil {
-		a.t.Fatal(err)
 	}
 }
 

@@ -16,39 +16,6 @@ import (
 	"lightbox/tasks"
 )
 
-type batchReply struct {
-	Batch struct {
-		ID, Status               string
-		Total, Completed, Failed int
-	}
-	Jobs []struct {
-		ID, AssetID, Status string
-	}
-}
-
-func (a *app) batch(key, id string) batchReply {
-	a.t.Helper()
-	r := a.do("GET", "/v1/batches/"+id, key, nil)
-	expect(a.t, r, 200, "")
-	var b batchReply
-	json.Unmarshal(r.body, &b)
-	return b
-}
-
-// waitBatch waits for batch id to reach status want, for minutes at most,
-// and returns the API's answer then; a batch that fails instead ends the
-// test at once. It polls the row, not the API, whose rate limit a long
-// wait would reach.
-func (a *app) waitBatch(key, id, want string) batchReply {
-	a.t.Helper()
-	waitCount(a.t, a, "batch "+id+" "+want+" or failed", 1, `SELECT count(*) FROM batches WHERE id = $1 AND status IN ($2, 'failed')`, id, want)
-	b := a.batch(key, id)
-	if b.Batch.Status != want {
-		a.t.Fatalf("batch %+v, want %s", b, want)
-	}
-	return b
-}
-
 func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

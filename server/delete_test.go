@@ -62,12 +62,6 @@ func TestDeleteAsset(t *testing.T) {
 	expect(t, a.do("GET", "/v1/assets/"+kept.String()+"/files", key, nil), 200, "")
 }
 
-// waitCount waits, up to minutes, for query to count want.
-func waitCount(t testing.TB, a *app, what string, want int, query string, args ...any) {
-	t.Helper()
-	testenv.Eventually(t, what, 3*time.Minute, func() bool { return a.count(query, args...) == want })
-}
-
 // TestDeleteRacingIngestOrEditLeavesNoFiles deletes an asset while a task
 // that read it is held between two of its file writes, lets the asset's
 // delete job run, then lets the task write on: once the sweeper has run

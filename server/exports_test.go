@@ -3,15 +3,12 @@ package server_test
 import (
 	"archive/zip"
 	"bytes"
-	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/jpeg"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,87 +18,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/chain"
-	"lightbox/embed"
-	"lightbox/imaging"
 	"lightbox/tasks"
-	"lightbox/worker"
 )
-
-type exportReply struct {
-	ID, ProjectID, BatchID, JobID, Preset, Status string
-	Settings                                      map[string]any
-	Progress                                      float64
-	Skipped                                       []map[string]string
-	Error                                         *struct{ Code, Message string }
-	ByteSize                                      *int64
-	CreatedAt, UpdatedAt                          time.Time
-	ExpiresAt                                     *time.Time
-}
-
-func (a *app) export(key, id string) exportReply {
-	a.t.Helper()
-	r := a.do("GET", "/v1/exports/"+id, key, nil)
-	expect(a.t, r, 200, "")
-	var e exportReply
-	json.Unmarshal(r.body, &e)
-	return e
-}
-
-func (a *app) newExport(key, project string, body any) exportReply {
-	a.t.Helper()
-	r := a.do("POST", "/v1/projects/"+project+"/exports", key, body)
-	expect(a.t, r, 201, "")
-	var e exportReply
-	json.Unmarshal(r.body, &e)
-	return e
-}
-
-// startWorker runs the real worker on the app's Postgres, Redis and blob
-// folder until the test ends.
-func (a *app) startWorker() *worker.Worker {
-	a.t.Helper()
-	return a.startWorkerOn(a.blobs)
-}
-
-// startWorkerOn is startWorker with the worker's blobs in blobs.
-func (a *app) startWorkerOn(blobs blob.Store) *worker.Worker {
-	a.t.Helper()
-	w := a.newWorker(blobs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	a.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			a.t.Errorf("worker: %v", err)
-		}
-	})
-	return w
-}
-
-// newWorker is the real worker on the app's Postgres and Redis, its blobs
-// in blobs, not running: its Handler runs tasks one at a time.
-func (a *app) newWorker(blobs blob.Store) *worker.Worker {
-	a.t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine, err := imaging.New(a.cfg.ImagingEngine, imaging.Config{MaxPixels: a.cfg.MaxPixels})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	ledger, err := chain.OpenFileLedger(filepath.Join(a.t.TempDir(), "ledger.jsonl"))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	_, key, _ := ed25519.GenerateKey(nil)
-	w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: blobs, Redis: a.env.Redis, Logger: quiet,
-		Engine: engine, Embedder: embed.Builtin{}, Flusher: &chain.Flusher{Store: a.env.Store, Key: key, Ledger: ledger, Logger: quiet}})
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { ledger.Close() })
-	return w
-}
 
 // waitExport polls the export until cond holds, ten times a second: under
 // the API's rate limit (20 a second), however long the wait.
@@ -118,13 +36,6 @@ func (a *app) waitExport(key, id string, what string, cond func(exportReply) boo
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func fields(t *testing.T, r reply) map[string]any {
-	t.Helper()
-	details, _ := r.json(t)["details"].(map[string]any)
-	f, _ := details["fields"].(map[string]any)
-	return f
 }
 
 func TestExportRequestValidation(t *testing.T) {
@@ -172,15 +83,6 @@ func TestExportRequestValidation(t *testing.T) {
 	if n := a.count(`SELECT count(*) FROM exports`); n != 0 {
 		t.Fatalf("%d exports recorded from refused requests", n)
 	}
-}
-
-func (a *app) count(sql string, args ...any) int {
-	a.t.Helper()
-	var n int
-	if err := a.env.DB.Get(&n, sql, args...); err != nil {
-		a.t.Fatal(err)
-	}
-	return n
 }
 
 func TestCreateExportQueuesACriticalTask(t *testing.T) {

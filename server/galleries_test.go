@@ -7,14 +7,6 @@ import (
 	"time"
 )
 
-// newGallery creates a gallery and returns its answer.
-func (a *app) newGallery(key, project string, body map[string]any) map[string]any {
-	a.t.Helper()
-	r := a.do("POST", "/v1/projects/"+project+"/galleries", key, body)
-	expect(a.t, r, 201, "")
-	return r.json(a.t)
-}
-
 func TestGalleryOwnerRoutes(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

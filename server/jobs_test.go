@@ -1,33 +1,8 @@
 package server_test
 
 import (
-	"encoding/json"
 	"testing"
-
-	"github.com/google/uuid"
 )
-
-// failedUpload is two photos of one project, uploaded and finalized, the
-// first of whose ingest jobs failed for good.
-type failedUpload struct {
-	project, batch string
-	jobs           []string // the ingest jobs, in upload order
-	ups            []upload
-}
-
-func (a *app) failedUpload(key string) failedUpload {
-	a.t.Helper()
-	project := a.newProject(key)
-	r, ups := a.uploadAll(key, project, corpus(a.t, "photos/wood.jpg", "photos/dune.jpg"))
-	expect(a.t, r, 200, "")
-	var fin struct {
-		BatchID    string
-		QueuedJobs []string
-	}
-	json.Unmarshal(r.body, &fin)
-	a.env.FailJob(a.t, uuid.MustParse(fin.QueuedJobs[0]), 4, "task_failed")
-	return failedUpload{project: project, batch: fin.BatchID, jobs: fin.QueuedJobs, ups: ups}
-}
 
 // TestJobsFilesAndResultsOfAnUpload reads what an upload recorded: the
 // project's and each asset's jobs, the batch's results and the files.

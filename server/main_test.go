@@ -1,22 +1,16 @@
 package server_test
 
 import (
-	"bytes"
 	"cmp"
-	"context"
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -163,99 +157,25 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), chainKey: key}
 }
 
-// user makes a user and returns its API key.
-func (a *app) user(email string, admin bool) string {
-	a.t.Helper()
-	u, err := a.env.Store.CreateUser(context.Background(), email, admin)
-	if err != nil {
-		a.t.Fatal(err)
+// appWithEnv starts an app with settings given as name, value pairs.
+func appWithEnv(t *testing.T, vars ...string) *app {
+	env := testenv.New(t)
+	o := options{env: map[string]string{}}
+	for i := 0; i+1 < len(vars); i += 2 {
+		o.env[vars[i]] = vars[i+1]
 	}
-	key, _, err := a.env.Store.CreateAPIKey(context.Background(), u.ID, "test")
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return key
+	return startAppWith(t, env, env.Redis, o)
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r reply) json(t testing.TB) map[string]any {
+// s3AppOn is an app whose blobs live in bucket.
+func s3AppOn(t testing.TB, bucket blob.S3Config, vars map[string]string) (*app, *blob.S3) {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
-	}
-	return m
-}
-
-// do sends one request. body may be a string (sent as is) or a value to encode.
-func (a *app) do(method, path, key string, body any, headers ...string) reply {
-	a.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		buf, _ := json.Marshal(b)
-		rd = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequest(method, a.url+path, rd)
+	s3, err := blob.NewS3(bucket)
 	if err != nil {
-		a.t.Fatal(err)
+		t.Fatal(err)
 	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: b}
+	env := testenv.New(t)
+	return startAppWith(t, env, env.Redis, options{env: vars, store: s3, signer: s3}), s3
 }
 
-func expect(t testing.TB, r reply, status int, code string) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
-	}
-	if code != "" {
-		m := r.json(t)
-		if m["code"] != code {
-			t.Fatalf("code %v, want %s; body %s", m["code"], code, r.body)
-		}
-		if m["message"] == "" || m["requestId"] == "" || m["requestId"] != r.header.Get("X-Request-Id") {
-			t.Fatalf("error body lacks message or matching requestId: %s", r.body)
-		}
-	}
-}
-
-// lockedWriter lets a test read a log that handlers write concurrently.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.(fmt.Stringer).String()
-}
+const testMetricsToken = "metrics-token-0123456789"

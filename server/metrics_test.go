@@ -14,8 +14,6 @@ import (
 	"lightbox/internal/testenv"
 )
 
-const testMetricsToken = "metrics-token-0123456789"
-
 func TestMetricsNeedAnAdminOrTheToken(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)

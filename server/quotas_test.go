@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
 )
 
@@ -35,16 +34,6 @@ func (a *app) quotas(key string) sessionQuotas {
 	return *out.Quotas
 }
 
-// appWithEnv starts an app with settings given as name, value pairs.
-func appWithEnv(t *testing.T, vars ...string) *app {
-	env := testenv.New(t)
-	o := options{env: map[string]string{}}
-	for i := 0; i+1 < len(vars); i += 2 {
-		o.env[vars[i]] = vars[i+1]
-	}
-	return startAppWith(t, env, env.Redis, o)
-}
-
 func (a *app) setQuotas(email string, q store.Quotas) {
 	a.t.Helper()
 	u, err := a.env.Store.UserByEmail(context.Background(), email)
@@ -62,12 +51,6 @@ func prepareBody(sizes ...int) map[string]any {
 		files[i] = map[string]any{"filename": "a.jpg", "byteSize": n}
 	}
 	return map[string]any{"files": files}
-}
-
-func details(t *testing.T, r reply) map[string]any {
-	t.Helper()
-	d, _ := r.json(t)["details"].(map[string]any)
-	return d
 }
 
 // A user who would pass their bytes quota is refused and nothing of the

@@ -11,28 +11,6 @@ import (
 	"lightbox/events"
 )
 
-type ratedAsset struct {
-	ID       string
-	Keywords []string
-	Notes    string
-	IPTC     map[string]any
-	Flags    map[string]any
-	MyRating *struct {
-		Rating                    *int
-		Picked, Rejected, Starred bool
-		Notes                     string
-	}
-}
-
-func (a *app) assetList(key, project, query string) []ratedAsset {
-	a.t.Helper()
-	r := a.do("GET", "/v1/projects/"+project+"/assets?"+query, key, nil)
-	expect(a.t, r, 200, "")
-	var page struct{ Items []ratedAsset }
-	json.Unmarshal(r.body, &page)
-	return page.Items
-}
-
 // find is asset id of a list.
 func find(assets []ratedAsset, id uuid.UUID) ratedAsset {
 	for _, a := range assets {
@@ -41,14 +19,6 @@ func find(assets []ratedAsset, id uuid.UUID) ratedAsset {
 		}
 	}
 	return ratedAsset{}
-}
-
-func ids(assets []ratedAsset) string {
-	var out []string
-	for _, a := range assets {
-		out = append(out, a.ID)
-	}
-	return strings.Join(out, ",")
 }
 
 func TestRatingAndCulling(t *testing.T) {

@@ -1,12 +1,9 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,91 +14,6 @@ import (
 	"lightbox/events"
 	"lightbox/internal/testenv"
 )
-
-// sseEvent is one event as a client reads it off the wire.
-type sseEvent struct {
-	id, name, data string
-}
-
-// sseClient reads a stream the way a browser's EventSource does.
-type sseClient struct {
-	t      testing.TB
-	res    *http.Response
-	events chan sseEvent
-	lines  chan string
-	cancel context.CancelFunc
-}
-
-func (a *app) openStream(path string, headers ...string) *sseClient {
-	a.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", a.url+path, nil)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	c := &sseClient{t: a.t, res: res, events: make(chan sseEvent, 100), lines: make(chan string, 100), cancel: cancel}
-	a.t.Cleanup(func() { cancel(); res.Body.Close() })
-	if res.StatusCode != 200 {
-		return c
-	}
-	go func() {
-		defer close(c.events)
-		sc := bufio.NewScanner(res.Body)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			select {
-			case c.lines <- line:
-			default:
-			}
-			switch {
-			case line == "":
-				if ev.name != "" {
-					c.events <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				ev.id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				ev.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.data = strings.TrimPrefix(line, "data: ")
-			}
-		}
-	}()
-	return c
-}
-
-func (c *sseClient) next() sseEvent {
-	c.t.Helper()
-	select {
-	case ev, ok := <-c.events:
-		if !ok {
-			c.t.Fatal("stream ended")
-		}
-		return ev
-	case <-time.After(2 * time.Minute): // only bounds a hang
-		c.t.Fatal("no event within 2 minutes")
-	}
-	return sseEvent{}
-}
-
-func publish(t testing.TB, env *testenv.Env, project, batch uuid.UUID, name events.Name, data any) events.Event {
-	t.Helper()
-	ev, err := events.New(name, project, batch, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err = events.NewPublisher(env.Redis, events.PublisherOptions{}).Publish(context.Background(), ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
 
 func TestEventsReachClientsOfTwoServers(t *testing.T) {
 	t.Parallel()

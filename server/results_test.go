@@ -13,30 +13,6 @@ import (
 	"lightbox/store"
 )
 
-// processed uploads photos and writes what the worker would have learned
-// about them, through the same store calls the worker makes.
-func processed(t *testing.T, a *app, key, project string, cameras []string, vectors [][]float32) []uuid.UUID {
-	t.Helper()
-	names := []string{"photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"}[:len(cameras)]
-	_, ups := a.uploadAll(key, project, corpus(t, names...))
-	ctx := context.Background()
-	ids := make([]uuid.UUID, len(ups))
-	shot := time.Date(2026, 6, 21, 14, 0, 0, 0, time.UTC)
-	for i, u := range ups {
-		ids[i] = uuid.MustParse(u.AssetID)
-		at := shot.Add(time.Duration(i) * time.Minute)
-		if err := a.env.Store.SaveIngest(ctx, store.IngestOutput{AssetID: ids[i], Width: 100, Height: 80, CapturedAt: &at,
-			CameraMake: cameras[i], CameraModel: "Model " + cameras[i], EXIF: json.RawMessage(`{}`), Quality: json.RawMessage(`{}`),
-			PHash: uint64(i), HashAlgorithm: "test"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.env.Store.SaveEmbedding(ctx, ids[i], testEmbedModel, vectors[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return ids
-}
-
 func TestSearchAndSimilar(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

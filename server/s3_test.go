@@ -30,17 +30,6 @@ func s3App(t *testing.T, vars map[string]string) (*app, *blob.S3, *testenv.Proxy
 	return a, s3, proxy
 }
 
-// s3AppOn is an app whose blobs live in bucket.
-func s3AppOn(t testing.TB, bucket blob.S3Config, vars map[string]string) (*app, *blob.S3) {
-	t.Helper()
-	s3, err := blob.NewS3(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := testenv.New(t)
-	return startAppWith(t, env, env.Redis, options{env: vars, store: s3, signer: s3}), s3
-}
-
 // TestS3UploadURLsRefuseWhatWasNotDeclared sends what a client should not
 // through the URLs prepare hands out: the bucket refuses a body larger
 // than declared, another content type, a PUT after the URL expired and a

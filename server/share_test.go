@@ -3,94 +3,14 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"image"
-	"image/jpeg"
-	"io"
 	"lightbox/blob"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 )
-
-type shareReply struct {
-	Title          string
-	RequiresAuth   bool
-	Token          string
-	ExpiresAt      *time.Time
-	AllowDownloads bool
-	Assets         []struct {
-		AssetID       string
-		PreviewURL    *string
-		Pending       bool
-		FavoriteCount int
-		CommentsCount int
-		Favorited     bool
-		OriginalURL   *string
-	}
-}
-
-// viewer sends a request to the public share routes, with a viewer token
-// when one is given.
-func (a *app) viewer(method, slug, path, token string, body any) reply {
-	a.t.Helper()
-	return a.do(method, "/v1/share/"+slug+path, token, body)
-}
-
-func (a *app) share(slug, token string) shareReply {
-	a.t.Helper()
-	r := a.viewer("GET", slug, "", token, nil)
-	expect(a.t, r, 200, "")
-	var s shareReply
-	if err := json.Unmarshal(r.body, &s); err != nil {
-		a.t.Fatal(err)
-	}
-	return s
-}
-
-func (a *app) viewerToken(slug, password string) string {
-	a.t.Helper()
-	r := a.viewer("POST", slug, "/auth", "", map[string]any{"password": password})
-	expect(a.t, r, 200, "")
-	return r.json(a.t)["token"].(string)
-}
-
-// image fetches a signed image URL as a browser would, without a key.
-func (a *app) image(url string) image.Image {
-	a.t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/jpeg" {
-		a.t.Fatalf("GET %s: %d %s", url, res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	img, err := jpeg.Decode(bytes.NewReader(body))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return img
-}
-
-// readyPhotos uploads photos and waits, up to minutes, for their previews.
-func (a *app) readyPhotos(key, project string, names ...string) []string {
-	a.t.Helper()
-	_, ups := a.uploadAll(key, project, corpus(a.t, names...))
-	waitCount(a.t.(*testing.T), a, "the photos' previews", len(names),
-		`SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('cull', 'search', 'ai')`, project)
-	ids := make([]string, len(ups))
-	for i, u := range ups {
-		ids[i] = u.AssetID
-	}
-	return ids
-}
 
 func TestShareWithAPassword(t *testing.T) {
 	t.Parallel()

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -130,18 +129,6 @@ func TestSignInByMailedCode(t *testing.T) {
 	}
 }
 
-// mailApp is an app with options o that mails sign-in codes to a test
-// SMTP server.
-func mailApp(t *testing.T, o options) (*app, <-chan testenv.Mail) {
-	t.Helper()
-	smtpURL, mails := testenv.SMTP(t)
-	vars := map[string]string{"SMTP_URL": smtpURL, "MAIL_FROM": "Lightbox <no-reply@example.org>"}
-	maps.Copy(vars, o.env)
-	o.env = vars
-	e := testenv.New(t)
-	return startAppWith(t, e, e.Redis, o), mails
-}
-
 // clock is a time a test moves by hand, for the sign-in throttle.
 type clock struct {
 	mu  sync.Mutex
@@ -170,19 +157,6 @@ func retryAfter(t *testing.T, r reply) time.Duration {
 		t.Fatalf("want a 429 with Retry-After; got %d %v %s", r.status, r.header, r.body)
 	}
 	return time.Duration(s) * time.Second
-}
-
-// signIn signs email in by the mailed code, as a device would, and
-// returns its access and refresh tokens.
-func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, headers ...string) (access, refresh string) {
-	t.Helper()
-	r := a.do("POST", "/v1/auth/login", "", map[string]any{"email": email}, headers...)
-	expect(t, r, 200, "")
-	challenge := r.json(t)["challengeId"].(string)
-	r = a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": mailedCode(t, mails, email)}, headers...)
-	expect(t, r, 200, "")
-	m := r.json(t)
-	return m["accessToken"].(string), m["refreshToken"].(string)
 }
 
 // guessRun plays an attacker guessing mailbox's sign-in codes for d of the

@@ -3,15 +3,10 @@ package server_test
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,67 +159,6 @@ func openStream(addr, key string, project uuid.UUID) (net.Conn, *bufio.Reader, e
 		return nil, nil, fmt.Errorf("stream: %s", res.Status)
 	}
 	return conn, bufio.NewReaderSize(res.Body, 4096), nil
-}
-
-type serverProcess struct {
-	addr string
-	pid  int
-}
-
-// startServerProcess runs cmd/server, built without the race detector, on
-// the test's database and Redis until the test ends: what is measured
-// through it is the server, not an instrumented test binary.
-func startServerProcess(b testing.TB, env *testenv.Env, extra map[string]string) serverProcess {
-	b.Helper()
-	bin := testenv.Binary(b, "lightbox/cmd/server")
-	dir := b.TempDir()
-	_, chainKey, _ := ed25519.GenerateKey(nil)
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(chainKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN, "REDIS_URL="+env.RedisURL, "HTTP_ADDR="+addr,
-		"PUBLIC_URL=http://"+addr, "DATA_DIR="+filepath.Join(dir, "data"), "UPLOAD_SECRET="+testUploadSecret, "CHAIN_KEY="+base64.StdEncoding.EncodeToString(pkcs8), "LOG_LEVEL=warn")
-	for k, v := range extra {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	logs, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if b.Failed() {
-			out, _ := os.ReadFile(logs.Name())
-			b.Logf("server log:\n%s", out)
-		}
-	})
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		res, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return serverProcess{addr: addr, pid: cmd.Process.Pid}
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the server did not become ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // raiseFileLimit lets this process hold n open files, as far as the hard

@@ -3,11 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,119 +17,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
 )
-
-type photo struct {
-	name string
-	data []byte
-}
-
-func (p photo) sum() string {
-	h := sha256.Sum256(p.data)
-	return hex.EncodeToString(h[:])
-}
-
-func corpus(t testing.TB, names ...string) []photo {
-	t.Helper()
-	dir := testenv.Corpus(t)
-	out := make([]photo, len(names))
-	for i, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = photo{name: filepath.Base(n), data: b}
-	}
-	return out
-}
-
-func (a *app) newProject(key string) string {
-	a.t.Helper()
-	r := a.do("POST", "/v1/projects", key, map[string]any{"title": "Shoot"})
-	expect(a.t, r, 201, "")
-	return r.json(a.t)["id"].(string)
-}
-
-type upload struct {
-	AssetID   string            `json:"assetId"`
-	UploadURL string            `json:"uploadUrl"`
-	Headers   map[string]string `json:"headers"`
-	ExpiresAt time.Time         `json:"expiresAt"`
-}
-
-func (a *app) prepare(key, project string, ps []photo) []upload {
-	a.t.Helper()
-	files := make([]map[string]any, len(ps))
-	for i, p := range ps {
-		files[i] = map[string]any{"filename": p.name, "byteSize": len(p.data), "clientFileId": fmt.Sprint(i)}
-	}
-	r := a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files})
-	expect(a.t, r, 200, "")
-	var out struct{ Uploads []upload }
-	if err := json.Unmarshal(r.body, &out); err != nil {
-		a.t.Fatal(err)
-	}
-	return out.Uploads
-}
-
-// put sends bytes to a signed URL exactly as a browser would: no API key.
-func (a *app) put(rawURL string, headers map[string]string, body []byte) reply {
-	a.t.Helper()
-	return a.putWith(http.DefaultClient, rawURL, headers, body)
-}
-
-// putWith is put through client.
-func (a *app) putWith(client *http.Client, rawURL string, headers map[string]string, body []byte) reply {
-	a.t.Helper()
-	req, _ := http.NewRequest("PUT", rawURL, bytes.NewReader(body))
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: b}
-}
-
-func (a *app) finalize(key, project string, ups []upload, sums []string) reply {
-	a.t.Helper()
-	items := make([]map[string]string, len(ups))
-	for i, u := range ups {
-		items[i] = map[string]string{"assetId": u.AssetID, "checksumSha256": sums[i]}
-	}
-	return a.do("POST", "/v1/projects/"+project+"/assets:finalizeUpload", key, map[string]any{"assets": items})
-}
-
-// uploadAll prepares, PUTs and finalizes ps, returning the finalize answer.
-func (a *app) uploadAll(key, project string, ps []photo) (reply, []upload) {
-	a.t.Helper()
-	ups := a.prepare(key, project, ps)
-	sums := make([]string, len(ps))
-	for i, u := range ups {
-		expect(a.t, a.put(u.UploadURL, u.Headers, ps[i].data), 201, "")
-		sums[i] = ps[i].sum()
-	}
-	return a.finalize(key, project, ups, sums), ups
-}
-
-func inspector(t testing.TB, env *testenv.Env) *asynq.Inspector {
-	opt, err := asynq.ParseRedisURI(env.RedisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := asynq.NewInspector(opt)
-	t.Cleanup(func() { in.Close() })
-	return in
-}
 
 func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 	t.Parallel()
