@@ -328,30 +328,17 @@ func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 	return nil
 }
 
-// ownAsset loads the caller's asset named by the path's id, which may
-// carry an ":action" suffix.
-func (s *Server) ownAsset(c *gin.Context) (*store.Asset, string, error) {
-	raw, action, _ := strings.Cut(c.Param("id"), ":")
-	id, err := uuid.Parse(raw)
-	if err != nil {
-		return nil, "", errNotFound()
+// ownAsset loads the caller's asset named by the path's id. An id that
+// still carries a ":verb" reached a route that takes no action.
+func (s *Server) ownAsset(c *gin.Context) (*store.Asset, error) {
+	if strings.Contains(c.Param("id"), ":") {
+		return nil, errNoRoute()
 	}
-	a, err := s.store.Asset(c.Request.Context(), principal(c).ID, id)
-	return a, action, err
-}
-
-// ownPlainAsset loads the caller's asset named by the path's id, which
-// must carry no ":action" suffix.
-func (s *Server) ownPlainAsset(c *gin.Context) (*store.Asset, error) {
-	a, action, err := s.ownAsset(c)
-	if err == nil && action != "" {
-		err = apiError(http.StatusNotFound, "route_not_found", "No such route.")
-	}
-	return a, err
+	return owned(c, s.store.Asset)
 }
 
 func (s *Server) getAsset(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -381,7 +368,7 @@ type fileJSON struct {
 }
 
 func (s *Server) assetFiles(c *gin.Context) {
-	a, _, err := s.ownAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -407,23 +394,13 @@ func (s *Server) assetFiles(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"files": out})
 }
 
-// assetAction dispatches POST /v1/assets/{id}:action.
-func (s *Server) assetAction(c *gin.Context) {
-	a, action, err := s.ownAsset(c)
+// reprocess runs an asset's pipeline again (see jobs.Dispatcher.Reprocess).
+func (s *Server) reprocess(c *gin.Context) {
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	switch action {
-	case "reprocess":
-		s.reprocess(c, a)
-	default:
-		fail(c, apiError(http.StatusNotFound, "route_not_found", "No such action %q on an asset.", action))
-	}
-}
-
-// reprocess runs an asset's pipeline again (see jobs.Dispatcher.Reprocess).
-func (s *Server) reprocess(c *gin.Context, a *store.Asset) {
 	if err := notProcessable(a, "processed"); err != nil {
 		fail(c, err)
 		return
@@ -496,7 +473,7 @@ const (
 // IPTC fields (replaced whole) and the app's own flags (merged; a flag set
 // to null is removed).
 func (s *Server) patchAsset(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -617,7 +594,7 @@ func checkJSONNumbers(errs fieldErrors, field string, raw []byte) {
 // files to an asset:delete task. Its attestation stays in the chain.
 func (s *Server) deleteAsset(c *gin.Context) {
 	ctx := c.Request.Context()
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

@@ -161,7 +161,7 @@ func (s *Server) verifyKept(ctx context.Context, log *slog.Logger, from, to int6
 }
 
 func (s *Server) assetAttestation(c *gin.Context) {
-	a, _, err := s.ownAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

@@ -40,7 +40,7 @@ func toEditJSON(e store.EditVersion) editJSON {
 }
 
 func (s *Server) listEdits(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return
@@ -81,7 +81,7 @@ func checkEditName(errs fieldErrors, name string) string {
 
 // createEdit adds a version to an asset and renders it.
 func (s *Server) createEdit(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err == nil {
 		err = notProcessable(a, "edited")
 	}

@@ -38,6 +38,7 @@ func (e *Error) with(key string, v any) *Error {
 
 var (
 	errNotFound        = func() *Error { return apiError(http.StatusNotFound, "not_found", "No such resource.") }
+	errNoRoute         = func() *Error { return apiError(http.StatusNotFound, "route_not_found", "No such route.") }
 	errUnauthenticated = func() *Error {
 		return apiError(http.StatusUnauthorized, "unauthenticated", "Send an API key as 'Authorization: Bearer <key>' or sign in.")
 	}

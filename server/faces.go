@@ -68,7 +68,7 @@ type assetFacesJSON struct {
 // assetFaces answers GET /v1/assets/{id}/faces: the faces found in the
 // asset's preview, each with its box, eyes, head angles and sharpness.
 func (s *Server) assetFaces(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

@@ -107,7 +107,7 @@ func toJobsJSON(jobs []store.Job) []jobJSON {
 // assetJobs lists the jobs of one of the caller's assets, for the photo
 // details page.
 func (s *Server) assetJobs(c *gin.Context) {
-	a, _, err := s.ownAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

@@ -43,6 +43,7 @@ type app struct {
 	blobs *blob.Disk
 	// handler is the server's own, before the answers are checked.
 	handler http.Handler
+	srv     *server.Server
 	// chainKey signs the chain the server verifies.
 	chainKey ed25519.PrivateKey
 }
@@ -154,7 +155,7 @@ func startAppWith(t testing.TB, env *testenv.Env, rdb *redis.Client, o options) 
 	}
 	// Every answer is checked against openapi.yaml, so it cannot drift.
 	handler = conforming(t, h)
-	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), chainKey: key}
+	return &app{t: t, env: env, cfg: cfg, url: ts.URL, blobs: blobs, handler: srv.Handler(), srv: srv, chainKey: key}
 }
 
 // appWithEnv starts an app with settings given as name, value pairs.

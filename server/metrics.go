@@ -102,7 +102,7 @@ func (s *Server) metricsAccess(c *gin.Context) {
 func (s *Server) measure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	route, method := c.FullPath(), c.Request.Method
+	route, method := route(c), c.Request.Method
 	if route == "" {
 		route = "unmatched"
 		if !knownMethods[method] {

@@ -62,6 +62,10 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	if n := m.Value(requests, map[string]string{"method": "POST", "route": "/v1/projects", "status": "201"}); n != 1 {
 		t.Fatalf("POST /v1/projects 201 counted %v times, want 1", n)
 	}
+	// Each action is its own route, though one Gin route dispatches them.
+	if n := m.Value(requests, map[string]string{"method": "POST", "route": "/v1/projects/:id/assets:prepareUpload", "status": "200"}); n != 1 {
+		t.Fatalf("POST /v1/projects/:id/assets:prepareUpload 200 counted %v times, want 1", n)
+	}
 	if n := m.Value(requests, map[string]string{"method": "PUT", "route": "/blobs/*key", "status": "201"}); n != 2 {
 		t.Fatalf("PUT /blobs/*key 201 counted %v times, want 2", n)
 	}

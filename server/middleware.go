@@ -19,6 +19,7 @@ const (
 	ctxRequestID = "lightbox.requestId"
 	ctxLogger    = "lightbox.logger"
 	ctxPrincipal = "lightbox.principal"
+	ctxRoute     = "lightbox.route" // an action's route (see actions.go)
 )
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

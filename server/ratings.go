@@ -75,7 +75,7 @@ func (in ratingInput) change(errs fieldErrors, prefix string, asset uuid.UUID) s
 
 // rateAsset sets the caller's rating of an asset: one per person and asset.
 func (s *Server) rateAsset(c *gin.Context) {
-	a, err := s.ownPlainAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

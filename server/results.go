@@ -162,7 +162,7 @@ func (s *Server) textVector(ctx context.Context, q string) []float32 {
 // similar ranks the project's other assets by embedding similarity.
 func (s *Server) similar(c *gin.Context) {
 	start := time.Now()
-	a, _, err := s.ownAsset(c)
+	a, err := s.ownAsset(c)
 	if err != nil {
 		fail(c, err)
 		return

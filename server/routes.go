@@ -16,7 +16,7 @@ func (s *Server) routes() *gin.Engine {
 		panic(err)
 	}
 	r.Use(s.withRequestID, s.measure, s.accessLog, s.recoverPanics, s.cors, s.idleBody)
-	r.NoRoute(func(c *gin.Context) { fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route.")) })
+	r.NoRoute(func(c *gin.Context) { fail(c, errNoRoute()) })
 	r.NoMethod(func(c *gin.Context) {
 		fail(c, apiError(http.StatusMethodNotAllowed, "method_not_allowed", "This route does not take %s.", c.Request.Method))
 	})
@@ -63,13 +63,15 @@ func (s *Server) routes() *gin.Engine {
 	api.PATCH("/projects/:id", s.patchProject)
 	api.POST("/projects/:id/archive", s.idempotent, s.archiveProject)
 
-	api.POST(`/projects/:id/assets\:prepareUpload`, s.idempotent, s.prepareUpload)
-	api.POST(`/projects/:id/assets\:finalizeUpload`, s.idempotent, s.finalizeUpload)
-	api.POST(`/projects/:id/assets\:import`, s.idempotent, s.importURLs)
+	// Actions: POST on a path ending ":verb" (actions.go).
+	act := s.actions(api, s.idempotent)
+	act.POST("/projects/:id/assets:prepareUpload", s.prepareUpload)
+	act.POST("/projects/:id/assets:finalizeUpload", s.finalizeUpload)
+	act.POST("/projects/:id/assets:import", s.importURLs)
 	api.GET("/projects/:id/assets", s.listAssets)
 	api.GET("/projects/:id/jobs", s.listJobs)
 	api.GET("/projects/:id/clusters", s.listClusters)
-	api.POST(`/projects/:id/cull\:applyAction`, s.idempotent, s.applyCullActions)
+	act.POST("/projects/:id/cull:applyAction", s.applyCullActions)
 	api.GET("/projects/:id/search", s.search)
 	api.POST("/projects/:id/search", s.idempotent, s.searchFiltered)
 	api.GET("/projects/:id/stats", s.stats)
@@ -95,7 +97,7 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/assets/:id/edits", s.idempotent, s.createEdit)
 	api.GET("/edits/:id", s.getEdit)
 	api.POST("/edits/:id/applyTo", s.idempotent, s.applyEditTo)
-	api.POST("/assets/:id", s.idempotent, s.assetAction) // :reprocess
+	act.POST("/assets/:id:reprocess", s.reprocess)
 	api.GET("/assets/:id/files", s.assetFiles)
 	api.GET("/assets/:id/faces", s.assetFaces)
 	api.GET("/assets/:id/similar", s.similar)

@@ -79,10 +79,12 @@ type Server struct {
 	streams    streamCounts
 	log        *slog.Logger
 	router     *gin.Engine
-	metrics    *serverMetrics
-	mail       mail.Sender    // sign-in codes
-	guesses    *guess.Counter // sign-in codes tried
-	now        func() time.Time
+	// actionTable lists the actions the router dispatches (actions.go).
+	actionTable actionTable
+	metrics     *serverMetrics
+	mail        mail.Sender    // sign-in codes
+	guesses     *guess.Counter // sign-in codes tried
+	now         func() time.Time
 	// hashes computes password hashes, a few at a time (PASSWORD_HASHES).
 	hashes *password.Pool
 	// shareGuesses counts gallery passwords tried, before they are checked.

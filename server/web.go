@@ -73,7 +73,7 @@ func (s *Server) servePage(c *gin.Context, name string) {
 	pagesOnce.Do(loadPages)
 	p, ok := pages[name]
 	if !ok {
-		fail(c, apiError(http.StatusNotFound, "route_not_found", "No such route."))
+		fail(c, errNoRoute())
 		return
 	}
 	h := c.Writer.Header()
