@@ -495,10 +495,7 @@ func TestReleaseStaleLeavesFreshClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two of them were claimed 11 minutes ago by a flusher that died.
-	if _, err := f.env.DB.ExecContext(ctx, `UPDATE attestation_queue SET claimed_at = now() - interval '11 minutes'
-		WHERE id IN (SELECT id FROM attestation_queue ORDER BY id LIMIT 2)`); err != nil {
-		t.Fatal(err)
-	}
+	f.env.Age(t, "attestation_queue", "claimed_at", 11*time.Minute, "id IN (SELECT id FROM attestation_queue ORDER BY id LIMIT 2)")
 	n, err := chain.ReleaseStale(ctx, f.st, chain.StaleAfter)
 	if err != nil || n != 2 {
 		t.Fatalf("released %d (%v), want 2", n, err)

@@ -219,7 +219,9 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 	firstJob := r.json(t)["queuedJobs"].([]any)[0]
 
 	in.ArchiveTask("default", taskID)
-	a.env.DB.MustExec(`UPDATE assets SET status = 'failed' WHERE id = $1`, ups[0].AssetID)
+	if err := a.env.Store.FailAsset(context.Background(), uuid.MustParse(ups[0].AssetID), "decode_failed", "it failed"); err != nil {
+		t.Fatal(err)
+	}
 	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
 	expect(t, r, 202, "")
 	if got := r.json(t)["queuedJobs"].([]any)[0]; got != firstJob {

@@ -122,7 +122,7 @@ func TestDeleteRacingIngestOrEditLeavesNoFiles(t *testing.T) {
 			}
 
 			// As if the tasks' timeouts and the upload URLs had run out.
-			a.env.DB.MustExec(`UPDATE blob_discards SET url_expires_at = now() - interval '1 hour'`)
+			a.env.Age(t, "blob_discards", "url_expires_at", time.Hour, "")
 			if err := w.Handler().ProcessTask(context.Background(), tasks.NewSweep()); err != nil {
 				t.Fatal(err)
 			}

@@ -281,7 +281,7 @@ func TestExportEndToEnd(t *testing.T) {
 	}
 
 	// Once the export itself expires, there is nothing to download.
-	a.env.DB.MustExec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, e.ID)
+	a.env.Age(t, "exports", "expires_at", time.Second, "id = $1", e.ID)
 	expect(t, a.do("GET", "/v1/exports/"+e.ID+"/download", ana, nil), 410, "export_expired")
 }
 

@@ -187,7 +187,7 @@ func TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires(t *testing.T) {
 	if !stored() {
 		t.Fatal("the sweep deleted the object while its URL lives")
 	}
-	a.env.DB.MustExec(`UPDATE blob_discards SET url_expires_at = now() - interval '10 minutes' WHERE blob_key = $1`, dup)
+	a.env.Age(t, "blob_discards", "url_expires_at", 10*time.Minute, "blob_key = $1", dup)
 	sweep()
 	if stored() {
 		t.Fatal("the object put back after finalize outlived its URL")

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -131,7 +132,7 @@ func TestShareWithAPassword(t *testing.T) {
 	expect(t, a.viewer("GET", slug, "", token, nil), 401, "invalid_viewer_token")
 
 	// Expired: 410 on every route.
-	a.env.DB.MustExec(`UPDATE galleries SET expires_at = now() - interval '1 minute' WHERE id = $1`, id)
+	a.env.Age(t, "galleries", "expires_at", time.Minute, "id = $1", id)
 	expect(t, a.viewer("GET", slug, "", "", nil), 410, "gallery_expired")
 	expect(t, a.viewer("POST", slug, "/auth", "", map[string]any{"password": "another one"}), 410, "gallery_expired")
 	expect(t, fav(token, photos[0], true), 410, "gallery_expired")

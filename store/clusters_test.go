@@ -41,11 +41,8 @@ func TestStaleClusterRunChangesNothing(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	res := env.Finalize(t, owner, project, testenv.Files(2)...)
-	first, second := res.Assets[0].AssetID, res.Assets[1].AssetID
-	if _, err := env.DB.Exec(`UPDATE assets SET status = 'search' WHERE id = $1`, second); err != nil {
-		t.Fatal(err)
-	}
+	ids := env.AssetsIn(t, owner, project, store.AssetUploaded, store.AssetSearch)
+	first, second := ids[0], ids[1]
 	st := env.Store
 	one := env.StartClusterRun(t, project)
 	two := env.StartClusterRun(t, project)
@@ -199,9 +196,7 @@ func TestAStartedRunThatNeverEndsIsOverdue(t *testing.T) {
 	if overdue() {
 		t.Fatal("a run started just now is overdue")
 	}
-	if _, err := env.DB.Exec(`UPDATE cluster_runs SET started_at = now() - interval '1 hour' WHERE project_id = $1`, project); err != nil {
-		t.Fatal(err)
-	}
+	env.Age(t, "cluster_runs", "started_at", time.Hour, "project_id = $1", project)
 	if !overdue() {
 		t.Fatal("a run started an hour ago and never finished is not overdue")
 	}

@@ -148,7 +148,7 @@ func TestFinishExportClaimsItsArchive(t *testing.T) {
 	if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
 		t.Fatalf("the first run's finish: %v, want ErrStaleRun", err)
 	}
-	env.DB.MustExec(`UPDATE blob_discards SET url_expires_at = now() - interval '1 second' WHERE blob_key = 'exports/second'`)
+	env.Age(t, "blob_discards", "url_expires_at", time.Second, "blob_key = 'exports/second'")
 	if _, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil); !errors.Is(err, store.ErrDiscardDue) {
 		t.Fatalf("a finish whose archive's discard is due: %v, want ErrDiscardDue", err)
 	}

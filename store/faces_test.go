@@ -18,15 +18,10 @@ func TestUnscannedPhotos(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
-	_, other := env.Project(t)
-	ids := env.Upload(t, project, testenv.Files(6)...)
-	statuses := []string{store.AssetCull, store.AssetSearch, store.AssetAI, store.AssetAI,
-		store.AssetUploaded, store.AssetFailed}
-	for i, id := range ids {
-		env.DB.MustExec(`UPDATE assets SET status = $2 WHERE id = $1`, id, statuses[i])
-	}
-	elsewhere := env.Upload(t, other, testenv.Files(1)...)[0]
-	env.DB.MustExec(`UPDATE assets SET status = 'cull' WHERE id = $1`, elsewhere)
+	otherOwner, other := env.Project(t)
+	ids := env.AssetsIn(t, owner, project, store.AssetCull, store.AssetSearch, store.AssetAI, store.AssetAI,
+		store.AssetUploaded, store.AssetFailed)
+	env.AssetsIn(t, otherOwner, other, store.AssetCull)
 
 	unscanned := func(after uuid.UUID, limit int) []uuid.UUID {
 		t.Helper()

@@ -79,11 +79,11 @@ func TestAbandonedIdempotencyClaimIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not long after, the claim still stands: its request may be running.
-	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale - time.Minute).String())
+	env.Age(t, "idempotency_keys", "created_at", store.IdempotencyClaimStale-time.Minute, "")
 	if _, err := claim(); !errors.Is(err, store.ErrIdempotencyInFlight) {
 		t.Fatalf("claim beside a running request: %v, want in flight", err)
 	}
-	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale + time.Minute).String())
+	env.Age(t, "idempotency_keys", "created_at", store.IdempotencyClaimStale+time.Minute, "")
 	if saved, err := claim(); saved != nil || err != nil {
 		t.Fatalf("claim after the first was abandoned = %+v, %v; want go ahead", saved, err)
 	}
@@ -91,7 +91,7 @@ func TestAbandonedIdempotencyClaimIsTakenOver(t *testing.T) {
 	if err := env.Store.SaveIdempotentResponse(ctx, owner, "k", store.SavedResponse{StatusCode: 201, ContentType: "application/json", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	env.DB.MustExec(`UPDATE idempotency_keys SET created_at = now() - $1::interval`, (store.IdempotencyClaimStale + time.Hour).String())
+	env.Age(t, "idempotency_keys", "created_at", store.IdempotencyClaimStale+time.Hour, "")
 	if saved, err := claim(); err != nil || saved == nil || saved.StatusCode != 201 {
 		t.Fatalf("replay of an old answer = %+v, %v", saved, err)
 	}

@@ -50,7 +50,7 @@ func TestKeyLastUseIsWrittenAtMostOnceAMinute(t *testing.T) {
 	if at, v := lastUse(); !at.Equal(*first) || v != version {
 		t.Fatalf("last use rewritten within the minute: %v (row version %s, was %s)", at, v, version)
 	}
-	env.DB.MustExec(`UPDATE api_keys SET last_used_at = now() - interval '2 minutes' WHERE id = $1`, key.ID)
+	env.Age(t, "api_keys", "last_used_at", 2*time.Minute, "id = $1", key.ID)
 	resolve()
 	if at, _ := lastUse(); at.Before(first.Add(-time.Second)) {
 		t.Fatalf("last use not recorded after a minute: %v", at)
