@@ -12,6 +12,7 @@ import (
 	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // update changes a gallery with the renders it needs, as the server does.
@@ -81,7 +82,7 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
+	env.FinishJobs(t, project, tasks.TypeGallery)
 	if ch, err = update(env, owner, g.Gallery.ID, store.GalleryInput{Watermark: &on}); err != nil || len(ch.ToRender) != 0 {
 		t.Fatalf("all rendered: %+v, %v", ch, err)
 	}
@@ -161,7 +162,7 @@ func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env.DB.MustExec(`UPDATE jobs SET status = 'done' WHERE type = 'gallery:render'`)
+	env.FinishJobs(t, project, tasks.TypeGallery)
 	same := "Proofs"
 	if ch, err := update(env, owner, g.Gallery.ID, store.GalleryInput{Title: &same}); err != nil || len(ch.Stale) != 0 || len(ch.ToRender) != 0 {
 		t.Fatalf("the same title again: %+v, %v", ch, err)
