@@ -38,7 +38,7 @@ func TestActionsAnswerOnlyOnTheirOwnPaths(t *testing.T) {
 
 	r := a.do("POST", "/v1/assets/"+asset+":reprocess", key, nil)
 	expect(t, r, 202, "")
-	if jobs, _ := r.json(t)["queuedJobs"].([]any); len(jobs) != 1 {
+	if jobs := decode[queued](t, r).QueuedJobs; len(jobs) != 1 {
 		t.Fatalf("reprocess: %s", r.body)
 	}
 }

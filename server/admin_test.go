@@ -20,7 +20,7 @@ func TestOperatorsAPI(t *testing.T) {
 	expect(t, a.do("GET", "/v1/admin/queues", ana, nil), 403, "forbidden")
 	r := a.do("GET", "/v1/admin/queues", admin, nil)
 	expect(t, r, 200, "")
-	if n := len(r.json(t)["items"].([]any)); n < 3 {
+	if n := len(decode[pageOf[any]](t, r).Items); n < 3 {
 		t.Fatalf("%d queues, want the 3 configured: %s", n, r.body)
 	}
 	r = a.do("POST", "/v1/admin/queues/low/pause", admin, nil)
@@ -34,15 +34,15 @@ func TestOperatorsAPI(t *testing.T) {
 
 	r = a.do("GET", "/v1/admin/jobs", admin, nil)
 	expect(t, r, 200, "")
-	items := r.json(t)["items"].([]any)
-	if len(items) != 1 || items[0].(map[string]any)["id"] != failed || items[0].(map[string]any)["ownerEmail"] != "ana@example.org" {
+	items := decode[pageOf[jobReply]](t, r).Items
+	if len(items) != 1 || items[0].ID != failed || items[0].OwnerEmail != "ana@example.org" {
 		t.Fatalf("failed jobs: %s", r.body)
 	}
 	expect(t, a.do("GET", "/v1/admin/jobs?status=running", admin, nil), 200, "")
 	expect(t, a.do("GET", "/v1/admin/jobs?status=lost", admin, nil), 400, "validation_failed")
 	r = a.do("GET", "/v1/admin/batches", admin, nil)
 	expect(t, r, 200, "")
-	if items := r.json(t)["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != batch {
+	if items := decode[pageOf[created]](t, r).Items; len(items) != 1 || items[0].ID != batch {
 		t.Fatalf("batches with failures: %s", r.body)
 	}
 

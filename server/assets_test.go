@@ -143,8 +143,7 @@ func TestAssetListFiltersAndOrders(t *testing.T) {
 
 	// A cursor of one order is not one of another.
 	r := a.do("GET", "/v1/projects/"+project+"/assets?limit=5&sort=filename", key, nil)
-	var page struct{ PageInfo struct{ NextCursor string } }
-	json.Unmarshal(r.body, &page)
+	page := decode[struct{ PageInfo struct{ NextCursor string } }](t, r)
 	expect(t, a.do("GET", "/v1/projects/"+project+"/assets?limit=5&cursor="+page.PageInfo.NextCursor, key, nil), 400, "invalid_cursor")
 	expect(t, a.do("GET", "/v1/projects/"+project+"/assets?limit=5&sort=filename&order=desc&cursor="+page.PageInfo.NextCursor, key, nil), 400, "invalid_cursor")
 	for _, q := range []string{"sort=size", "order=up", "readiness=ready", "from=yesterday", "camera=" + strings.Repeat("c", 201),

@@ -99,7 +99,7 @@ func TestCrossOriginCookieWritesAreRefused(t *testing.T) {
 		expect(t, a.do("POST", "/v1/projects", "", body, append([]string{"Cookie", cookie}, h...)...), 403, "cross_origin")
 	}
 	expect(t, a.do("GET", "/v1/projects", "", nil, "Cookie", cookie, "Sec-Fetch-Site", "cross-site"), 200, "")
-	if n := len(a.do("GET", "/v1/projects", key, nil).json(t)["items"].([]any)); n != 0 {
+	if n := len(decode[pageOf[any]](t, a.do("GET", "/v1/projects", key, nil)).Items); n != 0 {
 		t.Fatalf("%d projects created by refused requests", n)
 	}
 

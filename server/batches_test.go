@@ -22,7 +22,7 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
 	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	in := inspector(t, a.env)
 
 	// One task waits for later (scheduled), one stays pending, and one is
@@ -117,9 +117,9 @@ func TestCancelHandsTheBatchsPlacesToTheNextBatch(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
 	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
-	first := r.json(t)["batchId"].(string)
+	first := decode[queued](t, r).BatchID
 	r, _ = a.uploadAll(key, project, corpus(t, "odd/orientation-1.jpg", "odd/orientation-6.jpg"))
-	next := r.json(t)["batchId"].(string)
+	next := decode[queued](t, r).BatchID
 	queued := func(batch string) int {
 		return a.count(`SELECT count(*) FROM jobs WHERE batch_id = $1 AND enqueued_at IS NOT NULL AND status = 'queued'`, batch)
 	}
@@ -148,7 +148,7 @@ func TestRetryFailedJobsRunsArchivedTasksAgain(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
 	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg", "photos/storm.jpg"))
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	in := inspector(t, a.env)
 
 	// As a worker leaves them: one done, two failed for good (archived).
@@ -216,7 +216,7 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 	// While the task waits, reprocess points at it rather than adding one.
 	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
 	expect(t, r, 202, "")
-	firstJob := r.json(t)["queuedJobs"].([]any)[0]
+	firstJob := decode[queued](t, r).QueuedJobs[0]
 
 	in.ArchiveTask("default", taskID)
 	if err := a.env.Store.FailAsset(context.Background(), uuid.MustParse(ups[0].AssetID), "decode_failed", "it failed"); err != nil {
@@ -224,7 +224,7 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 	}
 	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
 	expect(t, r, 202, "")
-	if got := r.json(t)["queuedJobs"].([]any)[0]; got != firstJob {
+	if got := decode[queued](t, r).QueuedJobs[0]; got != firstJob {
 		t.Fatalf("reprocess of an archived task made job %v, want the original %v", got, firstJob)
 	}
 	if info, err := in.GetTaskInfo("default", taskID); err != nil || info.State != asynq.TaskStatePending {
@@ -233,7 +233,7 @@ func TestReprocessRunsAnArchivedTaskAgain(t *testing.T) {
 	// Once the task is gone (done), reprocess records a new job.
 	in.DeleteTask("default", taskID)
 	r = a.do("POST", "/v1/assets/"+ups[0].AssetID+":reprocess", key, nil)
-	if got := r.json(t)["queuedJobs"].([]any)[0]; got == firstJob {
+	if got := decode[queued](t, r).QueuedJobs[0]; got == firstJob {
 		t.Fatal("a finished task was not replaced by a new job")
 	}
 	expect(t, a.do("POST", "/v1/assets/"+ups[0].AssetID+":explode", key, nil), 404, "route_not_found")
@@ -250,7 +250,7 @@ func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
 	project := a.newProject(key)
 	r, ups := a.uploadAll(key, project, corpus(t, "photos/wood.jpg", "photos/dune.jpg"))
 	expect(t, r, 200, "")
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	in := inspector(t, a.env)
 	jobOf := map[string]string{}
 	for _, j := range a.batch(key, batch).Jobs {
@@ -272,7 +272,7 @@ func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
 
 	r = a.do("POST", "/v1/batches/"+batch+"/jobs/"+jobOf[failed]+"/retry", key, nil)
 	expect(t, r, 409, "duplicate")
-	if of := r.json(t)["details"].(map[string]any)["duplicateOf"]; of != kept {
+	if of := details(t, r)["duplicateOf"]; of != kept {
 		t.Fatalf("retry names %v, want the asset uploaded again, %s", of, kept)
 	}
 	r = a.do("POST", "/v1/assets/"+failed+":reprocess", key, nil)
@@ -308,9 +308,9 @@ func TestRetryJobOutsideTheBatchIsNotFound(t *testing.T) {
 	project := a.newProject(key)
 	first, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	second, _ := a.uploadAll(key, project, corpus(t, "photos/dune.jpg"))
-	batch := first.json(t)["batchId"].(string)
-	mine := first.json(t)["queuedJobs"].([]any)[0].(string)
-	theirs := second.json(t)["queuedJobs"].([]any)[0].(string)
+	batch := decode[queued](t, first).BatchID
+	mine := decode[queued](t, first).QueuedJobs[0]
+	theirs := decode[queued](t, second).QueuedJobs[0]
 	retry := func(job string) reply { return a.do("POST", "/v1/batches/"+batch+"/jobs/"+job+"/retry", key, nil) }
 
 	expect(t, retry("00000000-0000-0000-0000-000000000001"), 404, "not_found")

@@ -110,8 +110,7 @@ func TestChainKeyRotation(t *testing.T) {
 
 	r = after.do("GET", "/v1/chain/publicKey", key, nil)
 	expect(t, r, 200, "")
-	var keys chain.KeySet
-	json.Unmarshal(r.body, &keys)
+	keys := decode[chain.KeySet](t, r)
 	if keys.Hex == oldHex || len(keys.Retired) != 1 || keys.Retired[0].Hex != oldHex {
 		t.Fatalf("public keys after the rotation: %s, want a new key and %s retired", r.body, oldHex)
 	}
@@ -123,8 +122,7 @@ func TestChainKeyRotation(t *testing.T) {
 	for _, c := range []struct{ asset, key string }{{ups[0].AssetID, oldHex}, {more[0].AssetID, keys.Hex}} {
 		r = after.do("GET", "/v1/assets/"+c.asset+"/attestation", key, nil)
 		expect(t, r, 200, "")
-		var att chain.AssetAttestation
-		json.Unmarshal(r.body, &att)
+		att := decode[chain.AssetAttestation](t, r)
 		pub, _ := hex.DecodeString(c.key)
 		if att.Record == nil || att.Record.PublicKey != c.key || !ed25519.Verify(pub, att.Record.Payload, att.Record.Signature) {
 			t.Fatalf("attestation %s, want one signed by %s", r.body, c.key)
@@ -136,8 +134,7 @@ func TestChainKeyRotation(t *testing.T) {
 	forgot := startAppWith(t, env, env.Redis, options{env: map[string]string{"CHAIN_KEY": newKey}})
 	r = forgot.do("GET", "/v1/chain/verify", key, nil)
 	expect(t, r, 200, "")
-	var v chain.VerifyResult
-	json.Unmarshal(r.body, &v)
+	v := decode[chain.VerifyResult](t, r)
 	if v.OK || v.FirstBroken == nil || v.FirstBroken.Seq != 1 || v.FirstBroken.Reason != chain.ReasonUnknownKey {
 		t.Fatalf("verify without the retired key: %s, want broken at seq 1: unknown_key", r.body)
 	}

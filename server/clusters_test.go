@@ -54,8 +54,7 @@ func TestReviewingAClusterSurvivesLaterRuns(t *testing.T) {
 		}
 		r := a.do("GET", "/v1/projects/"+project+"/clusters?kind=duplicate_group", key, nil)
 		expect(t, r, 200, "")
-		var page struct{ Items []reviewedClusterJSON }
-		json.Unmarshal(r.body, &page)
+		page := decode[struct{ Items []reviewedClusterJSON }](t, r)
 		if len(page.Items) != 1 {
 			t.Fatalf("clusters after run %d: %s", n, r.body)
 		}
@@ -66,8 +65,7 @@ func TestReviewingAClusterSurvivesLaterRuns(t *testing.T) {
 
 	r := a.do("PATCH", path, key, map[string]any{"title": " Ceremony ", "reviewed": true, "manualOverrides": map[string]any{"hidden": []string{ids[1].String()}}})
 	expect(t, r, 200, "")
-	var got reviewedClusterJSON
-	json.Unmarshal(r.body, &got)
+	got := decode[reviewedClusterJSON](t, r)
 	if got.Title != "Ceremony" || !got.Reviewed || string(got.ManualOverrides) != `{"hidden":["`+ids[1].String()+`"]}` {
 		t.Fatalf("after PATCH: %s", r.body)
 	}

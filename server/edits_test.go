@@ -55,8 +55,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 	r := a.do("POST", edits, key, map[string]any{"name": "Warm", "params": map[string]any{
 		"exposure": 0.5, "temperature": 800, "rotate": 90, "crop": map[string]any{"x": 0, "y": 0, "w": 0.5, "h": 1}}})
 	expect(t, r, 201, "")
-	var first editReply
-	json.Unmarshal(r.body, &first)
+	first := decode[editReply](t, r)
 	if first.Name != "Warm" || first.Params["rotate"] != 90.0 || first.JobID == "" || first.AppliedAt != nil {
 		t.Fatalf("new edit: %s", r.body)
 	}
@@ -67,8 +66,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 	}
 	r = a.do("GET", "/v1/edits/"+first.ID, key, nil)
 	expect(t, r, 200, "")
-	var got editReply
-	json.Unmarshal(r.body, &got)
+	got := decode[editReply](t, r)
 	if got.AppliedAt == nil {
 		t.Fatalf("a rendered edit has no appliedAt: %s", r.body)
 	}
@@ -108,7 +106,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 	// job fails with a reason, the others render.
 	r = applyTo(map[string]any{"assetIds": []uuid.UUID{path, broken}, "mode": "create_versions", "name": "Warm too"})
 	expect(t, r, 202, "")
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	a.waitBatch(key, batch, "partial")
 	if preview, _ := a.editFiles(key, path); preview != [2]int{1600, 1280} {
 		t.Fatalf("applied edit on the second photo: %v", preview)
@@ -120,8 +118,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 	// overwrite_latest changes each asset's newest version instead of adding one.
 	r = a.do("POST", edits, key, map[string]any{"params": map[string]any{"rotate": 180}, "parentId": first.ID})
 	expect(t, r, 201, "")
-	var second editReply
-	json.Unmarshal(r.body, &second)
+	second := decode[editReply](t, r)
 	expect(t, a.do("POST", "/v1/edits/"+second.ID+"/applyTo", key, map[string]any{"assetIds": []uuid.UUID{path}, "mode": "overwrite_latest"}), 202, "")
 	if n := a.count(`SELECT count(*) FROM edit_versions WHERE asset_id = $1`, path); n != 1 {
 		t.Fatalf("overwrite_latest left %d versions, want 1", n)
@@ -130,8 +127,7 @@ func TestEditsAndApplyTo(t *testing.T) {
 		t.Fatal("overwrite_latest did not change the latest version")
 	}
 	r = a.do("GET", edits, key, nil)
-	var list struct{ Items []editReply }
-	json.Unmarshal(r.body, &list)
+	list := decode[struct{ Items []editReply }](t, r)
 	if len(list.Items) != 2 || list.Items[1].ParentID == nil || *list.Items[1].ParentID != first.ID {
 		t.Fatalf("versions of the first photo: %s", r.body)
 	}
@@ -164,7 +160,7 @@ func TestEditsNeedAFinalizedOriginal(t *testing.T) {
 	expect(t, a.do("POST", "/v1/assets/"+mismatched+":reprocess", key, nil), 409, "not_processable")
 	r := a.do("POST", "/v1/assets/"+ready+"/edits", key, params)
 	expect(t, r, 201, "")
-	edit := r.json(t)["id"].(string)
+	edit := decode[created](t, r).ID
 
 	r = a.do("POST", "/v1/edits/"+edit+"/applyTo", key, map[string]any{"assetIds": []string{ready, pending, duplicate}, "mode": "create_versions"})
 	expect(t, r, 409, "not_processable")

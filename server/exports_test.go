@@ -77,7 +77,7 @@ func TestExportRequestValidation(t *testing.T) {
 	}
 	// The assets of another project are named.
 	r := a.do("POST", "/v1/projects/"+project+"/exports", key, map[string]any{"preset": "web", "assetIds": []string{ups[0].AssetID}})
-	if ids, _ := r.json(t)["details"].(map[string]any)["assetIds"].([]any); len(ids) != 1 || ids[0] != ups[0].AssetID {
+	if ids, _ := details(t, r)["assetIds"].([]any); len(ids) != 1 || ids[0] != ups[0].AssetID {
 		t.Errorf("details %s", r.body)
 	}
 	if n := a.count(`SELECT count(*) FROM exports`); n != 0 {
@@ -95,8 +95,7 @@ func TestCreateExportQueuesACriticalTask(t *testing.T) {
 	body := map[string]any{"preset": "web", "assetIds": []string{ups[1].AssetID, ups[0].AssetID}, "settings": map[string]any{"quality": 70}}
 	r := a.do("POST", "/v1/projects/"+project+"/exports", key, body, "Idempotency-Key", "export-1")
 	expect(t, r, 201, "")
-	var e exportReply
-	json.Unmarshal(r.body, &e)
+	e := decode[exportReply](t, r)
 	settings, _ := json.Marshal(e.Settings)
 	if e.Status != "queued" || e.Preset != "web" || e.ProjectID != project || e.Progress != 0 || e.Skipped == nil || e.Error != nil ||
 		string(settings) != `{"includeNotReady":true,"longEdge":2048,"quality":70}` {

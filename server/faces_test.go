@@ -109,8 +109,7 @@ func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
 		t.Helper()
 		r := a.do("GET", "/v1/projects/"+project+"/assets?"+query, key, nil)
 		expect(t, r, 200, "")
-		var page struct{ Items []struct{ ID string } }
-		json.Unmarshal(r.body, &page)
+		page := decode[struct{ Items []struct{ ID string } }](t, r)
 		var out []string
 		for _, it := range page.Items {
 			out = append(out, it.ID)
@@ -122,8 +121,7 @@ func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
 		t.Helper()
 		r := a.do("POST", "/v1/projects/"+project+"/search", key, map[string]any{"filters": filters})
 		expect(t, r, 200, "")
-		var res struct{ Results []struct{ AssetID string } }
-		json.Unmarshal(r.body, &res)
+		res := decode[struct{ Results []struct{ AssetID string } }](t, r)
 		var out []string
 		for _, h := range res.Results {
 			out = append(out, h.AssetID)

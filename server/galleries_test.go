@@ -42,7 +42,7 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	}
 	// An asset of another project is named, and nothing is recorded.
 	r := a.do("POST", path, key, map[string]any{"title": "W", "assetIds": []string{mine1, theirs}})
-	if ids, _ := r.json(t)["details"].(map[string]any)["assetIds"].([]any); len(ids) != 1 || ids[0] != theirs {
+	if ids, _ := details(t, r)["assetIds"].([]any); len(ids) != 1 || ids[0] != theirs {
 		t.Errorf("details %s", r.body)
 	}
 	expect(t, a.do("POST", path, key, `{"title": "W", "colour": "red"}`), 400, "invalid_json")
@@ -120,7 +120,7 @@ func TestGalleryOwnerRoutes(t *testing.T) {
 	assets := "/v1/galleries/" + id + "/assets"
 	r = a.do("POST", assets, key, map[string]any{"assetIds": []string{mine2, theirs}})
 	expect(t, r, 400, "validation_failed")
-	if ids, _ := r.json(t)["details"].(map[string]any)["assetIds"].([]any); len(ids) != 1 || ids[0] != theirs {
+	if ids, _ := details(t, r)["assetIds"].([]any); len(ids) != 1 || ids[0] != theirs {
 		t.Errorf("details %s", r.body)
 	}
 	expect(t, a.do("POST", assets, key, map[string]any{"assetIds": []string{}}), 400, "validation_failed")

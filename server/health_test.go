@@ -26,7 +26,7 @@ func TestReadyzNamesRedisWhenItIsDown(t *testing.T) {
 
 	r := a.do("GET", "/readyz", "", nil)
 	expect(t, r, 503, "not_ready")
-	details := r.json(t)["details"].(map[string]any)
+	details := details(t, r)
 	if details["redis"] == nil || details["postgres"] != nil {
 		t.Fatalf("readyz details %v, want redis named and postgres not", details)
 	}

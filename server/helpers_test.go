@@ -52,13 +52,43 @@ type reply struct {
 	body   []byte
 }
 
+// json is the body as a JSON object, for the odd field no reply type has.
 func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	return decode[map[string]any](t, r)
+}
+
+// decode reads r's body as a T, failing the test when it is not one.
+func decode[T any](t testing.TB, r reply) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("body is not a %T: %v\n%s", v, err, r.body)
 	}
-	return m
+	return v
+}
+
+// apiErr is the body of every error (server/errors.go).
+type apiErr struct {
+	Code      string
+	Message   string
+	Details   map[string]any
+	RequestID string
+}
+
+// pageOf is one page of a list of T.
+type pageOf[T any] struct {
+	Items    []T
+	PageInfo struct{ NextCursor *string }
+}
+
+// created is the id of what a request made.
+type created struct{ ID string }
+
+// queued is the answer of a request that started work.
+type queued struct {
+	BatchID    string
+	QueuedJobs []string
 }
 
 // do sends one request. body may be a string (sent as is) or a value to encode.
@@ -101,26 +131,26 @@ func expect(t testing.TB, r reply, status int, code string) {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
 	}
 	if code != "" {
-		m := r.json(t)
-		if m["code"] != code {
-			t.Fatalf("code %v, want %s; body %s", m["code"], code, r.body)
+		e := decode[apiErr](t, r)
+		if e.Code != code {
+			t.Fatalf("code %v, want %s; body %s", e.Code, code, r.body)
 		}
-		if m["message"] == "" || m["requestId"] == "" || m["requestId"] != r.header.Get("X-Request-Id") {
+		if e.Message == "" || e.RequestID == "" || e.RequestID != r.header.Get("X-Request-Id") {
 			t.Fatalf("error body lacks message or matching requestId: %s", r.body)
 		}
 	}
 }
 
-func details(t *testing.T, r reply) map[string]any {
+// details is an error's details.
+func details(t testing.TB, r reply) map[string]any {
 	t.Helper()
-	d, _ := r.json(t)["details"].(map[string]any)
-	return d
+	return decode[apiErr](t, r).Details
 }
 
-func fields(t *testing.T, r reply) map[string]any {
+// fields is a validation error's fields, each with its problem.
+func fields(t testing.TB, r reply) map[string]any {
 	t.Helper()
-	details, _ := r.json(t)["details"].(map[string]any)
-	f, _ := details["fields"].(map[string]any)
+	f, _ := details(t, r)["fields"].(map[string]any)
 	return f
 }
 
@@ -180,7 +210,7 @@ func (a *app) newProject(key string) string {
 	a.t.Helper()
 	r := a.do("POST", "/v1/projects", key, map[string]any{"title": "Shoot"})
 	expect(a.t, r, 201, "")
-	return r.json(a.t)["id"].(string)
+	return decode[created](a.t, r).ID
 }
 
 type upload struct {
@@ -198,11 +228,7 @@ func (a *app) prepare(key, project string, ps []photo) []upload {
 	}
 	r := a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files})
 	expect(a.t, r, 200, "")
-	var out struct{ Uploads []upload }
-	if err := json.Unmarshal(r.body, &out); err != nil {
-		a.t.Fatal(err)
-	}
-	return out.Uploads
+	return decode[struct{ Uploads []upload }](a.t, r).Uploads
 }
 
 // put sends bytes to a signed URL exactly as a browser would: no API key.
@@ -285,11 +311,7 @@ func (a *app) failedUpload(key string) failedUpload {
 	project := a.newProject(key)
 	r, ups := a.uploadAll(key, project, corpus(a.t, "photos/wood.jpg", "photos/dune.jpg"))
 	expect(a.t, r, 200, "")
-	var fin struct {
-		BatchID    string
-		QueuedJobs []string
-	}
-	json.Unmarshal(r.body, &fin)
+	fin := decode[queued](a.t, r)
 	a.env.FailJob(a.t, uuid.MustParse(fin.QueuedJobs[0]), 4, "task_failed")
 	return failedUpload{project: project, batch: fin.BatchID, jobs: fin.QueuedJobs, ups: ups}
 }
@@ -325,14 +347,23 @@ func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, head
 	t.Helper()
 	r := a.do("POST", "/v1/auth/login", "", map[string]any{"email": email}, headers...)
 	expect(t, r, 200, "")
-	challenge := r.json(t)["challengeId"].(string)
+	challenge := decode[struct{ ChallengeID string }](t, r).ChallengeID
 	r = a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": mailedCode(t, mails, email)}, headers...)
 	expect(t, r, 200, "")
-	m := r.json(t)
-	return m["accessToken"].(string), m["refreshToken"].(string)
+	tokens := decode[struct{ AccessToken, RefreshToken string }](t, r)
+	return tokens.AccessToken, tokens.RefreshToken
 }
 
 // ---- Resources read and made through the API ----
+
+// jobReply is a job as lists show it; admins' lists add its owner.
+type jobReply struct {
+	ID, ProjectID, Type, Status string
+	AssetID, BatchID            *string
+	Attempt                     int
+	Error, ErrorCode            *string
+	OwnerEmail                  string
+}
 
 type exportReply struct {
 	ID, ProjectID, BatchID, JobID, Preset, Status string
@@ -349,18 +380,14 @@ func (a *app) export(key, id string) exportReply {
 	a.t.Helper()
 	r := a.do("GET", "/v1/exports/"+id, key, nil)
 	expect(a.t, r, 200, "")
-	var e exportReply
-	json.Unmarshal(r.body, &e)
-	return e
+	return decode[exportReply](a.t, r)
 }
 
 func (a *app) newExport(key, project string, body any) exportReply {
 	a.t.Helper()
 	r := a.do("POST", "/v1/projects/"+project+"/exports", key, body)
 	expect(a.t, r, 201, "")
-	var e exportReply
-	json.Unmarshal(r.body, &e)
-	return e
+	return decode[exportReply](a.t, r)
 }
 
 type batchReply struct {
@@ -377,9 +404,7 @@ func (a *app) batch(key, id string) batchReply {
 	a.t.Helper()
 	r := a.do("GET", "/v1/batches/"+id, key, nil)
 	expect(a.t, r, 200, "")
-	var b batchReply
-	json.Unmarshal(r.body, &b)
-	return b
+	return decode[batchReply](a.t, r)
 }
 
 // newGallery creates a gallery and returns its answer.
@@ -418,18 +443,14 @@ func (a *app) share(slug, token string) shareReply {
 	a.t.Helper()
 	r := a.viewer("GET", slug, "", token, nil)
 	expect(a.t, r, 200, "")
-	var s shareReply
-	if err := json.Unmarshal(r.body, &s); err != nil {
-		a.t.Fatal(err)
-	}
-	return s
+	return decode[shareReply](a.t, r)
 }
 
 func (a *app) viewerToken(slug, password string) string {
 	a.t.Helper()
 	r := a.viewer("POST", slug, "/auth", "", map[string]any{"password": password})
 	expect(a.t, r, 200, "")
-	return r.json(a.t)["token"].(string)
+	return decode[struct{ Token string }](a.t, r).Token
 }
 
 // image fetches a signed image URL as a browser would, without a key.
@@ -481,9 +502,7 @@ func (a *app) assetList(key, project, query string) []ratedAsset {
 	a.t.Helper()
 	r := a.do("GET", "/v1/projects/"+project+"/assets?"+query, key, nil)
 	expect(a.t, r, 200, "")
-	var page struct{ Items []ratedAsset }
-	json.Unmarshal(r.body, &page)
-	return page.Items
+	return decode[pageOf[ratedAsset]](a.t, r).Items
 }
 
 func ids(assets []ratedAsset) string {

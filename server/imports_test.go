@@ -12,12 +12,12 @@ func TestImportQueuesOneDownloadPerURL(t *testing.T) {
 		"urls": []string{"https://photos.example.org/a/wood.jpg", "http://photos.example.org/"},
 	})
 	expect(t, r, 202, "")
-	if jobs := r.json(t)["queuedJobs"].([]any); len(jobs) != 2 {
+	if jobs := decode[queued](t, r).QueuedJobs; len(jobs) != 2 {
 		t.Fatalf("import: %s", r.body)
 	}
 	r = a.do("GET", "/v1/projects/"+project+"/jobs?type=asset:download", key, nil)
 	expect(t, r, 200, "")
-	if items := r.json(t)["items"].([]any); len(items) != 2 {
+	if items := decode[pageOf[any]](t, r).Items; len(items) != 2 {
 		t.Fatalf("download jobs: %s", r.body)
 	}
 	for _, urls := range [][]string{nil, {"ftp://photos.example.org/a.jpg"}, {"https://ana:secret@photos.example.org/a.jpg"}} {

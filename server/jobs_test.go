@@ -15,13 +15,12 @@ func TestJobsFilesAndResultsOfAnUpload(t *testing.T) {
 
 	r := a.do("GET", "/v1/projects/"+project+"/jobs?type=asset:ingest&limit=1", key, nil)
 	expect(t, r, 200, "")
-	page := r.json(t)
-	if len(page["items"].([]any)) != 1 || page["pageInfo"].(map[string]any)["nextCursor"] == nil {
+	if page := decode[pageOf[jobReply]](t, r); len(page.Items) != 1 || page.PageInfo.NextCursor == nil {
 		t.Fatalf("first page of jobs: %s", r.body)
 	}
 	r = a.do("GET", "/v1/projects/"+project+"/jobs?status=failed", key, nil)
 	expect(t, r, 200, "")
-	if items := r.json(t)["items"].([]any); len(items) != 1 || items[0].(map[string]any)["error"] == nil {
+	if items := decode[pageOf[jobReply]](t, r).Items; len(items) != 1 || items[0].Error == nil {
 		t.Fatalf("failed jobs: %s", r.body)
 	}
 	expect(t, a.do("GET", "/v1/projects/"+project+"/jobs?status=lost", key, nil), 400, "validation_failed")
@@ -37,7 +36,7 @@ func TestJobsFilesAndResultsOfAnUpload(t *testing.T) {
 
 	r = a.do("GET", "/v1/assets/"+ups[1].AssetID+"/jobs", key, nil)
 	expect(t, r, 200, "")
-	if items := r.json(t)["items"].([]any); len(items) != 1 {
+	if items := decode[pageOf[any]](t, r).Items; len(items) != 1 {
 		t.Fatalf("asset jobs: %s", r.body)
 	}
 	expect(t, a.do("GET", "/v1/assets/"+ups[1].AssetID+"/jobs", bob, nil), 404, "not_found")

@@ -56,7 +56,7 @@ func TestProjectValidation(t *testing.T) {
 
 	r := a.do("POST", "/v1/projects", key, map[string]any{"title": "", "shootDate": "21/06/2026", "timezone": "Mars/Base"})
 	expect(t, r, 400, "validation_failed")
-	fields := r.json(t)["details"].(map[string]any)["fields"].(map[string]any)
+	fields := details(t, r)["fields"].(map[string]any)
 	for _, f := range []string{"title", "shootDate", "timezone"} {
 		if fields[f] == nil {
 			t.Errorf("validation does not name %s: %s", f, r.body)
@@ -65,14 +65,14 @@ func TestProjectValidation(t *testing.T) {
 
 	r = a.do("POST", "/v1/projects", key, `{"title": "x", "colour": "red"}`)
 	expect(t, r, 400, "invalid_json")
-	if r.json(t)["details"].(map[string]any)["field"] != "colour" {
+	if details(t, r)["field"] != "colour" {
 		t.Fatalf("unknown field not named: %s", r.body)
 	}
 	r = a.do("POST", "/v1/projects", key, `{"title": "x",`)
 	expect(t, r, 400, "invalid_json")
 	r = a.do("POST", "/v1/projects", key, `{"title": 12}`)
 	expect(t, r, 400, "validation_failed")
-	if r.json(t)["details"].(map[string]any)["fields"].(map[string]any)["title"] == nil {
+	if details(t, r)["fields"].(map[string]any)["title"] == nil {
 		t.Fatalf("wrong type not named: %s", r.body)
 	}
 	expect(t, a.do("POST", "/v1/projects", key, ""), 400, "invalid_json")
@@ -82,7 +82,7 @@ func TestProjectValidation(t *testing.T) {
 	expect(t, a.do("PATCH", "/v1/projects/not-a-uuid", key, `{}`), 404, "not_found")
 
 	r = a.do("POST", "/v1/projects", key, map[string]any{"title": "ok"})
-	id := r.json(t)["id"].(string)
+	id := decode[created](t, r).ID
 	expect(t, a.do("PATCH", "/v1/projects/"+id, key, map[string]any{"status": "gone", "title": nil}), 400, "validation_failed")
 }
 
@@ -135,7 +135,7 @@ func TestOtherUsersProjectIs404OnEveryRoute(t *testing.T) {
 		expect(t, a.do(rt.method, rt.path, bob, `{"title":"mine now"}`), 404, "not_found")
 	}
 	r := a.do("GET", "/v1/projects", bob, nil)
-	if n := len(r.json(t)["items"].([]any)); n != 0 {
+	if n := len(decode[pageOf[any]](t, r).Items); n != 0 {
 		t.Fatalf("bob lists %d of ana's projects", n)
 	}
 	if got := a.do("GET", "/v1/projects/"+id, ana, nil).json(t)["title"]; got != "Ana's" {
@@ -157,7 +157,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatalf("replay differs:\n%s\n%s", first.body, again.body)
 	}
 	r := a.do("GET", "/v1/projects", key, nil)
-	if n := len(r.json(t)["items"].([]any)); n != 1 {
+	if n := len(decode[pageOf[any]](t, r).Items); n != 1 {
 		t.Fatalf("%d projects after a replayed create, want 1", n)
 	}
 
@@ -231,7 +231,7 @@ func TestRetriedCreatesHappenOnce(t *testing.T) {
 
 	r := a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
 	expect(t, r, 201, "")
-	twice("/v1/webhooks/"+r.json(t)["id"].(string)+"/test", nil)
+	twice("/v1/webhooks/"+decode[created](t, r).ID+"/test", nil)
 	if n := a.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
 		t.Fatalf("%d deliveries, want 1", n)
 	}

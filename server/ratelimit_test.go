@@ -31,7 +31,7 @@ func TestTwoServersShareOneUploadBudget(t *testing.T) {
 	if err != nil || retry < 1 {
 		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
 	}
-	if got := r.json(t)["details"].(map[string]any)["retryAfter"]; got != float64(retry) {
+	if got := details(t, r)["retryAfter"]; got != float64(retry) {
 		t.Fatalf("details.retryAfter %v, Retry-After %d", got, retry)
 	}
 	// What is left of the budget still goes through.
@@ -86,7 +86,7 @@ func TestMoreThanTheBurstAtOnceSaysHowMuchFits(t *testing.T) {
 	}
 	r := a.do("POST", "/v1/projects/"+project+"/assets:prepareUpload", key, map[string]any{"files": files})
 	expect(t, r, 429, "rate_limited")
-	if r.header.Get("Retry-After") != "" || r.json(t)["details"].(map[string]any)["maxAtOnce"] != 5.0 || r.header.Get("X-RateLimit-Limit") != "5" {
+	if r.header.Get("Retry-After") != "" || details(t, r)["maxAtOnce"] != 5.0 || r.header.Get("X-RateLimit-Limit") != "5" {
 		t.Fatalf("6 files against a burst of 5: Retry-After %q, body %s", r.header.Get("Retry-After"), r.body)
 	}
 	// The same files in two parts go through.

@@ -154,8 +154,7 @@ func TestPatchAsset(t *testing.T) {
 	r := a.do("PATCH", path, key, map[string]any{"keywords": []string{" beach ", "Sunset", "beach", "sunset"}, "notes": "for the album",
 		"iptc": map[string]any{"headline": "Evening"}, "flags": map[string]any{"color": "red", "stack": 2}})
 	expect(t, r, 200, "")
-	var got ratedAsset
-	json.Unmarshal(r.body, &got)
+	got := decode[ratedAsset](t, r)
 	if strings.Join(got.Keywords, ",") != "beach,Sunset" || got.Notes != "for the album" || got.IPTC["headline"] != "Evening" ||
 		got.Flags["color"] != "red" || got.Flags["readiness"] != "search" {
 		t.Fatalf("after PATCH: %s", r.body)

@@ -92,7 +92,7 @@ func TestBatchStreamOnlyCarriesItsBatch(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
 	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	c := a.openStream("/v1/batches/"+batch+"/events", "Authorization", "Bearer "+key)
 	publish(t, a.env, uuid.MustParse(project), uuid.New(), events.BatchUpdated, map[string]string{"batch": "other"})
 	mine := publish(t, a.env, uuid.MustParse(project), uuid.MustParse(batch), events.BatchUpdated, map[string]string{"batch": "mine"})
@@ -138,7 +138,7 @@ func TestStreamTokensAndRefusals(t *testing.T) {
 		t.Fatalf("another user's project stream: %d", s.res.StatusCode)
 	}
 	r, _ = a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 	if s := a.openStream("/v1/batches/"+batch+"/events", "Authorization", "Bearer "+bob); s.res.StatusCode != 404 {
 		t.Fatalf("another user's batch stream: %d", s.res.StatusCode)
 	}

@@ -29,7 +29,7 @@ func newInputFixture(t *testing.T, a *app) inputFixture {
 	}
 	r := a.do("GET", "/v1/projects/"+f.project+"/clusters?kind=duplicate_group", f.key, nil)
 	expect(t, r, 200, "")
-	f.cluster = r.json(t)["items"].([]any)[0].(map[string]any)["id"].(string)
+	f.cluster = decode[pageOf[created]](t, r).Items[0].ID
 	f.slug = a.newGallery(f.key, f.project, map[string]any{"title": "W", "assetIds": []uuid.UUID{f.assets[0]}})["shareSlug"].(string)
 	f.viewer = a.viewerToken(f.slug, "")
 	return f

@@ -111,7 +111,7 @@ func TestS3OutageIsNamedAndRetryable(t *testing.T) {
 	proxy.Down()
 	r := a.do("GET", "/readyz", "", nil)
 	expect(t, r, 503, "not_ready")
-	details := r.json(t)["details"].(map[string]any)
+	details := details(t, r)
 	if details["blobs"] != "unavailable" || details["postgres"] != nil || details["redis"] != nil {
 		t.Errorf("readyz details %v, want blobs named alone", details)
 	}

@@ -233,8 +233,7 @@ func TestSearchWithFilters(t *testing.T) {
 		t.Helper()
 		r := a.do("POST", "/v1/projects/"+project+"/search", key, body)
 		expect(t, r, 200, "")
-		var out struct{ Results []struct{ AssetID string } }
-		json.Unmarshal(r.body, &out)
+		out := decode[struct{ Results []struct{ AssetID string } }](t, r)
 		var got []string
 		for _, h := range out.Results {
 			for i, id := range ids {

@@ -98,7 +98,7 @@ func TestShareWithAPassword(t *testing.T) {
 		t.Errorf("counts %+v", s.Assets)
 	}
 	r = a.do("GET", "/v1/galleries/"+id+"/comments", key, nil)
-	if items := r.json(t)["items"].([]any); len(items) != 2 || items[1].(map[string]any)["text"] != "The second one, please, in black and white." {
+	if items := decode[pageOf[struct{ Text string }]](t, r).Items; len(items) != 2 || items[1].Text != "The second one, please, in black and white." {
 		t.Errorf("the owner's comments: %s", r.body)
 	}
 
@@ -229,13 +229,15 @@ func TestShareWatermarkedGallery(t *testing.T) {
 	other := a.newGallery(key, project, map[string]any{"title": "Plain"})
 	r = a.do("GET", "/v1/projects/"+project+"/galleries?limit=1", key, nil)
 	expect(t, r, 200, "")
-	page := r.json(t)
-	first := page["items"].([]any)
-	cursor, _ := page["pageInfo"].(map[string]any)["nextCursor"].(string)
-	r = a.do("GET", "/v1/projects/"+project+"/galleries?limit=1&cursor="+cursor, key, nil)
+	page := decode[pageOf[created]](t, r)
+	if page.PageInfo.NextCursor == nil {
+		t.Fatalf("one gallery of two, without a next cursor: %s", r.body)
+	}
+	first := page.Items
+	r = a.do("GET", "/v1/projects/"+project+"/galleries?limit=1&cursor="+*page.PageInfo.NextCursor, key, nil)
 	expect(t, r, 200, "")
-	second := r.json(t)["items"].([]any)
-	if len(first) != 1 || len(second) != 1 || first[0].(map[string]any)["id"] != other["id"] || second[0].(map[string]any)["id"] != id {
+	second := decode[pageOf[created]](t, r).Items
+	if len(first) != 1 || len(second) != 1 || first[0].ID != other["id"] || second[0].ID != id {
 		t.Fatalf("listed %v then %v", first, second)
 	}
 	var keys []string

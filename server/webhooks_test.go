@@ -86,13 +86,13 @@ func TestAnotherUsersWebhookIsNotFound(t *testing.T) {
 	ana, bob := a.user("ana@example.org", false), a.user("bob@example.org", false)
 	r := a.do("POST", "/v1/webhooks", ana, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
 	expect(t, r, 201, "")
-	id := r.json(t)["id"].(string)
+	id := decode[created](t, r).ID
 
 	expect(t, a.do("GET", "/v1/webhooks/"+id, bob, nil), 404, "not_found")
 	expect(t, a.do("DELETE", "/v1/webhooks/"+id, bob, nil), 404, "not_found")
 	expect(t, a.do("POST", "/v1/webhooks/"+id+"/test", bob, nil), 404, "not_found")
 	expect(t, a.do("GET", "/v1/webhooks/"+id+"/deliveries", bob, nil), 404, "not_found")
-	if items := a.do("GET", "/v1/webhooks", bob, nil).json(t)["items"].([]any); len(items) != 0 {
+	if items := decode[pageOf[any]](t, a.do("GET", "/v1/webhooks", bob, nil)).Items; len(items) != 0 {
 		t.Fatalf("bob lists %v", items)
 	}
 	expect(t, a.do("GET", "/v1/webhooks/not-a-uuid", ana, nil), 404, "not_found")
@@ -108,7 +108,7 @@ func TestPingQueuesADeliveryJob(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	r := a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}})
 	expect(t, r, 201, "")
-	hook := r.json(t)["id"].(string)
+	hook := decode[created](t, r).ID
 
 	r = a.do("POST", "/v1/webhooks/"+hook+"/test", key, nil)
 	expect(t, r, 202, "")
@@ -131,9 +131,8 @@ func TestPingQueuesADeliveryJob(t *testing.T) {
 	jobs := a.do("GET", "/v1/admin/jobs?status=queued", admin, nil)
 	expect(t, jobs, 200, "")
 	found := false
-	for _, it := range jobs.json(t)["items"].([]any) {
-		j := it.(map[string]any)
-		found = found || j["id"] == id && j["type"] == "webhook:deliver" && j["ownerEmail"] == "ana@example.org"
+	for _, j := range decode[pageOf[jobReply]](t, jobs).Items {
+		found = found || j.ID == id && j.Type == "webhook:deliver" && j.OwnerEmail == "ana@example.org"
 	}
 	if !found {
 		t.Fatalf("admin jobs %s lack the ping's job", jobs.body)
@@ -142,7 +141,7 @@ func TestPingQueuesADeliveryJob(t *testing.T) {
 	expect(t, a.do("POST", "/v1/webhooks/"+hook+"/test", key, nil), 202, "")
 	list := a.do("GET", "/v1/webhooks/"+hook+"/deliveries", key, nil)
 	expect(t, list, 200, "")
-	if items := list.json(t)["items"].([]any); len(items) != 2 {
+	if items := decode[pageOf[any]](t, list).Items; len(items) != 2 {
 		t.Fatalf("deliveries %s", list.body)
 	}
 }
@@ -165,7 +164,7 @@ func TestCancelledBatchIsReportedToWebhooks(t *testing.T) {
 	expect(t, a.do("POST", "/v1/webhooks", key, map[string]any{"url": "https://example.com/hook", "events": []string{"batch.completed"}}), 201, "")
 	project := a.newProject(key)
 	r, _ := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
-	batch := r.json(t)["batchId"].(string)
+	batch := decode[queued](t, r).BatchID
 
 	expect(t, a.do("POST", "/v1/batches/"+batch+"/cancel", key, nil), 200, "")
 	// Cancelling again reports the same ending: still one delivery.
