@@ -266,7 +266,7 @@ func TestRetryOfAPhotoUploadedAgain(t *testing.T) {
 	r, again := a.uploadAll(key, project, corpus(t, "photos/wood.jpg"))
 	expect(t, r, 200, "")
 	kept := again[0].AssetID
-	if st := r.json(t)["assets"].([]any)[0].(map[string]any)["status"]; st != "uploaded" {
+	if st := decode[finalized](t, r).Assets[0].Status; st != "uploaded" {
 		t.Fatalf("the same bytes after a failure: %s, want a new original", r.body)
 	}
 

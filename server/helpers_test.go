@@ -91,6 +91,15 @@ type queued struct {
 	QueuedJobs []string
 }
 
+// finalized is finalize's answer: the work it queued and each asset's fate.
+type finalized struct {
+	queued
+	Assets []struct {
+		AssetID, Status, DuplicateOf string
+		Error                        *struct{ Code, Message string }
+	}
+}
+
 // do sends one request. body may be a string (sent as is) or a value to encode.
 func (a *app) do(method, path, key string, body any, headers ...string) reply {
 	a.t.Helper()

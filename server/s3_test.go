@@ -53,8 +53,7 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 	}
 	r := a.finalize(key, project, ups, []string{late[0].sum()})
 	expect(t, r, 200, "")
-	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "pending_upload" ||
-		got["error"].(map[string]any)["code"] != "upload_missing" {
+	if got := decode[finalized](t, r).Assets[0]; got.Status != "pending_upload" || got.Error == nil || got.Error.Code != "upload_missing" {
 		t.Errorf("finalize of bytes that never arrived: %v", got)
 	}
 
@@ -76,7 +75,7 @@ func TestS3UploadURLsRefuseWhatWasNotDeclared(t *testing.T) {
 	}
 	r = a.finalize(key, project, ups, []string{ps[0].sum()})
 	expect(t, r, 200, "")
-	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "uploaded" {
+	if got := decode[finalized](t, r).Assets[0]; got.Status != "uploaded" {
 		t.Fatalf("finalize: %v", got)
 	}
 	// The URL still lives, but the accepted bytes stay: with its headers
@@ -124,7 +123,7 @@ func TestS3OutageIsNamedAndRetryable(t *testing.T) {
 	expect(t, a.do("GET", "/readyz", "", nil), 200, "")
 	r = a.finalize(key, project, ups, []string{ps[0].sum()})
 	expect(t, r, 200, "")
-	if got := r.json(t)["assets"].([]any)[0].(map[string]any); got["status"] != "uploaded" {
+	if got := decode[finalized](t, r).Assets[0]; got.Status != "uploaded" {
 		t.Fatalf("finalize once the bucket is back: %v", got)
 	}
 }
@@ -154,7 +153,7 @@ func TestS3DiscardedOriginalPutBackIsDeletedOnceItsURLExpires(t *testing.T) {
 	}
 	r := a.finalize(key, project, ups, []string{ps[0].sum(), ps[1].sum()})
 	expect(t, r, 200, "")
-	if got := r.json(t)["assets"].([]any)[1].(map[string]any); got["status"] != "duplicate" {
+	if got := decode[finalized](t, r).Assets[1]; got.Status != "duplicate" {
 		t.Fatalf("finalize of the second copy: %v", got)
 	}
 	dup := keyOf(project, ups[1].AssetID)

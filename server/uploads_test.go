@@ -33,12 +33,7 @@ func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {
 
 	r, ups := a.uploadAll(key, project, ps)
 	expect(t, r, 200, "")
-	var ans struct {
-		QueuedJobs []string
-		BatchID    string
-		Assets     []struct{ AssetID, Status string }
-	}
-	json.Unmarshal(r.body, &ans)
+	ans := decode[finalized](t, r)
 	if len(ans.QueuedJobs) != 3 || ans.BatchID == "" {
 		t.Fatalf("finalize answer %s", r.body)
 	}
@@ -129,11 +124,7 @@ func TestDuplicatesPointAtTheOriginal(t *testing.T) {
 	again := []photo{{"copy.jpg", wood.data}, {"copy2.jpg", wood.data}}
 	r, ups := a.uploadAll(key, project, again)
 	expect(t, r, 200, "")
-	var ans struct {
-		QueuedJobs []string
-		Assets     []struct{ Status, DuplicateOf string }
-	}
-	json.Unmarshal(r.body, &ans)
+	ans := decode[finalized](t, r)
 	for i, as := range ans.Assets {
 		if as.Status != "duplicate" || as.DuplicateOf != original {
 			t.Fatalf("copy %d: %+v, want duplicate of %s", i, as, original)
@@ -149,7 +140,7 @@ func TestDuplicatesPointAtTheOriginal(t *testing.T) {
 	// Two new identical files in one call: the first is the original.
 	storm := corpus(t, "photos/storm.jpg")[0]
 	r, ups = a.uploadAll(key, project, []photo{storm, {"storm-copy.jpg", storm.data}})
-	json.Unmarshal(r.body, &ans)
+	ans = decode[finalized](t, r)
 	if ans.Assets[0].Status != "uploaded" || ans.Assets[1].Status != "duplicate" || ans.Assets[1].DuplicateOf != ups[0].AssetID {
 		t.Fatalf("same bytes in one call: %s", r.body)
 	}
@@ -167,14 +158,7 @@ func TestChecksumMismatchFailsTheAssetAlone(t *testing.T) {
 	}
 	r := a.finalize(key, project, ups, []string{ps[0].sum(), ps[0].sum()})
 	expect(t, r, 200, "")
-	var ans struct {
-		QueuedJobs []string
-		Assets     []struct {
-			Status string
-			Error  *struct{ Code string }
-		}
-	}
-	json.Unmarshal(r.body, &ans)
+	ans := decode[finalized](t, r)
 	if ans.Assets[0].Status != "uploaded" || ans.Assets[1].Status != "failed" || ans.Assets[1].Error == nil || ans.Assets[1].Error.Code != "checksum_mismatch" {
 		t.Fatalf("answer %s", r.body)
 	}
