@@ -41,7 +41,7 @@ func TestSessionCookie(t *testing.T) {
 
 	r = a.do("GET", "/v1/session", "", nil, "Cookie", cookie)
 	expect(t, r, 200, "")
-	if got := r.json(t)["user"].(map[string]any)["email"]; got != "ana@example.org" {
+	if got := decode[signedIn](t, r).User.Email; got != "ana@example.org" {
 		t.Fatalf("session user %v", got)
 	}
 	expect(t, a.do("POST", "/v1/projects", "", map[string]string{"title": "By cookie"}, "Cookie", cookie), 201, "")
@@ -158,7 +158,8 @@ func TestSignOutRevokesTheAccessToken(t *testing.T) {
 	// An older access token of the same device, from a refresh.
 	r := a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh})
 	expect(t, r, 200, "")
-	refreshed, refresh := r.json(t)["accessToken"].(string), r.json(t)["refreshToken"].(string)
+	tokens := decode[signedIn](t, r)
+	refreshed, refresh := tokens.AccessToken, tokens.RefreshToken
 
 	expect(t, a.do("DELETE", "/v1/session", refreshed, nil), 204, "")
 	for _, token := range []string{refreshed, access} {

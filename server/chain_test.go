@@ -46,7 +46,7 @@ func TestChainEndpoints(t *testing.T) {
 	}
 	r = a.do("GET", "/v1/chain/verify", key, nil)
 	expect(t, r, 200, "")
-	if v := r.json(t); v["ok"] != true || v["checked"] != 3.0 {
+	if v := decode[chain.VerifyResult](t, r); !v.OK || v.Checked != 3 {
 		t.Fatalf("verify %s", r.body)
 	}
 	r = a.do("GET", "/v1/assets/"+ups[1].AssetID+"/attestation", key, nil)
@@ -76,8 +76,7 @@ func TestChainEndpoints(t *testing.T) {
 	// Tampering with a stored record is caught and named.
 	a.env.DB.MustExec(`UPDATE attestations SET cid = 'ff' || substr(cid, 3) WHERE seq = 2`)
 	r = a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=3", key, nil)
-	v := r.json(t)
-	if v["ok"] != false || v["firstBroken"].(map[string]any)["seq"] != 2.0 {
+	if v := decode[chain.VerifyResult](t, r); v.OK || v.FirstBroken == nil || v.FirstBroken.Seq != 2 {
 		t.Fatalf("verify after tampering: %s", r.body)
 	}
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=x", key, nil), 400, "validation_failed")
@@ -116,7 +115,7 @@ func TestChainKeyRotation(t *testing.T) {
 	}
 	r = after.do("GET", "/v1/chain/verify", key, nil)
 	expect(t, r, 200, "")
-	if v := r.json(t); v["ok"] != true || v["checked"] != 3.0 {
+	if v := decode[chain.VerifyResult](t, r); !v.OK || v.Checked != 3 {
 		t.Fatalf("verify across the rotation: %s", r.body)
 	}
 	for _, c := range []struct{ asset, key string }{{ups[0].AssetID, oldHex}, {more[0].AssetID, keys.Hex}} {
@@ -192,7 +191,7 @@ func TestChainVerifyRangeIsCapped(t *testing.T) {
 	// The default range ends at the largest seq, not past it.
 	r := a.do("GET", "/v1/chain/verify?fromSeq=9223372036854775807", key, nil)
 	expect(t, r, 200, "")
-	if m := r.json(t); m["ok"] != true || m["checked"] != 0.0 {
+	if m := decode[chain.VerifyResult](t, r); !m.OK || m.Checked != 0 {
 		t.Fatalf("verify from the largest seq: %s", r.body)
 	}
 	expect(t, a.do("GET", "/v1/chain/verify?fromSeq=1&toSeq=1000000", admin, nil), 200, "")
@@ -409,14 +408,14 @@ func TestChainVerifyIsOneAtATimePerUser(t *testing.T) {
 	release()
 	r = a.do("GET", "/v1/chain/verify", ana, nil)
 	expect(t, r, 200, "")
-	if v := r.json(t); v["ok"] != true || v["checked"] != 1.0 {
+	if v := decode[chain.VerifyResult](t, r); !v.OK || v.Checked != 1 {
 		t.Fatalf("verify: %s", r.body)
 	}
 	// Bob's outcome was kept for ana; once the head moves, it is checked again.
 	_, _ = a.uploadAll(ana, a.newProject(ana), corpus(t, "photos/dune.jpg"))
 	a.attestAll(1)
 	r = a.do("GET", "/v1/chain/verify", ana, nil)
-	if v := r.json(t); v["ok"] != true || v["checked"] != 2.0 {
+	if v := decode[chain.VerifyResult](t, r); !v.OK || v.Checked != 2 {
 		t.Fatalf("verify after the head moved: %s", r.body)
 	}
 	m := testenv.Scrape(t, a.url+"/metrics", "Bearer "+admin)

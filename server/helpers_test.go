@@ -177,6 +177,13 @@ func expectRetryAfter(t *testing.T, r reply) {
 
 // ---- Accounts, projects and uploads, through the API ----
 
+// signedIn is the answer of a sign-in or a refresh; a session's answer
+// has its user too.
+type signedIn struct {
+	AccessToken, RefreshToken string
+	User                      struct{ ID, Email string }
+}
+
 // user makes a user and returns its API key.
 func (a *app) user(email string, admin bool) string {
 	a.t.Helper()
@@ -359,7 +366,7 @@ func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, head
 	challenge := decode[struct{ ChallengeID string }](t, r).ChallengeID
 	r = a.do("POST", "/v1/auth/verify", "", map[string]any{"challengeId": challenge, "code": mailedCode(t, mails, email)}, headers...)
 	expect(t, r, 200, "")
-	tokens := decode[struct{ AccessToken, RefreshToken string }](t, r)
+	tokens := decode[signedIn](t, r)
 	return tokens.AccessToken, tokens.RefreshToken
 }
 

@@ -74,15 +74,15 @@ func TestSignInByMailedCode(t *testing.T) {
 
 	r := verify(challenge, code)
 	expect(t, r, 200, "")
-	tokens := r.json(t)
-	access, refresh := tokens["accessToken"].(string), tokens["refreshToken"].(string)
-	if tokens["user"].(map[string]any)["email"] != "ana@example.org" || access == "" || refresh == "" {
+	tokens := decode[signedIn](t, r)
+	access, refresh := tokens.AccessToken, tokens.RefreshToken
+	if tokens.User.Email != "ana@example.org" || access == "" || refresh == "" {
 		t.Fatalf("verify: %s", r.body)
 	}
 	expect(t, verify(challenge, code), 401, "code_expired") // once only
 	r = a.do("GET", "/v1/session", access, nil)
 	expect(t, r, 200, "")
-	if r.json(t)["user"].(map[string]any)["email"] != "ana@example.org" {
+	if decode[signedIn](t, r).User.Email != "ana@example.org" {
 		t.Fatalf("session with the access token: %s", r.body)
 	}
 
@@ -90,7 +90,7 @@ func TestSignInByMailedCode(t *testing.T) {
 	// a copy exists, so the device's key is revoked.
 	r = a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh})
 	expect(t, r, 200, "")
-	next := r.json(t)["accessToken"].(string)
+	next := decode[signedIn](t, r).AccessToken
 	expect(t, a.do("GET", "/v1/projects", next, nil), 200, "")
 	expect(t, a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh}), 401, "refresh_reused")
 	expect(t, a.do("GET", "/v1/projects", next, nil), 401, "token_expired")
@@ -254,7 +254,7 @@ func TestGuessingSignInCodesFromOneAddress(t *testing.T) {
 	// API key, and a fresh sign-in by a mailed code, answered at once.
 	r := a.do("POST", "/v1/auth/refresh", "", map[string]any{"refreshToken": refresh}, owner...)
 	expect(t, r, 200, "")
-	expect(t, a.do("GET", "/v1/projects", r.json(t)["accessToken"].(string), nil, owner...), 200, "")
+	expect(t, a.do("GET", "/v1/projects", decode[signedIn](t, r).AccessToken, nil, owner...), 200, "")
 	expect(t, a.do("GET", "/v1/projects", key, nil, owner...), 200, "")
 	a.signIn(t, mails, mailbox, owner...)
 
