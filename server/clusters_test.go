@@ -27,19 +27,6 @@ func (c reviewedClusterJSON) role(asset uuid.UUID) string {
 	return ""
 }
 
-// group is a duplicate group as a cluster run makes it, won by members[0].
-func group(title string, members ...uuid.UUID) store.NewCluster {
-	c := store.NewCluster{Kind: "duplicate_group", Title: title, Winner: members[0], WhyWinner: []string{"sharpest"}}
-	for i, id := range members {
-		role := "alt"
-		if i == 0 {
-			role = "winner"
-		}
-		c.Members = append(c.Members, store.ClusterMember{AssetID: id, Rank: i + 1, Role: role, Signals: json.RawMessage(`{}`)})
-	}
-	return c
-}
-
 func TestReviewingAClusterSurvivesLaterRuns(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 	"lightbox/embed"
 	"lightbox/events"
 	"lightbox/imaging"
+	"lightbox/internal/retryafter"
 	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/worker"
@@ -173,6 +175,22 @@ func expectRetryAfter(t *testing.T, r reply) {
 	if got := details(t, r)["retryAfter"]; got != float64(retry) {
 		t.Fatalf("details.retryAfter %v, Retry-After %d", got, retry)
 	}
+}
+
+// openAPIPath writes a route's path as the document does: a parameter
+// ends at "/" or at the ":verb" of an action.
+func openAPIPath(ginPath string) string {
+	parts := strings.Split(ginPath, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, ":") || strings.HasPrefix(p, "*") {
+			name, verb, ok := strings.Cut(p[1:], ":")
+			parts[i] = "{" + name + "}"
+			if ok {
+				parts[i] += ":" + verb
+			}
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // ---- Accounts, projects and uploads, through the API ----
@@ -370,6 +388,25 @@ func (a *app) signIn(t *testing.T, mails <-chan testenv.Mail, email string, head
 	return tokens.AccessToken, tokens.RefreshToken
 }
 
+// mailedCode waits for the next sign-in mail and returns its code.
+func mailedCode(t *testing.T, mails <-chan testenv.Mail, to string) string {
+	t.Helper()
+	select {
+	case m := <-mails:
+		if len(m.To) != 1 || m.To[0] != to {
+			t.Fatalf("a mail to %v, want %s", m.To, to)
+		}
+		code := regexp.MustCompile(`sign-in code is (\d{6})\.`).FindStringSubmatch(m.Data)
+		if code == nil {
+			t.Fatalf("no code in the mail:\n%s", m.Data)
+		}
+		return code[1]
+	case <-time.After(3 * time.Minute):
+		t.Fatal("no sign-in mail arrived")
+		return ""
+	}
+}
+
 // ---- Resources read and made through the API ----
 
 // jobReply is a job as lists show it; admins' lists add its owner.
@@ -527,6 +564,52 @@ func ids(assets []ratedAsset) string {
 		out = append(out, a.ID)
 	}
 	return strings.Join(out, ",")
+}
+
+// passwordTry is one POST /v1/share/{slug}/auth from a client address.
+type passwordTry struct {
+	status int
+	code   string
+	retry  time.Duration // Retry-After
+}
+
+// tryPassword sends pw to the gallery at slug as the client at addr (the
+// test's apps trust 127.0.0.1 to name it); safe from any goroutine.
+func tryPassword(client *http.Client, base, slug, addr, pw string) (passwordTry, error) {
+	body, _ := json.Marshal(map[string]string{"password": pw})
+	req, err := http.NewRequest("POST", base+"/v1/share/"+slug+"/auth", bytes.NewReader(body))
+	if err != nil {
+		return passwordTry{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", addr)
+	res, err := client.Do(req)
+	if err != nil {
+		return passwordTry{}, err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e struct{ Code string }
+	json.Unmarshal(b, &e)
+	out := passwordTry{status: res.StatusCode, code: e.Code}
+	out.retry = retryafter.Parse(res.Header.Get("Retry-After"), time.Now())
+	if res.StatusCode >= 500 || (res.StatusCode == 429 && out.retry <= 0) {
+		return out, fmt.Errorf("answer %d without a Retry-After: %s", res.StatusCode, b)
+	}
+	return out, nil
+}
+
+// group is a duplicate group as a cluster run makes it, won by members[0].
+func group(title string, members ...uuid.UUID) store.NewCluster {
+	c := store.NewCluster{Kind: "duplicate_group", Title: title, Winner: members[0], WhyWinner: []string{"sharpest"}}
+	for i, id := range members {
+		role := "alt"
+		if i == 0 {
+			role = "winner"
+		}
+		c.Members = append(c.Members, store.ClusterMember{AssetID: id, Rank: i + 1, Role: role, Signals: json.RawMessage(`{}`)})
+	}
+	return c
 }
 
 // ---- Waiting for a state ----

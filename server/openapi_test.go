@@ -149,22 +149,6 @@ func (a *answer) Flush() {
 
 func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
-// openAPIPath writes a route's path as the document does: a parameter
-// ends at "/" or at the ":verb" of an action.
-func openAPIPath(ginPath string) string {
-	parts := strings.Split(ginPath, "/")
-	for i, p := range parts {
-		if strings.HasPrefix(p, ":") || strings.HasPrefix(p, "*") {
-			name, verb, ok := strings.Cut(p[1:], ":")
-			parts[i] = "{" + name + "}"
-			if ok {
-				parts[i] += ":" + verb
-			}
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
 func TestOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

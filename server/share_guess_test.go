@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -16,7 +13,6 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"lightbox/internal/procstat"
-	"lightbox/internal/retryafter"
 	"lightbox/internal/testenv"
 )
 
@@ -40,39 +36,6 @@ func (a *app) lightGallery(key, project, pw string) (id, slug string) {
 	id, slug = g["id"].(string), g["shareSlug"].(string)
 	a.env.DB.MustExec(`UPDATE galleries SET password_hash = $2 WHERE id = $1`, id, lightHash(pw))
 	return id, slug
-}
-
-// passwordTry is one POST /v1/share/{slug}/auth from a client address.
-type passwordTry struct {
-	status int
-	code   string
-	retry  time.Duration // Retry-After
-}
-
-// tryPassword sends pw to the gallery at slug as the client at addr (the
-// test's apps trust 127.0.0.1 to name it); safe from any goroutine.
-func tryPassword(client *http.Client, base, slug, addr, pw string) (passwordTry, error) {
-	body, _ := json.Marshal(map[string]string{"password": pw})
-	req, err := http.NewRequest("POST", base+"/v1/share/"+slug+"/auth", bytes.NewReader(body))
-	if err != nil {
-		return passwordTry{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Forwarded-For", addr)
-	res, err := client.Do(req)
-	if err != nil {
-		return passwordTry{}, err
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	var e struct{ Code string }
-	json.Unmarshal(b, &e)
-	out := passwordTry{status: res.StatusCode, code: e.Code}
-	out.retry = retryafter.Parse(res.Header.Get("Retry-After"), time.Now())
-	if res.StatusCode >= 500 || (res.StatusCode == 429 && out.retry <= 0) {
-		return out, fmt.Errorf("answer %d without a Retry-After: %s", res.StatusCode, b)
-	}
-	return out, nil
 }
 
 // passwordHashes is how many password hashes the server started.

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,25 +10,6 @@ import (
 
 	"lightbox/internal/testenv"
 )
-
-// mailedCode waits for the next sign-in mail and returns its code.
-func mailedCode(t *testing.T, mails <-chan testenv.Mail, to string) string {
-	t.Helper()
-	select {
-	case m := <-mails:
-		if len(m.To) != 1 || m.To[0] != to {
-			t.Fatalf("a mail to %v, want %s", m.To, to)
-		}
-		code := regexp.MustCompile(`sign-in code is (\d{6})\.`).FindStringSubmatch(m.Data)
-		if code == nil {
-			t.Fatalf("no code in the mail:\n%s", m.Data)
-		}
-		return code[1]
-	case <-time.After(3 * time.Minute):
-		t.Fatal("no sign-in mail arrived")
-		return ""
-	}
-}
 
 func TestSignInByMailedCode(t *testing.T) {
 	t.Parallel()
