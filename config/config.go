@@ -64,6 +64,10 @@ type Config struct {
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
 	MaxUploadBytes int64         // MAX_UPLOAD_BYTES, the largest original accepted
 	SweepInterval  time.Duration // SWEEP_INTERVAL
+	// SweepReconcileAfter is how long a queued or running job's row must
+	// have been quiet before the sweep checks that Asynq still holds its
+	// task, and hands it over again if not (after a Redis failover, say).
+	SweepReconcileAfter time.Duration // SWEEP_RECONCILE_AFTER
 
 	RateAPIPerMinute     int // RATE_API_PER_MINUTE
 	RateAPIBurst         int // RATE_API_BURST
@@ -142,10 +146,11 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		SessionTTL:        r.duration("SESSION_TTL", 7*24*time.Hour),
 		PasswordHashes:    r.integer("PASSWORD_HASHES", password.DefaultSlots(), 1, 256),
 
-		UploadSecret:   r.str("UPLOAD_SECRET", ""),
-		UploadURLTTL:   r.duration("UPLOAD_URL_TTL", 5*time.Minute),
-		MaxUploadBytes: r.bytes("MAX_UPLOAD_BYTES", 200<<20),
-		SweepInterval:  r.duration("SWEEP_INTERVAL", time.Minute),
+		UploadSecret:        r.str("UPLOAD_SECRET", ""),
+		UploadURLTTL:        r.duration("UPLOAD_URL_TTL", 5*time.Minute),
+		MaxUploadBytes:      r.bytes("MAX_UPLOAD_BYTES", 200<<20),
+		SweepInterval:       r.duration("SWEEP_INTERVAL", time.Minute),
+		SweepReconcileAfter: r.duration("SWEEP_RECONCILE_AFTER", 2*time.Minute),
 
 		RateAPIPerMinute:     r.integer("RATE_API_PER_MINUTE", 1200, 1, 1<<30),
 		RateAPIBurst:         r.integer("RATE_API_BURST", 300, 1, 1<<30),

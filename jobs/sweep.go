@@ -15,7 +15,7 @@ import (
 const (
 	sweepBatch      = 500
 	unenqueuedAfter = 30 * time.Second // a commit hands its jobs over at once
-	reconcileAfter  = 2 * time.Minute  // a job's row changes as its task runs; a quiet one gets checked
+	reconcileAfter  = 2 * time.Minute  // default of TrackerConfig.ReconcileAfter
 	overdueAfter    = 2 * time.Minute  // a cluster run due this long ago should have started
 	stuckRunAfter   = 5 * time.Minute  // past its timeout, a started cluster run should have ended
 	unnotifiedAfter = time.Minute      // an event's webhooks are told right after its commit
@@ -75,7 +75,7 @@ func (tr *Tracker) Sweep(ctx context.Context, now time.Time) error {
 func (tr *Tracker) reconcile(ctx context.Context, now time.Time) error {
 	tr.reconcileMu.Lock()
 	defer tr.reconcileMu.Unlock()
-	live, err := tr.d.Store.LiveJobs(ctx, now.Add(-reconcileAfter), tr.reconcileAt, sweepBatch)
+	live, err := tr.d.Store.LiveJobs(ctx, now.Add(-tr.reconcileAfter), tr.reconcileAt, sweepBatch)
 	if err != nil {
 		return err
 	}

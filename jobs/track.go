@@ -39,9 +39,10 @@ type Tracker struct {
 
 	// reconcileAt is where the next sweep's comparison of jobs with their
 	// tasks starts.
-	reconcileMu sync.Mutex
-	reconcileAt *store.Cursor
-	loss        redisLoss // what this process saw of Redis losing its data
+	reconcileMu    sync.Mutex
+	reconcileAt    *store.Cursor
+	reconcileAfter time.Duration
+	loss           redisLoss // what this process saw of Redis losing its data
 }
 
 // TrackerConfig is what a Tracker works with beside its Dispatcher.
@@ -53,6 +54,11 @@ type TrackerConfig struct {
 	// service (tasks.Unavailable), and returns any other as it is.
 	WaitOut func(ctx context.Context, err error) error
 	Log     *slog.Logger
+	// ReconcileAfter is how long a live job's row must have been quiet
+	// before the sweep compares it with its task in Asynq: its row changes
+	// as its task runs, so a quiet one may have lost its task. Zero means
+	// two minutes.
+	ReconcileAfter time.Duration
 }
 
 // Tracker returns the Tracker of a worker process; d's Redis holds the
@@ -65,6 +71,9 @@ func (d *Dispatcher) Tracker(c TrackerConfig) *Tracker {
 	}
 	if t.waitOut == nil {
 		t.waitOut = func(_ context.Context, err error) error { return err }
+	}
+	if t.reconcileAfter = c.ReconcileAfter; t.reconcileAfter <= 0 {
+		t.reconcileAfter = reconcileAfter
 	}
 	t.states = newStateWriter(t)
 	return t

@@ -137,7 +137,7 @@ func New(d Deps) (*Worker, error) {
 	})
 	w.metrics = newTaskMetrics()
 	w.tracker = w.jobs.Tracker(jobs.TrackerConfig{Events: w.events, Queues: slices.Sorted(maps.Keys(d.Config.QueueWeights)),
-		WaitOut: w.outage, Log: w.log})
+		WaitOut: w.outage, Log: w.log, ReconcileAfter: d.Config.SweepReconcileAfter})
 	w.mux = asynq.NewServeMux()
 	w.mux.Use(w.countRunning, w.metrics.measure, w.logTasks, recoverPanics, w.trackJobs, w.waitOutOutages)
 	if err := w.routes(); err != nil {
