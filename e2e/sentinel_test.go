@@ -154,7 +154,10 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
-	s := startStack(t, logFile, map[string]string{"REDIS_URL": url, "SWEEP_INTERVAL": "2s"})
+	// The sweep looks for the task of a job whose row has been quiet for
+	// 5 s rather than the default two minutes: the queues the replica
+	// brings along are paused (below) for as long as the jobs must wait.
+	s := startStack(t, logFile, map[string]string{"REDIS_URL": url, "SWEEP_INTERVAL": "2s", "SWEEP_RECONCILE_AFTER": "5s"})
 	key := s.user("failover@example.org", false)
 	var p struct {
 		ID string `json:"id"`
@@ -165,11 +168,40 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	const n = 10
 	assets := s.put(key, p.ID, distinctPhotos(t, n)...)
 
+	conn, err := redisconn.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspector := asynq.NewInspector(conn.Asynq())
+	defer inspector.Close()
+	queues := []string{"default", "low"}
+	pause := func(why string) {
+		t.Helper()
+		for _, q := range queues {
+			if err := inspector.PauseQueue(q); err != nil {
+				t.Fatalf("pause %s (%s): %v", q, why, err)
+			}
+		}
+	}
+	// The replica takes its queues paused: once promoted, it keeps the
+	// jobs the sweep hands over again waiting until the batch's stream is
+	// open, however soon the sweep comes.
+	pause("for the replica")
+	testenv.EventuallyEvery(t, "the replica to hold the pause", patience, 100*time.Millisecond, func() bool {
+		n, _ := replicaClient.Exists(ctx, "asynq:{default}:paused", "asynq:{low}:paused").Result()
+		return n == int64(len(queues))
+	})
+
 	// From here the replica hears nothing: it is stopped, and the primary
 	// drops its link, so the batch's tasks exist on the primary alone.
 	replica.signal(t, syscall.SIGSTOP)
 	if err := node(primary).ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if err := inspector.UnpauseQueue(q); err != nil {
+			t.Fatalf("unpause %s on the primary: %v", q, err)
+		}
 	}
 	batch := s.finalize(key, p.ID, assets)
 	testenv.EventuallyEvery(s.t, "a first job of the batch to finish", patience, 50*time.Millisecond, func() bool {
@@ -178,18 +210,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	// Pausing keeps the rest of the batch waiting until the primary is
 	// gone (the pause goes with it); the tasks already running end first,
 	// so every job still queued then has its task waiting on the primary.
-	conn, err := redisconn.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inspector := asynq.NewInspector(conn.Asynq())
-	defer inspector.Close()
-	queues := []string{"default", "low"}
-	for _, q := range queues {
-		if err := inspector.PauseQueue(q); err != nil {
-			t.Fatalf("pause %s: %v", q, err)
-		}
-	}
+	pause("on the primary")
 	testenv.EventuallyEvery(s.t, "the running tasks to end", patience, 100*time.Millisecond, func() bool {
 		for _, q := range queues {
 			info, err := inspector.GetQueueInfo(q)
@@ -222,7 +243,7 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	// Events reach clients through the promoted replica too. Until the
 	// server's own subscription has found it, a stream is refused with 503
 	// ("poll instead"), so the stream is opened once that is over; the
-	// waiting jobs run again only after the sweep's quiet period, later.
+	// waiting jobs, handed over again, wait in the paused queues.
 	stream := s.openStream(key, "/v1/batches/"+batch+"/events")
 	completed := make(chan error, 1)
 	go func() { completed <- awaitEvent(stream, "batch.completed") }()
@@ -238,6 +259,16 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	if s.apiGet(key, "/v1/batches/"+batch, &b); b.Batch.Status != "running" && b.Batch.Status != "queued" {
 		t.Fatalf("the batch ended (%s) before its event stream could open again", b.Batch.Status)
 	}
+	// Through Sentinel, the inspector finds the promoted replica.
+	testenv.EventuallyEvery(t, "the promoted replica's queues to go on", patience, 200*time.Millisecond, func() bool {
+		for _, q := range queues {
+			if err := inspector.UnpauseQueue(q); err != nil && !strings.Contains(err.Error(), "not paused") {
+				t.Logf("unpause %s: %v", q, err)
+				return false
+			}
+		}
+		return true
+	})
 	testenv.EventuallyEvery(s.t, "the batch to complete", pipelinePatience, time.Second, func() bool {
 		s.apiGet(key, "/v1/batches/"+batch, &b)
 		return b.Batch.Status != "running" && b.Batch.Status != "queued"
