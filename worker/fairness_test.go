@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,14 +45,14 @@ func (h *harness) finalizeBatch(owner, project uuid.UUID, data []byte, n int) uu
 	return *res.BatchID
 }
 
-// smallBehindBig runs a 5-photo batch started after a 200-photo one and
-// returns how many of the big batch's jobs were done when the small one
-// completed.
-func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Duration) {
+// smallBehindBig runs a 5-photo batch started after a batch of size
+// photos and returns how many of the big batch's jobs were done when the
+// small one completed.
+func smallBehindBig(t testing.TB, window string, size int) (bigDone int, small time.Duration) {
 	h := newHarness(t, map[string]string{"BATCH_WINDOW": window, "USER_WINDOW": "0", "CLUSTER_DELAY": "1h"})
 	project := h.project()
 	photo := readCorpus(t, "odd/orientation-1.jpg")
-	big := h.finalizeBatch(h.owner, project, photo, 200)
+	big := h.finalizeBatch(h.owner, project, photo, size)
 	start := time.Now()
 	h.run()
 	testenv.Eventually(h.t, "the big batch to be under way", 5*time.Minute, func() bool {
@@ -72,14 +73,14 @@ func smallBehindBig(t testing.TB, window string) (bigDone int, small time.Durati
 // BenchmarkBatchFairness measures how long a 5-photo batch started after
 // a 200-photo one takes to complete, with BATCH_WINDOW=16 and, as the
 // baseline in the same run, without a batch cap.
-func BenchmarkBatchFairness(b *testing.B) { benchFairness(b, smallBehindBig) }
+func BenchmarkBatchFairness(b *testing.B) { benchFairness(b, smallBehindBig, 200) }
 
 // benchFairness reports how long run's small batch took and how many of
 // its big upload were done before it, with a batch cap of 16 and without.
-func benchFairness(b *testing.B, run func(testing.TB, string) (int, time.Duration)) {
+func benchFairness(b *testing.B, run func(testing.TB, string, int) (int, time.Duration), size int) {
 	for range b.N {
-		done, took := run(b, "16")
-		baseDone, baseTook := run(b, "0")
+		done, took := run(b, "16", size)
+		baseDone, baseTook := run(b, "0", size)
 		b.ReportMetric(took.Seconds(), "s_small_batch_windowed")
 		b.ReportMetric(baseTook.Seconds(), "s_small_batch_unwindowed")
 		b.ReportMetric(float64(done), "big_done_before_windowed")
@@ -88,16 +89,17 @@ func benchFairness(b *testing.B, run func(testing.TB, string) (int, time.Duratio
 }
 
 // userBehindUser runs one user's 5-photo batch started after another
-// user's 300 photos in 10 batches of 30 (BATCH_WINDOW=30, so each batch
-// alone would fit under its cap), and returns how many of the 300 were done
-// when the 5 completed.
-func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Duration) {
-	h := newHarness(t, map[string]string{"BATCH_WINDOW": "30", "USER_WINDOW": userWindow, "CLUSTER_DELAY": "1h"})
+// user's size photos in 10 batches (BATCH_WINDOW is a batch's size, so
+// each batch alone would fit under its cap), and returns how many of them
+// were done when the 5 completed.
+func userBehindUser(t testing.TB, userWindow string, size int) (bigDone int, small time.Duration) {
+	per := size / 10
+	h := newHarness(t, map[string]string{"BATCH_WINDOW": strconv.Itoa(per), "USER_WINDOW": userWindow, "CLUSTER_DELAY": "1h"})
 	project := h.project()
 	photo := readCorpus(t, "odd/orientation-1.jpg")
 	var big []uuid.UUID
 	for range 10 {
-		big = append(big, h.finalizeBatch(h.owner, project, photo, 30))
+		big = append(big, h.finalizeBatch(h.owner, project, photo, per))
 	}
 	done := func() int {
 		return h.count(`SELECT coalesce(sum(completed), 0) FROM batches WHERE id = ANY($1)`, pq.Array(big))
@@ -112,7 +114,7 @@ func userBehindUser(t testing.TB, userWindow string) (bigDone int, small time.Du
 	})
 	small = time.Since(start)
 	bigDone = done()
-	testenv.Eventually(h.t, "the big upload to complete", 5*time.Minute, func() bool { return done() == 300 })
+	testenv.Eventually(h.t, "the big upload to complete", 5*time.Minute, func() bool { return done() == 10*per })
 	return bigDone, small
 }
 
@@ -122,15 +124,18 @@ func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name      string
-		run       func(testing.TB, string) (int, time.Duration)
+		run       func(testing.TB, string, int) (int, time.Duration)
 		big, most int
 	}{
-		{"a batch behind a big batch (BATCH_WINDOW)", smallBehindBig, 200, 100},
-		{"a user behind another's 10 batches (USER_WINDOW)", userBehindUser, 300, 150},
+		// A cap of 16 lets the 5 photos in after about 20 of the big
+		// upload's, however large it is: 100 leaves room to tell that from
+		// waiting for half of it.
+		{"a batch behind a big batch (BATCH_WINDOW)", smallBehindBig, 100, 50},
+		{"a user behind another's 10 batches (USER_WINDOW)", userBehindUser, 100, 50},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			bigDone, took := c.run(t, "16")
+			bigDone, took := c.run(t, "16", c.big)
 			t.Logf("with a batch cap of 16: the 5 photos completed after %v, when %d of the %d were done", took.Round(time.Millisecond), bigDone, c.big)
 			if bigDone > c.most {
 				t.Fatalf("the 5 photos waited for %d of the %d", bigDone, c.big)
@@ -143,4 +148,4 @@ func TestSmallWorkIsNotStarvedByAHugeUpload(t *testing.T) {
 // started after another user's 300 photos in 10 batches takes to
 // complete, with USER_WINDOW=16 and, as the baseline in the same run,
 // without a user cap.
-func BenchmarkUserFairness(b *testing.B) { benchFairness(b, userBehindUser) }
+func BenchmarkUserFairness(b *testing.B) { benchFairness(b, userBehindUser, 300) }
