@@ -173,8 +173,15 @@ func TestPreviewLikeLibvips(t *testing.T) {
 		read  func(testing.TB, string) []byte
 	}
 	var inputs []input
-	for _, f := range []string{"blinds.jpg", "dune.jpg", "storm.jpg", "bythewater-2560x1600.jpg",
-		"elephants-3840x2160-progressive.jpg", "kleiber-6028x3391.jpg"} {
+	photos := []string{"blinds.jpg", "dune.jpg", "storm.jpg", "bythewater-2560x1600.jpg",
+		"elephants-3840x2160-progressive.jpg", "kleiber-6028x3391.jpg"}
+	if raceDetector {
+		// The pass without -race compares every photo; the split path's
+		// resampling is pixel arithmetic no other goroutine sees, so one
+		// photo covers it here rather than the same work twice.
+		photos = []string{"bythewater-2560x1600.jpg"}
+	}
+	for _, f := range photos {
 		inputs = append(inputs, input{filepath.Join("photos", f), 1000, 38, readCorpus}, input{filepath.Join("photos", f), 2048, 38, readCorpus})
 	}
 	for n := 1; n <= 8; n++ {
