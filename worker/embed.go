@@ -24,7 +24,7 @@ import (
 func init() { handle(tasks.TypeEmbed, (*Worker).embedAsset) }
 
 // embedAsset computes an asset's embedding from its thumbnail and makes it
-// search-ready. Calls to an outside provider spend a budget shared by all
+// search-ready, then records its faces job when its project detects faces. Calls to an outside provider spend a budget shared by all
 // workers; a task that finds it spent waits without spending a retry.
 func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.EmbedPayload](t)
@@ -56,10 +56,13 @@ func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if ready {
-		return w.scheduleCluster(ctx, p.ProjectID)
+	if !ready {
+		return nil
 	}
-	return nil
+	if err := w.recordFaces(ctx, p.ProjectID, p.AssetID); err != nil {
+		return err
+	}
+	return w.scheduleCluster(ctx, p.ProjectID)
 }
 
 // derivedImage reads and decodes one of an asset's derived files (blob.KindThumbnail

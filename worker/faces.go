@@ -120,18 +120,30 @@ func faceRow(img image.Image, f faces.Face) store.Face {
 	return row
 }
 
-// facesJob is the asset:faces job that follows a's ingest when its project
-// detects faces, on the low queue so that it never delays culling; none
-// otherwise. Its id derives from the asset, so an ingest that runs twice
-// records it once. It reads the project in the ingest's transaction tx,
-// holding its row (store.HoldDetectsFaces): faces switched on meanwhile
-// wait for this photo to be saved, and their scan of the project finds it.
-func facesJob(ctx context.Context, tx *store.Store, a *store.Asset) ([]tasks.JobArgs, error) {
-	on, err := tx.HoldDetectsFaces(ctx, a.ProjectID)
-	if err != nil || !on {
-		return nil, err
-	}
-	return []tasks.JobArgs{tasks.NewFaces(a.ProjectID, a.ID)}, nil
+// recordFaces records the asset:faces job of an asset that just became
+// search-ready, when its project detects faces and the asset was not
+// scanned yet. Recorded after the embedding rather than with it at
+// ingest, so that in the low queue a photo's embedding (and the project's
+// "ai" readiness) never waits behind the face scans of the photos before
+// it. Its id derives from the asset, so the job the scan of a project
+// switching faces on records for the same photo is this one; an embedding
+// that runs twice records it once. Faces switched on meanwhile need no
+// lock here: the asset is saved search-ready before this reads the
+// project, so their scan finds it.
+func (w *Worker) recordFaces(ctx context.Context, project, asset uuid.UUID) error {
+	return w.st.WithTx(ctx, func(tx *store.Store) error {
+		on, err := tx.DetectsFaces(ctx, project)
+		if err != nil || !on {
+			return err
+		}
+		// A job recorded again once it ended would run again.
+		scanned, err := tx.FaceScans(ctx, []uuid.UUID{asset})
+		if err != nil || len(scanned) > 0 {
+			return err
+		}
+		_, err = jobs.InsertMany(ctx, tx, []tasks.JobArgs{tasks.NewFaces(project, asset)})
+		return err
+	})
 }
 
 // facesScanChunk is how many asset:faces jobs one transaction of a

@@ -82,12 +82,6 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	}
 	out := ingestOutput(a, res, preview)
 	err = w.st.WithTx(ctx, func(tx *store.Store) error {
-		// The project first, then the asset: the order the scan of a
-		// project switching faces on takes them in.
-		faces, err := facesJob(ctx, tx, a)
-		if err != nil {
-			return err
-		}
 		// A thumbnail made ahead of this one stays, but a raw's is its
 		// camera's rendering, where the preview may be LibRaw's: this one
 		// replaces it. Either is put while the asset's row is held (see
@@ -104,8 +98,9 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		if err := tx.SaveIngest(ctx, out); err != nil {
 			return err
 		}
-		// Recorded with the results, so they exist exactly when they do.
-		_, err = jobs.InsertMany(ctx, tx, append([]tasks.JobArgs{embedJob(a, w.embedder.Model())}, faces...))
+		// Recorded with the results, so it exists exactly when they do.
+		// The faces job follows the embedding (recordFaces).
+		_, err := jobs.Insert(ctx, tx, embedJob(a, w.embedder.Model()))
 		return err
 	})
 	var dup *store.DuplicateError
