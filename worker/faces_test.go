@@ -191,10 +191,10 @@ func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 	})
 	h.checkFaces(want)
 	for id, p := range want {
-		// The job ingest would have recorded, run once.
+		// The job its embedding would have recorded, run once.
 		if n := h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND asset_id = $2 AND type = 'asset:faces' AND attempt = 1`,
 			uuid.NewSHA1(id, []byte("faces")), id); n != 1 {
-			t.Errorf("%s: no asset:faces job under the id ingest gives it", p.name)
+			t.Errorf("%s: no asset:faces job under the id its embedding gives it", p.name)
 		}
 	}
 
