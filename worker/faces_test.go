@@ -143,6 +143,13 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'low' OR attempt <> 1)`); n != 0 {
 		t.Errorf("%d faces jobs off the low queue or on a later attempt", n)
 	}
+	// None recorded in its photo's ingest transaction (whose time the
+	// preview's row bears): they follow the embedding, so that no
+	// embedding queues behind a face scan.
+	if n := h.count(`SELECT count(*) FROM jobs j JOIN asset_files f ON f.asset_id = j.asset_id AND f.kind = 'preview'
+		WHERE j.type = 'asset:faces' AND j.project_id = $1 AND j.created_at > f.created_at`, project); n != len(want) {
+		t.Errorf("%d of %d faces jobs recorded after their photo's ingest", n, len(want))
+	}
 
 	// A project that did not opt in gets no faces job, once its photos
 	// are as far along as the others.
