@@ -141,15 +141,6 @@ func (s *Store) DetectsFaces(ctx context.Context, project uuid.UUID) (bool, erro
 	return on, notFound(err)
 }
 
-// HoldDetectsFaces is DetectsFaces holding the project's row in share mode
-// until tx ends: a photo saved in tx is either seen by the scan of faces
-// switched on meanwhile, or sees them on.
-func (s *Store) HoldDetectsFaces(ctx context.Context, project uuid.UUID) (bool, error) {
-	var on bool
-	err := s.db.GetContext(ctx, &on, `SELECT detect_faces FROM projects WHERE id = $1 FOR SHARE`, project)
-	return on, notFound(err)
-}
-
 // LockDetectsFaces is DetectsFaces holding the project's row until tx
 // ends, so that two changes of faces do not both see it off.
 func (s *Store) LockDetectsFaces(ctx context.Context, project uuid.UUID) (bool, error) {

@@ -40,10 +40,9 @@ func badInput(code, format string, args ...any) error {
 func init() { handle(tasks.TypeIngest, (*Worker).ingest) }
 
 // ingest turns an uploaded original into its preview, thumbnail (unless
-// the thumbnail task made it first), metadata,
-// perceptual hash and quality signals, all saved in one transaction, and
-// records the jobs that follow: the embedding, and the faces in a project
-// that detects them.
+// the thumbnail task made it first), metadata, perceptual hash and quality
+// signals, all saved in one transaction with the embedding job that
+// follows (which records the faces job in a project that detects them).
 func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.IngestPayload](t)
 	if err != nil {
