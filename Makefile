@@ -11,17 +11,20 @@ export PATH := $(PATH)$(if $(wildcard /usr/local/go/bin/go),:/usr/local/go/bin)
 
 PKG     ?= ./...
 RACE    ?= -race
-# Pixel arithmetic that -race slows tenfold: `make test` runs these again
-# without it, in full (see scripts/test.sh).
-PLAIN_PKG ?= ./imaging/ ./embed/
-# Packages whose tests drive Lightbox's binaries as processes of their own,
-# built without -race: they run without it alone (see scripts/test.sh).
-NORACE_PKG ?= ./faults/ ./sdk/
+# Packages tested under -race and, again in full, without it (see
+# scripts/test.sh).
+PLAIN_PKG ?=
+# Packages tested without -race alone: those that drive Lightbox's binaries
+# as processes of their own, built without -race; pixel arithmetic in Go and
+# C, which -race slows tenfold and has nothing to find in; and the browser
+# tests, whose server and worker code the race pass covers in their own
+# packages (see scripts/test.sh).
+NORACE_PKG ?= ./faults/ ./sdk/ ./imaging/ ./embed/ ./render/ ./e2e/
 TIMEOUT ?= 20m
 # How many packages' tests run at once, and which start first: the suite
 # mostly waits, so more than the cores (see scripts/test.sh).
 PKG_PARALLEL ?= 4
-SLOW_PKG ?= ./e2e/ ./worker/ ./server/ ./faults/
+SLOW_PKG ?= ./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/
 BENCH   ?= .
 BENCH_TIMEOUT ?= 120m
 CHAOS_TIMEOUT ?= 60m

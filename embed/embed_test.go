@@ -30,8 +30,8 @@ import (
 // Under -race it takes the three smallest photos only. Decoding and
 // resampling are pixel arithmetic on data no other goroutine sees, which
 // the detector has nothing to find in and slows twentyfold (three minutes
-// of a busy two-core run); `make test` runs this package a second time
-// without -race, on every photo (PLAIN_PKG in the Makefile).
+// of a busy two-core run); `make test` runs this package without -race,
+// on every photo (NORACE_PKG in the Makefile).
 func photos(t *testing.T) map[string]image.Image {
 	t.Helper()
 	dir := os.Getenv("LIGHTBOX_CORPUS")

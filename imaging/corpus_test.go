@@ -63,9 +63,10 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, e Engine)) {
 // under the race detector. That work is pixel arithmetic on data no other
 // goroutine sees: the detector has nothing to find in it, and it makes it
 // about ten times slower (ten minutes for this package on two cores).
-// `make test` runs this package a second time without -race, where nothing
-// is skipped; under -race the Go engine still runs on the small corpus
-// files and on one photo, and libvips on everything.
+// `make test` runs this package without -race (NORACE_PKG in the
+// Makefile), where nothing is skipped; run under -race by hand, the Go
+// engine still runs on the small corpus files and on one photo, and
+// libvips on everything.
 func skipPixelsUnderRace(t *testing.T, e Engine) {
 	t.Helper()
 	if raceDetector && e.Name() == EngineGo {

@@ -5,14 +5,14 @@
 # FUZZTIME inputs; after it, the face sidecar's Node tests when PKG is the
 # whole module.
 #
-# PLAIN_PKG's tests are pixel arithmetic on data no other goroutine sees,
-# which -race makes ten times slower and has nothing to find in: under
-# -race they leave out their largest inputs (see race_test.go in imaging/
-# and embed/) and the pass without it runs them in full. NORACE_PKG's
-# tests drive Lightbox's own binaries as processes of their own, built
-# without -race (see internal/procs): -race would only check their
-# harness, so they run in the pass without it alone. Every part runs even
-# when another fails; the status is the first failure's.
+# PLAIN_PKG's tests run in both passes. NORACE_PKG's run in the pass
+# without -race alone: tests that drive Lightbox's own binaries as
+# processes of their own, built without -race (see internal/procs), where
+# -race would only check their harness; pixel arithmetic in Go and C, which
+# -race makes ten times slower and has nothing to find in; and the browser
+# tests, whose server and worker code the race pass covers in their own
+# packages. Every part runs even when another fails; the status is the
+# first failure's.
 #
 # Most of the suite waits rather than computes (on Postgres, a browser, a
 # lease running out, an outage the fault suite holds): its test binaries
@@ -23,7 +23,7 @@
 # the time went: artifacts/test-times.txt for the main pass,
 # artifacts/test-times-plain.txt for the one without -race.
 #
-#   PKG=./... RACE=-race PLAIN_PKG="./imaging/ ./embed/" NORACE_PKG="./faults/ ./sdk/" TIMEOUT=20m scripts/test.sh
+#   PKG=./... RACE=-race NORACE_PKG="./faults/ ./sdk/ ./imaging/" TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -33,7 +33,7 @@ PLAIN_PKG=${PLAIN_PKG-}
 NORACE_PKG=${NORACE_PKG-}
 TIMEOUT=${TIMEOUT:-20m}
 PKG_PARALLEL=${PKG_PARALLEL:-4}
-SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/}
+SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/}
 FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./internal/jsonbody:FuzzDecode}
 # A count of inputs, not a duration: a duration can end a run mid-input, which
 # go test reports as a failure ("context deadline exceeded").
@@ -58,7 +58,7 @@ beside() {
 	if [ -n "$plain_pkgs" ]; then
 		say "without $RACE: $(echo $plain_pkgs)" 2>artifacts/test-plain.log
 		# shellcheck disable=SC2086
-		go test -json -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt >>artifacts/test-plain.log 2>&1 &
+		go test -json -p "$PKG_PARALLEL" -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt >>artifacts/test-plain.log 2>&1 &
 		plain_pid=$!
 	fi
 	# -fuzz takes one package and one target at a time.
@@ -86,7 +86,8 @@ among() {
 plain_pkgs= norace=
 if [ -n "$RACE" ]; then
 	norace=$(among $NORACE_PKG)
-	plain_pkgs=$( { among $PLAIN_PKG; echo "$norace"; } | awk 'NF && !seen[$0]++')
+	# The longest first, as in the main pass.
+	plain_pkgs=$( { among $SLOW_PKG; among $PLAIN_PKG; echo "$norace"; } | grep -Fx -f <( { among $PLAIN_PKG; echo "$norace"; } | grep . || echo /) | awk 'NF && !seen[$0]++')
 fi
 beside >artifacts/test-beside.log 2>&1 &
 beside_pid=$!
