@@ -37,8 +37,8 @@ type Config struct {
 	LogFormat string     // LOG_FORMAT: json or text
 	LogLevel  slog.Level // LOG_LEVEL: debug, info, warn, error
 
-	WorkerConcurrency int            // WORKER_CONCURRENCY, default the number of cores
-	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=60,critical=6,default=3,low=1"; thumbnails is 60 when left out
+	WorkerConcurrency int            // WORKER_CONCURRENCY, default twice the number of cores: a task waits on Postgres, the blob store and Redis part of its time
+	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=200,critical=6,default=3,low=1"; thumbnails is 200 when left out
 	ThumbnailsFirst   bool           // THUMBNAILS_FIRST: finalize queues a thumbnail of each photo ahead of its ingest
 	// WorkerQueues are the queues this worker serves (WORKER_QUEUES, a
 	// comma list of QUEUE_WEIGHTS' names); none means all of them. A
@@ -131,8 +131,8 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		LogFormat:   r.oneOf("LOG_FORMAT", "json", "json", "text"),
 		LogLevel:    r.level("LOG_LEVEL", slog.LevelInfo),
 
-		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", runtime.NumCPU(), 1, 1024),
-		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=60,critical=6,default=3,low=1"),
+		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", 2*runtime.NumCPU(), 1, 1024),
+		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=200,critical=6,default=3,low=1"),
 		ThumbnailsFirst:   r.boolean("THUMBNAILS_FIRST", true),
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),

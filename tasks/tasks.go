@@ -34,10 +34,10 @@ const (
 
 // Queues, by priority.
 const (
-	// QueueThumbnails holds only thumbnails ahead of ingest: each takes a
-	// fifth of an ingest, so weighted far above the rest it gets most of
-	// the workers while a batch's thumbnails are being made, and a few
-	// seconds of them afterwards.
+	// QueueThumbnails holds only thumbnails ahead of ingest: each costs
+	// about a seventh of an ingest, so weighted far above the rest it gets
+	// most of the workers while a batch's thumbnails are being made (an
+	// ingest is picked about once in 70), and a few seconds of them after.
 	QueueThumbnails = "thumbnails"
 	QueueCritical   = "critical"
 	QueueDefault    = "default"
@@ -45,7 +45,7 @@ const (
 )
 
 // DefaultWeights is how often each queue is served relative to the others.
-var DefaultWeights = map[string]int{QueueThumbnails: 60, QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
+var DefaultWeights = map[string]int{QueueThumbnails: 200, QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
 
 // spec is one row of the task table: everything the rest of Lightbox
 // needs to know about a task type. Its handler lives in worker/, in a file
