@@ -380,10 +380,9 @@ func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
 					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key, "Proofs"); err != nil {
 						return err
 					}
-					var pid int
 					// The one backend writing this test's gallery_assets.
-					if err := env.DB.Get(&pid, `SELECT pid FROM pg_locks
-						WHERE relation = 'gallery_assets'::regclass AND mode = 'RowExclusiveLock' AND granted`); err != nil {
+					pid, err := writer(env, "gallery_assets")
+					if err != nil {
 						return err
 					}
 					recorded <- pid

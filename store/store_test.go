@@ -19,8 +19,11 @@ var errStop = errors.New("stop")
 // writer is the process id of the one session writing to table.
 func writer(env *testenv.Env, table string) (int, error) {
 	var pid int
+	// Tests' databases are clones of one template, so their tables share
+	// OIDs: only this database's locks are this test's.
 	err := env.DB.Get(&pid, `SELECT pid FROM pg_locks
-		WHERE locktype = 'relation' AND relation = $1::regclass AND mode = 'RowExclusiveLock' AND granted`, table)
+		WHERE locktype = 'relation' AND relation = $1::regclass AND mode = 'RowExclusiveLock' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, table)
 	return pid, err
 }
 
