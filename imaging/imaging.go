@@ -1,7 +1,9 @@
 // Package imaging turns an original photo (a []byte) into what the ingest
 // step stores: a thumbnail and a preview from one decode, EXIF metadata, a
-// 64-bit perceptual hash and a few quality signals. It also renders export
-// images. It knows nothing of HTTP, queues or databases.
+// 64-bit perceptual hash and a few quality signals. Thumbnail makes the
+// thumbnail alone, decoding only what it needs (a JPEG at 1/8 in the DCT,
+// a raw's embedded JPEG), for thumbnails made ahead of ingest. It also
+// renders export images. It knows nothing of HTTP, queues or databases.
 //
 // Two engines do the pixel work behind one interface:
 //
