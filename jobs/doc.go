@@ -68,7 +68,9 @@
 //   - Discard: a blob key recorded to be deleted by the sweep once nothing
 //     can write it any more, unless a row comes to name it (store/discards.go).
 //   - Rowless tasks: cluster runs and the chain flush have no job row; the
-//     sweep compares them with Asynq on their own (rowless.go).
+//     sweep compares them with Asynq on their own (rowless.go). Thumbnails
+//     queued ahead of ingest (Finalize) have none either, and nothing
+//     repeats a lost one: the ingest makes any thumbnail not made first.
 //
 // # Choices
 //
