@@ -29,15 +29,21 @@ import (
 const downloadTTL = 15 * time.Minute
 
 type assetFlags struct {
-	Readiness       string     `json:"readiness"`
-	Status          string     `json:"status"`
-	Thumbnail       bool       `json:"thumbnail"`
-	Preview         bool       `json:"preview"`
-	Metadata        bool       `json:"metadata"`
-	Hash            bool       `json:"hash"`
-	Embedding       bool       `json:"embedding"`
-	Clustered       bool       `json:"clustered"`
-	Edited          bool       `json:"edited"` // has an edit version
+	Readiness string `json:"readiness"`
+	Status    string `json:"status"`
+	Thumbnail bool   `json:"thumbnail"`
+	Preview   bool   `json:"preview"`
+	Metadata  bool   `json:"metadata"`
+	Hash      bool   `json:"hash"`
+	Embedding bool   `json:"embedding"`
+	Clustered bool   `json:"clustered"`
+	Edited    bool   `json:"edited"` // has an edit version
+	// The same stages under the names seed 002's app reads.
+	ProcessingReady bool       `json:"processingReady"` // thumbnail, preview and EXIF
+	ThumbnailReady  bool       `json:"thumbnailReady"`
+	PreviewReady    bool       `json:"previewReady"`
+	PhashReady      bool       `json:"phashReady"`
+	EmbeddingReady  bool       `json:"embeddingReady"`
 	DuplicateOf     *uuid.UUID `json:"duplicateOf,omitempty"`
 	MetadataWarning *string    `json:"metadataWarning,omitempty"`
 	ErrorCode       *string    `json:"errorCode"`
@@ -151,6 +157,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		return &u
 	}
 	rank := stageRank[a.Status]
+	culled, thumbnail := rank >= 1, rank >= 1 || a.ThumbnailAt != nil
 	out := assetJSON{
 		ID: a.ID.String(), ProjectID: a.ProjectID.String(), Filename: a.Filename, ContentType: a.ContentType,
 		ByteSize: a.ByteSize, ChecksumSHA256: a.ChecksumSHA256, CapturedAt: utc(a.CapturedAt), CapturedOffset: a.CapturedOffset,
@@ -159,8 +166,9 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: a.Quality,
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
-			Thumbnail: rank >= 1 || a.ThumbnailAt != nil, Preview: rank >= 1, Metadata: rank >= 1, Hash: rank >= 1,
+			Thumbnail: thumbnail, Preview: culled, Metadata: culled, Hash: culled,
 			Embedding: rank >= 2, Clustered: rank >= 3, Edited: a.Edited,
+			ProcessingReady: culled, ThumbnailReady: thumbnail, PreviewReady: culled, PhashReady: culled, EmbeddingReady: rank >= 2,
 			DuplicateOf: a.DuplicateOf, MetadataWarning: a.MetadataWarning, ErrorCode: a.ErrorCode, ErrorMessage: a.ErrorMessage,
 			user: a.UserFlags,
 		},

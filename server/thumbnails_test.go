@@ -66,7 +66,7 @@ func TestAPhotoWithOnlyItsThumbnail(t *testing.T) {
 		expect(t, r, 200, "")
 		return r.json(t)["flags"].(map[string]any)
 	}
-	if f := flags(); f["thumbnail"] != false || f["readiness"] != "uploaded" {
+	if f := flags(); f["thumbnail"] != false || f["thumbnailReady"] != false || f["readiness"] != "uploaded" {
 		t.Fatalf("flags before any thumbnail: %v", f)
 	}
 
@@ -82,7 +82,8 @@ func TestAPhotoWithOnlyItsThumbnail(t *testing.T) {
 		ContentType: "image/jpeg", ByteSize: info.Size, ChecksumSHA256: info.SHA256, WidthPx: &w, HeightPx: &h}); err != nil {
 		t.Fatal(err)
 	}
-	if f := flags(); f["thumbnail"] != true || f["preview"] != false || f["readiness"] != "uploaded" {
+	if f := flags(); f["thumbnail"] != true || f["thumbnailReady"] != true || f["preview"] != false ||
+		f["previewReady"] != false || f["processingReady"] != false || f["readiness"] != "uploaded" {
 		t.Fatalf("flags with the thumbnail alone: %v", f)
 	}
 	r = a.do("GET", "/v1/assets/"+id+"/files", key, nil)
