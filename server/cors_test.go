@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -107,7 +106,7 @@ func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 		{"", "remoteIp=127.0.0.1", "203.0.113.7"},
 		{"127.0.0.1/32", "remoteIp=203.0.113.7", "remoteIp=127.0.0.1"},
 	} {
-		logs := &lockedWriter{w: new(bytes.Buffer)}
+		logs := &testenv.LockedBuffer{}
 		a := startAppWith(t, env, env.Redis, options{env: map[string]string{"TRUSTED_PROXIES": c.proxies}, logTo: logs})
 		expect(t, a.do("GET", "/healthz", "", nil, "X-Forwarded-For", "203.0.113.7"), 200, "")
 		if got := logs.String(); !strings.Contains(got, c.want) || strings.Contains(got, c.not) {

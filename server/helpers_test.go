@@ -24,7 +24,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -644,24 +643,6 @@ func (a *app) waitBatch(key, id, want string) batchReply {
 }
 
 // ---- The worker, the queue and other processes ----
-
-// lockedWriter lets a test read a log that handlers write concurrently.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.(fmt.Stringer).String()
-}
 
 func inspector(t testing.TB, env *testenv.Env) *asynq.Inspector {
 	opt, err := asynq.ParseRedisURI(env.RedisURL)

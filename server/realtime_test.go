@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -104,7 +103,7 @@ func TestBatchStreamOnlyCarriesItsBatch(t *testing.T) {
 func TestStreamTokensAndRefusals(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
-	logs := &lockedWriter{w: &bytes.Buffer{}}
+	logs := &testenv.LockedBuffer{}
 	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"SSE_HEARTBEAT": "200ms"}, logTo: logs})
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)

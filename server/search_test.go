@@ -175,8 +175,7 @@ func searchOrder(t *testing.T, a *app, key, project, q string, names map[string]
 func TestSearchRanksByTheProvidersTextVector(t *testing.T) {
 	t.Parallel()
 	p := newClipProvider(t)
-	var log bytes.Buffer
-	logs := &lockedWriter{w: &log}
+	logs := &testenv.LockedBuffer{}
 	env := testenv.New(t)
 	a := startAppWith(t, env, env.Redis, options{texts: p.embedder(t, 0), logTo: logs})
 	key := a.user("ana@example.org", false)

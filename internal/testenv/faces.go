@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"net/http"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,24 +23,7 @@ type FaceService struct {
 	URL  string
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log  *LockedBuffer
 }
 
 // mlDir is the sidecar's folder in this repository.
@@ -90,7 +71,7 @@ func StartFaces(t testing.TB, env ...string) *FaceService {
 	cmd.Dir = mlDir()
 	cmd.Env = append(os.Environ(), "ML_HOST=127.0.0.1", "ML_PORT=0")
 	cmd.Env = append(cmd.Env, env...)
-	s := &FaceService{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
+	s := &FaceService{cmd: cmd, done: make(chan struct{}), log: &LockedBuffer{}}
 	cmd.Stderr = s.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
