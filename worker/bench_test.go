@@ -150,9 +150,11 @@ func runPipeline(b *testing.B, n int, photo func(int) []byte, thumbsFirst bool) 
 	var thumbs []*asynq.Task
 	for i := range n {
 		asset := h.finalize(project, fmt.Sprintf("%04d.jpg", i), photo(i))
-		thumbs = append(thumbs, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset}))
+		if thumbsFirst {
+			thumbs = append(thumbs, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset}))
+		}
 	}
-	if thumbsFirst {
+	if len(thumbs) > 0 {
 		for i, err := range tasks.EnqueueAll(context.Background(), h.queue, thumbs) {
 			if err != nil {
 				b.Fatalf("enqueue thumbnail %d: %v", i, err)

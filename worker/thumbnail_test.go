@@ -82,14 +82,23 @@ func (h *harness) thumbnailEvents(project uuid.UUID) int {
 	return n
 }
 
+// runThumbnail and runIngest run an asset's thumbnail and ingest tasks
+// as the worker does.
+func (h *harness) runThumbnail(project, asset uuid.UUID) error {
+	return h.w.Handler().ProcessTask(context.Background(), tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset}))
+}
+
+func (h *harness) runIngest(project, asset, job uuid.UUID) error {
+	return h.w.Handler().ProcessTask(context.Background(),
+		tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset}))
+}
+
 func TestThumbnailAheadOfIngestIsShownAndKept(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/kleiber-6028x3391.jpg"))
-	thumb := tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})
-	ctx := context.Background()
-	if err := h.w.Handler().ProcessTask(ctx, thumb); err != nil {
+	if err := h.runThumbnail(project, asset); err != nil {
 		t.Fatal(err)
 	}
 	first := h.thumbRow(asset)
@@ -105,11 +114,10 @@ func TestThumbnailAheadOfIngestIsShownAndKept(t *testing.T) {
 	}
 
 	// Run again, then the ingest: the thumbnail stays as it was made.
-	if err := h.w.Handler().ProcessTask(ctx, thumb); err != nil {
+	if err := h.runThumbnail(project, asset); err != nil {
 		t.Fatal(err)
 	}
-	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
-	if err := h.w.Handler().ProcessTask(ctx, ingest); err != nil {
+	if err := h.runIngest(project, asset, job); err != nil {
 		t.Fatal(err)
 	}
 	after := h.thumbRow(asset)
@@ -127,16 +135,14 @@ func TestThumbnailAfterIngestChangesNothing(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))
-	ctx := context.Background()
-	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
-	if err := h.w.Handler().ProcessTask(ctx, ingest); err != nil {
+	if err := h.runIngest(project, asset, job); err != nil {
 		t.Fatal(err)
 	}
 	before := h.thumbRow(asset)
 	if before.Status != "cull" || !before.Made || before.Files != "preview,thumbnail" {
 		t.Fatalf("after the ingest alone: %+v", before)
 	}
-	if err := h.w.Handler().ProcessTask(ctx, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})); err != nil {
+	if err := h.runThumbnail(project, asset); err != nil {
 		t.Fatal(err)
 	}
 	if after := h.thumbRow(asset); after != before {
@@ -155,15 +161,13 @@ func TestThumbnailOfACorruptFileLeavesItToIngest(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "bad/truncated-progressive.jpg"))
-	ctx := context.Background()
-	if err := h.w.Handler().ProcessTask(ctx, tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: asset})); err != nil {
+	if err := h.runThumbnail(project, asset); err != nil {
 		t.Fatalf("thumbnail task: %v, want it to end quietly", err)
 	}
 	if r := h.thumbRow(asset); r.Status != "uploaded" || r.Made || r.Files != "" {
 		t.Fatalf("after the thumbnail task: %+v, want uploaded with no files", r)
 	}
-	ingest := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
-	if err := h.w.Handler().ProcessTask(ctx, ingest); !tasks.IsPermanent(err) {
+	if err := h.runIngest(project, asset, job); !tasks.IsPermanent(err) {
 		t.Fatalf("ingest: %v, want a permanent failure", err)
 	}
 }
