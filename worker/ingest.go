@@ -85,9 +85,11 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		// camera's rendering, where the preview may be LibRaw's: this one
 		// replaces it. Either is put while the asset's row is held (see
 		// store.LockThumbnail).
-		if _, made, err := tx.LockThumbnail(ctx, a.ID); err != nil {
+		_, made, err := tx.LockThumbnail(ctx, a.ID)
+		if err != nil {
 			return err
-		} else if !made || res.Format.IsRaw() {
+		}
+		if !made || res.Format.IsRaw() {
 			thumb, err := w.putDerived(ctx, a.ID, blob.KindThumbnail, res.Thumbnail)
 			if err != nil {
 				return err
@@ -99,7 +101,7 @@ func (w *Worker) ingest(ctx context.Context, t *asynq.Task) error {
 		}
 		// Recorded with the results, so it exists exactly when they do.
 		// The faces job follows the embedding (recordFaces).
-		_, err := jobs.Insert(ctx, tx, embedJob(a, w.embedder.Model()))
+		_, err = jobs.Insert(ctx, tx, embedJob(a, w.embedder.Model()))
 		return err
 	})
 	var dup *store.DuplicateError
