@@ -143,11 +143,12 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'low' OR attempt <> 1)`); n != 0 {
 		t.Errorf("%d faces jobs off the low queue or on a later attempt", n)
 	}
-	// None recorded in its photo's ingest transaction (whose time the
-	// preview's row bears): they follow the embedding, so that no
-	// embedding queues behind a face scan.
-	if n := h.count(`SELECT count(*) FROM jobs j JOIN asset_files f ON f.asset_id = j.asset_id AND f.kind = 'preview'
-		WHERE j.type = 'asset:faces' AND j.project_id = $1 AND j.created_at > f.created_at`, project); n != len(want) {
+	// None recorded in its photo's ingest transaction, whose time the
+	// embedding job's row bears (a job recorded again keeps it; the
+	// preview's row takes the time of an ingest that ran again): they
+	// follow the embedding, so that no embedding queues behind a face scan.
+	if n := h.count(`SELECT count(*) FROM jobs j JOIN jobs e ON e.asset_id = j.asset_id AND e.type = 'asset:embed'
+		WHERE j.type = 'asset:faces' AND j.project_id = $1 AND j.created_at > e.created_at`, project); n != len(want) {
 		t.Errorf("%d of %d faces jobs recorded after their photo's ingest", n, len(want))
 	}
 
