@@ -164,8 +164,11 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 		testenv.Eventually(h.t, "a failed attempt waiting to retry", 5*time.Minute, func() bool {
 			info, err := h.in.GetTaskInfo(queue, taskID)
 			d := h.delivery(job.ID)
-			// The job's row follows the task a few milliseconds later.
-			return err == nil && info.State == asynq.TaskStateRetry && d.Attempts == attempt && d.JobStatus == "queued"
+			// The job's row follows the task a few milliseconds later;
+			// before the attempt's running state is written it still says
+			// queued from the attempt before, so its attempt tells them apart.
+			return err == nil && info.State == asynq.TaskStateRetry && d.Attempts == attempt &&
+				d.JobStatus == "queued" && d.JobAttempt == attempt
 		})
 		d := h.delivery(job.ID)
 		if d.Status != store.DeliveryPending || d.ResponseStatus == nil || *d.ResponseStatus != 500 || d.JobStatus != "queued" {
