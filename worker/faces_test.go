@@ -34,7 +34,8 @@ var faceDemo = []struct {
 	{"sample4.jpg", 4}, {"sample5.jpg", 5}, {"sample6.jpg", 4},
 }
 
-// noPeople are corpus photos without a person in them.
+// noPeople are corpus photos without a person in them; the face
+// sidecar's own tests (ml/test/faces.test.js) search the corpus's others.
 var noPeople = []string{"blinds.jpg", "wood.jpg", "storm.jpg", "dune.jpg", "elephants-3840x2160-progressive.jpg",
 	"colorfulcups-2560x1600.jpg", "fallenleaf-2560x1600.jpg", "coldripple-2560x1600.jpg", "darkesthour-2560x1600.jpg"}
 
