@@ -24,6 +24,10 @@ TIMEOUT ?= 20m
 # How many packages' tests run at once, and which start first: the suite
 # mostly waits, so more than the cores (see scripts/test.sh).
 PKG_PARALLEL ?= 4
+# How many tests of one package run at once in the -race pass (go test's
+# -parallel; its default is the cores): its tests mostly wait on leases,
+# outages and heartbeats, so more than the cores (see scripts/test.sh).
+TEST_PARALLEL ?= 6
 SLOW_PKG ?= ./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/
 BENCH   ?= .
 BENCH_TIMEOUT ?= 120m
@@ -47,7 +51,7 @@ test:
 	@scripts/sdk-deps.sh
 	@scripts/ml-deps.sh
 	@LIGHTBOX_PG_FSYNC=off PKG='$(PKG)' RACE='$(RACE)' PLAIN_PKG='$(PLAIN_PKG)' NORACE_PKG='$(NORACE_PKG)' TIMEOUT='$(TIMEOUT)' \
-		PKG_PARALLEL='$(PKG_PARALLEL)' SLOW_PKG='$(SLOW_PKG)' scripts/with-services.sh scripts/test.sh
+		PKG_PARALLEL='$(PKG_PARALLEL)' TEST_PARALLEL='$(TEST_PARALLEL)' SLOW_PKG='$(SLOW_PKG)' scripts/with-services.sh scripts/test.sh
 
 ## chaos: services, then the fault suite's long form (more photos, outages of minutes); table in artifacts/faults.txt
 chaos:
