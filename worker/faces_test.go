@@ -26,10 +26,7 @@ import (
 // faceDemo is the six group photos @vladmandic/face-api ships in its
 // demo/ folder, read from the sidecar's node_modules, and their faces
 // counted by eye.
-var faceDemo = []struct {
-	name  string
-	faces int
-}{
+var faceDemo = []facePhoto{
 	{"sample1.jpg", 3}, {"sample2.jpg", 3}, {"sample3.jpg", 3},
 	{"sample4.jpg", 4}, {"sample5.jpg", 5}, {"sample6.jpg", 4},
 }
@@ -74,12 +71,12 @@ type facePhoto struct {
 	faces int
 }
 
-// finalizeFaces finalizes the demo photos and the corpus photos without
-// people named in empty in project.
-func (h *harness) finalizeFaces(project uuid.UUID, empty []string) map[uuid.UUID]facePhoto {
+// finalizeFaces finalizes the demo photos of people and the corpus photos
+// without people named in empty in project.
+func (h *harness) finalizeFaces(project uuid.UUID, people []facePhoto, empty []string) map[uuid.UUID]facePhoto {
 	h.t.Helper()
 	want := map[uuid.UUID]facePhoto{}
-	for _, d := range faceDemo {
+	for _, d := range people {
 		want[h.finalize(project, d.name, readDemo(h.t, d.name))] = facePhoto{d.name, d.faces}
 	}
 	for _, name := range empty {
@@ -89,7 +86,8 @@ func (h *harness) finalizeFaces(project uuid.UUID, empty []string) map[uuid.UUID
 }
 
 // checkFaces checks the faces found in the photos of want, and fails the
-// test unless at least 20 of the demo photos' 22 faces were found.
+// test unless at least 90 % of the demo photos' faces were found (20 of
+// all six photos' 22).
 func (h *harness) checkFaces(want map[uuid.UUID]facePhoto) {
 	h.t.Helper()
 	found, total := 0, 0
@@ -117,7 +115,7 @@ func (h *harness) checkFaces(want map[uuid.UUID]facePhoto) {
 			h.t.Errorf("%s: faces found in %d pixels wide, the preview is %d", p.name, scan.Width, w)
 		}
 	}
-	if total != 22 || found < 20 {
+	if found < total-total/10 {
 		h.t.Fatalf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
 	}
 	h.t.Logf("found %d of %d faces: %s", found, total, strings.Join(counts, ", "))
@@ -129,7 +127,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
 	project, off := h.project(), h.project()
 	h.facesOn(project, true)
-	want := h.finalizeFaces(project, noPeople)
+	want := h.finalizeFaces(project, faceDemo, noPeople)
 	// The same photos in a project that did not opt in.
 	for _, d := range faceDemo[:3] {
 		h.finalize(off, d.name, readDemo(t, d.name))
@@ -181,7 +179,8 @@ func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
 	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
 	project, off := h.project(), h.project()
-	want := h.finalizeFaces(project, noPeople[:3])
+	// Detection itself is TestFacesThroughARunningWorker's.
+	want := h.finalizeFaces(project, faceDemo[:2], noPeople[:1])
 	for _, d := range faceDemo[:2] {
 		h.finalize(off, d.name, readDemo(t, d.name))
 	}
