@@ -25,6 +25,7 @@ func saveFaces(t *testing.T, a *app, asset uuid.UUID, faces ...store.Face) bool 
 func open(v float64) *float64 { return &v }
 
 func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project := a.newProject(key)
@@ -177,6 +178,7 @@ func TestFacesOptInDetailFiltersAndSwitchOff(t *testing.T) {
 }
 
 func TestFacesSwitchedOnRecordsOneScanOfThePhotosInTheProject(t *testing.T) {
+	t.Parallel()
 	a := newApp(t)
 	key := a.user("ana@example.org", false)
 	project, other := a.newProject(key), a.newProject(key)

@@ -48,6 +48,7 @@ var formatsWant = map[string]struct {
 }
 
 func TestEveryFormatThroughARunningWorker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, map[string]string{"CLUSTER_DELAY": "1s", "WORKER_CONCURRENCY": "2"})
 	project := h.project()
 	dir := testenv.Formats(t)

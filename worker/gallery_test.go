@@ -82,6 +82,7 @@ func (h *harness) jpegAt(key string) image.Image {
 }
 
 func TestGalleryRenderWatermarksThePreview(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	project := h.project()
 	ready := h.ready(project, "photos/wood.jpg")

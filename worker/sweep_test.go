@@ -139,6 +139,7 @@ func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
 }
 
 func TestSweepRemovesDayOldTemporaryBlobFiles(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	dir := filepath.Join(h.cfg.DataDir, "blobs", "originals", h.project().String())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
