@@ -68,7 +68,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store
 	}
 	ts := make([]*asynq.Task, len(jobs))
 	for i, j := range jobs {
-		ts[i] = tasks.New(j.Type, j.Payload, j.TaskID)
+		ts[i] = tasks.NewOn(j.Queue, j.Type, j.Payload, j.TaskID)
 	}
 	var done []uuid.UUID
 	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {

@@ -253,3 +253,32 @@ func TestReconcileHandsOverJobsOfBatchesNoLongerRunning(t *testing.T) {
 		})
 	}
 }
+
+// A job recorded before its type moved to another queue (face scans were
+// on low) is handed over to the queue its row names, where the sweep
+// looks for its task and finds it.
+func TestEnqueuePutsATaskInTheQueueItsRowNames(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	if _, err := h.env.DB.Exec(`UPDATE jobs SET queue = $2 WHERE id = $1`, j.ID, tasks.QueueLow); err != nil {
+		t.Fatal(err)
+	}
+	j.Queue = tasks.QueueLow
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{j}); n != 1 {
+		t.Fatalf("%d jobs handed over, want 1", n)
+	}
+	if !h.inQueue(j) {
+		t.Fatalf("the task is not in %s, the queue its row names", j.Queue)
+	}
+	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Checked != 1 || r.Enqueued != 0 || r.Rerun != 0 {
+		t.Fatalf("reconcile: %+v", r)
+	}
+	if _, err := h.inspector.GetTaskInfo(tasks.QueueOf(tasks.TypeExport), j.TaskID); err == nil {
+		t.Fatalf("the task is in %s as well", tasks.QueueOf(tasks.TypeExport))
+	}
+}

@@ -420,8 +420,16 @@ func Encode(a Args) []byte {
 // New builds a task of type typ from an encoded payload with the options of
 // its row in the task table: how recorded jobs are enqueued again.
 func New(typ string, payload []byte, taskID string) *asynq.Task {
+	return NewOn(table[typ].queue, typ, payload, taskID)
+}
+
+// NewOn is New on queue: a recorded job goes back to the queue its row
+// names, which is its type's unless the row was recorded before the type
+// moved (face scans left low for a queue of their own), so the sweep
+// finds its task where it was put.
+func NewOn(queue, typ string, payload []byte, taskID string) *asynq.Task {
 	s := table[typ]
-	opts := []asynq.Option{asynq.Queue(s.queue), asynq.MaxRetry(len(s.retries)), asynq.Timeout(s.timeout)}
+	opts := []asynq.Option{asynq.Queue(queue), asynq.MaxRetry(len(s.retries)), asynq.Timeout(s.timeout)}
 	if taskID != "" {
 		opts = append(opts, asynq.TaskID(taskID))
 	}
