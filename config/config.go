@@ -3,6 +3,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ type Config struct {
 	LogLevel  slog.Level // LOG_LEVEL: debug, info, warn, error
 
 	WorkerConcurrency int            // WORKER_CONCURRENCY, default twice the number of cores: a task waits on Postgres, the blob store and Redis part of its time
-	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=200,critical=6,default=3,low=1"; thumbnails is 200 when left out
+	QueueWeights      map[string]int // QUEUE_WEIGHTS, "thumbnails=600,critical=18,default=9,low=3,faces=1"; see weights for queues left out
 	ThumbnailsFirst   bool           // THUMBNAILS_FIRST: finalize queues a thumbnail of each photo ahead of its ingest
 	// WorkerQueues are the queues this worker serves (WORKER_QUEUES, a
 	// comma list of QUEUE_WEIGHTS' names); none means all of them. A
@@ -132,7 +133,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		LogLevel:    r.level("LOG_LEVEL", slog.LevelInfo),
 
 		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", 2*runtime.NumCPU(), 1, 1024),
-		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=200,critical=6,default=3,low=1"),
+		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=600,critical=18,default=9,low=3,faces=1"),
 		ThumbnailsFirst:   r.boolean("THUMBNAILS_FIRST", true),
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
@@ -449,8 +450,9 @@ func (r *reader) level(name string, def slog.Level) slog.Level {
 	return l
 }
 
-// weights parses "critical=6,default=3,low=1". The three queues the tasks use
-// must all be present, or their work would never run.
+// weights parses "critical=18,default=9,low=3". Critical, default and low
+// must all be present, or their work would never run; thumbnails and
+// faces are added when left out.
 func (r *reader) weights(name, def string) map[string]int {
 	s := r.str(name, def)
 	out := map[string]int{}
@@ -473,9 +475,15 @@ func (r *reader) weights(name, def string) map[string]int {
 		sort.Strings(missing)
 		r.fail(name, "missing queue(s) %s", strings.Join(missing, ", "))
 	}
-	// Weights written before thumbnails had a queue of their own still work.
-	if _, ok := out[tasks.QueueThumbnails]; !ok {
-		out[tasks.QueueThumbnails] = tasks.DefaultWeights[tasks.QueueThumbnails]
+	// Weights written before thumbnails and face scans had queues of their
+	// own still work: a queue left out gets its default weight scaled as
+	// the given default queue's is, so "critical=6,default=3,low=1" still
+	// weighs thumbnails 200, and faces 1, the least there is.
+	scale := cmp.Or(out[tasks.QueueDefault], tasks.DefaultWeights[tasks.QueueDefault])
+	for _, q := range []string{tasks.QueueThumbnails, tasks.QueueFaces} {
+		if _, ok := out[q]; !ok {
+			out[q] = max(1, tasks.DefaultWeights[q]*scale/tasks.DefaultWeights[tasks.QueueDefault])
+		}
 	}
 	return out
 }

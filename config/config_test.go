@@ -1,12 +1,14 @@
 package config_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"lightbox/config"
 	"lightbox/internal/password"
+	"lightbox/tasks"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -21,8 +23,8 @@ func TestDefaults(t *testing.T) {
 	if c.HTTPAddr != "127.0.0.1:8080" || c.DataDir != ".data" || c.PublicURL != "http://127.0.0.1:8080" {
 		t.Fatalf("defaults: addr %q, data %q, public %q", c.HTTPAddr, c.DataDir, c.PublicURL)
 	}
-	if c.QueueWeights["critical"] != 6 || c.QueueWeights["default"] != 3 || c.QueueWeights["low"] != 1 {
-		t.Fatalf("queue weights %v", c.QueueWeights)
+	if !maps.Equal(c.QueueWeights, tasks.DefaultWeights) || c.QueueWeights["faces"] != 1 || c.QueueWeights["low"] != 3 {
+		t.Fatalf("queue weights %v, want %v", c.QueueWeights, tasks.DefaultWeights)
 	}
 	if c.UploadURLTTL != 5*time.Minute || c.MaxUploadBytes != 200<<20 || c.BodyReadTimeout != time.Minute {
 		t.Fatalf("upload defaults: ttl %v, max %d, body read timeout %v", c.UploadURLTTL, c.MaxUploadBytes, c.BodyReadTimeout)
@@ -68,6 +70,26 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(msg, `"not-a-key" is not an Ed25519 public key`) || strings.Contains(msg, `"abab`) {
 		t.Errorf("error does not name the one bad retired key:\n%s", msg)
+	}
+}
+
+// Weights written before thumbnails and face scans had queues of their
+// own keep their meaning: thumbnails as far above default as ever, face
+// scans below everything, and a worker may be told to serve them.
+func TestQueueWeightsLeftOutAreAdded(t *testing.T) {
+	for weights, want := range map[string]map[string]int{
+		"critical=6,default=3,low=1":               {"thumbnails": 200, "critical": 6, "default": 3, "low": 1, "faces": 1},
+		"critical=60,default=30,low=10":            {"thumbnails": 2000, "critical": 60, "default": 30, "low": 10, "faces": 3},
+		"thumbnails=50,critical=6,default=3,low=2": {"thumbnails": 50, "critical": 6, "default": 3, "low": 2, "faces": 1},
+		"critical=6,default=3,low=2,faces=5":       {"thumbnails": 200, "critical": 6, "default": 3, "low": 2, "faces": 5},
+	} {
+		c, err := config.FromLookup(lookup(map[string]string{"QUEUE_WEIGHTS": weights, "WORKER_QUEUES": "faces"}))
+		if err != nil {
+			t.Fatalf("%s: %v", weights, err)
+		}
+		if !maps.Equal(c.QueueWeights, want) {
+			t.Errorf("%s: weights %v, want %v", weights, c.QueueWeights, want)
+		}
 	}
 }
 

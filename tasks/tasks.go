@@ -42,10 +42,20 @@ const (
 	QueueCritical   = "critical"
 	QueueDefault    = "default"
 	QueueLow        = "low"
+	// QueueFaces holds only face scans, below low: an embedding or a
+	// cluster run (which makes photos "ai") never waits behind the scans
+	// of a whole batch, as it would in low's line, and each pick goes to
+	// a scan about once in 13 while ingests and embeddings wait, once in
+	// 4 while only embeddings do.
+	QueueFaces = "faces"
 )
 
 // DefaultWeights is how often each queue is served relative to the others.
-var DefaultWeights = map[string]int{QueueThumbnails: 200, QueueCritical: 6, QueueDefault: 3, QueueLow: 1}
+// Asynq lists each queue's name as many times as its weight and shuffles
+// the list at every pick, so the weights are kept small: thumbnails 600
+// against default 9 keeps an ingest picked about once in 70 while
+// thumbnails wait.
+var DefaultWeights = map[string]int{QueueThumbnails: 600, QueueCritical: 18, QueueDefault: 9, QueueLow: 3, QueueFaces: 1}
 
 // spec is one row of the task table: everything the rest of Lightbox
 // needs to know about a task type. Its handler lives in worker/, in a file
@@ -130,14 +140,15 @@ var table = map[string]spec{
 	// Three retries, the last as far from the second as the second from
 	// the first; a provider that is down is waited out without spending them.
 	TypeFaces: {
-		queue: QueueLow, timeout: 3 * time.Minute,
+		queue: QueueFaces, timeout: 3 * time.Minute,
 		retries: []time.Duration{time.Minute, 10 * time.Minute, 10 * time.Minute},
 		hasJob:  true,
 	},
 	// It only records asset:faces jobs, and records each one once, so a
-	// run cut short is simply run again.
+	// run cut short is simply run again. On the faces queue too: the scans
+	// it records wait there anyway.
 	TypeFacesScan: {
-		queue: QueueLow, timeout: 10 * time.Minute,
+		queue: QueueFaces, timeout: 10 * time.Minute,
 		retries: []time.Duration{10 * time.Second, time.Minute, 10 * time.Minute},
 		hasJob:  true,
 	},

@@ -92,3 +92,27 @@ func TestFileWritesEndOutlastsEveryTaskThatWritesAnAssetsFiles(t *testing.T) {
 		t.Fatalf("file writes end after %v, want the 5m of ingest, download and edit", end)
 	}
 }
+
+// Every queue a task goes to is weighted; face work alone is on the faces
+// queue, weighted below every other; and while thumbnails wait an ingest
+// is still picked about once in 70.
+func TestEveryQueueIsWeightedFacesLast(t *testing.T) {
+	w := tasks.DefaultWeights
+	for _, typ := range tasks.Types() {
+		q := tasks.QueueOf(typ)
+		if w[q] == 0 {
+			t.Errorf("%s goes to %s, which has no weight", typ, q)
+		}
+		if face := typ == tasks.TypeFaces || typ == tasks.TypeFacesScan; face != (q == tasks.QueueFaces) {
+			t.Errorf("%s is on %s", typ, q)
+		}
+	}
+	for q, n := range w {
+		if q != tasks.QueueFaces && n <= w[tasks.QueueFaces] {
+			t.Errorf("%s weighs %d, no more than faces' %d", q, n, w[tasks.QueueFaces])
+		}
+	}
+	if r := float64(w[tasks.QueueThumbnails]) / float64(w[tasks.QueueDefault]); r < 60 || r > 80 {
+		t.Errorf("thumbnails weigh %.0f times default, want about 70", r)
+	}
+}

@@ -100,7 +100,7 @@ func BenchmarkExport(b *testing.B) {
 // BenchmarkExportQueueWait measures how long an export waits from its
 // enqueue to its start when 2,000 ingest tasks of real photos are queued
 // ahead of it, beside the same export on an empty queue, with the default
-// queue weights (critical=6, default=3, low=1). Medians of several exports.
+// queue weights (critical 18, default 9). Medians of several exports.
 func BenchmarkExportQueueWait(b *testing.B) {
 	const ingests, samples = 2000, 7
 	for range b.N {

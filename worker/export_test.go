@@ -11,6 +11,7 @@ import (
 	_ "image/jpeg"
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -626,7 +627,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, map[string]string{"WORKER_CONCURRENCY": "2"})
 	project := h.project()
-	if w := h.cfg.QueueWeights; w["critical"] != 6 || w["default"] != 3 || w["low"] != 1 {
+	if w := h.cfg.QueueWeights; !maps.Equal(w, tasks.DefaultWeights) {
 		t.Fatalf("weights %v, want the defaults", w)
 	}
 	var chosen []uuid.UUID

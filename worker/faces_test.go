@@ -139,8 +139,8 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	})
 
 	h.checkFaces(want)
-	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'low' OR attempt <> 1)`); n != 0 {
-		t.Errorf("%d faces jobs off the low queue or on a later attempt", n)
+	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND (queue <> 'faces' OR attempt <> 1)`); n != 0 {
+		t.Errorf("%d faces jobs off the faces queue or on a later attempt", n)
 	}
 	// None recorded in its photo's ingest transaction, whose time the
 	// embedding job's row bears (a job recorded again keeps it; the
@@ -348,4 +348,72 @@ func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
 		t.Errorf("faces and soft faces: sharp %d/%d, soft %d/%d", counts[0], counts[1], counts[2], counts[3])
 	}
 	t.Logf("winner because %s", why)
+}
+
+// With face scans waiting, an embedding and a cluster run queued after
+// them run first: the scans wait on a queue of their own, below low, so
+// they never hold a place in the line of the work that makes photos "ai".
+// One task slot, so the queues alone set the order. Each pick goes to a
+// scan about once in 4 while low holds work, so half the scans running
+// first happens about once in a million.
+func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
+	t.Parallel()
+	svc := testenv.StartFaces(t, "ML_WORKERS=1")
+	// Scans record cluster runs of their own project; they wait an hour.
+	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "1", "CLUSTER_DELAY": "1h"})
+	ctx := context.Background()
+	scanned, other := h.project(), h.project()
+	h.facesOn(scanned, true)
+
+	// Photos ingested and embedded before any worker runs: each
+	// embedding records its photo's scan, which waits.
+	const scans = 20
+	for i := range scans {
+		data := append(readDemo(t, faceDemo[i%len(faceDemo)].name), []byte(uuid.NewString())...)
+		asset, _ := h.finalizeWithoutEnqueue(scanned, data)
+		h.ingested(scanned, asset)
+		var embed struct {
+			Payload []byte `db:"payload"`
+			TaskID  string `db:"task_id"`
+		}
+		if err := h.env.DB.Get(&embed, `SELECT payload, task_id FROM jobs WHERE asset_id = $1 AND type = 'asset:embed'`, asset); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.w.Handler().ProcessTask(ctx, tasks.New(tasks.TypeEmbed, embed.Payload, embed.TaskID)); err != nil {
+			t.Fatal(err)
+		}
+		// The embedding the ingest queued has run.
+		if err := h.in.DeleteTask(tasks.QueueOf(tasks.TypeEmbed), embed.TaskID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'asset:faces' AND status = 'queued'`, scanned); n != scans {
+		t.Fatalf("%d scans waiting, want %d", n, scans)
+	}
+
+	// Then a cluster run of another project, due now, and a photo there
+	// whose embedding follows its ingest.
+	run, err := h.env.Store.ScheduleCluster(ctx, other, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.dispatcher().EnqueueClusterRun(ctx, *run); err != nil {
+		t.Fatal(err)
+	}
+	photo := h.finalize(other, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
+	h.run()
+	testenv.Eventually(h.t, "every scan, the cluster run and the embedding", 5*time.Minute, func() bool {
+		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, scanned) == scans &&
+			h.count(`SELECT count(*) FROM cluster_runs WHERE project_id = $1 AND done_run >= $2`, other, run.Run) == 1 &&
+			h.count(`SELECT count(*) FROM embeddings WHERE asset_id = $1`, photo) == 1
+	})
+	beforeCluster := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1
+		AND scanned_at < (SELECT started_at FROM cluster_runs WHERE project_id = $2)`, scanned, other)
+	beforeEmbedding := h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1
+		AND scanned_at < (SELECT created_at FROM embeddings WHERE asset_id = $2)`, scanned, photo)
+	t.Logf("of %d scans queued first, %d ran before the cluster run, %d before the embedding", scans, beforeCluster, beforeEmbedding)
+	if beforeCluster >= scans/2 || beforeEmbedding >= scans/2 {
+		t.Errorf("of %d scans queued first, %d ran before the cluster run and %d before the embedding: they held up the low queue",
+			scans, beforeCluster, beforeEmbedding)
+	}
 }
