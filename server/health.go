@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,7 +66,7 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	if s.inspector != nil {
 		queues := map[string]any{}
-		for _, q := range []string{"critical", "default", "low"} {
+		for _, q := range slices.Sorted(maps.Keys(s.cfg.QueueWeights)) {
 			if info, err := s.inspector.GetQueueInfo(q); err == nil {
 				queues[q] = gin.H{"size": info.Size, "pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
 					"retry": info.Retry, "archived": info.Archived, "latencyMs": info.Latency.Milliseconds(), "paused": info.Paused}
