@@ -188,3 +188,29 @@ func HandBack(ctx context.Context, rdb redis.UniversalClient, queues []string, n
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Waiting reports whether any of queues holds a task ready to run now
+// (pending, not scheduled or waiting for a retry), leaving out paused
+// queues, whose tasks wait for an operator: what work that should run
+// only when nothing else waits asks before it starts.
+func Waiting(ctx context.Context, rdb redis.UniversalClient, queues []string) (bool, error) {
+	if len(queues) == 0 {
+		return false, nil
+	}
+	pipe := rdb.Pipeline()
+	pending := make([]*redis.IntCmd, len(queues))
+	paused := make([]*redis.IntCmd, len(queues))
+	for i, q := range queues {
+		pending[i] = pipe.LLen(ctx, queuePrefix(q)+"pending")
+		paused[i] = pipe.Exists(ctx, queuePrefix(q)+"paused")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, err
+	}
+	for i := range queues {
+		if pending[i].Val() > 0 && paused[i].Val() == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -59,6 +59,15 @@ func doomedServer(t *testing.T, env *testenv.Env) (started <-chan string, die fu
 	return ch, proxy.Down
 }
 
+// asynqOf is a client and an inspector of env's Redis, closed when t ends.
+func asynqOf(t *testing.T, env *testenv.Env) (*asynq.Client, *asynq.Inspector) {
+	t.Helper()
+	opt, _ := asynq.ParseRedisURI(env.RedisURL)
+	client, in := asynq.NewClient(opt), asynq.NewInspector(opt)
+	t.Cleanup(func() { client.Close(); in.Close() })
+	return client, in
+}
+
 // TestAbandonedTasksAreHandedBackOnceTheirServerIsGone runs a task on a
 // server that then dies: while the server lives, its task is listed as
 // running and left alone; once its heartbeat has lapsed the task is back
@@ -70,11 +79,7 @@ func TestAbandonedTasksAreHandedBackOnceTheirServerIsGone(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t)
 	ctx := context.Background()
-	opt, _ := asynq.ParseRedisURI(env.RedisURL)
-	client := asynq.NewClient(opt)
-	t.Cleanup(func() { client.Close() })
-	in := asynq.NewInspector(opt)
-	t.Cleanup(func() { in.Close() })
+	client, in := asynqOf(t, env)
 	if _, err := client.Enqueue(asynq.NewTask("hold", nil), asynq.TaskID("hold:1"), asynq.MaxRetry(5)); err != nil {
 		t.Fatal(err)
 	}
@@ -147,5 +152,43 @@ func TestAbandonedTasksAreHandedBackOnceTheirServerIsGone(t *testing.T) {
 		if again, err := queuestate.HandBack(ctx, env.Redis, queues, later); err != nil || len(again) != 0 {
 			t.Fatalf("death %d: a second look handed back %v %v", death, again, err)
 		}
+	}
+}
+
+// Waiting sees a task ready to run, not one scheduled for later nor one
+// in a paused queue.
+func TestWaitingSeesTasksReadyToRunOutsidePausedQueues(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	ctx := context.Background()
+	client, in := asynqOf(t, env)
+	waiting := func(queues ...string) bool {
+		t.Helper()
+		w, err := queuestate.Waiting(ctx, env.Redis, queues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if waiting("low", "default") || waiting() {
+		t.Fatal("empty queues hold work")
+	}
+	if _, err := client.Enqueue(asynq.NewTask("later", nil), asynq.Queue("low"), asynq.ProcessIn(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if waiting("low") {
+		t.Fatal("a task scheduled for later counts as ready")
+	}
+	if _, err := client.Enqueue(asynq.NewTask("now", nil), asynq.Queue("low")); err != nil {
+		t.Fatal(err)
+	}
+	if !waiting("default", "low") || waiting("default") {
+		t.Fatal("the task ready in low is not seen there alone")
+	}
+	if err := in.PauseQueue("low"); err != nil {
+		t.Fatal(err)
+	}
+	if waiting("low") {
+		t.Fatal("a paused queue's task counts as ready")
 	}
 }
