@@ -42,11 +42,11 @@ const (
 	QueueCritical   = "critical"
 	QueueDefault    = "default"
 	QueueLow        = "low"
-	// QueueFaces holds only face scans, below low: an embedding or a
+	// QueueFaces holds only face work, below low: an embedding or a
 	// cluster run (which makes photos "ai") never waits behind the scans
-	// of a whole batch, as it would in low's line, and each pick goes to
-	// a scan about once in 13 while ingests and embeddings wait, once in
-	// 4 while only embeddings do.
+	// of a whole batch, as it would in low's line. It weighs least, and a
+	// scan picked while work waits on the worker's other queues steps
+	// aside (worker/faces.go): scans run when nothing else waits.
 	QueueFaces = "faces"
 )
 

@@ -14,6 +14,7 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/faces"
+	"lightbox/internal/queuestate"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -22,6 +23,10 @@ import (
 // facesRetry is how long a task waits for a face provider that does not
 // answer and did not say when to come back.
 const facesRetry = 5 * time.Second
+
+// facesStepAside is how long a face scan that found other work waiting
+// waits before it is picked again.
+const facesStepAside = 5 * time.Second
 
 // errNoFaceProvider is a worker started without FACES_URL: another worker
 // may have one, so the task waits rather than fails.
@@ -56,6 +61,13 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 	if err != nil || !on {
 		// Switched off since the job was recorded: nothing to look for.
 		return err
+	}
+	// Below every other queue: picked while other work waits, a scan
+	// steps aside rather than hold a slot, and the sidecar's core, for
+	// five ingests' worth of CPU. A check that fails lets it run: it only
+	// orders work.
+	if ahead, _ := queuestate.Waiting(ctx, w.rdb, w.ahead); ahead {
+		return tasks.RateLimited("the work queued ahead of it", facesStepAside)
 	}
 	if w.faces == nil {
 		return tasks.Unavailable("face provider", time.Minute, errNoFaceProvider)

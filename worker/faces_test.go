@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -415,5 +416,40 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 	if beforeCluster >= scans/2 || beforeEmbedding >= scans/2 {
 		t.Errorf("of %d scans queued first, %d ran before the cluster run and %d before the embedding: they held up the low queue",
 			scans, beforeCluster, beforeEmbedding)
+	}
+}
+
+// A scan picked while a task is ready on another queue the worker serves
+// steps aside for a few seconds without spending a retry; a paused
+// queue's tasks, which wait for an operator, do not hold it back. This
+// worker has no face provider, so a scan that goes ahead waits for one.
+func TestFaceScanStepsAsideWhileOtherWorkWaits(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	project := h.project()
+	h.facesOn(project, true)
+	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg")) // its ingest waits on default
+	scan := tasks.NewFaces(project, asset)
+	if _, err := jobs.Insert(ctx, h.env.Store, scan); err != nil {
+		t.Fatal(err)
+	}
+	run := func() *tasks.RateLimitedError {
+		t.Helper()
+		err := h.w.Handler().ProcessTask(ctx, tasks.NewTask(scan))
+		var waits *tasks.RateLimitedError
+		if !errors.As(err, &waits) || tasks.IsFailure(err) {
+			t.Fatalf("the scan returned %v, want a wait that spends no retry", err)
+		}
+		return waits
+	}
+	if w := run(); w.Cause != nil || w.RetryAfter != 5*time.Second {
+		t.Fatalf("with an ingest waiting the scan %v, want it to step aside for 5s", w)
+	}
+	if err := h.in.PauseQueue(tasks.QueueDefault); err != nil {
+		t.Fatal(err)
+	}
+	if w := run(); w.Cause == nil {
+		t.Fatalf("with only a paused queue's ingest waiting the scan %v, want it to go ahead and wait for a provider", w)
 	}
 }

@@ -81,6 +81,9 @@ type Worker struct {
 	// tracker records the state of each run in its job's row, and
 	// repairs what crashes and outages leave behind.
 	tracker *jobs.Tracker
+	// ahead are the queues this worker serves above faces: a face scan
+	// steps aside while any of them has work waiting (see findFaces).
+	ahead []string
 
 	// ledgerOutages counts the flushes in a row that found the ledger down.
 	ledgerOutages atomic.Int64
@@ -135,6 +138,11 @@ func New(d Deps) (*Worker, error) {
 			w.log.Warn("task failed", "type", t.Type(), "err", err)
 		}),
 	})
+	for q := range served(d.Config) {
+		if q != tasks.QueueFaces {
+			w.ahead = append(w.ahead, q)
+		}
+	}
 	w.metrics = newTaskMetrics()
 	w.tracker = w.jobs.Tracker(jobs.TrackerConfig{Events: w.events, Queues: slices.Sorted(maps.Keys(d.Config.QueueWeights)),
 		WaitOut: w.outage, Log: w.log, ReconcileAfter: d.Config.SweepReconcileAfter})
