@@ -167,7 +167,10 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 				enqueued_at = coalesce(j.enqueued_at, now()), updated_at = now()
 			FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
 				AS s(id, status, attempt, code, message, next_run)
-			WHERE j.id = s.id AND j.status <> 'canceled'
+			-- The ids again as an array, so the rows are found through the
+			-- primary key: the join alone is planned as a scan of every
+			-- job row, dead ones too, at each write.
+			WHERE j.id = s.id AND j.id = ANY($1::uuid[]) AND j.status <> 'canceled'
 			RETURNING `+jobColumns,
 			pq.Array(ids), pq.Array(status), pq.Array(attempts), pq.Array(codes), pq.Array(messages), pq.Array(next))
 		if err != nil {
