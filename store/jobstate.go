@@ -159,7 +159,10 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 	var batches []Batch
 	err := s.WithTx(ctx, func(tx *Store) error {
 		jobs, batches = nil, nil
-		err := tx.db.SelectContext(ctx, &jobs, `
+		// Prepared: the writer sends this many times a second, and a
+		// statement with parameters otherwise costs a parse, a plan and a
+		// round trip more each time.
+		stmt, err := tx.preparedTx(ctx, &tx.stmts.jobStates, `
 			UPDATE jobs j SET status = s.status, attempt = s.attempt,
 				progress = CASE WHEN s.status = 'done' THEN 1 ELSE j.progress END,
 				error_code = nullif(s.code, ''), error_message = nullif(s.message, ''),
@@ -171,8 +174,11 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 			-- primary key: the join alone is planned as a scan of every
 			-- job row, dead ones too, at each write.
 			WHERE j.id = s.id AND j.id = ANY($1::uuid[]) AND j.status <> 'canceled'
-			RETURNING `+jobColumns,
-			pq.Array(ids), pq.Array(status), pq.Array(attempts), pq.Array(codes), pq.Array(messages), pq.Array(next))
+			RETURNING `+jobColumns)
+		if err != nil {
+			return err
+		}
+		err = stmt.SelectContext(ctx, &jobs, pq.Array(ids), pq.Array(status), pq.Array(attempts), pq.Array(codes), pq.Array(messages), pq.Array(next))
 		if err != nil {
 			return err
 		}

@@ -68,6 +68,7 @@ type Store struct {
 type statements struct {
 	mu        sync.Mutex
 	jobStatus *sqlx.Stmt
+	jobStates *sqlx.Stmt
 }
 
 // prepared is the statement *p holds, preparing query into it first if
@@ -83,6 +84,17 @@ func (s *Store) prepared(ctx context.Context, p **sqlx.Stmt, query string) (*sql
 		*p = stmt
 	}
 	return *p, nil
+}
+
+// preparedTx is prepared as prepared does, bound to s's transaction when s
+// has one: database/sql keeps a statement prepared on every connection it
+// ran on, so a transaction on one of those uses it as it is.
+func (s *Store) preparedTx(ctx context.Context, p **sqlx.Stmt, query string) (*sqlx.Stmt, error) {
+	stmt, err := s.prepared(ctx, p, query)
+	if err != nil || !s.tx {
+		return stmt, err
+	}
+	return s.db.(*sqlx.Tx).StmtxContext(ctx, stmt), nil
 }
 
 // querier is what the pool and a transaction both offer, so every method
