@@ -271,18 +271,27 @@ func (w *Worker) countRunning(next asynq.Handler) asynq.Handler {
 	})
 }
 
+// logTasks logs each run's end: an error as a warning, a success at debug
+// level only, since the task metrics and the job rows already count every
+// success and one line per task at info level costs more than a no-op task.
 func (w *Worker) logTasks(next asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
 		start := time.Now()
+		err := next.ProcessTask(ctx, t)
+		level, msg := slog.LevelDebug, "task done"
+		if err != nil {
+			level, msg = slog.LevelWarn, "task error"
+		}
+		if !w.log.Enabled(ctx, level) {
+			return err
+		}
 		id, _ := asynq.GetTaskID(ctx)
 		retry, _ := asynq.GetRetryCount(ctx)
-		err := next.ProcessTask(ctx, t)
 		attrs := []any{"type", t.Type(), "taskId", id, "attempt", retry + 1, "durationMs", time.Since(start).Milliseconds()}
 		if err != nil {
-			w.log.Warn("task error", append(attrs, "err", err)...)
-		} else {
-			w.log.Info("task done", attrs...)
+			attrs = append(attrs, "err", err)
 		}
+		w.log.Log(ctx, level, msg, attrs...)
 		return err
 	})
 }
