@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -89,7 +89,10 @@ func (d *Dispatcher) Tracker(c TrackerConfig) *Tracker {
 // are.
 func (tr *Tracker) Run(ctx context.Context, t *asynq.Task, next asynq.Handler) error {
 	var ref tasks.Job
-	if !tasks.HasJob(t.Type()) || json.Unmarshal(t.Payload(), &ref) != nil || ref.JobID == uuid.Nil {
+	// go-json rather than encoding/json: this runs before every task, and
+	// encoding/json's reflection walks deep enough to grow the fresh stack
+	// of the goroutine Asynq runs each task on.
+	if !tasks.HasJob(t.Type()) || gojson.Unmarshal(t.Payload(), &ref) != nil || ref.JobID == uuid.Nil {
 		return next.ProcessTask(ctx, t)
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
