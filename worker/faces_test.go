@@ -354,9 +354,8 @@ func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
 // With face scans waiting, an embedding and a cluster run queued after
 // them run first: the scans wait on a queue of their own, below low, so
 // they never hold a place in the line of the work that makes photos "ai".
-// One task slot, so the queues alone set the order. Each pick goes to a
-// scan about once in 4 while low holds work, so half the scans running
-// first happens about once in a million.
+// One task slot, so the queues alone set the order: on low, their line,
+// every scan runs first.
 func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=1")
@@ -368,7 +367,7 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 
 	// Photos ingested and embedded before any worker runs: each
 	// embedding records its photo's scan, which waits.
-	const scans = 20
+	const scans = 8
 	for i := range scans {
 		data := append(readDemo(t, faceDemo[i%len(faceDemo)].name), []byte(uuid.NewString())...)
 		asset, _ := h.finalizeWithoutEnqueue(scanned, data)
