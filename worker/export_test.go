@@ -51,8 +51,7 @@ func (h *harness) ingested(project, asset uuid.UUID) uuid.UUID {
 	h.t.Helper()
 	var job uuid.UUID
 	h.env.DB.Get(&job, `SELECT id FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
-	t := tasks.NewTask(tasks.IngestPayload{Job: tasks.Job{JobID: job, ProjectID: project}, AssetID: asset})
-	h.w.Handler().ProcessTask(context.Background(), t) // bad files fail here, as they would in the queue
+	h.runIngest(project, asset, job) // bad files fail here, as they would in the queue
 	return asset
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,18 +373,20 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 		data := append(readDemo(t, faceDemo[i%len(faceDemo)].name), []byte(uuid.NewString())...)
 		asset, _ := h.finalizeWithoutEnqueue(scanned, data)
 		h.ingested(scanned, asset)
-		var embed struct {
-			Payload []byte `db:"payload"`
-			TaskID  string `db:"task_id"`
-		}
-		if err := h.env.DB.Get(&embed, `SELECT payload, task_id FROM jobs WHERE asset_id = $1 AND type = 'asset:embed'`, asset); err != nil {
+		recorded, err := h.env.Store.AssetJobs(ctx, asset)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.w.Handler().ProcessTask(ctx, tasks.New(tasks.TypeEmbed, embed.Payload, embed.TaskID)); err != nil {
+		i := slices.IndexFunc(recorded, func(j store.Job) bool { return j.Type == tasks.TypeEmbed })
+		if i < 0 {
+			t.Fatalf("no embedding job recorded by the ingest of %s", asset)
+		}
+		embed := recorded[i]
+		if err := h.runJob(embed); err != nil {
 			t.Fatal(err)
 		}
 		// The embedding the ingest queued has run.
-		if err := h.in.DeleteTask(tasks.QueueOf(tasks.TypeEmbed), embed.TaskID); err != nil {
+		if err := h.in.DeleteTask(embed.Queue, embed.TaskID); err != nil {
 			t.Fatal(err)
 		}
 	}
