@@ -22,9 +22,8 @@
 # fuzz targets run beside the main pass; their output follows it. Within
 # a package of the main pass TEST_PARALLEL tests run at once, not one per
 # core: alone, worker/ takes 110 s with 6 against 161 s with 2, for the
-# same CPU. Where
-# the time went: artifacts/test-times.txt for the main pass,
-# artifacts/test-times-plain.txt for the one without -race.
+# same CPU. Where the time went: artifacts/test-times.txt for the main
+# pass, artifacts/test-times-plain.txt for the one without -race.
 #
 #   PKG=./... RACE=-race NORACE_PKG="./faults/ ./sdk/ ./imaging/" TIMEOUT=20m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

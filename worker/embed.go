@@ -24,7 +24,8 @@ import (
 func init() { handle(tasks.TypeEmbed, (*Worker).embedAsset) }
 
 // embedAsset computes an asset's embedding from its thumbnail and makes it
-// search-ready, then records its faces job when its project detects faces. Calls to an outside provider spend a budget shared by all
+// search-ready, then records its faces job when its project detects
+// faces. Calls to an outside provider spend a budget shared by all
 // workers; a task that finds it spent waits without spending a retry.
 func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.EmbedPayload](t)
