@@ -125,6 +125,19 @@ func (w *Worker) asset(ctx context.Context, id uuid.UUID) (*store.Asset, error) 
 // readOriginal reads the original once and checks it is still the bytes
 // the client finalized.
 func (w *Worker) readOriginal(ctx context.Context, a *store.Asset) ([]byte, error) {
+	data, err := w.readStored(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != *a.ChecksumSHA256 {
+		return nil, badInput("original_changed", "The stored original no longer matches its checksum.")
+	}
+	return data, nil
+}
+
+// readStored reads the original without checking it against its checksum.
+func (w *Worker) readStored(ctx context.Context, a *store.Asset) ([]byte, error) {
 	f, info, err := w.blobs.Open(ctx, a.BlobKey)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, badInput("original_missing", "The original file is missing from storage.")
@@ -136,16 +149,14 @@ func (w *Worker) readOriginal(ctx context.Context, a *store.Asset) ([]byte, erro
 	if info.Size > w.cfg.MaxUploadBytes {
 		return nil, badInput(imaging.CodeTooLarge, "The original is %d bytes; the limit is %d.", info.Size, w.cfg.MaxUploadBytes)
 	}
-	data := make([]byte, 0, info.Size)
-	buf := bytes.NewBuffer(data)
-	if _, err := io.Copy(buf, f); err != nil {
+	// Read to the size the store gave: io.Copy into a buffer of exactly
+	// that size grows it to twice as much to find the end, copying the
+	// whole original once more.
+	data := make([]byte, info.Size)
+	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	if hex.EncodeToString(sum[:]) != *a.ChecksumSHA256 {
-		return nil, badInput("original_changed", "The stored original no longer matches its checksum.")
-	}
-	return buf.Bytes(), nil
+	return data, nil
 }
 
 // putDerived stores a derived file under its fixed key; writing it again
