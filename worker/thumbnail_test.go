@@ -171,3 +171,30 @@ func TestThumbnailOfACorruptFileLeavesItToIngest(t *testing.T) {
 		t.Fatalf("ingest: %v, want a permanent failure", err)
 	}
 }
+
+// An original whose stored bytes are no longer those finalize checked: the
+// ingest, which checks for both tasks, fails the asset for good and says
+// why, whatever the thumbnail task made of the bytes first.
+func TestAnOriginalChangedInStorageFailsItsIngest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	project := h.project()
+	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/kleiber-6028x3391.jpg"))
+	a, err := h.env.Store.AssetByID(context.Background(), asset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := readCorpus(t, "photos/wood.jpg")
+	if _, err := h.blobs.Put(context.Background(), a.BlobKey, bytes.NewReader(other), int64(len(other))); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.runThumbnail(project, asset); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.runIngest(project, asset, job); !tasks.IsPermanent(err) {
+		t.Fatalf("ingest: %v, want a permanent failure", err)
+	}
+	if r := h.asset(asset); r.Status != "failed" || r.Code == nil || *r.Code != "original_changed" || r.JobStatus != "failed" {
+		t.Fatalf("after the ingest: %+v, want the asset and its job failed with original_changed", r)
+	}
+}
