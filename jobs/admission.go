@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,4 +118,87 @@ func (d *Dispatcher) settleIDInUse(ctx context.Context, j store.Job, t *asynq.Ta
 // good) or completed (kept for its retention). It still holds its TaskID.
 func ended(s asynq.TaskState) bool {
 	return s == asynq.TaskStateArchived || s == asynq.TaskStateCompleted
+}
+
+// admitWait is the longest an ended job's room under the caps waits to be
+// filled (see roomMaker).
+const admitWait = 250 * time.Millisecond
+
+// roomMaker admits waiting batch jobs as a worker's jobs end, a quarter of
+// a cap's room at a time: admitting after every job that ended cost more
+// Postgres time than the ingest itself asks for (the admission query,
+// then marking the admitted jobs), and a queue three quarters full still
+// has work for every worker. Room that stays short of a quarter is filled
+// after admitWait, so a user queue whose jobs end on several workers, each
+// seeing only its own, never waits long.
+type roomMaker struct {
+	d     *Dispatcher
+	log   *slog.Logger
+	every int
+
+	mu     sync.Mutex
+	count  map[store.UserQueue]int
+	timers map[store.UserQueue]*time.Timer
+	closed bool
+}
+
+func newRoomMaker(d *Dispatcher, log *slog.Logger) *roomMaker {
+	every := 1
+	if c := min(d.Caps.Batch, d.Caps.User); c > 0 {
+		every = max(1, c/4)
+	} else if c := max(d.Caps.Batch, d.Caps.User); c > 0 {
+		every = max(1, c/4)
+	}
+	return &roomMaker{d: d, log: log, every: every, count: map[store.UserQueue]int{}, timers: map[store.UserQueue]*time.Timer{}}
+}
+
+// ended counts n jobs of uq that ended, admitting when they make enough
+// room.
+func (r *roomMaker) ended(ctx context.Context, uq store.UserQueue, n int) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.count[uq] += n
+	due := r.count[uq] >= r.every
+	if due {
+		r.reset(uq)
+	} else if r.timers[uq] == nil {
+		r.timers[uq] = time.AfterFunc(admitWait, func() { r.admitNow(uq) })
+	}
+	r.mu.Unlock()
+	if due {
+		r.d.Admit(ctx, r.log, uq)
+	}
+}
+
+func (r *roomMaker) admitNow(uq store.UserQueue) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.reset(uq)
+	r.mu.Unlock()
+	r.d.Admit(context.Background(), r.log, uq)
+}
+
+// reset forgets uq's count and timer; r.mu is held.
+func (r *roomMaker) reset(uq store.UserQueue) {
+	delete(r.count, uq)
+	if t := r.timers[uq]; t != nil {
+		t.Stop()
+		delete(r.timers, uq)
+	}
+}
+
+// close drops the room not yet filled: the sweep admits what waits.
+func (r *roomMaker) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for uq := range r.timers {
+		r.reset(uq)
+	}
 }

@@ -212,14 +212,16 @@ func (sw *stateWriter) write(changes []store.JobState) {
 	for _, b := range batches {
 		userOf[b.ID] = b.UserID
 	}
-	var uqs []store.UserQueue
+	room := map[store.UserQueue]int{}
 	for _, j := range jobs {
-		if j.BatchID == nil {
+		if j.BatchID == nil || (j.Status != store.JobDone && j.Status != store.JobFailed) {
 			continue
 		}
-		if u, ok := userOf[*j.BatchID]; ok && !slices.Contains(uqs, store.UserQueue{User: u, Queue: j.Queue}) {
-			uqs = append(uqs, store.UserQueue{User: u, Queue: j.Queue})
+		if u, ok := userOf[*j.BatchID]; ok {
+			room[store.UserQueue{User: u, Queue: j.Queue}]++
 		}
 	}
-	t.d.Admit(ctx, t.log, uqs...)
+	for uq, n := range room {
+		t.room.ended(ctx, uq, n)
+	}
 }

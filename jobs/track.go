@@ -34,6 +34,7 @@ type Tracker struct {
 	waitOut func(ctx context.Context, err error) error
 
 	states   *stateWriter
+	room     *roomMaker
 	marks    *CancelMarks
 	stopping atomic.Bool // set once the worker shuts down: see Run
 
@@ -75,6 +76,7 @@ func (d *Dispatcher) Tracker(c TrackerConfig) *Tracker {
 	if t.reconcileAfter = c.ReconcileAfter; t.reconcileAfter <= 0 {
 		t.reconcileAfter = reconcileAfter
 	}
+	t.room = newRoomMaker(d, t.log)
 	t.states = newStateWriter(t)
 	return t
 }
@@ -133,7 +135,10 @@ func (tr *Tracker) Stopping() { tr.stopping.Store(true) }
 
 // Close writes the states still pending; states recorded later are
 // written at once.
-func (tr *Tracker) Close() { tr.states.close() }
+func (tr *Tracker) Close() {
+	tr.states.close()
+	tr.room.close()
+}
 
 // JobChanged tells listeners of a job's new state, its asset's, and its
 // batch's when the job ended.
