@@ -184,17 +184,13 @@ func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h 
 	if len(src) == 0 {
 		return nil, 0, 0, false
 	}
-	buf := decodeBuffer(scaledSize(hd.width, hd.height, long))
-	defer decodeBuffers.Put(buf)
-	var dst *C.uchar
-	if len(*buf) > 0 {
-		dst = (*C.uchar)(unsafe.Pointer(&(*buf)[0]))
-	}
+	buf := decodeBuffers.get(scaledSize(hd.width, hd.height, long))
+	defer decodeBuffers.put(buf)
+	dst := (*C.uchar)(buf.p)
 	for {
 		rc := C.lb_jpeg_read((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), C.int(long), checked,
-			dst, C.size_t(len(*buf)), &icc, &iccLen, &out, &cw, &ch, &msg[0])
+			dst, C.size_t(buf.n), &icc, &iccLen, &out, &cw, &ch, &msg[0])
 		runtime.KeepAlive(src)
-		runtime.KeepAlive(buf)
 		if rc == C.LB_JPEG_PROFILE {
 			srgb := isSRGBProfile(C.GoBytes(unsafe.Pointer(icc), C.int(iccLen)))
 			C.free(unsafe.Pointer(icc))
@@ -226,20 +222,72 @@ func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h 
 	return pix, w, h, true
 }
 
-// decodeBuffers holds the memory jpegScaled decodes into, for the next
-// decode: a 12 MP photo's pixels are 36 MB, which malloc maps fresh for
-// each photo and the kernel then faults in and zeroes page by page, a
-// fifth of the preview's time.
-var decodeBuffers sync.Pool
+// decodeBuffers keeps the memory jpegScaled decodes into for the next
+// decode. A 12 MP photo's pixels are 36 MB, above what glibc serves from
+// its heap: malloc mapped them afresh for every photo, and the kernel
+// faulted in and zeroed them page by page, a fifth of the preview's time.
+// The buffers are C memory, out of the Go heap's sight, so they do not
+// raise the garbage collector's goal.
+var decodeBuffers = cBuffers{keep: 4}
 
-// decodeBuffer gives a buffer of n bytes from decodeBuffers, or a new one.
-func decodeBuffer(n int) *[]byte {
-	if b, ok := decodeBuffers.Get().(*[]byte); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
+// cBuffers is a small free list of malloc'd buffers.
+type cBuffers struct {
+	keep int // buffers kept at most; a worker decodes about this many at once
+	mu   sync.Mutex
+	free []cBuffer
+}
+
+type cBuffer struct {
+	p unsafe.Pointer
+	n int
+}
+
+// get returns a buffer of at least n bytes, of unspecified content: a kept
+// one no more than twice as large, or a new one. Under a MiB, which malloc
+// serves from its heap, and when malloc fails, it returns none, and
+// lb_jpeg_read allocates its own.
+func (cb *cBuffers) get(n int) cBuffer {
+	if n < 1<<20 {
+		return cBuffer{}
 	}
-	b := make([]byte, n)
-	return &b
+	cb.mu.Lock()
+	for i, b := range cb.free {
+		if b.n >= n && b.n <= 2*n {
+			cb.free = append(cb.free[:i], cb.free[i+1:]...)
+			cb.mu.Unlock()
+			return b
+		}
+	}
+	cb.mu.Unlock()
+	p := C.malloc(C.size_t(n))
+	if p == nil {
+		return cBuffer{}
+	}
+	return cBuffer{p: p, n: n}
+}
+
+// put keeps b for a later get, or frees it (and the smallest kept one
+// when it is larger) once keep are kept.
+func (cb *cBuffers) put(b cBuffer) {
+	if b.p == nil {
+		return
+	}
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if len(cb.free) < cb.keep {
+		cb.free = append(cb.free, b)
+		return
+	}
+	small := 0
+	for i, f := range cb.free {
+		if f.n < cb.free[small].n {
+			small = i
+		}
+	}
+	if cb.free[small].n < b.n {
+		b, cb.free[small] = cb.free[small], b
+	}
+	C.free(b.p)
 }
 
 // scaledSize is the size in bytes of a w×h JPEG's RGB pixels decoded as
