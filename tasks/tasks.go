@@ -35,7 +35,7 @@ const (
 // Queues, by priority.
 const (
 	// QueueThumbnails holds only thumbnails ahead of ingest: each costs
-	// about a seventh of an ingest, so weighted far above the rest it gets
+	// about a quarter of an ingest, so weighted far above the rest it gets
 	// most of the workers while a batch's thumbnails are being made (an
 	// ingest is picked about once in 70), and a few seconds of them after.
 	QueueThumbnails = "thumbnails"
