@@ -228,10 +228,11 @@ func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h 
 // its heap: malloc mapped them afresh for every photo, and the kernel
 // faulted in and zeroed them page by page, a fifth of the preview's time.
 // The buffers are C memory, out of the Go heap's sight, so they do not
-// raise the garbage collector's goal. At most four are kept, none over
-// 64 MB, and all are freed 30 s after the last decode: a worker that
-// ingested a batch of 12 MP photos holds 144 MB more until then.
-var decodeBuffers = cBuffers{keep: 4, largest: 64 << 20, idle: 30 * time.Second}
+// raise the garbage collector's goal. At most twice the cores are kept
+// (the worker's default concurrency), none over 64 MB, and all are freed
+// 30 s after the last decode: a 2-core worker that ingested a batch of
+// 12 MP photos holds 144 MB more until then.
+var decodeBuffers = cBuffers{keep: 2 * runtime.GOMAXPROCS(0), largest: 64 << 20, idle: 30 * time.Second}
 
 // cBuffers is a small free list of malloc'd buffers.
 type cBuffers struct {
