@@ -143,12 +143,14 @@ type roomMaker struct {
 }
 
 func newRoomMaker(d *Dispatcher, log *slog.Logger) *roomMaker {
-	every := 1
-	if c := min(d.Caps.Batch, d.Caps.User); c > 0 {
-		every = max(1, c/4)
-	} else if c := max(d.Caps.Batch, d.Caps.User); c > 0 {
-		every = max(1, c/4)
+	// A quarter of the smallest cap set; with none, after every job.
+	smallest := 0
+	for _, c := range []int{d.Caps.Batch, d.Caps.User} {
+		if c > 0 && (smallest == 0 || c < smallest) {
+			smallest = c
+		}
 	}
+	every := max(1, smallest/4)
 	return &roomMaker{d: d, log: log, every: every, count: map[store.UserQueue]int{}, timers: map[store.UserQueue]*time.Timer{}}
 }
 
