@@ -228,14 +228,15 @@ func get(url, key string) (reply, error) {
 	return reply{status: res.StatusCode, header: res.Header, body: b}, err
 }
 
-// One user sends 20 chain verifications at once, again every 200 ms, on
-// a chain longer than one verification reads (each checks the newest
-// 1,000 entries, about 90 ms of CPU), while another user lists projects. Exactly one verification runs; the
-// others are refused as busy or answered from its kept outcome, and the
-// other user's p99 stays under 250 ms, plus twice the p99 of a server
-// nobody attacks asked at the same moments (the machine's own noise, as
-// the password flood test counts it). The servers are processes of their
-// own, built without the race detector, so the figures are the servers'.
+// One user sends 20 chain verifications at once, again every 200 ms, on a
+// chain longer than one verification reads (each checks the newest 1,000
+// entries, about 90 ms of CPU), while another user lists projects. Exactly
+// one verification runs; the others are refused as busy or answered from
+// its kept outcome, and the other user's p99 stays under 250 ms, plus
+// twice the p99 of a server nobody attacks asked at the same moments (the
+// machine's own noise, as the password flood test counts it). The servers
+// are processes of their own, built without the race detector, so the
+// figures are the servers'.
 func TestChainVerifyFloodFromOneUser(t *testing.T) {
 	const entries, volley, samples = 1_500, 20, 400
 	env := testenv.New(t)

@@ -134,13 +134,13 @@ func faceRow(img image.Image, f faces.Face) store.Face {
 
 // recordFaces records the asset:faces job of an asset that just became
 // search-ready, when its project detects faces and the asset was not
-// scanned yet. Recorded after the embedding rather than with it at
-// ingest, and on the faces queue, below low: a photo's embedding and the
-// cluster run that makes it "ai" never wait behind the face scans of the
-// photos before it. Its id derives from the asset, so the job the scan of
-// a project switching faces on records for the same photo is this one; an
-// embedding that runs twice records it once. Faces switched on meanwhile need no
-// lock here: the asset is saved search-ready before this reads the
+// scanned yet. Recorded after the embedding rather than with it at ingest,
+// and on the faces queue, below low: a photo's embedding and the cluster
+// run that makes it "ai" never wait behind the face scans of the photos
+// before it. Its id derives from the asset, so the job the scan of a
+// project switching faces on records for the same photo is this one; an
+// embedding that runs twice records it once. Faces switched on meanwhile
+// need no lock here: the asset is saved search-ready before this reads the
 // project, so their scan finds it.
 func (w *Worker) recordFaces(ctx context.Context, project, asset uuid.UUID) error {
 	return w.st.WithTx(ctx, func(tx *store.Store) error {
