@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/mail"
@@ -133,7 +134,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		LogLevel:    r.level("LOG_LEVEL", slog.LevelInfo),
 
 		WorkerConcurrency: r.integer("WORKER_CONCURRENCY", 2*runtime.NumCPU(), 1, 1024),
-		QueueWeights:      r.weights("QUEUE_WEIGHTS", "thumbnails=600,critical=18,default=9,low=3,faces=1"),
+		QueueWeights:      r.weights("QUEUE_WEIGHTS"),
 		ThumbnailsFirst:   r.boolean("THUMBNAILS_FIRST", true),
 		StrictPriority:    r.boolean("QUEUE_STRICT_PRIORITY", false),
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
@@ -450,11 +451,15 @@ func (r *reader) level(name string, def slog.Level) slog.Level {
 	return l
 }
 
-// weights parses "critical=18,default=9,low=3". Critical, default and low
-// must all be present, or their work would never run; thumbnails and
-// faces are added when left out.
-func (r *reader) weights(name, def string) map[string]int {
-	s := r.str(name, def)
+// weights parses "critical=18,default=9,low=3", or gives
+// tasks.DefaultWeights when unset. Critical, default and low must all be
+// present, or their work would never run; thumbnails and faces are added
+// when left out.
+func (r *reader) weights(name string) map[string]int {
+	s := r.str(name, "")
+	if s == "" {
+		return maps.Clone(tasks.DefaultWeights)
+	}
 	out := map[string]int{}
 	for _, part := range strings.Split(s, ",") {
 		q, w, ok := strings.Cut(strings.TrimSpace(part), "=")
