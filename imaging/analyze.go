@@ -125,29 +125,53 @@ const (
 // measureQuality computes Quality on img, which the engines give at a long
 // edge of analysisSize (or smaller when the original is smaller).
 func measureQuality(img *image.RGBA) Quality {
-	g := toGray(img)
-	w, h := g.Rect.Dx(), g.Rect.Dy()
+	st := lumaStatsOf(img)
 	var q Quality
-	if w == 0 || h == 0 {
+	if st.pixels == 0 {
 		return q
 	}
-	var sum, hi, lo int
+	n := float64(st.pixels)
+	q.MeanLuminance = round(float64(st.sum)/n/255, 4)
+	q.HighlightsClipped = round(float64(st.hi)/n, 4)
+	q.ShadowsClipped = round(float64(st.lo)/n, 4)
+	q.Sharpness = round(st.laplacianVariance(img.Rect.Dx(), img.Rect.Dy()), 2)
+	return q
+}
+
+// lumaStats are the sums Quality is made of, over an image's luminance:
+// its pixels, their sum, how many are clipped at each end, and the sum
+// and sum of squares of the 4-neighbour Laplacian over the interior.
+type lumaStats struct {
+	pixels, sum, hi, lo int64
+	lap, lap2           int64
+}
+
+func (st lumaStats) laplacianVariance(w, h int) float64 {
+	if w < 3 || h < 3 {
+		return 0
+	}
+	m := float64((w - 2) * (h - 2))
+	mean := float64(st.lap) / m
+	return float64(st.lap2)/m - mean*mean
+}
+
+// goLumaStats is lumaStats in Go: the builds without cgo use it, and the
+// tests hold the C version to it.
+func goLumaStats(img *image.RGBA) lumaStats {
+	g := toGray(img)
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	st := lumaStats{pixels: int64(w * h)}
 	for _, v := range g.Pix {
-		sum += int(v)
+		st.sum += int64(v)
 		if v >= highlightLevel {
-			hi++
+			st.hi++
 		}
 		if v <= shadowLevel {
-			lo++
+			st.lo++
 		}
 	}
-	n := float64(len(g.Pix))
-	q.MeanLuminance = round(float64(sum)/n/255, 4)
-	q.HighlightsClipped = round(float64(hi)/n, 4)
-	q.ShadowsClipped = round(float64(lo)/n, 4)
-
-	q.Sharpness = round(LaplacianVariance(g), 2)
-	return q
+	st.lap, st.lap2 = laplacianSums(g)
+	return st
 }
 
 // LaplacianVariance is the variance of the 4-neighbour Laplacian of g over
@@ -155,11 +179,17 @@ func measureQuality(img *image.RGBA) Quality {
 // is 0 for an image under 3 pixels on a side. The sums are in integers:
 // exact, and faster than the same sums in floats.
 func LaplacianVariance(g *image.Gray) float64 {
+	s, s2 := laplacianSums(g)
+	return lumaStats{lap: s, lap2: s2}.laplacianVariance(g.Rect.Dx(), g.Rect.Dy())
+}
+
+// laplacianSums are the sum and sum of squares of g's 4-neighbour
+// Laplacian over its interior.
+func laplacianSums(g *image.Gray) (s, s2 int64) {
 	w, h := g.Rect.Dx(), g.Rect.Dy()
 	if w < 3 || h < 3 {
-		return 0
+		return 0, 0
 	}
-	var s, s2 int64
 	for y := 1; y < h-1; y++ {
 		up, row, down := g.Pix[(y-1)*g.Stride:][:w], g.Pix[y*g.Stride:][:w], g.Pix[(y+1)*g.Stride:][:w]
 		for x := 1; x < w-1; x++ {
@@ -168,7 +198,5 @@ func LaplacianVariance(g *image.Gray) float64 {
 			s2 += l * l
 		}
 	}
-	m := float64((w - 2) * (h - 2))
-	mean := float64(s) / m
-	return float64(s2)/m - mean*mean
+	return s, s2
 }
