@@ -4,6 +4,7 @@ package imaging
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,10 +23,12 @@ func TestDecodesReuseMemoryCleanly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pix, _, _, ok := jpegScaled(data, h, 1, 1024)
+			kept, _, _, release, ok := jpegScaled(data, h, 1, 1024)
 			if !ok {
 				t.Fatalf("%s: not decoded", name)
 			}
+			pix := bytes.Clone(kept)
+			release()
 			if round == 0 {
 				want = append(want, pix)
 			} else if !bytes.Equal(pix, want[i]) {
@@ -39,6 +42,43 @@ func TestDecodesReuseMemoryCleanly(t *testing.T) {
 	if kept == 0 {
 		t.Fatal("no decode buffer was kept for reuse")
 	}
+}
+
+// Previews and thumbnails are made from pixels that go back to the kept
+// buffers once they are encoded: photos processed side by side, round
+// after round, come out as they did one at a time.
+func TestProcessOutputsOutliveTheirBuffers(t *testing.T) {
+	e, err := New(EngineVips, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Resized across and down, and one under the preview's size, whose
+	// preview is the decoded pixels themselves.
+	names := []string{"photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg", "photos/blinds.jpg", "photos/wood.jpg"}
+	want := make([]*Result, len(names))
+	for i, name := range names {
+		if want[i], err = e.Process(t.Context(), readCorpus(t, name), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for round := range 3 {
+				i := (g + round) % len(names)
+				got, err := e.Process(t.Context(), readCorpus(t, names[i]), Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(got.Preview.Data, want[i].Preview.Data) || !bytes.Equal(got.Thumbnail.Data, want[i].Thumbnail.Data) ||
+					got.Quality != want[i].Quality || got.PHash != want[i].PHash {
+					t.Errorf("%s processed beside others: its outputs differ from its own alone", names[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Kept buffers have a size limit and go once no decode has come for a

@@ -106,7 +106,10 @@ func (e *vipsEngine) thumb(ctx context.Context, data []byte, h header, orientati
 		ok    bool
 	)
 	if h.format == JPEG {
-		pix, w, ht, ok = jpegScaled(src, h, orientation, opt.ThumbSize)
+		var release func()
+		if pix, w, ht, release, ok = jpegScaled(src, h, orientation, opt.ThumbSize); ok {
+			defer release()
+		}
 	}
 	if !ok {
 		var err error
@@ -142,7 +145,10 @@ func (e *vipsEngine) derive(ctx context.Context, data []byte, h header, orientat
 	}
 	raw, pw, ph, ok := []byte(nil), 0, 0, false
 	if h.format == JPEG {
-		raw, pw, ph, ok = jpegPreview(src, h, orientation, opt)
+		var release func()
+		if raw, pw, ph, release, ok = jpegPreview(src, h, orientation, opt); ok {
+			defer release()
+		}
 	}
 	if !ok {
 		var err error

@@ -153,27 +153,32 @@ import (
 // decode and resize: RGB, YCbCr or grey, with no colour profile or an sRGB
 // one, under four times the preview. It scales in the DCT where the photo
 // is at least twice the preview (a decode at half size), finishes with
-// lanczosRGB and applies the EXIF orientation. ok is false, with nothing done, for any
-// other JPEG, and when libjpeg-turbo meets damage: libvips then decodes
-// it, and decides what damage means, as before.
+// lanczosRGB and applies the EXIF orientation. The pixels may be kept
+// memory (decodeBuffers): they are valid until release is called, which
+// the caller must do. ok is false, with nothing done, for any other JPEG,
+// and when libjpeg-turbo meets damage: libvips then decodes it, and
+// decides what damage means, as before.
 //
 // Through libvips the same pixels cost a third more: its pipeline hands
 // the rows between threads, copies them out twice, and shrinks in height
 // on its own (vips_thumbnail 8.14 never scales in the DCT under 4×).
-func jpegPreview(src []byte, hd header, orientation int, opt Options) (pix []byte, w, h int, ok bool) {
+func jpegPreview(src []byte, hd header, orientation int, opt Options) (pix []byte, w, h int, release func(), ok bool) {
 	// From four times the preview on, libvips' thumbnail shrinks on load
 	// and rounds the size from the shrunk image: leave those to it, so
 	// every preview is the size libvips gives.
 	if max(hd.width, hd.height) >= 4*opt.PreviewSize {
-		return nil, 0, 0, false
+		return nil, 0, 0, nil, false
 	}
 	return jpegScaled(src, hd, orientation, opt.PreviewSize)
 }
 
 // jpegScaled decodes a plain JPEG (as jpegPreview) with libjpeg-turbo,
 // scaled in the DCT by the largest of 1/2, 1/4, 1/8 that leaves a long edge
-// of at least long, and resizes it to fit long with Lanczos3, upright.
-func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h int, ok bool) {
+// of at least long, and resizes it to fit long with Lanczos3, upright. The
+// pixels stay in the memory they were decoded and resized in, kept for the
+// next decode once release is called: a 12 MP photo's preview pass
+// otherwise had Go allocate and zero 18 MB.
+func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h int, release func(), ok bool) {
 	var (
 		icc     *C.uchar
 		iccLen  C.uint
@@ -183,10 +188,15 @@ func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h 
 		checked C.int
 	)
 	if len(src) == 0 {
-		return nil, 0, 0, false
+		return nil, 0, 0, nil, false
 	}
 	buf := decodeBuffers.get(scaledSize(hd.width, hd.height, long))
-	defer decodeBuffers.put(buf)
+	bufs := []cBuffer{buf}
+	release = func() {
+		for _, b := range bufs {
+			decodeBuffers.put(b)
+		}
+	}
 	dst := (*C.uchar)(buf.p)
 	for {
 		rc := C.lb_jpeg_read((*C.uchar)(unsafe.Pointer(&src[0])), C.size_t(len(src)), C.int(long), checked,
@@ -196,43 +206,56 @@ func jpegScaled(src []byte, hd header, orientation, long int) (pix []byte, w, h 
 			srgb := isSRGBProfile(C.GoBytes(unsafe.Pointer(icc), C.int(iccLen)))
 			C.free(unsafe.Pointer(icc))
 			if !srgb {
-				return nil, 0, 0, false
+				release()
+				return nil, 0, 0, nil, false
 			}
 			checked = 1
 			continue
 		}
 		if rc != C.LB_JPEG_OK {
-			return nil, 0, 0, false
+			release()
+			return nil, 0, 0, nil, false
 		}
 		break
 	}
-	if out != dst {
-		defer C.free(unsafe.Pointer(out))
-	}
 	dw, dh := int(cw), int(ch)
+	if out != dst {
+		// Memory lb_jpeg_read allocated: kept or freed as the rest.
+		bufs = append(bufs, cBuffer{p: unsafe.Pointer(out), n: 3 * dw * dh})
+	}
 	decoded := unsafe.Slice((*byte)(unsafe.Pointer(out)), 3*dw*dh)
-	pix, w, h, err := fitRGB(decoded, dw, dh, hd.width, hd.height, long)
+	pix, w, h, err := fitRGB(decoded, dw, dh, hd.width, hd.height, long, func(n int) []byte {
+		b := decodeBuffers.get(n)
+		if b.p == nil {
+			return nil
+		}
+		bufs = append(bufs, b)
+		return unsafe.Slice((*byte)(b.p), b.n)
+	})
 	if err != nil {
-		return nil, 0, 0, false
+		release()
+		return nil, 0, 0, nil, false
 	}
 	if orientation > 1 && orientation <= 8 {
 		img := orient(boxRGB(pix, w, h, 1), orientation)
 		w, h = img.Rect.Dx(), img.Rect.Dy()
 		pix = appendRGB(nil, img)
 	}
-	return pix, w, h, true
+	return pix, w, h, release, true
 }
 
-// decodeBuffers keeps the memory jpegScaled decodes into for the next
-// decode. A 12 MP photo's pixels are 36 MB, above what glibc serves from
-// its heap: malloc mapped them afresh for every photo, and the kernel
-// faulted in and zeroed them page by page, a fifth of the preview's time.
-// The buffers are C memory, out of the Go heap's sight, so they do not
-// raise the garbage collector's goal. At most twice the cores are kept
-// (the worker's default concurrency), none over 64 MB, and all are freed
-// 30 s after the last decode: a 2-core worker that ingested a batch of
-// 12 MP photos holds 144 MB more until then.
-var decodeBuffers = cBuffers{keep: 2 * runtime.GOMAXPROCS(0), largest: 64 << 20, idle: 30 * time.Second}
+// decodeBuffers keeps the memory jpegScaled decodes and resizes into for
+// the next decode. A 12 MP photo's pixels are 36 MB, above what glibc
+// serves from its heap: malloc mapped them afresh for every photo, and
+// the kernel faulted in and zeroed them page by page, a fifth of the
+// preview's time. The buffers are C memory, out of the Go heap's sight,
+// so they do not raise the garbage collector's goal. Each decode holds
+// two (the decoded pixels and the resized ones, 36 and 18 MB for 12 MP)
+// and the worker runs twice the cores by default, so four times the
+// cores are kept, none over 64 MB, and all are freed 30 s after the last
+// decode: a 2-core worker that ingested a batch of 12 MP photos holds
+// 216 MB more until then.
+var decodeBuffers = cBuffers{keep: 4 * runtime.GOMAXPROCS(0), largest: 64 << 20, idle: 30 * time.Second}
 
 // cBuffers is a small free list of malloc'd buffers.
 type cBuffers struct {
@@ -279,7 +302,7 @@ func (cb *cBuffers) put(b cBuffer) {
 	if b.p == nil {
 		return
 	}
-	if b.n > cb.largest {
+	if b.n > cb.largest || b.n < 1<<20 {
 		C.free(b.p)
 		return
 	}
@@ -329,21 +352,22 @@ func scaledSize(w, h, long int) int {
 
 // fitRGB resizes w×h packed RGB pixels, decoded from a fullW×fullH image
 // (at a scale), with Lanczos3 to the size libvips' thumbnail makes of the
-// full image for a box of long on each side (never enlarging), into Go
-// memory.
-func fitRGB(pix []byte, w, h, fullW, fullH, long int) ([]byte, int, int, error) {
+// full image for a box of long on each side (never enlarging). The result
+// may be pix itself, resized in place, or memory from scratch(n), which
+// gives n bytes or nil for Go memory.
+func fitRGB(pix []byte, w, h, fullW, fullH, long int, scratch func(n int) []byte) ([]byte, int, int, error) {
 	if max(fullW, fullH) <= long {
-		return append([]byte(nil), pix...), w, h, nil
+		return pix, w, h, nil
 	}
 	// Both axes by the long one's ratio, as libvips' thumbnail shrinks,
 	// less the DCT's own scaling.
 	fw, fh, shrink := vipsFit(fullW, fullH, long)
 	shrink *= float64(w) / float64(fullW)
-	if fh == h {
-		// Across only: lanczosRGB shrinks in place, so give it a copy.
-		pix = append([]byte(nil), pix...)
+	var into []byte
+	if fh != h {
+		into = scratch(3 * w * fh)
 	}
-	out, err := lanczosRGB(pix, w, h, fw, fh, shrink)
+	out, err := lanczosRGBInto(into, pix, w, h, fw, fh, shrink)
 	if err != nil {
 		return nil, 0, 0, errors.New("imaging: " + err.Error())
 	}

@@ -394,6 +394,12 @@ func lanczosShuffles(on bool) bool {
 // horizontal one in plain C, which took as long as decoding the photo;
 // this one lays four rows side by side so both passes vectorise.
 func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
+	return lanczosRGBInto(nil, pix, w, h, ow, oh, shrink)
+}
+
+// lanczosRGBInto is lanczosRGB with the vertical pass's result in into
+// when it holds that many bytes (3·w·oh), else in memory it makes.
+func lanczosRGBInto(into, pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 	if w <= 0 || h <= 0 || ow <= 0 || oh <= 0 || len(pix) < 3*w*h || shrink < 0 {
 		return nil, errors.New("imaging: resample of an empty or short image")
 	}
@@ -402,7 +408,12 @@ func lanczosRGB(pix []byte, w, h, ow, oh int, shrink float64) ([]byte, error) {
 		vs, hs = float64(h)/float64(oh), float64(w)/float64(ow)
 	}
 	if oh != h {
-		out := make([]byte, 3*w*oh)
+		var out []byte
+		if len(into) >= 3*w*oh {
+			out = into[:3*w*oh]
+		} else {
+			out = make([]byte, 3*w*oh)
+		}
 		if C.lb_reducev((*C.uchar)(unsafe.Pointer(&pix[0])), C.int(w), C.int(h), (*C.uchar)(unsafe.Pointer(&out[0])), C.int(oh), C.double(vs)) != 0 {
 			return nil, errors.New("imaging: out of memory resampling")
 		}

@@ -240,7 +240,7 @@ func TestPreviewLikeLibvips(t *testing.T) {
 				return
 			}
 			meta, _ := readMetadata(context.Background(), h)
-			direct, dw, dh, ok := jpegPreview(data, h, meta.Orientation, opt)
+			direct, dw, dh, release, ok := jpegPreview(data, h, meta.Orientation, opt)
 			wantDirect := !strings.Contains(in.file, "cmyk") && !strings.Contains(in.file, "displayp3") && long < 4*in.size
 			if ok != wantDirect {
 				t.Fatalf("decoded by libjpeg-turbo directly: %v, want %v", ok, wantDirect)
@@ -248,6 +248,7 @@ func TestPreviewLikeLibvips(t *testing.T) {
 			if !ok {
 				return
 			}
+			defer release()
 			if dw != w || dh != ht {
 				t.Fatalf("direct preview %d×%d, libvips' thumbnail %d×%d", dw, dh, w, ht)
 			}
