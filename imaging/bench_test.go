@@ -114,7 +114,7 @@ func BenchmarkProcess(b *testing.B) {
 			}
 			var sh *sharp
 			if name == EngineVips {
-				sh = sharpBeside(b, e, files, photos, Options{})
+				sh = sharpBeside(b, npmSharp, e, files, photos, Options{})
 			}
 			var t timed
 			b.ResetTimer()

@@ -23,8 +23,9 @@ import (
 // the embedded JPEG, or dcraw_emu developing the sensor data to sRGB).
 // x_baseline is the engine's rate over the baseline's. HEIC, AVIF and JPEG
 // XL are also measured beside sharp as Immich uses it (x_sharp, see
-// sharp_bench_test.go), its rounds alternating with the engine's; sharp's
-// own libvips reads no HEVC and no JPEG XL, and the benchmark says so.
+// sharp_bench_test.go), its rounds alternating with the engine's; npm's
+// sharp reads no HEVC and no JPEG XL, so for those sharp is built against
+// the system's libvips (systemSharp).
 // For HEIC it also reports decode_of_process_cpu: the CPU time of libvips
 // decoding the same files whole, and nothing else, over the engine's.
 // Every libvips side runs with one thread, as the worker configures the
@@ -41,18 +42,18 @@ func BenchmarkFormats(b *testing.B) {
 		files []string
 		opt   Options
 		base  func(b *testing.B, files []string, out string) error
-		sharp bool
+		sharp sharpBuild
 	}{
 		// Not the Sony .hif: vipsthumbnail fails on it ("error in tile").
 		{"heic", []string{"heic/iphone8plus-grid-orientation6-p3.heic", "heic/iphone13pro-portrait-depthmap-p3.heic",
-			"heic/xiaomi-m2012k11ag-android-grid.heic"}, Options{}, vipsthumbnailBase, true},
-		{"avif", []string{"avif/pixel4a-paris-icc-exif-xmp.avif", "avif/cosmos-10bit-444-p3-pq-hdr.avif", "avif/sofa-grid1x5-420.avif"}, Options{}, vipsthumbnailBase, true},
-		{"jxl", []string{"jxl/bicycles-codestream.jxl", "jxl/isobmff-container.jxl"}, Options{}, vipsthumbnailBase, true},
+			"heic/xiaomi-m2012k11ag-android-grid.heic"}, Options{}, vipsthumbnailBase, systemSharp},
+		{"avif", []string{"avif/pixel4a-paris-icc-exif-xmp.avif", "avif/cosmos-10bit-444-p3-pq-hdr.avif", "avif/sofa-grid1x5-420.avif"}, Options{}, vipsthumbnailBase, systemSharp},
+		{"jxl", []string{"jxl/bicycles-codestream.jxl", "jxl/isobmff-container.jxl"}, Options{}, vipsthumbnailBase, systemSharp},
 		// The corpus' raws carry no embedded JPEG of 2048 px; the D30's is
 		// 1440 px, so this group asks for a 1440 px preview to measure the
 		// embedded-JPEG path.
-		{"raw-preview", []string{"raw/canon-eos-d30.crw"}, Options{PreviewSize: 1440}, simpleDcrawBase, false},
-		{"raw-libraw", []string{"raw/canon-eos-d30.crw", "raw/canon550d-magiclantern-14bit-uncompressed.dng"}, Options{}, dcrawEmuBase, false},
+		{"raw-preview", []string{"raw/canon-eos-d30.crw"}, Options{PreviewSize: 1440}, simpleDcrawBase, noSharp},
+		{"raw-libraw", []string{"raw/canon-eos-d30.crw", "raw/canon550d-magiclantern-14bit-uncompressed.dng"}, Options{}, dcrawEmuBase, noSharp},
 	}
 	e, err := New(EngineVips, Config{VipsConcurrency: 1})
 	if err != nil {
@@ -74,8 +75,8 @@ func BenchmarkFormats(b *testing.B) {
 			}
 			base, baseErr := formatBaselineRate(b, g.base, paths)
 			var sh *sharp
-			if g.sharp {
-				sh = sharpBeside(b, e, paths, data, g.opt)
+			if g.sharp != noSharp {
+				sh = sharpBeside(b, g.sharp, e, paths, data, g.opt)
 			}
 			var (
 				t       timed

@@ -34,9 +34,28 @@ type sharp struct {
 
 const sharpDir = "testdata/sharp"
 
+// sharpBuild is which sharp a baseline runs.
+type sharpBuild int
+
+const (
+	noSharp sharpBuild = iota
+	// npmSharp is sharp from npm with its own prebuilt libvips, as Immich
+	// installs it. That libvips reads no HEVC and no JPEG XL.
+	npmSharp
+	// systemSharp is sharp 0.31.3, the newest that accepts Debian 12's
+	// libvips 8.14, built against it (testdata/sharp-system), for HEIC
+	// and JPEG XL: the same libheif and libjxl the engine decodes with.
+	systemSharp
+)
+
+// systemSharpModule is the module baseline.mjs imports for systemSharp.
+const systemSharpModule = "testdata/sharp-system/node_modules/sharp/lib/index.js"
+
 // errNoSharp says how to install the baseline; benchmarks log it and go on
 // without their x_sharp figure.
 var errNoSharp = errors.New("sharp is not installed: run scripts/bench-deps.sh (`make bench` does), which needs Node.js 20 or newer with npm")
+
+var errNoSystemSharp = errors.New("sharp built against the system's libvips is not installed: run scripts/bench-deps.sh (`make bench` does), which also needs libvips-dev, g++, make and Node.js' headers")
 
 // sharpJPEG are the encoder settings closest to the engine's (encodeRGB):
 // 4:2:0, baseline, no Huffman optimisation and none of mozjpeg's extras.
@@ -50,10 +69,22 @@ var sharpJPEG = map[string]any{
 // startSharp starts the baseline on files with opt's sizes and qualities,
 // and waits until it has made every file's outputs once. The process ends
 // with the benchmark.
-func startSharp(b *testing.B, files []string, opt Options) (*sharp, error) {
+func startSharp(b *testing.B, build sharpBuild, files []string, opt Options) (*sharp, error) {
 	opt = opt.withDefaults()
 	if _, err := os.Stat(filepath.Join(sharpDir, "node_modules", "sharp", "package.json")); err != nil {
 		return nil, errNoSharp
+	}
+	var module string
+	if build == systemSharp {
+		// The stamp is written once the build has succeeded.
+		if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(systemSharpModule))), ".lightbox-installed")); err != nil {
+			return nil, errNoSystemSharp
+		}
+		abs, err := filepath.Abs(systemSharpModule)
+		if err != nil {
+			return nil, err
+		}
+		module = abs
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -73,6 +104,9 @@ func startSharp(b *testing.B, files []string, opt Options) (*sharp, error) {
 	// sharp runs each pipeline on libuv's pool: one thread there, and one
 	// libvips thread (the script's sharp.concurrency(1)), as the engine.
 	cmd.Env = append(os.Environ(), "UV_THREADPOOL_SIZE=1")
+	if module != "" {
+		cmd.Env = append(cmd.Env, "SHARP_MODULE="+module)
+	}
 	cmd.Stderr = os.Stderr
 	s := &sharp{cmd: cmd}
 	if s.in, err = cmd.StdinPipe(); err != nil {
@@ -144,7 +178,7 @@ func (s *sharp) sameOutputs(b *testing.B, files []string, results []*Result) {
 // making each file's outputs once with e too (a warm-up outside the clock,
 // and the sizes sharp must match). It returns nil, saying why in the log,
 // when sharp is missing or cannot read the files.
-func sharpBeside(b *testing.B, e Engine, files []string, data [][]byte, opt Options) *sharp {
+func sharpBeside(b *testing.B, build sharpBuild, e Engine, files []string, data [][]byte, opt Options) *sharp {
 	b.Helper()
 	results := make([]*Result, len(data))
 	for i, d := range data {
@@ -153,7 +187,7 @@ func sharpBeside(b *testing.B, e Engine, files []string, data [][]byte, opt Opti
 			b.Fatalf("%s: %v", filepath.Base(files[i]), err)
 		}
 	}
-	s, err := startSharp(b, files, opt)
+	s, err := startSharp(b, build, files, opt)
 	if err != nil {
 		b.Logf("no sharp baseline: %v", err)
 		return nil

@@ -15,7 +15,13 @@
 // answered {"seconds": s}. It exits when stdin closes.
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import sharp from 'sharp';
+import { pathToFileURL } from 'node:url';
+
+// SHARP_MODULE names another sharp to run (the one built against the
+// system's libvips, for the formats npm's prebuilt one cannot read).
+const sharp = process.env.SHARP_MODULE
+  ? (await import(pathToFileURL(process.env.SHARP_MODULE).href)).default
+  : (await import('sharp')).default;
 
 // One libvips thread, and no cache: ingest never sees an image twice, and
 // a cache would let rounds after the first skip the work.
