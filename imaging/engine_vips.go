@@ -184,9 +184,6 @@ func previewPixels(src []byte, h header, turn int, opt Options) ([]byte, int, in
 	if err := toOpaqueSRGB(ref); err != nil {
 		return nil, 0, 0, vipsDecodeError(h.format, err)
 	}
-	if ref, err = toneMapVips(ref, h); err != nil {
-		return nil, 0, 0, vipsDecodeError(h.format, err)
-	}
 	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, 0, 0, vipsDecodeError(h.format, err)
 	}
@@ -197,6 +194,13 @@ func previewPixels(src []byte, h header, turn int, opt Options) ([]byte, int, in
 	w, ht := ref.Width(), ref.Height()
 	if ref.Bands() != 3 || len(raw) < 3*w*ht {
 		return nil, 0, 0, fmt.Errorf("imaging: libvips gave %d bands, %d bytes for %d×%d sRGB", ref.Bands(), len(raw), w, ht)
+	}
+	if h.hdrTransfer != 0 {
+		// On the pixels in hand: toneMapVips' way back into libvips (a
+		// PPM it parses again) was a third of an HDR AVIF's preview. The
+		// mapping is per pixel, so it does not matter that it comes after
+		// the turn.
+		toneMapSDR(raw[:3*w*ht], 3, h.hdrPrimaries, h.hdrTransfer)
 	}
 	if fw == 0 {
 		return raw, w, ht, nil
