@@ -197,9 +197,8 @@ func previewPixels(src []byte, h header, turn int, opt Options) ([]byte, int, in
 	}
 	if h.hdrTransfer != 0 {
 		// On the pixels in hand: toneMapVips' way back into libvips (a
-		// PPM it parses again) was a third of an HDR AVIF's preview. The
-		// mapping is per pixel, so it does not matter that it comes after
-		// the turn.
+		// PPM it parses again) was nearly half of a PQ AVIF's Process.
+		// The mapping is per pixel, so it may come after the turn.
 		toneMapSDR(raw[:3*w*ht], 3, h.hdrPrimaries, h.hdrTransfer)
 	}
 	if fw == 0 {

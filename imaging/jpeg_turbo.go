@@ -354,7 +354,7 @@ func scaledSize(w, h, long int) int {
 // (at a scale), with Lanczos3 to the size libvips' thumbnail makes of the
 // full image for a box of long on each side (never enlarging). The result
 // may be pix itself, resized in place, or memory from scratch(n), which
-// gives n bytes or nil for Go memory.
+// gives at least n bytes, or nil to have Go memory made.
 func fitRGB(pix []byte, w, h, fullW, fullH, long int, scratch func(n int) []byte) ([]byte, int, int, error) {
 	if max(fullW, fullH) <= long {
 		return pix, w, h, nil

@@ -11,8 +11,14 @@ package imaging
 // same integers goLumaStats adds up. Each row is summed in 32 bits and
 // the interior's Laplacian in runs of at most 2048 columns, which cannot
 // overflow them (2048 × 1020² < 2³²), so the loops vectorise; the row and
-// run totals go into 64 bits.
-__attribute__((target_clones("avx2", "default")))
+// run totals go into 64 bits. GCC on x86-64 builds it twice, for AVX2 and
+// for any CPU, and picks one at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LB_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LB_CLONES
+#endif
+LB_CLONES
 static int lb_luma_stats(const unsigned char *pix, int w, int h, int stride, uint32_t hi_level, uint32_t lo_level, int64_t *out) {
 	unsigned char *g = malloc((size_t) w * h);
 	if (g == NULL) return -1;
