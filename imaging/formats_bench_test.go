@@ -24,8 +24,8 @@ import (
 // x_baseline is the engine's rate over the baseline's. HEIC, AVIF and JPEG
 // XL are also measured beside sharp as Immich uses it (x_sharp, see
 // sharp_bench_test.go), its rounds alternating with the engine's; npm's
-// sharp reads no HEVC and no JPEG XL, so for those sharp is built against
-// the system's libvips (systemSharp).
+// sharp reads no HEVC, no JPEG XL and not the 10-bit AVIF, so for these
+// three sharp is built against the system's libvips (systemSharp).
 // For HEIC it also reports decode_of_process_cpu: the CPU time of libvips
 // decoding the same files whole, and nothing else, over the engine's.
 // Every libvips side runs with one thread, as the worker configures the

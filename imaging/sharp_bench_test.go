@@ -40,16 +40,17 @@ type sharpBuild int
 const (
 	noSharp sharpBuild = iota
 	// npmSharp is sharp from npm with its own prebuilt libvips, as Immich
-	// installs it. That libvips reads no HEVC and no JPEG XL.
+	// installs it. That libvips reads no HEVC, no JPEG XL and not the
+	// 10-bit AVIF among the test files.
 	npmSharp
 	// systemSharp is sharp 0.31.3, the newest that accepts Debian 12's
-	// libvips 8.14, built against it (testdata/sharp-system), for HEIC
+	// libvips 8.14, built against it in systemSharpDir, for HEIC, AVIF
 	// and JPEG XL: the same libheif and libjxl the engine decodes with.
 	systemSharp
 )
 
-// systemSharpModule is the module baseline.mjs imports for systemSharp.
-const systemSharpModule = "testdata/sharp-system/node_modules/sharp/lib/index.js"
+// systemSharpDir holds systemSharp, which baseline.mjs imports from there.
+const systemSharpDir = "testdata/sharp-system"
 
 // errNoSharp says how to install the baseline; benchmarks log it and go on
 // without their x_sharp figure.
@@ -77,10 +78,10 @@ func startSharp(b *testing.B, build sharpBuild, files []string, opt Options) (*s
 	var module string
 	if build == systemSharp {
 		// The stamp is written once the build has succeeded.
-		if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(systemSharpModule))), ".lightbox-installed")); err != nil {
+		if _, err := os.Stat(filepath.Join(systemSharpDir, "node_modules", ".lightbox-installed")); err != nil {
 			return nil, errNoSystemSharp
 		}
-		abs, err := filepath.Abs(systemSharpModule)
+		abs, err := filepath.Abs(filepath.Join(systemSharpDir, "node_modules", "sharp", "lib", "index.js"))
 		if err != nil {
 			return nil, err
 		}
