@@ -187,19 +187,9 @@ func previewPixels(src []byte, h header, turn int, opt Options) ([]byte, int, in
 	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, 0, 0, vipsDecodeError(h.format, err)
 	}
-	raw, err := ref.ToBytes()
+	raw, w, ht, err := sdrPixels(ref, h)
 	if err != nil {
-		return nil, 0, 0, vipsDecodeError(h.format, err)
-	}
-	w, ht := ref.Width(), ref.Height()
-	if ref.Bands() != 3 || len(raw) < 3*w*ht {
-		return nil, 0, 0, fmt.Errorf("imaging: libvips gave %d bands, %d bytes for %d×%d sRGB", ref.Bands(), len(raw), w, ht)
-	}
-	if h.hdrTransfer != 0 {
-		// On the pixels in hand: toneMapVips' way back into libvips (a
-		// PPM it parses again) was nearly half of a PQ AVIF's Process.
-		// The mapping is per pixel, so it may come after the turn.
-		toneMapSDR(raw[:3*w*ht], 3, h.hdrPrimaries, h.hdrTransfer)
+		return nil, 0, 0, err
 	}
 	if fw == 0 {
 		return raw, w, ht, nil
@@ -281,16 +271,24 @@ func toOpaqueSRGB(ref *vips.ImageRef) error {
 	return nil
 }
 
-// toneMapVips renders an opaque 8-bit image of a PQ or HLG source for SDR
-// (see toneMapSDR); others come back as they are.
-func toneMapVips(ref *vips.ImageRef, h header) (*vips.ImageRef, error) {
-	if h.hdrTransfer == 0 {
-		return ref, nil
+// sdrPixels copies an opaque 3-band 8-bit image out of libvips as packed
+// RGB, rendered for SDR when its source is PQ or HLG (toneMapSDR) on the
+// copy: handing the mapped pixels back to libvips (as a PPM it parsed
+// again) was nearly half of a PQ AVIF's Process. The mapping is per
+// pixel, so it may come after a turn.
+func sdrPixels(ref *vips.ImageRef, h header) ([]byte, int, int, error) {
+	raw, err := ref.ToBytes()
+	if err != nil {
+		return nil, 0, 0, vipsDecodeError(h.format, err)
 	}
-	return rewritePixels(ref, func(img *image.RGBA) *image.RGBA {
-		toneMapSDR(img.Pix, 4, h.hdrPrimaries, h.hdrTransfer)
-		return img
-	})
+	w, ht := ref.Width(), ref.Height()
+	if ref.Bands() != 3 || len(raw) < 3*w*ht {
+		return nil, 0, 0, fmt.Errorf("imaging: libvips gave %d bands, %d bytes for %d×%d sRGB", ref.Bands(), len(raw), w, ht)
+	}
+	if h.hdrTransfer != 0 {
+		toneMapSDR(raw[:3*w*ht], 3, h.hdrPrimaries, h.hdrTransfer)
+	}
+	return raw, w, ht, nil
 }
 
 // rewritePixels hands an opaque 3-band 8-bit image's pixels to fn and
@@ -388,14 +386,20 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 	if err := toOpaqueSRGB(ref); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
-	if ref, err = toneMapVips(ref, h); err != nil {
-		return nil, vipsDecodeError(h.format, err)
-	}
 	if ref, err = turnVips(ref, turn); err != nil {
 		return nil, vipsDecodeError(h.format, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if h.hdrTransfer != 0 {
+		// Tone mapping needs the pixels in Go: encode them from there.
+		raw, w, ht, err := sdrPixels(ref, h)
+		if err != nil {
+			return nil, err
+		}
+		out, err := encodeRGB(raw, w, ht, renderQuality(opt))
+		return out.Data, err
 	}
 	out, err := exportJPEG(ref, renderQuality(opt))
 	if err != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/davidbyttow/govips/v2/vips"
 )
 
-// TestHDRToneMapped checks that a PQ HDR AVIF is rendered for SDR: read as
-// if its coded values were sRGB it is flat and grey; tone-mapped its
-// contrast is clearly higher.
+// TestHDRToneMapped checks that a PQ HDR AVIF is rendered for SDR, in its
+// preview and in a render: read as if its coded values were sRGB it is
+// flat and grey; tone-mapped its contrast is clearly higher.
 func TestHDRToneMapped(t *testing.T) {
 	e := libvips(t, "HDR formats are read by the libvips engine")
 	data := readFormat(t, "avif/cosmos-10bit-444-p3-pq-hdr.avif")
@@ -31,6 +31,14 @@ func TestHDRToneMapped(t *testing.T) {
 	t.Logf("luma standard deviation %.1f tone-mapped, %.1f coded values as sRGB", got, base)
 	if got < base*1.15 {
 		t.Errorf("tone-mapped contrast %.1f is not clearly above %.1f", got, base)
+	}
+	// A render (an edit's or an export's) is tone-mapped the same way.
+	rendered, err := e.Render(context.Background(), data, RenderOptions{Width: 800})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spread := lumaSpread(decodeJPEG(t, rendered)); spread < base*1.15 {
+		t.Errorf("rendered contrast %.1f is not clearly above %.1f", spread, base)
 	}
 }
 
