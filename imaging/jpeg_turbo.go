@@ -30,6 +30,14 @@ static void lb_jerr_message(j_common_ptr c, int level) {
 
 enum { LB_JPEG_OK = 0, LB_JPEG_PROFILE = 1, LB_JPEG_OTHER = 2, LB_JPEG_ERROR = -1 };
 
+// lb_scale_denom is the largest of 1, 2, 4, 8 to divide a JPEG's size by
+// in the DCT that leaves its long edge at least min_long (0: 1).
+static unsigned int lb_scale_denom(unsigned long long_edge, int min_long) {
+	unsigned int d = 1;
+	while (min_long > 0 && d < 8 && long_edge / (2 * d) >= (unsigned long) min_long) d *= 2;
+	return d;
+}
+
 // lb_jpeg_read decodes a JPEG whose pixels are RGB, YCbCr or grey into
 // packed 8-bit RGB (*out, *w × *h), scaled in the DCT by the largest of
 // 1/2, 1/4, 1/8 that leaves the long edge at least min_long (0: never).
@@ -65,11 +73,8 @@ static int lb_jpeg_read(const unsigned char *data, size_t len, int min_long, int
 		jpeg_destroy_decompress(&c);
 		return LB_JPEG_OTHER;
 	}
-	unsigned long long_edge = c.image_width > c.image_height ? c.image_width : c.image_height;
-	unsigned int d = 1;
-	while (min_long > 0 && d < 8 && long_edge / (2 * d) >= (unsigned long) min_long) d *= 2;
 	c.scale_num = 1;
-	c.scale_denom = d;
+	c.scale_denom = lb_scale_denom(c.image_width > c.image_height ? c.image_width : c.image_height, min_long);
 	c.out_color_space = JCS_RGB;
 	c.dct_method = JDCT_ISLOW;
 	jpeg_start_decompress(&c);
@@ -272,12 +277,15 @@ type cBuffer struct {
 	n int
 }
 
+// cBufferMin is the smallest buffer worth keeping: malloc serves less
+// from its heap without mapping fresh memory.
+const cBufferMin = 1 << 20
+
 // get returns a buffer of at least n bytes, of unspecified content: a kept
-// one no more than twice as large, or a new one. Under a MiB, which malloc
-// serves from its heap, and when malloc fails, it returns none, and
-// lb_jpeg_read allocates its own.
+// one no more than twice as large, or a new one. Under cBufferMin, and
+// when malloc fails, it returns none, and the caller allocates its own.
 func (cb *cBuffers) get(n int) cBuffer {
-	if n < 1<<20 {
+	if n < cBufferMin {
 		return cBuffer{}
 	}
 	cb.mu.Lock()
@@ -296,13 +304,14 @@ func (cb *cBuffers) get(n int) cBuffer {
 	return cBuffer{p: p, n: n}
 }
 
-// put keeps b for a later get, or frees it (and the smallest kept one
-// when it is larger) once keep are kept.
+// put keeps b for a later get, or frees it: when it is under cBufferMin
+// or over largest, or (the smallest kept one instead, when that is
+// smaller) once keep are kept.
 func (cb *cBuffers) put(b cBuffer) {
 	if b.p == nil {
 		return
 	}
-	if b.n > cb.largest || b.n < 1<<20 {
+	if b.n > cb.largest || b.n < cBufferMin {
 		C.free(b.p)
 		return
 	}
@@ -343,10 +352,7 @@ func (cb *cBuffers) freeAll() {
 // scaledSize is the size in bytes of a w×h JPEG's RGB pixels decoded as
 // lb_jpeg_read scales it for a long edge of at least long.
 func scaledSize(w, h, long int) int {
-	d := 1
-	for long > 0 && d < 8 && max(w, h)/(2*d) >= long {
-		d *= 2
-	}
+	d := int(C.lb_scale_denom(C.ulong(max(w, h)), C.int(long)))
 	return 3 * ((w + d - 1) / d) * ((h + d - 1) / d)
 }
 
