@@ -18,17 +18,7 @@ func TestDecodesReuseMemoryCleanly(t *testing.T) {
 	names := []string{"photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg"}
 	for round := range 3 {
 		for i, name := range names {
-			data := readCorpus(t, name)
-			h, err := inspectFor(data, Config{}.withDefaults(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kept, _, _, release, ok := jpegScaled(data, h, 1, 1024)
-			if !ok {
-				t.Fatalf("%s: not decoded", name)
-			}
-			pix := bytes.Clone(kept)
-			release()
+			pix, _, _ := scaledCorpus(t, name, 1024)
 			if round == 0 {
 				want = append(want, pix)
 			} else if !bytes.Equal(pix, want[i]) {
@@ -42,6 +32,23 @@ func TestDecodesReuseMemoryCleanly(t *testing.T) {
 	if kept == 0 {
 		t.Fatal("no decode buffer was kept for reuse")
 	}
+}
+
+// scaledCorpus decodes a corpus JPEG with jpegScaled for a long edge of
+// long and returns a copy of its pixels, its buffers released.
+func scaledCorpus(t *testing.T, name string, long int) ([]byte, int, int) {
+	t.Helper()
+	data := readCorpus(t, name)
+	h, err := inspectFor(data, Config{}.withDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, w, ht, release, ok := jpegScaled(data, h, 1, long)
+	if !ok {
+		t.Fatalf("%s: not decoded", name)
+	}
+	defer release()
+	return bytes.Clone(kept), w, ht
 }
 
 // Previews and thumbnails are made from pixels that go back to the kept

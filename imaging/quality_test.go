@@ -15,17 +15,8 @@ import (
 func TestLumaStatsInCAreTheGoSums(t *testing.T) {
 	var imgs []*image.RGBA
 	for _, name := range []string{"photos/kite-2560x1600.jpg", "photos/blinds.jpg", "photos/darkesthour-2560x1600.jpg"} {
-		data := readCorpus(t, name)
-		h, err := inspectFor(data, Config{}.withDefaults(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pix, w, ht, release, ok := jpegScaled(data, h, 1, 2048)
-		if !ok {
-			t.Fatalf("%s: not decoded", name)
-		}
+		pix, w, ht := scaledCorpus(t, name, 2048)
 		mid, err := shrinkRGB(pix, w, ht, analysisSize)
-		release()
 		if err != nil {
 			t.Fatal(err)
 		}
