@@ -18,11 +18,7 @@ func TestInternalErrorsDoNotReachUsers(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, jobID := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/wood.jpg"))
-	a, err := h.env.Store.AssetByID(context.Background(), asset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(h.cfg.DataDir, "blobs", filepath.FromSlash(a.BlobKey))
+	path := filepath.Join(h.cfg.DataDir, "blobs", filepath.FromSlash(h.blobKey(asset)))
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,16 @@ func (h *harness) asset(id uuid.UUID) assetRow {
 	return r
 }
 
+// blobKey is where an asset's original is stored.
+func (h *harness) blobKey(id uuid.UUID) string {
+	h.t.Helper()
+	a, err := h.env.Store.AssetByID(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a.BlobKey
+}
+
 func readCorpus(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.Corpus(t), name))

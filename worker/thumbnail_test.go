@@ -180,12 +180,8 @@ func TestAnOriginalChangedInStorageFailsItsIngest(t *testing.T) {
 	h := newHarness(t, nil)
 	project := h.project()
 	asset, job := h.finalizeWithoutEnqueue(project, readCorpus(t, "photos/kleiber-6028x3391.jpg"))
-	a, err := h.env.Store.AssetByID(context.Background(), asset)
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := readCorpus(t, "photos/wood.jpg")
-	if _, err := h.blobs.Put(context.Background(), a.BlobKey, bytes.NewReader(other), int64(len(other))); err != nil {
+	if _, err := h.blobs.Put(context.Background(), h.blobKey(asset), bytes.NewReader(other), int64(len(other))); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.runThumbnail(project, asset); err != nil {
