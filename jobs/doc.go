@@ -37,8 +37,9 @@
 // A job that ends (done, failed, canceled) leaves room under its user's
 // caps: CancelBatch and the sweep admit the next waiting jobs at once, the
 // Tracker once the jobs it saw end make a quarter of the smaller cap's
-// room or 250 ms after the first of them. Jobs are committed first and enqueued after, so a lost enqueue
-// leaves a job the sweep finds, never work that nobody recorded.
+// room or 250 ms after the first of them. Jobs are committed first and
+// enqueued after, so a lost enqueue leaves a job the sweep finds, never
+// work that nobody recorded.
 //
 // # Terms
 //
