@@ -25,8 +25,8 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/readyz", s.perAddress("readyz", s.limits.readyz), s.readyz)
 	r.GET("/metrics", s.metricsAccess, s.serveMetrics)
 	if s.verifier != nil { // the blob backend's URLs lead here
-		r.PUT("/blobs/*key", s.putBlob) // authorized by the URL's signature
-		r.GET("/blobs/*key", s.getBlob)
+		r.PUT("/blobs/*key", blobHeaders, s.putBlob) // authorized by the URL's signature
+		r.GET("/blobs/*key", blobHeaders, s.getBlob)
 	}
 
 	v1 := r.Group("/v1", textPath, s.limitBody)
