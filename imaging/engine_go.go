@@ -114,7 +114,8 @@ func renderSize(w, h int, opt RenderOptions) (tw, th int, crop bool) {
 	case W <= 0 && H <= 0:
 		return w, h, false
 	case opt.Crop && W > 0 && H > 0:
-		return W, H, true
+		s := min(1, float64(w)/float64(W), float64(h)/float64(H))
+		return max(1, int(float64(W)*s+0.5)), max(1, int(float64(H)*s+0.5)), true
 	}
 	if W <= 0 {
 		W = w

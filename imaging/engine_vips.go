@@ -363,9 +363,9 @@ func (e *vipsEngine) Render(ctx context.Context, data []byte, opt RenderOptions)
 		// reads (govips' own sniffing misses some HEIF brands) and orients.
 		ref, err = vips.LoadThumbnailFromBuffer(src, vipsUnbounded, vipsUnbounded, vips.InterestingNone, vips.SizeDown, importParams())
 	case opt.Crop && opt.Width > 0 && opt.Height > 0 && !h.format.IsRaw() && (h.width < max(opt.Width, opt.Height) || h.height < max(opt.Width, opt.Height)):
-		// A side shorter than the box would be enlarged to cover it whole
-		// (a 1×20000 strip to billions of pixels): crop to the box's shape
-		// first, so only what is kept is scaled.
+		// A side shorter than the box: crop to the box's shape, then
+		// shrink only what is kept, never enlarging it (a 1×20000 strip
+		// would otherwise cover billions of pixels).
 		ref, err = vipsCropThenFill(src, opt.Width, opt.Height)
 	case opt.Crop && opt.Width > 0 && opt.Height > 0:
 		ref, err = vips.LoadThumbnailFromBuffer(src, opt.Width, opt.Height, vips.InterestingCentre, vips.SizeBoth, importParams())
@@ -438,6 +438,9 @@ func vipsCropThenFill(src []byte, w, h int) (*vips.ImageRef, error) {
 	if err := ref.ExtractArea(r.Min.X, r.Min.Y, r.Dx(), r.Dy()); err != nil {
 		ref.Close()
 		return nil, err
+	}
+	if r.Dx() <= w && r.Dy() <= h {
+		return ref, nil // already no larger than the box
 	}
 	if err := ref.Thumbnail(w, h, vips.InterestingCentre); err != nil {
 		ref.Close()

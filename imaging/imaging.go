@@ -270,9 +270,10 @@ type Quality struct {
 }
 
 // RenderOptions describe one export image. With Width and Height both 0 the
-// image keeps its full size. Otherwise it fits within Width×Height (never
-// enlarged), or with Crop it fills exactly Width×Height, centre-cropped
-// (enlarged if it must be).
+// image keeps its full size. Otherwise it fits within Width×Height, or with
+// Crop it fills Width×Height, centre-cropped. The box is a bound, never a
+// target: an image is never enlarged, so a source smaller than a crop box
+// gives the largest box of the same shape that it covers.
 type RenderOptions struct {
 	Width, Height int
 	Crop          bool

@@ -98,6 +98,12 @@ func TestPhotoForEachPreset(t *testing.T) {
 			}
 			return image.Pt(int(float64(orig.X)*s+0.5), int(float64(orig.Y)*s+0.5))
 		}
+		// crop is a w by h box, shrunk to the largest of its shape that orig
+		// covers: a preset's size is a bound, never a reason to enlarge.
+		crop := func(w, h int) image.Point {
+			s := min(1, float64(orig.X)/float64(w), float64(orig.Y)/float64(h))
+			return image.Pt(int(float64(w)*s+0.5), int(float64(h)*s+0.5))
+		}
 		for _, c := range []struct {
 			preset string
 			s      render.Settings
@@ -105,8 +111,8 @@ func TestPhotoForEachPreset(t *testing.T) {
 		}{
 			{render.PresetWeb, preset(t, render.PresetWeb).Defaults, fit(2048, 2048)},
 			{render.PresetWeb, render.Settings{Width: 800, Quality: 85}, fit(800, 0)},
-			{render.PresetInstagramCarousel, preset(t, render.PresetInstagramCarousel).Defaults, image.Pt(1080, 1350)},
-			{render.PresetStory9x16, preset(t, render.PresetStory9x16).Defaults, image.Pt(1080, 1920)},
+			{render.PresetInstagramCarousel, preset(t, render.PresetInstagramCarousel).Defaults, crop(1080, 1350)},
+			{render.PresetStory9x16, preset(t, render.PresetStory9x16).Defaults, crop(1080, 1920)},
 		} {
 			what := fmt.Sprintf("%s as %s %+v", ph.name, c.preset, c.s)
 			out, err := render.Photo(ctx, engine, preset(t, c.preset), c.s, original)

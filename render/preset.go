@@ -88,8 +88,13 @@ func PresetNames() string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// Bounds of the settings a user may override.
+// Bounds of the settings a user may override. A size above MaxEdge is
+// taken as MaxEdge: it is the largest any preset renders (the web preset's
+// long edge), and a render's cost grows with its area, so a box of
+// 8192×8192 asked over a handful of photos would hold a worker's memory
+// and cores for everyone.
 const (
+	MaxEdge                = 2048
 	minEdge, maxEdge       = 320, 8192
 	minQuality, maxQuality = 40, 100
 	minPerPage, maxPerPage = 1, 100
@@ -160,7 +165,21 @@ func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[str
 			out.Height = 0
 		}
 	}
+	out.capSize(p)
 	return out, problems
+}
+
+// capSize brings every size down to MaxEdge: a long edge or a fit box's
+// sides each on its own, a crop box as a whole, so it keeps its shape.
+func (s *Settings) capSize(p Preset) {
+	s.LongEdge = min(s.LongEdge, MaxEdge)
+	if p.Name == PresetWeb || s.Width <= MaxEdge && s.Height <= MaxEdge {
+		s.Width, s.Height = min(s.Width, MaxEdge), min(s.Height, MaxEdge)
+		return
+	}
+	scale := float64(MaxEdge) / float64(max(s.Width, s.Height))
+	s.Width = max(1, int(float64(s.Width)*scale+0.5))
+	s.Height = max(1, int(float64(s.Height)*scale+0.5))
 }
 
 // ArchiveName is the file name of an export's archive, what a browser

@@ -57,6 +57,13 @@ func TestParseSettings(t *testing.T) {
 		{render.PresetWeb, `{"width": 800}`, render.Settings{Width: 800, Quality: 85, IncludeNotReady: true}},
 		{render.PresetStory9x16, `{"height": 1600}`, render.Settings{Width: 1080, Height: 1600, Quality: 90, IncludeNotReady: true}},
 		{render.PresetContactSheet, `{"perPage": 6}`, render.Settings{PerPage: 6, Quality: 85, IncludeNotReady: true}},
+		// Sizes past the largest preset's are taken as it: a fit box side
+		// by side, a crop box as a whole, keeping its shape.
+		{render.PresetWeb, `{"longEdge": 8192}`, render.Settings{LongEdge: render.MaxEdge, Quality: 85, IncludeNotReady: true}},
+		{render.PresetWeb, `{"width": 8192, "height": 1000}`, render.Settings{Width: render.MaxEdge, Height: 1000, Quality: 85, IncludeNotReady: true}},
+		{render.PresetInstagramCarousel, `{"width": 8192, "height": 8192, "quality": 100}`,
+			render.Settings{Width: render.MaxEdge, Height: render.MaxEdge, Quality: 100, IncludeNotReady: true}},
+		{render.PresetStory9x16, `{"width": 2160, "height": 3840}`, render.Settings{Width: 1152, Height: render.MaxEdge, Quality: 90, IncludeNotReady: true}},
 	} {
 		if got, problems := parse(c.preset, c.raw); got != c.want || len(problems) != 0 {
 			t.Errorf("%s %s: %+v %v, want %+v", c.preset, c.raw, got, problems, c.want)
