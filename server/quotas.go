@@ -3,8 +3,10 @@ package server
 // Quotas, as enforced here:
 //
 //   - bytes: originals kept (accepted uploads, including those whose
-//     processing failed) plus the declared sizes of uploads in flight. A
-//     prepare that would pass it is 403 quota_exceeded.
+//     processing failed) and export archives kept (done, not yet expired),
+//     plus the declared sizes of uploads in flight. A prepare that would
+//     pass it is 403 quota_exceeded, and so is an import or an export once
+//     it is reached.
 //   - filesInFlight: uploads prepared but neither finalized nor expired.
 //     They free themselves as uploads finish or expire, so passing it is
 //     429 quota_exceeded with Retry-After until the first one expires.
@@ -33,6 +35,7 @@ type quotaJSON struct {
 type bytesQuotaJSON struct {
 	quotaJSON
 	Stored   int64 `json:"stored"`
+	Exports  int64 `json:"exports"`
 	InFlight int64 `json:"inFlight"`
 }
 
@@ -57,8 +60,8 @@ func limitJSON(n int64) *int64 {
 func (s *Server) toQuotasJSON(u *store.Usage) quotasJSON {
 	q := s.quotasOf(u)
 	return quotasJSON{
-		Bytes: bytesQuotaJSON{quotaJSON: quotaJSON{Limit: limitJSON(q.Bytes), Used: u.BytesStored + u.BytesInFlight},
-			Stored: u.BytesStored, InFlight: u.BytesInFlight},
+		Bytes: bytesQuotaJSON{quotaJSON: quotaJSON{Limit: limitJSON(q.Bytes), Used: u.BytesUsed()},
+			Stored: u.BytesStored, Exports: u.ExportBytes, InFlight: u.BytesInFlight},
 		FilesInFlight: quotaJSON{Limit: limitJSON(q.FilesInFlight), Used: int64(u.FilesInFlight)},
 		Exports:       quotaJSON{Limit: limitJSON(q.Exports), Used: int64(u.Exports)},
 	}
@@ -102,6 +105,10 @@ func (s *Server) checkExportQuota(u *store.Usage) error {
 	var q *store.QuotaError
 	if err := u.CheckExport(s.quotasOf(u)); !errors.As(err, &q) {
 		return err
+	}
+	if q.Quota == store.QuotaBytes {
+		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
+			"This account holds %d of the %d bytes it may, exports included; delete photos or an export first.", q.Used, q.Limit)
 	}
 	return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
 		"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", q.Used, q.Limit)

@@ -18,7 +18,7 @@ type quotaReply struct {
 type sessionQuotas struct {
 	Bytes struct {
 		quotaReply
-		Stored, InFlight int64
+		Stored, Exports, InFlight int64
 	}
 	FilesInFlight, Exports quotaReply
 }

@@ -41,7 +41,7 @@ func (s *Store) RecordDownload(ctx context.Context, owner, asset uuid.UUID, sha 
 			                 AND upload_expires_at IS NULL AND upload_size IS NOT NULL), 0)`, asset); err != nil {
 			return err
 		}
-		used := u.BytesStored + u.BytesInFlight - own
+		used := u.BytesUsed() - own
 		if l := u.Limits(defaults); l.Bytes > 0 && used+size > l.Bytes {
 			return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used, Requested: size}
 		}

@@ -23,6 +23,9 @@ type Usage struct {
 	NextExpiry *time.Time `db:"next_expiry"`
 	// Exports counts exports queued, running, or done and not yet expired.
 	Exports int `db:"exports"`
+	// ExportBytes counts the archives of exports done and not yet expired:
+	// they are kept in storage as originals are.
+	ExportBytes int64 `db:"export_bytes"`
 
 	QuotaBytes         *int64 `db:"quota_bytes"`
 	QuotaFilesInFlight *int   `db:"quota_files_in_flight"`
@@ -34,13 +37,16 @@ type Usage struct {
 // are few, and found through partial indexes.
 const usageQuery = `
 	SELECT coalesce(uu.bytes_stored, 0) AS bytes_stored, f.files_in_flight, f.bytes_in_flight, f.next_expiry,
-		(SELECT count(*) FROM exports e
-		 WHERE e.user_id = u.id AND e.status IN ('queued', 'running', 'done')
-		   AND (e.status <> 'done' OR e.expires_at IS NULL OR e.expires_at > now())
-		   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')) AS exports,
-		u.quota_bytes, u.quota_files_in_flight, u.quota_exports
+		x.exports, x.export_bytes, u.quota_bytes, u.quota_files_in_flight, u.quota_exports
 	FROM users u
 	LEFT JOIN user_usage uu ON uu.user_id = u.id
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS exports, coalesce(sum(e.byte_size) FILTER (WHERE e.status = 'done'), 0) AS export_bytes
+		FROM exports e
+		WHERE e.user_id = u.id AND e.status IN ('queued', 'running', 'done')
+		  AND (e.status <> 'done' OR e.expires_at IS NULL OR e.expires_at > now())
+		  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'canceled')
+	) x
 	CROSS JOIN LATERAL (
 		SELECT count(*) AS files_in_flight, coalesce(sum(a.byte_size), 0) AS bytes_in_flight,
 			min(a.upload_expires_at) AS next_expiry
@@ -84,7 +90,7 @@ type Limits struct {
 
 // Quotas, by the names answers give them.
 const (
-	QuotaBytes         = "bytes"         // originals kept plus the declared sizes of uploads in flight
+	QuotaBytes         = "bytes"         // originals and export archives kept, plus the declared sizes of uploads in flight
 	QuotaFilesInFlight = "filesInFlight" // uploads prepared but neither finalized nor expired
 	QuotaExports       = "exports"       // exports queued, running, or done and not yet expired
 )
@@ -104,7 +110,7 @@ func (e *QuotaError) Error() string {
 // bytes in all would pass l: the bytes quota first, then the uploads in
 // flight (which free themselves as uploads finish or expire).
 func (u *Usage) CheckUpload(l Limits, files int, bytes int64) error {
-	if used := u.BytesStored + u.BytesInFlight; l.Bytes > 0 && used+bytes > l.Bytes {
+	if used := u.BytesUsed(); l.Bytes > 0 && used+bytes > l.Bytes {
 		return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used, Requested: bytes}
 	}
 	if used := int64(u.FilesInFlight); l.FilesInFlight > 0 && used+int64(files) > l.FilesInFlight {
@@ -116,19 +122,25 @@ func (u *Usage) CheckUpload(l Limits, files int, bytes int64) error {
 // CheckImport reports whether an account is at its bytes quota already,
 // so takes no URL import: the sizes are known only once fetched.
 func (u *Usage) CheckImport(l Limits) error {
-	if used := u.BytesStored + u.BytesInFlight; l.Bytes > 0 && used >= l.Bytes {
+	if used := u.BytesUsed(); l.Bytes > 0 && used >= l.Bytes {
 		return &QuotaError{Quota: QuotaBytes, Limit: l.Bytes, Used: used}
 	}
 	return nil
 }
 
-// CheckExport reports whether one more export would pass l.
+// CheckExport reports whether one more export would pass l: the exports
+// quota, or a bytes quota already reached (an archive's size is known
+// only once it is built).
 func (u *Usage) CheckExport(l Limits) error {
 	if l.Exports > 0 && int64(u.Exports)+1 > l.Exports {
 		return &QuotaError{Quota: QuotaExports, Limit: l.Exports, Used: int64(u.Exports), Requested: 1}
 	}
-	return nil
+	return u.CheckImport(l)
 }
+
+// BytesUsed is what counts against the bytes quota: originals and export
+// archives kept, and uploads in flight.
+func (u *Usage) BytesUsed() int64 { return u.BytesStored + u.ExportBytes + u.BytesInFlight }
 
 // Limits are u's own limits where set, else defaults.
 func (u *Usage) Limits(defaults Limits) Limits {

@@ -104,7 +104,7 @@ func parseQuota(fs *flag.FlagSet, args []string) (command, error) {
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "QUOTA\tLIMIT\tUSED")
-		fmt.Fprintf(tw, "bytes\t%s\t%d\n", formatLimit(usage.QuotaBytes), usage.BytesStored+usage.BytesInFlight)
+		fmt.Fprintf(tw, "bytes\t%s\t%d\n", formatLimit(usage.QuotaBytes), usage.BytesUsed())
 		fmt.Fprintf(tw, "files-in-flight\t%s\t%d\n", formatLimit(toInt64(usage.QuotaFilesInFlight)), usage.FilesInFlight)
 		fmt.Fprintf(tw, "exports\t%s\t%d\n", formatLimit(toInt64(usage.QuotaExports)), usage.Exports)
 		return tw.Flush()
