@@ -50,6 +50,10 @@ type Config struct {
 	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT
 	BatchWindow     int           // BATCH_WINDOW, the most tasks of one batch in the queue at once; 0 for no limit
 	UserWindow      int           // USER_WINDOW, the most tasks of one user's batches in each queue at once; 0 for no limit
+	// ExportUserRunning is how many of one user's exports run at once
+	// (EXPORT_USER_RUNNING); the rest wait queued in the order asked for.
+	// 0 leaves exports under USER_WINDOW alone.
+	ExportUserRunning int
 
 	MaxBodyBytes      int64         // MAX_BODY_BYTES, for JSON request bodies
 	BodyReadTimeout   time.Duration // BODY_READ_TIMEOUT, the longest a request body may send nothing (uploads included)
@@ -140,6 +144,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		ShutdownTimeout:   r.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 		BatchWindow:       r.integer("BATCH_WINDOW", 64, 0, 1<<20),
 		UserWindow:        r.integer("USER_WINDOW", 128, 0, 1<<20),
+		ExportUserRunning: r.integer("EXPORT_USER_RUNNING", 1, 0, 1024),
 
 		MaxBodyBytes:      r.bytes("MAX_BODY_BYTES", 4<<20),
 		BodyReadTimeout:   r.duration("BODY_READ_TIMEOUT", time.Minute),

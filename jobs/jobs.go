@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
 	"lightbox/store"
+	"lightbox/tasks"
 )
 
 // ErrQueueUnavailable says Redis did not answer a question about a task.
@@ -41,6 +43,10 @@ type Config struct {
 	// each queue, are handed over at once; the rest wait in Postgres until
 	// admitted (see Admit).
 	Caps store.QueueCaps
+	// ExportsPerUser, when above 0, is the most exports of one user
+	// handed over at once (EXPORT_USER_RUNNING): the rest wait queued, in
+	// the order asked for. It sets Caps.ByQueue for the exports' queue.
+	ExportsPerUser int
 	// ThumbnailsFirst: Finalize queues each accepted photo's thumbnail
 	// (asset:thumbnail) ahead of its ingest.
 	ThumbnailsFirst bool
@@ -61,6 +67,13 @@ type Dispatcher struct {
 // (Insert) to the queue once committed.
 func New(c Config) *Dispatcher {
 	d := &Dispatcher{Config: c}
+	if c.ExportsPerUser > 0 {
+		d.Caps.ByQueue = maps.Clone(c.Caps.ByQueue)
+		if d.Caps.ByQueue == nil {
+			d.Caps.ByQueue = map[string]int{}
+		}
+		d.Caps.ByQueue[tasks.QueueOf(tasks.TypeExport)] = c.ExportsPerUser
+	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

@@ -125,7 +125,8 @@ func New(d Deps) *Server {
 	s.hashes = password.NewPool(d.Config.PasswordHashes)
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
 	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Blobs: d.Blobs, Log: s.log,
-		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ThumbnailsFirst: d.Config.ThumbnailsFirst})
+		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,
+		ThumbnailsFirst: d.Config.ThumbnailsFirst})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	s.store = s.jobs.Store
 	s.hub = events.NewHub(d.Redis, s.log)

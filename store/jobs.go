@@ -178,6 +178,17 @@ func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
 type QueueCaps struct {
 	Batch int // the most jobs of one batch in the queue at once
 	User  int // the most jobs of one user's batches in one queue at once
+	// ByQueue sets User apart for the queues it names: a queue whose every
+	// job is costly (exports) admits fewer of one user's at once.
+	ByQueue map[string]int
+}
+
+// user is the cap on one user's batch jobs in queue.
+func (c QueueCaps) user(queue string) int {
+	if n, ok := c.ByQueue[queue]; ok {
+		return n
+	}
+	return c.User
 }
 
 // uncapped stands for a cap of 0 in the queries' arithmetic.
@@ -199,7 +210,8 @@ type UserQueue struct {
 
 // AdmissibleJobs lists the jobs of uq's user in its queue, from the
 // user's batches, recorded before cutoff and not in the queue, that may
-// join it now: at most caps.User of uq and caps.Batch of one batch in the
+// join it now: at most the user cap of uq's queue (caps.ByQueue, else
+// caps.User) of uq and caps.Batch of one batch in the
 // queue at once, counting those already there. The oldest batch goes
 // first, and within a batch the oldest job. Jobs wait here because a cap
 // is reached, or because the enqueue after their commit failed.
@@ -222,7 +234,7 @@ func (s *Store) AdmissibleJobs(ctx context.Context, uq UserQueue, cutoff time.Ti
 		ORDER BY b.created_at, b.id, j.created_at, j.id
 		LIMIT greatest(0, $5 - (SELECT count(*) FROM jobs l JOIN batches lb ON lb.id = l.batch_id
 			WHERE lb.user_id = $1 AND l.queue = $2 AND l.enqueued_at IS NOT NULL AND l.status IN ('queued', 'running')))`,
-		uq.User, uq.Queue, cutoff, caps.bound(caps.Batch), caps.bound(caps.User))
+		uq.User, uq.Queue, cutoff, caps.bound(caps.Batch), caps.bound(caps.user(uq.Queue)))
 	return jobs, err
 }
 

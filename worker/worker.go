@@ -116,7 +116,8 @@ func New(d Deps) (*Worker, error) {
 	}
 	w.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
 		Redis: d.Redis, QueueRedis: redisOpt, Blobs: d.Blobs, Log: w.log,
-		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ThumbnailsFirst: d.Config.ThumbnailsFirst})
+		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,
+		ThumbnailsFirst: d.Config.ThumbnailsFirst})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	w.st = w.jobs.Store
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
