@@ -1,6 +1,10 @@
 package blob
 
-import "github.com/google/uuid"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
 
 // Kinds of file an asset has, as asset_files.kind and the API's files
 // answer name them. Every kind but the original is derived from it, and
@@ -24,4 +28,21 @@ func OriginalKey(project, asset uuid.UUID) string {
 // DerivedKey is where a file of kind made from an asset is stored.
 func DerivedKey(asset uuid.UUID, kind string) string {
 	return "derived/" + asset.String() + "/" + kind + ".jpg"
+}
+
+// ExportPartsPrefix is the folder an export's steps keep what they drew
+// in until the archive holds it: a render per photo (ExportPartKey), or a
+// contact sheet's pages (ExportPageKey).
+func ExportPartsPrefix(export uuid.UUID) string {
+	return "exports/" + export.String() + "/parts/"
+}
+
+// ExportPartKey is where an export keeps the render of one of its photos.
+func ExportPartKey(export, asset uuid.UUID) string {
+	return ExportPartsPrefix(export) + asset.String() + ".jpg"
+}
+
+// ExportPageKey is where an export keeps page n of its contact sheet.
+func ExportPageKey(export uuid.UUID, n int) string {
+	return fmt.Sprintf("%spage-%06d.jpg", ExportPartsPrefix(export), n)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/blob"
 	"lightbox/internal/wait"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -67,6 +68,8 @@ func (d *Dispatcher) CancelExport(ctx context.Context, log *slog.Logger, e *stor
 		return e, false, err
 	}
 	d.DropTask(log, tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
+	// A run that yielded between steps left its parts; none will run again.
+	d.DropExportParts(ctx, log, e.ID)
 	if canceled {
 		ctx, cancel := AfterCommit(ctx)
 		defer cancel()
@@ -229,4 +232,22 @@ func (m *CancelMarks) MayBeCanceled(ctx context.Context, project uuid.UUID) (boo
 	}
 	m.mu.Unlock()
 	return marked, nil
+}
+
+// DropExportParts deletes what an export's steps drew (blob.ExportPartsPrefix):
+// each part is a discard from before it is written, so the export's
+// discards name them all. What a delete misses, or a late run writes
+// again, the sweeper deletes.
+func (d *Dispatcher) DropExportParts(ctx context.Context, log *slog.Logger, export uuid.UUID) {
+	keys, err := d.Store.DiscardNow(ctx, blob.ExportPartsPrefix(export))
+	if err != nil {
+		log.Warn("discard an export's parts; the sweep will delete them later", "export", export, "err", err)
+		return
+	}
+	for _, k := range keys {
+		if err := d.Blobs.Delete(ctx, k); err != nil {
+			log.Warn("delete an export's part; the sweep will", "export", export, "key", k, "err", err)
+			return
+		}
+	}
 }

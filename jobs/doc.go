@@ -109,7 +109,14 @@
 // from before it writes until its export records the archive, so one no export
 // keeps (its run was taken over, cancelled or killed) is deleted by the sweep
 // once the task's timeout (30 minutes) and 5 more have passed; a run that
-// would record its archive after that deletes it and is retried.
+// would record its archive after that deletes it and is retried. An export
+// is built in steps of a few photos whose renders (parts) are the export's,
+// not a run's: a run yields its slot between steps while other work waits
+// (a rate-limited wait, no attempt spent), and the next run goes on from the
+// parts recorded. Each part is a discard due a day after it was drawn, made
+// due at once when the archive is built or the export canceled (see
+// DropExportParts). At most EXPORT_USER_RUNNING exports of one user are
+// handed over at once (a per-queue user cap, store.QueueCaps.ByQueue).
 //
 // The sweep reconciles every queued or running job whose row has been quiet
 // for 2 minutes (500 a sweep, continuing where the last stopped) with Asynq's

@@ -3,16 +3,14 @@ package render
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"image"
 	"image/jpeg"
 	"io"
 	"path"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-pdf/fpdf"
@@ -20,10 +18,6 @@ import (
 
 	"lightbox/imaging"
 )
-
-// An archive renders up to this many photos at once (never more than the
-// cores): an export is one task, and the user is waiting for it.
-const maxParallelism = 4
 
 // cellQuality is the quality of a contact sheet thumbnail between its
 // render and its place on the page; the page is encoded at the export's.
@@ -55,139 +49,129 @@ func Photo(ctx context.Context, engine imaging.Engine, p Preset, s Settings, ori
 	return engine.Render(ctx, original, imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality})
 }
 
-// Archive is an export's file as it is written: a zip with one entry per
-// photo, or, for a contact sheet, a PDF of A4 pages. Zip entries are
-// stored, not compressed: photos are compressed already, and storing them
-// is as small and far faster.
+// Archive is an export's file as it is put together from what was drawn
+// for it: a zip with one entry per photo, or, for a contact sheet, a PDF
+// of A4 pages. Zip entries are stored, not compressed: photos are
+// compressed already, and storing them is as small and far faster.
+// Nothing here decodes or renders: the drawing is done before, a few
+// photos at a time (Photo, Sheet).
 type Archive struct {
-	engine   imaging.Engine
-	preset   Preset
-	settings Settings
-	w        io.Writer
-	zip      *zip.Writer     // file presets
-	names    map[string]bool // zip entry names taken, lower-cased
-	sheet    *sheet          // contact sheets
-	pdf      *fpdf.Fpdf      // contact sheets
-	written  int
+	preset  Preset
+	w       io.Writer
+	zip     *zip.Writer     // file presets
+	names   map[string]bool // zip entry names taken, lower-cased
+	pdf     *fpdf.Fpdf      // contact sheets
+	written int
 }
 
-// NewArchive starts an archive of preset p with settings s on w. title
-// heads each contact sheet page ("Contact sheet" when empty).
-func NewArchive(w io.Writer, engine imaging.Engine, p Preset, s Settings, title string) (*Archive, error) {
-	a := &Archive{engine: engine, preset: p, settings: s, w: w}
+// NewArchive starts an archive of preset p on w. title names a contact
+// sheet's PDF ("Contact sheet" when empty).
+func NewArchive(w io.Writer, p Preset, title string) *Archive {
+	a := &Archive{preset: p, w: w}
 	if p.Name != PresetContactSheet {
 		a.zip, a.names = zip.NewWriter(w), map[string]bool{}
 	} else {
-		if s.PerPage < 1 {
-			return nil, fmt.Errorf("render: a contact sheet needs perPage of 1 or more, not %d", s.PerPage)
-		}
-		if title == "" {
-			title = "Contact sheet"
-		}
-		sh, err := newSheet(s.PerPage, title)
-		if err != nil {
-			return nil, err
-		}
-		a.sheet, a.pdf = sh, newPDF(title)
+		a.pdf = newPDF(cmp.Or(title, "Contact sheet"))
 	}
-	return a, nil
+	return a
 }
 
-// Write draws items into the archive in their order, rendering several at
-// once. read gives item i's source image: its original, or its preview
-// when the preset draws from previews and there is one. Each item's outcome
-// goes to done, in order: nil once it is in the archive, else the error
-// that kept it out; done decides whether that error stops the archive.
-// Write stops at the first error done returns, or writing returns.
-func (a *Archive) Write(ctx context.Context, items []Item,
-	read func(ctx context.Context, i int) ([]byte, error), done func(i int, err error) error) error {
-	draw := func(ctx context.Context, i int) (drawn, error) {
-		src, err := read(ctx, i)
-		if err != nil {
-			return drawn{}, err
-		}
-		return a.draw(ctx, src)
-	}
-	return inOrder(ctx, parallelism(), len(items), draw, func(i int, d drawn, err error) error {
-		if err != nil {
-			return done(i, err)
-		}
-		if err := a.add(items[i], d); err != nil {
-			return err
-		}
-		return done(i, nil)
-	})
-}
-
-// Written is how many photos are in the archive.
-func (a *Archive) Written() int { return a.written }
-
-// Close writes the last contact sheet page, if one is begun, and ends the
-// zip or the PDF. It does not close the underlying writer.
-func (a *Archive) Close() error {
-	if a.sheet == nil {
-		return a.zip.Close()
-	}
-	if a.sheet.n > 0 {
-		if err := a.flushPage(); err != nil {
-			return err
-		}
-	}
-	return a.pdf.Output(a.w)
-}
-
-// drawn is one photo rendered: a file's bytes, or a contact sheet cell.
-type drawn struct {
-	data []byte
-	cell image.Image
-}
-
-func (a *Archive) draw(ctx context.Context, src []byte) (drawn, error) {
-	if a.sheet == nil {
-		data, err := Photo(ctx, a.engine, a.preset, a.settings, src)
-		return drawn{data: data}, err
-	}
-	l := a.sheet.l
-	out, err := a.engine.Render(ctx, src, imaging.RenderOptions{Width: l.boxW, Height: l.boxH, Quality: cellQuality})
-	if err != nil {
-		return drawn{}, err
-	}
-	cell, err := jpeg.Decode(bytes.NewReader(out))
-	return drawn{cell: cell}, err
-}
-
-// add puts a drawn photo in the archive: a file entry, or a cell of the
-// contact sheet, writing the page once it is full.
-func (a *Archive) add(it Item, d drawn) error {
-	a.written++
-	if a.sheet != nil {
-		a.sheet.add(d.cell, it.Filename, captionTime(it))
-		if a.sheet.full() {
-			return a.flushPage()
-		}
-		return nil
+// AddFile puts a photo's file, read from r, in a zip: its original for
+// full_res, else its render (Photo).
+func (a *Archive) AddFile(it Item, r io.Reader) error {
+	if a.zip == nil {
+		return errors.New("render: a contact sheet takes pages, not files")
 	}
 	f, err := a.zip.CreateHeader(&zip.FileHeader{Name: a.entryName(it), Method: zip.Store, Modified: modTime(it)})
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(d.data)
-	return err
-}
-
-// flushPage puts the sheet's page in the PDF as one full-page JPEG: the
-// PDF carries the JPEG's bytes as they are, without decoding them again.
-func (a *Archive) flushPage() error {
-	var page bytes.Buffer
-	if err := a.sheet.encode(&page, a.settings.Quality); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("page-%d", a.sheet.number)
+	a.written++
+	return nil
+}
+
+// AddPage puts a contact sheet page (Sheet.Page) in the PDF as one
+// full-page JPEG: the PDF carries the JPEG's bytes as they are, without
+// decoding them again.
+func (a *Archive) AddPage(page []byte) error {
+	if a.pdf == nil {
+		return errors.New("render: only a contact sheet takes pages")
+	}
+	a.written++
+	name := fmt.Sprintf("page-%d", a.written)
 	opts := fpdf.ImageOptions{ImageType: "JPG"}
 	a.pdf.AddPage()
-	a.pdf.RegisterImageOptionsReader(name, opts, &page)
+	a.pdf.RegisterImageOptionsReader(name, opts, bytes.NewReader(page))
 	a.pdf.ImageOptions(name, 0, 0, a4W, a4H, false, opts, 0, "")
 	return a.pdf.Error()
+}
+
+// Written is how many files or pages are in the archive.
+func (a *Archive) Written() int { return a.written }
+
+// Close ends the zip or writes the PDF. It does not close the underlying
+// writer.
+func (a *Archive) Close() error {
+	if a.zip != nil {
+		return a.zip.Close()
+	}
+	return a.pdf.Output(a.w)
+}
+
+// Sheet draws contact sheet pages, one at a time: a page is drawn whole
+// before it is kept, so an export can stop between pages and go on later.
+type Sheet struct {
+	engine imaging.Engine
+	sheet  *sheet
+	pageQ  int
+}
+
+// NewSheet starts drawing the pages of a contact sheet with settings s;
+// title heads each page ("Contact sheet" when empty), and the first page
+// drawn is numbered after pagesBefore.
+func NewSheet(engine imaging.Engine, s Settings, title string, pagesBefore int) (*Sheet, error) {
+	if s.PerPage < 1 {
+		return nil, fmt.Errorf("render: a contact sheet needs perPage of 1 or more, not %d", s.PerPage)
+	}
+	sh, err := newSheet(s.PerPage, cmp.Or(title, "Contact sheet"))
+	if err != nil {
+		return nil, err
+	}
+	sh.number = pagesBefore
+	return &Sheet{engine: engine, sheet: sh, pageQ: s.Quality}, nil
+}
+
+// Add draws a photo from src (its preview, or its original) in the next
+// cell of the page, with its file name and capture time.
+func (s *Sheet) Add(ctx context.Context, it Item, src []byte) error {
+	l := s.sheet.l
+	out, err := s.engine.Render(ctx, src, imaging.RenderOptions{Width: l.boxW, Height: l.boxH, Quality: cellQuality})
+	if err != nil {
+		return err
+	}
+	cell, err := jpeg.Decode(bytes.NewReader(out))
+	if err != nil {
+		return err
+	}
+	s.sheet.add(cell, it.Filename, captionTime(it))
+	return nil
+}
+
+// Full says the page has a photo in every cell; Empty that it has none.
+func (s *Sheet) Full() bool  { return s.sheet.full() }
+func (s *Sheet) Empty() bool { return s.sheet.n == 0 }
+
+// Page encodes the page drawn as a JPEG at the sheet's quality; the next
+// Add starts a new page.
+func (s *Sheet) Page() ([]byte, error) {
+	var page bytes.Buffer
+	if err := s.sheet.encode(&page, s.pageQ); err != nil {
+		return nil, err
+	}
+	return page.Bytes(), nil
 }
 
 // A4 in millimetres, the PDF's unit.
@@ -258,59 +242,4 @@ func captionTime(it Item) string {
 		return captureTime(it).Format("2006-01-02 15:04:05 -07:00")
 	}
 	return captureTime(it).Format("2006-01-02 15:04:05")
-}
-
-func parallelism() int {
-	return max(1, min(maxParallelism, runtime.GOMAXPROCS(0)))
-}
-
-// inOrder runs work on items 0 to count-1, up to n at a time, and hands
-// each result to use in the items' order: the archive's order is stable
-// while the CPU-bound renders overlap. At most n+1 results exist at once,
-// which bounds memory. It stops at the first error use returns.
-func inOrder[T any](ctx context.Context, n, count int,
-	work func(context.Context, int) (T, error), use func(int, T, error) error) error {
-	type result struct {
-		v   T
-		err error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-
-	pending := make(chan chan result, n)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(pending)
-		for i := range count {
-			ch := make(chan result, 1)
-			select {
-			case pending <- ch:
-			case <-ctx.Done():
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, err := work(ctx, i)
-				ch <- result{v, err}
-			}()
-		}
-	}()
-	i := 0
-	for ch := range pending {
-		var r result
-		select {
-		case r = <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if err := use(i, r.v, r.err); err != nil {
-			return err
-		}
-		i++
-	}
-	return ctx.Err()
 }

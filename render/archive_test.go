@@ -158,52 +158,65 @@ func archive(t *testing.T, name string, s render.Settings, srcs ...source) (*zip
 	return z, outcome
 }
 
-// build writes srcs into an archive of preset name and returns its bytes
-// and each item's outcome.
+// build draws srcs one by one as an export does (a photo's render, or a
+// contact sheet's cells and pages) into an archive of preset name, and
+// returns its bytes and each item's outcome.
 func build(t *testing.T, name string, s render.Settings, srcs ...source) ([]byte, map[string]error) {
 	t.Helper()
+	ctx := context.Background()
 	var buf bytes.Buffer
-	a, err := render.NewArchive(&buf, newEngine(t), preset(t, name), s, "Shoot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := make([]render.Item, len(srcs))
-	for i, s := range srcs {
-		items[i] = s.item
-	}
-	outcome := map[string]error{}
-	var order []int
-	err = a.Write(context.Background(), items, func(_ context.Context, i int) ([]byte, error) {
-		return srcs[i].data, srcs[i].err
-	}, func(i int, err error) error {
-		order = append(order, i)
-		outcome[srcs[i].item.Filename] = err
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, j := range order {
-		if i != j {
-			t.Fatalf("outcomes in the order %v", order)
+	p := preset(t, name)
+	a := render.NewArchive(&buf, p, "Shoot")
+	var sheet *render.Sheet
+	if name == render.PresetContactSheet {
+		var err error
+		if sheet, err = render.NewSheet(newEngine(t), s, "Shoot", 0); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if len(order) != len(srcs) {
-		t.Fatalf("%d outcomes for %d items", len(order), len(srcs))
+	outcome := map[string]error{}
+	written := 0
+	for _, src := range srcs {
+		err := src.err
+		switch {
+		case err != nil:
+		case sheet != nil:
+			err = sheet.Add(ctx, src.item, src.data)
+		default:
+			var out []byte
+			if out, err = render.Photo(ctx, newEngine(t), p, s, src.data); err == nil {
+				err = a.AddFile(src.item, bytes.NewReader(out))
+			}
+		}
+		outcome[src.item.Filename] = err
+		if err == nil {
+			written++
+		}
+		if sheet != nil && sheet.Full() {
+			addPage(t, a, sheet)
+		}
+	}
+	if sheet != nil && !sheet.Empty() {
+		addPage(t, a, sheet)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	written := 0
-	for _, err := range outcome {
-		if err == nil {
-			written++
-		}
-	}
-	if a.Written() != written {
+	if sheet == nil && a.Written() != written {
 		t.Errorf("Written() = %d, %d items went in", a.Written(), written)
 	}
 	return buf.Bytes(), outcome
+}
+
+func addPage(t *testing.T, a *render.Archive, sheet *render.Sheet) {
+	t.Helper()
+	page, err := sheet.Page()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddPage(page); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // read returns an entry's bytes, checking it is stored uncompressed.
@@ -311,38 +324,5 @@ func TestArchiveOfContactSheets(t *testing.T) {
 	// The old name still makes the same kind of sheet.
 	if p, ok := render.Lookup("contact_sheet"); !ok || p.Name != render.PresetContactSheet {
 		t.Errorf("contact_sheet is %+v, want an alias of %s", p, render.PresetContactSheet)
-	}
-}
-
-func TestArchiveStopsWhenDoneSaysSo(t *testing.T) {
-	var buf bytes.Buffer
-	a, err := render.NewArchive(&buf, newEngine(t), preset(t, render.PresetWeb), render.Settings{LongEdge: 320}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kite := readCorpus(t, "photos/kite-2560x1600.jpg")
-	items := make([]render.Item, 20)
-	for i := range items {
-		items[i] = render.Item{ID: uuid.New(), Filename: fmt.Sprintf("%02d.jpg", i)}
-	}
-	stop := errors.New("canceled")
-	calls := 0
-	err = a.Write(context.Background(), items, func(context.Context, int) ([]byte, error) { return kite, nil },
-		func(i int, err error) error {
-			calls++
-			if i == 2 {
-				return stop
-			}
-			return err
-		})
-	if !errors.Is(err, stop) || calls != 3 || a.Written() != 3 {
-		t.Fatalf("Write = %v after %d outcomes and %d photos, want it stopped at the third", err, calls, a.Written())
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := a.Write(ctx, items, func(context.Context, int) ([]byte, error) { return kite, nil },
-		func(int, error) error { return nil }); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Write on an ended context = %v", err)
 	}
 }

@@ -171,7 +171,11 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	if !reflect.DeepEqual(named.AssetIDs, store.UUIDs{c, a}) {
 		t.Fatalf("asset ids read back as %v", named.AssetIDs)
 	}
-	items, err := env.Store.ExportItems(ctx, named)
+	plan, err := env.Store.ExportPlan(ctx, named)
+	if err != nil || !reflect.DeepEqual(plan, []uuid.UUID{c, a}) {
+		t.Fatalf("plan of a named export %v %v", plan, err)
+	}
+	items, err := env.Store.ExportItems(ctx, project, plan)
 	if err != nil || len(items) != 2 || items[0].AssetID != c || items[1].AssetID != a {
 		t.Fatalf("items of a named export %+v %v", items, err)
 	}
@@ -180,8 +184,8 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	if all.AssetIDs != nil {
 		t.Fatalf("an export of everything has asset ids %v", all.AssetIDs)
 	}
-	if items, _ := env.Store.ExportItems(ctx, all); len(items) != 3 {
-		t.Fatalf("an export of everything covers %d assets", len(items))
+	if plan, _ := env.Store.ExportPlan(ctx, all); len(plan) != 3 {
+		t.Fatalf("an export of everything covers %d assets", len(plan))
 	}
 
 	_, elsewhere := env.Project(t)

@@ -58,6 +58,17 @@ func (s *Store) DiscardAfter(ctx context.Context, keys []string, until time.Time
 	return err
 }
 
+// DiscardNow makes the discards whose keys begin with prefix due at once,
+// and returns their keys: their files are wanted no more, the caller
+// deletes them, and the sweeper does what it could not. A discard recorded
+// again later (a late writer) is due when that one says.
+func (s *Store) DiscardNow(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := s.db.SelectContext(ctx, &keys, `UPDATE blob_discards SET url_expires_at = now()
+		WHERE starts_with(blob_key, $1) AND url_expires_at > now() RETURNING blob_key`, prefix)
+	return keys, err
+}
+
 // DueDiscards takes, oldest first, discarded files (originals finalize
 // discarded, files of deleted assets, files tasks wrote that no row came
 // to name) that nothing could write after cutoff: no PUT or late task can

@@ -43,6 +43,12 @@ type Export struct {
 	StartedAt    *time.Time      `db:"started_at"`
 	ExpiresAt    *time.Time      `db:"expires_at"`
 	RunToken     *uuid.UUID      `db:"run_token"` // the latest run's, set by StartExport
+	// Plan is the assets the export covers, in the archive's order, fixed
+	// by its first run (SetExportPlan); ItemsDone of them are handled and
+	// Pages contact sheet pages drawn (ExportStep).
+	Plan      UUIDs `db:"plan"`
+	ItemsDone int   `db:"items_done"`
+	Pages     int   `db:"pages"`
 }
 
 // ExportSkip is an asset an export left out, and why.
@@ -55,7 +61,7 @@ type ExportSkip struct {
 
 const exportColumns = `e.id, e.project_id, e.user_id, e.batch_id, e.job_id, e.preset, e.settings, e.asset_ids, e.status,
 	e.progress, e.blob_key, e.byte_size, e.skipped, e.error_code, e.error_message, e.created_at, e.updated_at,
-	e.started_at, e.expires_at, e.run_token`
+	e.started_at, e.expires_at, e.run_token, e.plan, e.items_done, e.pages`
 
 // exportRead selects exports as users see them. A cancel is recorded on
 // the export's job first (a batch cancel reaches only the job), so an
@@ -104,17 +110,37 @@ func (s *Store) ForeignAssets(ctx context.Context, project uuid.UUID, ids []uuid
 	return out, err
 }
 
-// StartExport moves an export to running for a new attempt, clearing what
-// an earlier attempt left, under a new e.RunToken that the attempt's later
-// writes name. An export already running is taken over: its earlier run
-// was handed back and must not write again. started is false when the
-// export is done, canceled or expired: there is nothing to build.
+// StartExport moves an export to running for a new run, under a new
+// e.RunToken that the run's later writes name. An export already running
+// is taken over: its earlier run yielded, or was handed back and must not
+// write again. A run goes on from the steps earlier runs recorded; one
+// started again after the export failed starts afresh. started is false
+// when the export is done, canceled or expired: there is nothing to build.
 func (s *Store) StartExport(ctx context.Context, id uuid.UUID) (e *Export, started bool, err error) {
 	return s.moveExport(ctx, id, `
-		UPDATE exports e SET status = 'running', progress = 0, skipped = '[]', error_code = NULL, error_message = NULL,
-			run_token = $2, started_at = now(), updated_at = now()
+		UPDATE exports e SET status = 'running', error_code = NULL, error_message = NULL,
+			progress = CASE WHEN status = 'failed' THEN 0 ELSE progress END,
+			skipped = CASE WHEN status = 'failed' THEN '[]' ELSE skipped END,
+			plan = CASE WHEN status = 'failed' THEN NULL ELSE plan END,
+			items_done = CASE WHEN status = 'failed' THEN 0 ELSE items_done END,
+			pages = CASE WHEN status = 'failed' THEN 0 ELSE pages END,
+			run_token = $2, started_at = coalesce(started_at, now()), updated_at = now()
 		WHERE id = $1 AND status IN ('queued', 'running', 'failed')
 		RETURNING `+exportColumns, uuid.New())
+}
+
+// SetExportPlan fixes the assets run's export covers, once: a plan set
+// by an earlier run stays. It returns the plan in force.
+func (s *Store) SetExportPlan(ctx context.Context, id, run uuid.UUID, plan []uuid.UUID) ([]uuid.UUID, error) {
+	var out UUIDs
+	err := s.db.GetContext(ctx, &out, `
+		UPDATE exports SET plan = coalesce(plan, $3::uuid[]), updated_at = now()
+		WHERE id = $1 AND status = 'running' AND run_token = $2
+		RETURNING plan`, id, run, pq.Array(plan))
+	if errors.Is(notFound(err), ErrNotFound) {
+		return nil, s.lostRun(ctx, id, run)
+	}
+	return out, err
 }
 
 // moveExport runs an update of export id that returns it when it applies,
@@ -132,18 +158,27 @@ func (s *Store) moveExport(ctx context.Context, id uuid.UUID, update string, arg
 	return e, false, err
 }
 
-// ExportProgress records how far run of an export is, from 0 to 1, on the
-// export and its job. running is false once the export or its job was
+// ExportStep is what a run of an export has done so far: the plan's
+// items handled (rendered, or skipped and listed in Skipped), the contact
+// sheet pages drawn, and the progress from 0 to 1.
+type ExportStep struct {
+	ItemsDone, Pages int
+	Skipped          []ExportSkip
+	Progress         float64
+}
+
+// ExportProgress records a step of run of an export, on the export and
+// its job's progress. running is false once the export or its job was
 // canceled (or the export deleted); the export is then marked canceled
 // too. ErrStaleRun means a later run holds the export.
-func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, progress float64) (running bool, err error) {
+func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, step ExportStep) (running bool, err error) {
 	err = s.WithTx(ctx, func(tx *Store) error {
 		var status string
 		err := tx.db.GetContext(ctx, &status, `
-			UPDATE exports e SET progress = $2, updated_at = now(),
+			UPDATE exports e SET progress = $2, items_done = $4, pages = $5, skipped = $6, updated_at = now(),
 				status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE e.status END
 			FROM jobs j WHERE e.id = $1 AND j.id = e.job_id AND e.status = 'running' AND e.run_token = $3
-			RETURNING e.status`, id, progress, run)
+			RETURNING e.status`, id, step.Progress, run, step.ItemsDone, step.Pages, skipsJSON(step.Skipped))
 		if errors.Is(notFound(err), ErrNotFound) {
 			return tx.lostRun(ctx, id, run)
 		}
@@ -152,7 +187,7 @@ func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, progress 
 		}
 		running = true
 		_, err = tx.db.ExecContext(ctx, `UPDATE jobs j SET progress = $2, updated_at = now()
-			FROM exports e WHERE e.id = $1 AND j.id = e.job_id AND j.status = 'running'`, id, progress)
+			FROM exports e WHERE e.id = $1 AND j.id = e.job_id AND j.status = 'running'`, id, step.Progress)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -271,20 +306,30 @@ type ExportItem struct {
 	PreviewKey     *string    `db:"preview_key"` // nil until ingest made the preview
 }
 
-// ExportItems lists the assets e covers: the ones it names, in the order
-// named, or every finalized asset of its project in capture order.
-func (s *Store) ExportItems(ctx context.Context, e *Export) ([]ExportItem, error) {
-	var ids any
+// ExportPlan lists the assets e covers, in the archive's order: the ones
+// it names, in the order named, or every finalized asset of its project
+// in capture order.
+func (s *Store) ExportPlan(ctx context.Context, e *Export) ([]uuid.UUID, error) {
 	if e.AssetIDs != nil {
-		ids = e.AssetIDs
+		return e.AssetIDs, nil
 	}
+	var out []uuid.UUID
+	err := s.db.SelectContext(ctx, &out, `
+		SELECT id FROM assets WHERE project_id = $1 AND status <> 'pending_upload'
+		ORDER BY captured_at NULLS LAST, created_at, id`, e.ProjectID)
+	return out, err
+}
+
+// ExportItems returns the assets of project among ids, in the order of
+// ids; an asset deleted since is missing.
+func (s *Store) ExportItems(ctx context.Context, project uuid.UUID, ids []uuid.UUID) ([]ExportItem, error) {
 	var out []ExportItem
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT a.id, a.filename, a.content_type, a.status, a.blob_key, a.checksum_sha256, a.duplicate_of,
 		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key
-		FROM assets a LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
-		WHERE a.project_id = $1
-		  AND CASE WHEN $2::uuid[] IS NULL THEN a.status <> 'pending_upload' ELSE a.id = ANY($2::uuid[]) END
-		ORDER BY array_position($2::uuid[], a.id), a.captured_at NULLS LAST, a.created_at, a.id`, e.ProjectID, ids)
+		FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
+		JOIN assets a ON a.id = u.id AND a.project_id = $1
+		LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
+		ORDER BY u.n`, project, pq.Array(ids))
 	return out, err
 }

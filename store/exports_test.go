@@ -53,7 +53,7 @@ func TestStaleExportRunChangesNothing(t *testing.T) {
 		if _, err := st.FailExport(ctx, e.ID, first, store.JobQueued, "interrupted", "x", nil); !errors.Is(err, store.ErrStaleRun) {
 			t.Errorf("%s: the first run's failure: %v, want ErrStaleRun", when, err)
 		}
-		if running, err := st.ExportProgress(ctx, e.ID, first, 0.9); running || !errors.Is(err, store.ErrStaleRun) {
+		if running, err := st.ExportProgress(ctx, e.ID, first, store.ExportStep{Progress: 0.9}); running || !errors.Is(err, store.ErrStaleRun) {
 			t.Errorf("%s: the first run's progress: running %v, %v; want ErrStaleRun", when, running, err)
 		}
 		if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
@@ -66,7 +66,7 @@ func TestStaleExportRunChangesNothing(t *testing.T) {
 	if err != nil || got.Status != store.JobRunning || got.Progress != 0 || got.ErrorCode != nil || got.BlobKey != nil {
 		t.Fatalf("after the first run's writes: %+v %v; want the second run's export untouched", got, err)
 	}
-	if running, err := st.ExportProgress(ctx, e.ID, second, 0.5); !running || err != nil {
+	if running, err := st.ExportProgress(ctx, e.ID, second, store.ExportStep{Progress: 0.5}); !running || err != nil {
 		t.Fatalf("the second run's progress: running %v, %v", running, err)
 	}
 	if err := st.DiscardAfter(ctx, []string{"exports/first", "exports/second"}, time.Now().Add(time.Hour)); err != nil {
@@ -110,7 +110,7 @@ func TestExportCancelReachesTheRunThatHoldsIt(t *testing.T) {
 			if _, err := st.FinishExport(ctx, e.ID, first, "exports/first", 1, nil); !errors.Is(err, store.ErrStaleRun) {
 				t.Errorf("the first run's finish: %v, want ErrStaleRun", err)
 			}
-			if running, err := st.ExportProgress(ctx, e.ID, second, 0.5); running || err != nil {
+			if running, err := st.ExportProgress(ctx, e.ID, second, store.ExportStep{Progress: 0.5}); running || err != nil {
 				t.Errorf("the second run's progress: running %v, %v; want canceled", running, err)
 			}
 			if _, err := st.FinishExport(ctx, e.ID, second, "exports/second", 1, nil); !errors.Is(err, store.ErrNotFound) {
@@ -166,5 +166,44 @@ func TestFinishExportClaimsItsArchive(t *testing.T) {
 	}
 	if keys := discards(); len(keys) != 1 || keys[0] != "exports/first" {
 		t.Fatalf("discards once the second run finished: %v, want only the first run's", keys)
+	}
+}
+
+// A run that yields, or is handed back, leaves its steps to the next run,
+// which goes on from them under the plan the first fixed; a start after
+// the export failed for good begins again.
+func TestExportStepsOutliveTheirRun(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	e, _, second := startedExport(t, env)
+	st := env.Store
+	plan := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	if got, err := st.SetExportPlan(ctx, e.ID, second, plan); err != nil || len(got) != 3 || got[0] != plan[0] {
+		t.Fatalf("plan %v %v", got, err)
+	}
+	skip := []store.ExportSkip{{AssetID: plan[1], Reason: "duplicate"}}
+	if running, err := st.ExportProgress(ctx, e.ID, second, store.ExportStep{ItemsDone: 2, Pages: 1, Skipped: skip, Progress: 0.66}); !running || err != nil {
+		t.Fatalf("step: running %v, %v", running, err)
+	}
+
+	third, ok, err := st.StartExport(ctx, e.ID)
+	if err != nil || !ok || *third.RunToken == second {
+		t.Fatalf("the third run: %v %v", ok, err)
+	}
+	if third.ItemsDone != 2 || third.Pages != 1 || len(third.Plan) != 3 || third.Progress < 0.65 || string(third.Skipped) == "[]" {
+		t.Fatalf("the third run starts from %d items, %d pages, plan %v, progress %v, skipped %s; want the second's steps",
+			third.ItemsDone, third.Pages, third.Plan, third.Progress, third.Skipped)
+	}
+	// The plan is fixed once: a later run's plan does not replace it.
+	if got, err := st.SetExportPlan(ctx, e.ID, *third.RunToken, []uuid.UUID{uuid.New()}); err != nil || len(got) != 3 {
+		t.Fatalf("a second plan %v %v; want the first kept", got, err)
+	}
+
+	if _, err := st.FailExport(ctx, e.ID, *third.RunToken, store.JobFailed, "task_failed", "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	again, ok, err := st.StartExport(ctx, e.ID)
+	if err != nil || !ok || again.ItemsDone != 0 || again.Pages != 0 || again.Plan != nil || again.Progress != 0 || string(again.Skipped) != "[]" {
+		t.Fatalf("a start after failing for good: %+v %v %v; want a fresh start", again, ok, err)
 	}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,17 +16,11 @@ import (
 	"lightbox/events"
 	"lightbox/imaging"
 	"lightbox/internal/ptr"
+	"lightbox/internal/queuestate"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
-)
-
-// Progress is recorded and published after this many photos, or after
-// this long, whichever comes first.
-const (
-	exportProgressEvery = 5
-	exportProgressAfter = 2 * time.Second
 )
 
 // errExportCanceled stops a build whose export was canceled meanwhile.
@@ -41,19 +36,22 @@ type exportEvent struct {
 
 func init() { handle(tasks.TypeExport, (*Worker).export) }
 
-// export builds an export's zip archive. The archive streams into a blob
-// writer that publishes it only on Commit, after an fsync; any failure,
-// cancellation included, aborts the writer, so an attempt leaves either a
-// whole archive or nothing, and a retry starts clean. Photos that cannot be
-// exported are listed in the export's skipped list with a reason rather
-// than failing it.
+// export builds an export's archive, a step at a time (see exportStep),
+// yielding its slot between steps while other work waits. The archive
+// streams into a blob writer that publishes it only on Commit, after an
+// fsync; any failure, cancellation included, aborts the writer, so a run
+// leaves either a whole archive or nothing. A retry goes on from the steps
+// recorded. Photos that cannot be exported are listed in the export's
+// skipped list with a reason rather than failing it.
 //
-// Each run writes under its own token and key. A run handed back at a stop
-// may still be ending when the next run has started: it is then stale, and
-// stops without writing, canceling or deleting anything of the next run's.
-// A run's key is a discard from before it is written until FinishExport
-// names it, so an archive no export keeps (the run died, was taken over or
-// canceled, and its own delete failed) is deleted by the sweeper.
+// Each run writes under its own token, and its archive under its own key.
+// A run handed back at a stop may still be ending when the next run has
+// started: it is then stale, and stops without writing, canceling or
+// deleting anything of the next run's. A run's archive key is a discard
+// from before it is written until FinishExport names it, so an archive no
+// export keeps (the run died, was taken over or canceled, and its own
+// delete failed) is deleted by the sweeper; so is each part, a day after
+// it was drawn, unless a run deleted it first.
 func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	p, err := tasks.Decode[tasks.ExportPayload](t)
 	if err != nil {
@@ -67,12 +65,19 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	if !started {
+		if e.Status == store.JobCanceled { // between two runs
+			newExportBuild(w, e).dropParts(ctx)
+			w.exportCanceled(ctx, e)
+		}
 		return nil // done, canceled or expired: nothing to build
 	}
 	w.exportChanged(ctx, e)
 
-	b := &exportBuild{w: w, e: e, token: *e.RunToken, lastAt: time.Now()}
+	b := newExportBuild(w, e)
 	info, err := b.run(ctx)
+	if errors.Is(err, errExportYield) {
+		return tasks.RateLimited("other work waiting", exportYield)
+	}
 
 	err = w.tracker.Interrupted(ctx, err)
 	// Record the outcome even when the task's own context has ended.
@@ -81,6 +86,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		done, ferr := w.st.FinishExport(ctx, e.ID, b.token, info.Key, info.Size, b.skipped)
 		switch {
 		case ferr == nil:
+			b.dropParts(ctx)
 			w.exportChanged(ctx, done)
 			return nil
 		case errors.Is(ferr, store.ErrStaleRun):
@@ -92,6 +98,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 			return w.exportStale(e, b.token)
 		case errors.Is(ferr, store.ErrNotFound):
 			// Canceled while the archive was being published: nobody wants it.
+			b.dropParts(ctx)
 			w.exportCanceled(ctx, e)
 			return w.blobs.Delete(ctx, info.Key)
 		case errors.Is(ferr, store.ErrDiscardDue):
@@ -107,6 +114,7 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 		return w.exportStale(e, b.token)
 	}
 	if errors.Is(err, errExportCanceled) {
+		b.dropParts(ctx)
 		w.exportCanceled(ctx, e)
 		return nil
 	}
@@ -118,10 +126,14 @@ func (w *Worker) export(ctx context.Context, t *asynq.Task) error {
 	failed, ferr := w.st.FailExport(ctx, e.ID, b.token, status, code, msg, b.skipped)
 	switch {
 	case ferr == nil:
+		if failed.Status != store.JobQueued {
+			b.dropParts(ctx) // a rerun starts afresh
+		}
 		w.exportChanged(ctx, failed)
 	case errors.Is(ferr, store.ErrStaleRun):
 		return w.exportStale(e, b.token)
 	case errors.Is(ferr, store.ErrNotFound):
+		b.dropParts(ctx)
 		w.exportCanceled(ctx, e)
 	default:
 		w.log.Error("record export failure", "export", e.ID, "err", ferr)
@@ -199,103 +211,213 @@ func exportKey(e *store.Export, run uuid.UUID) string {
 	return "exports/" + e.ID.String() + "/" + run.String() + "/" + render.ArchiveName(e.Preset, e.ID)
 }
 
-// exportBuild is one attempt at building an export.
+// An export is built in steps of a few photos, each rendered one after
+// another into a file of its own (a part), and put together at the end by
+// copying the parts into the archive. After each step the run records how
+// far it is and, if other work waits in the queues this worker serves above
+// low (another user's thumbnails or ingest, another user's export), yields
+// its slot: the task comes back a second later and the next run goes on
+// where this one stopped. One export therefore holds one slot and one core
+// for at most a step at a time while others wait, whatever its size.
+const (
+	// exportStep is how many photos a step renders before it records.
+	exportStep = 8
+	// exportRunFor bounds one run even when nothing waits, well within
+	// the task's timeout.
+	exportRunFor = 5 * time.Minute
+	// exportYield is how long a run that yielded waits to be picked again.
+	exportYield = time.Second
+	// exportPartsKept is how long a part is kept when no run deletes it (a
+	// run died, or the export was canceled between runs): the sweep
+	// deletes it then. A part missing when the archive is put together is
+	// drawn again.
+	exportPartsKept = 24 * time.Hour
+	// exportReportEvery is how often putting an archive together records
+	// its progress, and notices a cancel.
+	exportReportEvery = 2 * time.Second
+)
+
+// errExportYield ends a run that stepped aside for other work.
+var errExportYield = errors.New("export yields to other work")
+
+// exportBuild is one run of an export.
 type exportBuild struct {
 	w        *Worker
 	e        *store.Export
-	token    uuid.UUID // the attempt's token, which its writes name
+	token    uuid.UUID // the run's token, which its writes name
+	preset   render.Preset
 	settings render.Settings
-	skipped  []store.ExportSkip
+	started  time.Time
 
-	total, done, last int // items, items handled, items at the last report
-	lastAt            time.Time
+	plan      []uuid.UUID // the assets the export covers, in order
+	itemsDone int         // of plan, handled: drawn, or skipped
+	pages     int         // contact sheet pages drawn
+	skipped   []store.ExportSkip
 }
 
+func newExportBuild(w *Worker, e *store.Export) *exportBuild {
+	b := &exportBuild{w: w, e: e, started: time.Now(), plan: e.Plan, itemsDone: e.ItemsDone, pages: e.Pages}
+	if e.RunToken != nil {
+		b.token = *e.RunToken
+	}
+	b.preset, _ = render.Lookup(e.Preset)
+	json.Unmarshal(e.Skipped, &b.skipped)
+	return b
+}
+
+// run builds the export from where earlier runs stopped: steps until the
+// plan is drawn, then the archive. errExportYield means it stepped aside.
 func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
-	preset, ok := render.Lookup(b.e.Preset)
-	if !ok {
+	if b.preset.Name == "" {
 		return blob.Info{}, tasks.Permanent(fmt.Errorf("export preset %q is unknown", b.e.Preset))
 	}
 	if err := json.Unmarshal(b.e.Settings, &b.settings); err != nil {
 		return blob.Info{}, tasks.Permanent(fmt.Errorf("export settings: %w", err))
 	}
-	items, err := b.w.st.ExportItems(ctx, b.e)
-	if err != nil {
-		return blob.Info{}, err
-	}
-	todo := b.plan(items)
-	b.total = len(items)
-	b.done = len(items) - len(todo)
-	if len(todo) == 0 {
-		return blob.Info{}, b.nothingToExport(len(items))
-	}
-
-	key := exportKey(b.e, b.token)
-	if err := b.w.discardUntilNamed(ctx, tasks.TypeExport, key); err != nil {
-		return blob.Info{}, err
-	}
-	bw, err := b.w.blobs.Create(ctx, key)
-	if err != nil {
-		return blob.Info{}, err
-	}
-	defer bw.Abort()
-	archive, err := render.NewArchive(bw, b.w.engine, preset, b.settings, b.title(ctx))
-	if err != nil {
-		return blob.Info{}, err
-	}
-	read := func(ctx context.Context, i int) ([]byte, error) { return b.source(ctx, preset, todo[i]) }
-	err = archive.Write(ctx, renderItems(todo), read, func(i int, err error) error {
+	if b.plan == nil {
+		ids, err := b.w.st.ExportPlan(ctx, b.e)
 		if err != nil {
-			if err := b.skipOrFail(todo[i], err); err != nil {
+			return blob.Info{}, err
+		}
+		if b.plan, err = b.w.st.SetExportPlan(ctx, b.e.ID, b.token, append([]uuid.UUID{}, ids...)); err != nil {
+			return blob.Info{}, err
+		}
+	}
+	if len(b.plan) == 0 {
+		return blob.Info{}, b.nothingToExport()
+	}
+	for b.itemsDone < len(b.plan) {
+		if err := b.step(ctx); err != nil {
+			return blob.Info{}, err
+		}
+		if b.itemsDone < len(b.plan) && b.yields(ctx) {
+			return blob.Info{}, errExportYield
+		}
+	}
+	return b.assemble(ctx)
+}
+
+// yields says whether the run should give its slot up now.
+func (b *exportBuild) yields(ctx context.Context) bool {
+	if time.Since(b.started) > exportRunFor {
+		return true
+	}
+	// A check that fails lets the export go on: it only orders work.
+	waiting, _ := queuestate.Waiting(ctx, b.w.rdb, b.w.exportYieldsTo)
+	return waiting
+}
+
+// step draws the next photos of the plan, one at a time: exportStep of
+// them, or a contact sheet's page, and records how far the export is.
+func (b *exportBuild) step(ctx context.Context) error {
+	var sheet *render.Sheet
+	if b.preset.Name == render.PresetContactSheet {
+		var err error
+		if sheet, err = render.NewSheet(b.w.engine, b.settings, b.title(ctx), b.pages); err != nil {
+			return tasks.Permanent(err)
+		}
+	}
+	for b.itemsDone < len(b.plan) {
+		ids := b.plan[b.itemsDone:min(b.itemsDone+exportStep, len(b.plan))]
+		items, err := b.items(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if err := b.draw(ctx, sheet, id, items[i]); err != nil {
 				return err
 			}
+			b.itemsDone++
+			if sheet != nil && sheet.Full() {
+				break
+			}
 		}
-		return b.advance(ctx)
-	})
-	if err != nil {
-		return blob.Info{}, err
+		if sheet == nil || sheet.Full() {
+			break
+		}
 	}
-	if archive.Written() == 0 {
-		return blob.Info{}, b.nothingToExport(len(items))
+	if sheet != nil && !sheet.Empty() { // a full page, or the last
+		page, err := sheet.Page()
+		if err != nil {
+			return err
+		}
+		if err := b.putPart(ctx, b.pageKey(b.pages+1), page); err != nil {
+			return err
+		}
+		b.pages++
 	}
-	if err := archive.Close(); err != nil {
-		return blob.Info{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return blob.Info{}, err
-	}
-	return bw.Commit()
+	return b.report(ctx, 0.99*float64(b.itemsDone)/float64(len(b.plan)))
 }
 
-func (b *exportBuild) nothingToExport(n int) error {
-	if n == 0 {
+// items reads the assets of ids, in their order; nil for one deleted.
+func (b *exportBuild) items(ctx context.Context, ids []uuid.UUID) ([]*store.ExportItem, error) {
+	found, err := b.w.st.ExportItems(ctx, b.e.ProjectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.ExportItem, len(ids))
+	j := 0
+	for i, id := range ids {
+		if j < len(found) && found[j].AssetID == id {
+			out[i] = &found[j]
+			j++
+		}
+	}
+	return out, nil
+}
+
+// draw renders one asset of the plan into its part, or onto the sheet, or
+// lists it as skipped. An original (full_res) is not drawn: the archive
+// copies it.
+func (b *exportBuild) draw(ctx context.Context, sheet *render.Sheet, id uuid.UUID, it *store.ExportItem) error {
+	if b.unfit(id, it) || b.preset.Name == render.PresetFullRes {
+		return nil
+	}
+	src, err := b.source(ctx, *it)
+	if err == nil {
+		if sheet != nil {
+			err = sheet.Add(ctx, renderItem(*it), src)
+		} else {
+			var out []byte
+			if out, err = render.Photo(ctx, b.w.engine, b.preset, b.settings, src); err == nil {
+				return b.putPart(ctx, b.partKey(id), out)
+			}
+		}
+	}
+	if err != nil {
+		return b.skipOrFail(*it, err)
+	}
+	return nil
+}
+
+// unfit lists an asset that cannot be exported as skipped, and says so.
+func (b *exportBuild) unfit(id uuid.UUID, it *store.ExportItem) bool {
+	switch {
+	case it == nil:
+		b.skipped = append(b.skipped, store.ExportSkip{AssetID: id, Reason: "deleted", Message: "The photo was deleted."})
+	case it.Status == store.AssetDuplicate:
+		msg := "A copy of another asset of the project."
+		if it.DuplicateOf != nil {
+			msg = fmt.Sprintf("A copy of asset %s.", it.DuplicateOf)
+		}
+		b.skip(*it, "duplicate", msg)
+	case it.Status == store.AssetFailed:
+		b.skip(*it, "failed", "Processing failed: "+ptr.Value(it.ErrorMessage))
+	case it.Status == store.AssetPendingUpload || it.ChecksumSHA256 == nil:
+		b.skip(*it, "not_uploaded", "The file was never uploaded and finalized.")
+	case it.PreviewKey == nil && !b.settings.IncludeNotReady:
+		b.skip(*it, "not_ready", "The photo is still being processed and includeNotReady is false.")
+	default:
+		return false
+	}
+	return true
+}
+
+func (b *exportBuild) nothingToExport() error {
+	if len(b.plan) == 0 {
 		return badInput("nothing_to_export", "There are no finalized photos to export.")
 	}
-	return badInput("nothing_to_export", "None of the %d photos could be exported; see skipped for why.", n)
-}
-
-// plan sets aside the assets that cannot be exported and returns the rest.
-func (b *exportBuild) plan(items []store.ExportItem) []store.ExportItem {
-	var todo []store.ExportItem
-	for _, it := range items {
-		switch {
-		case it.Status == store.AssetDuplicate:
-			msg := "A copy of another asset of the project."
-			if it.DuplicateOf != nil {
-				msg = fmt.Sprintf("A copy of asset %s.", it.DuplicateOf)
-			}
-			b.skip(it, "duplicate", msg)
-		case it.Status == store.AssetFailed:
-			b.skip(it, "failed", "Processing failed: "+ptr.Value(it.ErrorMessage))
-		case it.Status == store.AssetPendingUpload || it.ChecksumSHA256 == nil:
-			b.skip(it, "not_uploaded", "The file was never uploaded and finalized.")
-		case it.PreviewKey == nil && !b.settings.IncludeNotReady:
-			b.skip(it, "not_ready", "The photo is still being processed and includeNotReady is false.")
-		default:
-			todo = append(todo, it)
-		}
-	}
-	return todo
+	return badInput("nothing_to_export", "None of the %d photos could be exported; see skipped for why.", len(b.plan))
 }
 
 func (b *exportBuild) skip(it store.ExportItem, reason, msg string) {
@@ -303,7 +425,7 @@ func (b *exportBuild) skip(it store.ExportItem, reason, msg string) {
 }
 
 // skipOrFail lists an asset whose own file is at fault (missing, changed,
-// undecodable) as skipped; any other error fails the attempt.
+// undecodable) as skipped; any other error fails the run.
 func (b *exportBuild) skipOrFail(it store.ExportItem, err error) error {
 	var coded jobs.CodedError
 	var img *imaging.Error
@@ -318,6 +440,149 @@ func (b *exportBuild) skipOrFail(it store.ExportItem, err error) error {
 	return nil
 }
 
+// partKey and pageKey are where a step keeps what it drew: a photo's
+// render, a contact sheet's page. They are the export's, not the run's: a
+// later run goes on from them, and two runs draw the same bytes.
+func (b *exportBuild) partKey(asset uuid.UUID) string { return blob.ExportPartKey(b.e.ID, asset) }
+func (b *exportBuild) pageKey(n int) string           { return blob.ExportPageKey(b.e.ID, n) }
+
+// putPart keeps a part, discarded first so that the sweep deletes it
+// should nothing else.
+func (b *exportBuild) putPart(ctx context.Context, key string, data []byte) error {
+	if err := b.w.st.DiscardAfter(ctx, []string{key}, time.Now().Add(exportPartsKept)); err != nil {
+		return err
+	}
+	_, err := b.w.blobs.Put(ctx, key, bytes.NewReader(data), int64(len(data)))
+	return err
+}
+
+// dropParts deletes the parts once the archive holds them, or nobody
+// wants them (jobs.DropExportParts).
+func (b *exportBuild) dropParts(ctx context.Context) { b.w.jobs.DropExportParts(ctx, b.w.log, b.e.ID) }
+
+// assemble puts the archive together from the parts (the originals for
+// full_res), in the plan's order, and publishes it under the run's key.
+func (b *exportBuild) assemble(ctx context.Context) (blob.Info, error) {
+	key := exportKey(b.e, b.token)
+	if err := b.w.discardUntilNamed(ctx, tasks.TypeExport, key); err != nil {
+		return blob.Info{}, err
+	}
+	bw, err := b.w.blobs.Create(ctx, key)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	defer bw.Abort()
+	archive := render.NewArchive(bw, b.preset, b.title(ctx))
+	if b.preset.Name == render.PresetContactSheet {
+		err = b.addPages(ctx, archive)
+	} else {
+		err = b.addFiles(ctx, archive)
+	}
+	if err != nil {
+		return blob.Info{}, err
+	}
+	if archive.Written() == 0 {
+		return blob.Info{}, b.nothingToExport()
+	}
+	if err := archive.Close(); err != nil {
+		return blob.Info{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Info{}, err
+	}
+	return bw.Commit()
+}
+
+func (b *exportBuild) addPages(ctx context.Context, archive *render.Archive) error {
+	for n := 1; n <= b.pages; n++ {
+		page, err := b.readPart(ctx, b.pageKey(n))
+		if errors.Is(err, blob.ErrNotFound) {
+			// A page lost (kept past exportPartsKept): draw them all again.
+			b.itemsDone, b.pages, b.skipped = 0, 0, nil
+			if err := b.report(ctx, 0); err != nil {
+				return err
+			}
+			return fmt.Errorf("page %d of the contact sheet was lost; the sheet is drawn again", n)
+		}
+		if err != nil {
+			return err
+		}
+		if err := archive.AddPage(page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *exportBuild) addFiles(ctx context.Context, archive *render.Archive) error {
+	skipped := map[uuid.UUID]bool{}
+	for _, s := range b.skipped {
+		skipped[s.AssetID] = true
+	}
+	lastReport := time.Now()
+	for from := 0; from < len(b.plan); from += 500 {
+		ids := b.plan[from:min(from+500, len(b.plan))]
+		items, err := b.items(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if skipped[id] || b.unfit(id, items[i]) {
+				continue
+			}
+			data, err := b.file(ctx, *items[i])
+			if err != nil {
+				if err := b.skipOrFail(*items[i], err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := archive.AddFile(renderItem(*items[i]), bytes.NewReader(data)); err != nil {
+				return err
+			}
+			if time.Since(lastReport) > exportReportEvery {
+				lastReport = time.Now()
+				if b.preset.Name == render.PresetFullRes {
+					// Copying the originals is all of a full_res export's work.
+					err = b.report(ctx, 0.99*float64(from+i+1)/float64(len(b.plan)))
+				} else {
+					err = b.report(ctx, 0.99)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// file is what goes in the zip for an asset: its original for full_res,
+// checked against its checksum, else its part (drawn again if lost).
+func (b *exportBuild) file(ctx context.Context, it store.ExportItem) ([]byte, error) {
+	if b.preset.Name == render.PresetFullRes {
+		return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
+	}
+	data, err := b.readPart(ctx, b.partKey(it.AssetID))
+	if !errors.Is(err, blob.ErrNotFound) {
+		return data, err
+	}
+	src, err := b.source(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	return render.Photo(ctx, b.w.engine, b.preset, b.settings, src)
+}
+
+func (b *exportBuild) readPart(ctx context.Context, key string) ([]byte, error) {
+	f, _, err := b.w.blobs.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 // title heads the pages of a contact sheet: the project's title.
 func (b *exportBuild) title(ctx context.Context) string {
 	p, err := b.w.st.Project(ctx, b.e.UserID, b.e.ProjectID)
@@ -330,45 +595,31 @@ func (b *exportBuild) title(ctx context.Context) string {
 // source reads the image a photo is drawn from: its preview when the
 // preset draws from previews and ingest made one, else its original,
 // checked against its checksum.
-func (b *exportBuild) source(ctx context.Context, preset render.Preset, it store.ExportItem) ([]byte, error) {
-	if preset.FromPreview && it.PreviewKey != nil {
-		f, _, err := b.w.blobs.Open(ctx, *it.PreviewKey)
-		if err == nil {
-			defer f.Close()
-			return io.ReadAll(f)
-		}
+func (b *exportBuild) source(ctx context.Context, it store.ExportItem) ([]byte, error) {
+	if b.preset.FromPreview && it.PreviewKey != nil {
+		data, err := b.readPart(ctx, *it.PreviewKey)
 		if !errors.Is(err, blob.ErrNotFound) {
-			return nil, err
+			return data, err
 		}
 	}
 	return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
 }
 
-func renderItems(items []store.ExportItem) []render.Item {
-	out := make([]render.Item, len(items))
-	for i, it := range items {
-		out[i] = render.Item{ID: it.AssetID, Filename: it.Filename, CapturedAt: it.CapturedAt, CapturedOffset: it.CapturedOffset}
-	}
-	return out
+func renderItem(it store.ExportItem) render.Item {
+	return render.Item{ID: it.AssetID, Filename: it.Filename, CapturedAt: it.CapturedAt, CapturedOffset: it.CapturedOffset}
 }
 
-// advance counts one photo handled and, every few, records and publishes
-// the progress. It also notices a cancel that reached only the database.
-func (b *exportBuild) advance(ctx context.Context) error {
-	b.done++
-	if b.done-b.last < exportProgressEvery && time.Since(b.lastAt) < exportProgressAfter {
-		return nil
-	}
-	b.last, b.lastAt = b.done, time.Now()
-	// The last step, publishing, belongs to FinishExport.
-	p := 0.99 * float64(b.done) / float64(b.total)
-	running, err := b.w.st.ExportProgress(ctx, b.e.ID, b.token, p)
+// report records how far the export is and publishes it. It also notices
+// a cancel that reached only the database.
+func (b *exportBuild) report(ctx context.Context, progress float64) error {
+	running, err := b.w.st.ExportProgress(ctx, b.e.ID, b.token,
+		store.ExportStep{ItemsDone: b.itemsDone, Pages: b.pages, Skipped: b.skipped, Progress: progress})
 	if err != nil {
 		return err
 	}
 	if !running {
 		return errExportCanceled
 	}
-	b.w.publishExport(ctx, b.e, exportEvent{ExportID: b.e.ID, Status: store.JobRunning, Progress: p, Skipped: len(b.skipped)})
+	b.w.publishExport(ctx, b.e, exportEvent{ExportID: b.e.ID, Status: store.JobRunning, Progress: progress, Skipped: len(b.skipped)})
 	return nil
 }

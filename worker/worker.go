@@ -84,6 +84,9 @@ type Worker struct {
 	// ahead are the queues this worker serves above faces: a face scan
 	// steps aside while any of them has work waiting (see findFaces).
 	ahead []string
+	// exportYieldsTo are the queues whose waiting work an export steps
+	// aside for between its steps: all this worker serves above low.
+	exportYieldsTo []string
 
 	// ledgerOutages counts the flushes in a row that found the ledger down.
 	ledgerOutages atomic.Int64
@@ -142,6 +145,9 @@ func New(d Deps) (*Worker, error) {
 	for q := range served(d.Config) {
 		if q != tasks.QueueFaces {
 			w.ahead = append(w.ahead, q)
+		}
+		if q != tasks.QueueFaces && q != tasks.QueueLow {
+			w.exportYieldsTo = append(w.exportYieldsTo, q)
 		}
 	}
 	w.metrics = newTaskMetrics()

@@ -218,6 +218,17 @@ func (p *Proc) Running() bool {
 	}
 }
 
+// PID is the running process's id, for reading its memory and CPU time
+// (procstat); 0 when it is not running.
+func (p *Proc) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Kill ends the process with SIGKILL, as a power cut or the OOM killer
 // would: nothing of it gets to clean up.
 func (p *Proc) Kill() { p.signal(syscall.SIGKILL, 0) }
