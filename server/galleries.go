@@ -417,7 +417,7 @@ func (s *Server) hashPassword(c *gin.Context, pw *string) (*string, error) {
 	if pw == nil {
 		return nil, nil
 	}
-	h, err := s.hashes.Hash(*pw)
+	h, err := s.hashes.Hash(c.Request.Context(), principal(c).ID.String(), *pw)
 	if err != nil {
 		return nil, s.hashFailed(c, err)
 	}

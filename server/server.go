@@ -122,7 +122,7 @@ func New(d Deps) *Server {
 		// The configuration checked both; this would be a bug.
 		panic(err)
 	}
-	s.hashes = password.NewPool(d.Config.PasswordHashes)
+	s.hashes = password.NewPool(password.Limits{Slots: d.Config.PasswordHashes})
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
 	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Blobs: d.Blobs, Log: s.log,
 		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,

@@ -282,7 +282,7 @@ func (s *Server) checkSharePassword(c *gin.Context, g *store.Gallery, pw string)
 	case !v.Allowed:
 		return retryLater(c, v.Wait, "slow_down", "This gallery has had many wrong passwords, so each address takes its turn; yours comes")
 	}
-	ok, err := s.hashes.Verify(*g.PasswordHash, pw)
+	ok, err := s.hashes.Verify(ctx, gallery, *g.PasswordHash, pw)
 	// The count is kept even if the client hangs up meanwhile.
 	ctx = context.WithoutCancel(ctx)
 	if err != nil {

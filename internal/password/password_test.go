@@ -1,8 +1,6 @@
 package password_test
 
 import (
-	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -40,32 +38,5 @@ func BenchmarkHash(b *testing.B) {
 		if _, err := password.Hash("correct horse"); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// A full pool refuses at once: no caller waits for a slot, so callers
-// never pile up holding memory.
-func TestPoolRefusesWhenFull(t *testing.T) {
-	p := password.NewPool(1)
-	h, err := p.Hash("correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := p.Hold()
-	if _, err := p.Hash("x"); !errors.Is(err, password.ErrBusy) {
-		t.Fatalf("Hash on a full pool: %v, want ErrBusy", err)
-	}
-	if _, err := p.Verify(h, "correct horse"); !errors.Is(err, password.ErrBusy) {
-		t.Fatalf("Verify on a full pool: %v, want ErrBusy", err)
-	}
-	release()
-	if ok, err := p.Verify(h, "correct horse"); !ok || err != nil {
-		t.Fatalf("Verify once a slot is free: %v, %v", ok, err)
-	}
-	if p.Ran() != 2 || p.Refused() != 2 {
-		t.Errorf("ran %d, refused %d; want 2 and 2", p.Ran(), p.Refused())
-	}
-	if n := password.DefaultSlots(); n < 1 || n > runtime.GOMAXPROCS(0) {
-		t.Errorf("DefaultSlots %d on %d cores", n, runtime.GOMAXPROCS(0))
 	}
 }
