@@ -60,11 +60,16 @@ type Config struct {
 	SSEHeartbeat      time.Duration // SSE_HEARTBEAT, the comment that keeps idle streams open
 	SSEStreamsPerUser int           // SSE_STREAMS_PER_USER, event streams one user may hold open on one server
 	SessionTTL        time.Duration // SESSION_TTL
-	// PasswordHashes is how many gallery password hashes (argon2id, 64 MiB
-	// each) one server computes at once; a request finding them all busy
-	// is refused with 429. Default: sized from the cores and memory (see
+	// PasswordHashes is how many gallery passwords tried by viewers one
+	// server checks at once (argon2id, 64 MiB each); a try finding them all
+	// busy waits briefly in line, galleries taking turns, or is refused
+	// with 429. Default: sized from the cores and memory (see
 	// internal/password).
 	PasswordHashes int // PASSWORD_HASHES
+	// PasswordOwnerHashes is how many gallery passwords set by owners one
+	// server hashes at once, on slots of their own, so that owners never
+	// take the viewers': one of each user at a time, users taking turns.
+	PasswordOwnerHashes int // PASSWORD_OWNER_HASHES
 
 	UploadSecret   string        // UPLOAD_SECRET or the file UPLOAD_SECRET_FILE, HMAC key of signed URLs; generated under DATA_DIR when empty
 	UploadURLTTL   time.Duration // UPLOAD_URL_TTL
@@ -151,7 +156,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		SSEHeartbeat:      r.duration("SSE_HEARTBEAT", 15*time.Second),
 		SSEStreamsPerUser: r.integer("SSE_STREAMS_PER_USER", 16, 1, 1<<20),
 		SessionTTL:        r.duration("SESSION_TTL", 7*24*time.Hour),
-		PasswordHashes:    r.integer("PASSWORD_HASHES", password.DefaultSlots(), 1, 256),
+
+		PasswordHashes:      r.integer("PASSWORD_HASHES", password.DefaultSlots(), 1, 256),
+		PasswordOwnerHashes: r.integer("PASSWORD_OWNER_HASHES", 1, 1, 256),
 
 		UploadSecret:        r.str("UPLOAD_SECRET", ""),
 		UploadURLTTL:        r.duration("UPLOAD_URL_TTL", 5*time.Minute),

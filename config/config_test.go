@@ -32,8 +32,9 @@ func TestDefaults(t *testing.T) {
 	if c.FacesURL != "" || c.FacesTimeout != 2*time.Minute || c.FacesRatePerMin != 600 {
 		t.Fatalf("faces defaults: url %q, timeout %v, rate %d", c.FacesURL, c.FacesTimeout, c.FacesRatePerMin)
 	}
-	if c.PasswordHashes != password.DefaultSlots() {
-		t.Fatalf("password hashes at once %d, want the machine's %d", c.PasswordHashes, password.DefaultSlots())
+	if c.PasswordHashes != password.DefaultSlots() || c.PasswordOwnerHashes != 1 {
+		t.Fatalf("password hashes at once %d for viewers, %d for owners; want the machine's %d, and 1",
+			c.PasswordHashes, c.PasswordOwnerHashes, password.DefaultSlots())
 	}
 }
 

@@ -7,7 +7,10 @@ package server
 //     64 of [a-z0-9-], unique across the service: 409 slug_taken).
 //   - A password is stored as an argon2id hash and never shown; PATCH
 //     password null removes it, and any change ends the viewer tokens given
-//     before.
+//     before. Owners' passwords are hashed on slots of their own
+//     (PASSWORD_OWNER_HASHES), never the viewers': one of a user's at a
+//     time, users taking turns; four more of a user's wait in line, and a
+//     request past those is 429 busy with Retry-After.
 //   - With watermark on, each photo gets a watermarked preview from a
 //     gallery:render job, in a batch of kind "gallery"; adding photos or
 //     turning the watermark on starts one, and the answer names it as
@@ -412,12 +415,19 @@ func checkExpiry(errs fieldErrors, at *time.Time) {
 	checkOffset(errs, "expiresAt", at)
 }
 
+// ownerHashes is how owners share their hash slots: one hash of a user's
+// runs at a time, so that a user setting passwords in a loop takes one
+// slot, and four more of theirs wait in line; users take turns.
+func ownerHashes(slots int) password.Limits {
+	return password.Limits{Slots: slots, PerKey: 1, KeyWaiting: 4, Waiting: 16 * slots}
+}
+
 // hashPassword is the stored form of a gallery password; nil for none.
 func (s *Server) hashPassword(c *gin.Context, pw *string) (*string, error) {
 	if pw == nil {
 		return nil, nil
 	}
-	h, err := s.hashes.Hash(c.Request.Context(), principal(c).ID.String(), *pw)
+	h, err := s.ownerHashes.Hash(c.Request.Context(), principal(c).ID.String(), *pw)
 	if err != nil {
 		return nil, s.hashFailed(c, err)
 	}
@@ -425,10 +435,11 @@ func (s *Server) hashPassword(c *gin.Context, pw *string) (*string, error) {
 }
 
 // hashFailed is the answer to a password hash that could not run: a 429
-// when every slot is busy. A hash takes a fraction of a second, so a
-// second later one is likely free.
+// when the line for a slot is full. A hash takes a fraction of a second,
+// so a second later there is likely room. A caller who left the line
+// hears the same, if anything.
 func (s *Server) hashFailed(c *gin.Context, err error) error {
-	if errors.Is(err, password.ErrBusy) {
+	if errors.Is(err, password.ErrBusy) || c.Request.Context().Err() != nil {
 		return retryLater(c, time.Second, "busy", "The server is checking other passwords")
 	}
 	return err

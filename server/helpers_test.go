@@ -565,7 +565,8 @@ func ids(assets []ratedAsset) string {
 	return strings.Join(out, ",")
 }
 
-// passwordTry is one POST /v1/share/{slug}/auth from a client address.
+// passwordTry is the answer to a password tried (POST /v1/share/{slug}/auth)
+// or set (PATCH /v1/galleries/{id}).
 type passwordTry struct {
 	status int
 	code   string
@@ -582,6 +583,12 @@ func tryPassword(client *http.Client, base, slug, addr, pw string) (passwordTry,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Forwarded-For", addr)
+	return sendPassword(client, req)
+}
+
+// sendPassword sends a request that sets or tries a password, and reads
+// its answer: a 5xx, or a 429 without a Retry-After, is an error.
+func sendPassword(client *http.Client, req *http.Request) (passwordTry, error) {
 	res, err := client.Do(req)
 	if err != nil {
 		return passwordTry{}, err

@@ -13,6 +13,7 @@ import (
 
 	"lightbox/chain"
 	"lightbox/internal/metrics"
+	"lightbox/internal/password"
 	"lightbox/store"
 )
 
@@ -56,18 +57,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Help: "Live progress streams open on this server.",
 		}, func() float64 { return float64(s.hub.Subscribers()) }),
 		chainLag{s.store},
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "lightbox_password_hashes_total",
-			Help: "Password hashes (argon2id) this server started: gallery passwords set and tried.",
-		}, func() float64 { return float64(s.hashes.Ran()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "lightbox_password_hashes_refused_total",
-			Help: "Password hashes refused with 429 busy because every slot was taken.",
-		}, func() float64 { return float64(s.hashes.Refused()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "lightbox_password_hash_slots",
-			Help: "Password hashes this server computes at once (PASSWORD_HASHES).",
-		}, func() float64 { return float64(s.hashes.Slots()) }),
+		passwordHashes{"viewer": s.viewerHashes, "owner": s.ownerHashes},
 	)
 	if s.inspector != nil {
 		// asynq_queue_size, asynq_queue_latency_seconds, asynq_tasks_processed_total, ...
@@ -143,5 +133,40 @@ func (l chainLag) Collect(ch chan<- prometheus.Metric) {
 	}
 	for state, n := range map[string]int64{"pending": q.Pending, "signing": q.Signing, "failed": q.Failed} {
 		ch <- prometheus.MustNewConstMetric(chainLagDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}
+
+// passwordHashes reports the password hash pools by caller: viewer (a
+// gallery password tried) or owner (one set).
+type passwordHashes map[string]*password.Pool
+
+var passwordMetrics = []struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(*password.Pool) int64
+}{
+	{prometheus.NewDesc("lightbox_password_hashes_total", "Password hashes (argon2id) this server started, by caller.",
+		[]string{"caller"}, nil), prometheus.CounterValue, (*password.Pool).Ran},
+	{prometheus.NewDesc("lightbox_password_hashes_waited_total", "Password hashes that waited in line for a slot, by caller.",
+		[]string{"caller"}, nil), prometheus.CounterValue, (*password.Pool).Waited},
+	{prometheus.NewDesc("lightbox_password_hashes_refused_total", "Password hashes refused with 429 busy, the line for a slot being full, by caller.",
+		[]string{"caller"}, nil), prometheus.CounterValue, (*password.Pool).Refused},
+	{prometheus.NewDesc("lightbox_password_hashes_waiting", "Password hashes waiting in line for a slot now, by caller.",
+		[]string{"caller"}, nil), prometheus.GaugeValue, func(p *password.Pool) int64 { return int64(p.Waiting()) }},
+	{prometheus.NewDesc("lightbox_password_hash_slots", "Password hashes this server computes at once, by caller (PASSWORD_HASHES, PASSWORD_OWNER_HASHES).",
+		[]string{"caller"}, nil), prometheus.GaugeValue, func(p *password.Pool) int64 { return int64(p.Slots()) }},
+}
+
+func (h passwordHashes) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range passwordMetrics {
+		ch <- m.desc
+	}
+}
+
+func (h passwordHashes) Collect(ch chan<- prometheus.Metric) {
+	for caller, p := range h {
+		for _, m := range passwordMetrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(p)), caller)
+		}
 	}
 }

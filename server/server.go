@@ -85,8 +85,10 @@ type Server struct {
 	mail        mail.Sender    // sign-in codes
 	guesses     *guess.Counter // sign-in codes tried
 	now         func() time.Time
-	// hashes computes password hashes, a few at a time (PASSWORD_HASHES).
-	hashes *password.Pool
+	// viewerHashes checks the gallery passwords viewers try, a few at a
+	// time (PASSWORD_HASHES); ownerHashes hashes those owners set, on
+	// slots of their own (PASSWORD_OWNER_HASHES).
+	viewerHashes, ownerHashes *password.Pool
 	// shareGuesses counts gallery passwords tried, before they are checked.
 	shareGuesses *guess.Turns
 }
@@ -122,7 +124,8 @@ func New(d Deps) *Server {
 		// The configuration checked both; this would be a bug.
 		panic(err)
 	}
-	s.hashes = password.NewPool(password.Limits{Slots: d.Config.PasswordHashes})
+	s.viewerHashes = password.NewPool(password.Limits{Slots: d.Config.PasswordHashes})
+	s.ownerHashes = password.NewPool(ownerHashes(d.Config.PasswordOwnerHashes))
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
 	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Blobs: d.Blobs, Log: s.log,
 		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,

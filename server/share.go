@@ -21,8 +21,9 @@ package server
 //     (429 slow_down with Retry-After), turns come a second apart, twice
 //     as far every ten tries, up to a minute. Its client is slowed, never
 //     locked out.
-//   - A password is checked on one of a few hash slots (PASSWORD_HASHES);
-//     when all are busy the answer is 429 busy at once.
+//   - A password is checked on one of a few hash slots (PASSWORD_HASHES),
+//     which owners setting passwords never take; when all are busy the
+//     answer is 429 busy at once.
 //   - What viewers leave is capped. A gallery gives at most 30 viewer
 //     tokens an hour to one address (429 rate_limited) and has at most
 //     1,000 live viewers (429 gallery_viewer_limit, until the oldest
@@ -282,7 +283,7 @@ func (s *Server) checkSharePassword(c *gin.Context, g *store.Gallery, pw string)
 	case !v.Allowed:
 		return retryLater(c, v.Wait, "slow_down", "This gallery has had many wrong passwords, so each address takes its turn; yours comes")
 	}
-	ok, err := s.hashes.Verify(ctx, gallery, *g.PasswordHash, pw)
+	ok, err := s.viewerHashes.Verify(ctx, gallery, *g.PasswordHash, pw)
 	// The count is kept even if the client hangs up meanwhile.
 	ctx = context.WithoutCancel(ctx)
 	if err != nil {
