@@ -124,7 +124,7 @@ func New(d Deps) *Server {
 		// The configuration checked both; this would be a bug.
 		panic(err)
 	}
-	s.viewerHashes = password.NewPool(password.Limits{Slots: d.Config.PasswordHashes})
+	s.viewerHashes = password.NewPool(viewerHashes(d.Config.PasswordHashes))
 	s.ownerHashes = password.NewPool(ownerHashes(d.Config.PasswordOwnerHashes))
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
 	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Blobs: d.Blobs, Log: s.log,

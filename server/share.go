@@ -22,8 +22,11 @@ package server
 //     as far every ten tries, up to a minute. Its client is slowed, never
 //     locked out.
 //   - A password is checked on one of a few hash slots (PASSWORD_HASHES),
-//     which owners setting passwords never take; when all are busy the
-//     answer is 429 busy at once.
+//     which owners setting passwords never take. A try finding them all
+//     busy waits in line, galleries taking turns: one try of a gallery
+//     waits at a time, eight a slot in all, so a flooded gallery puts at
+//     most one of its tries ahead of another's viewer, besides those
+//     running. A try past those is 429 busy at once.
 //   - What viewers leave is capped. A gallery gives at most 30 viewer
 //     tokens an hour to one address (429 rate_limited) and has at most
 //     1,000 live viewers (429 gallery_viewer_limit, until the oldest
@@ -50,6 +53,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/internal/guess"
+	"lightbox/internal/password"
 	"lightbox/internal/ptr"
 	"lightbox/store"
 )
@@ -65,6 +69,13 @@ const (
 var shareGuessLimits = guess.TurnLimits{
 	PerAddress: 10, AddressWindow: 15 * time.Minute,
 	Free: 30, TargetWindow: time.Hour, Delay: time.Second, Step: 10, MaxDelay: time.Minute,
+}
+
+// viewerHashes is how viewers' tries share the hash slots: one try of a
+// gallery waits for a slot at a time, and eight a slot in all, some three
+// seconds of hashes.
+func viewerHashes(slots int) password.Limits {
+	return password.Limits{Slots: slots, KeyWaiting: 1, Waiting: 8 * slots}
 }
 
 // sharePerIP is the budget of the public gallery routes per client address.

@@ -188,3 +188,67 @@ func TestOwnerSettingPasswords8ASecondLetsAnotherUsersViewerIn19TimesOf20(t *tes
 		t.Errorf("ana's loop: %v; want 200, or 429 busy for a PATCH past her turn", anaSaid)
 	}
 }
+
+// The viewers of gallery A ask for it at once and keep asking: 48 clients
+// from 16 addresses with A's right password (one shared with a wedding's
+// guests, say, or known to whoever floods: a right password is no guess,
+// so no turn slows it; only the hash slots do), each waiting as told, but
+// never more than a second. Meanwhile a viewer of gallery B, another
+// user's, types B's right password 20 times. With the slot going to
+// whoever asked when it freed, A's clients held it nearly all the time
+// and B's viewer was refused 429 busy. At least 19 of B's 20 tries must
+// be let in.
+func TestGalleryFloodLetsAnotherGallerysViewerIn19TimesOf20(t *testing.T) {
+	t.Parallel()
+	const (
+		clients   = 48
+		addresses = 16
+		tries     = 20
+		wantIn    = 19
+	)
+	a := passwordServer(t)
+	ana, bob := a.user("ana@example.org", false), a.user("bob@example.org", false)
+	flooded := a.newGallery(ana, a.newProject(ana), map[string]any{"title": "Wedding", "password": "open sesame"})["shareSlug"].(string)
+	slug := a.newGallery(bob, a.newProject(bob), map[string]any{"title": "Portraits", "password": "let me in"})["shareSlug"].(string)
+	refused := func() float64 {
+		return testenv.Scrape(t, a.url+"/metrics", "Bearer "+testMetricsToken).Value("lightbox_password_hashes_refused_total", nil)
+	}
+	before := refused()
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var flood sync.WaitGroup
+	floodSaid := &answers{}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 5 * time.Minute}
+	for i := range clients {
+		flood.Go(func() {
+			addr := fmt.Sprintf("203.0.113.%d", i%addresses+1)
+			for ctx.Err() == nil {
+				r, err := tryPassword(client, a.url, flooded, addr, "open sesame")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				floodSaid.add(r)
+				select {
+				case <-ctx.Done():
+				case <-time.After(min(r.retry, time.Second)):
+				}
+			}
+		})
+	}
+	testenv.Eventually(t, "the flood to fill the hash slot", 3*time.Minute, func() bool { return refused() > before })
+
+	began := time.Now()
+	viewerSaid, took := typePassword(t, a, slug, "198.51.100.9", "let me in", tries)
+	stop()
+	flood.Wait()
+
+	p50, _ := testenv.Percentiles(took)
+	t.Logf("in %v, gallery A's flood: %v; B's viewer: %v, %v at most a try (median %v)", time.Since(began).Round(time.Millisecond),
+		floodSaid, viewerSaid, slices.Max(took).Round(time.Millisecond), p50.Round(time.Millisecond))
+	if in := viewerSaid.of(200, ""); in < wantIn {
+		t.Errorf("the viewer of gallery B was let in %d times of %d (%v) while gallery A's viewers flooded it; want at least %d",
+			in, tries, viewerSaid, wantIn)
+	}
+}
