@@ -18,12 +18,41 @@ import (
 )
 
 // Crop is a region of a photo in fractions of its width and height, as the
-// photo is shown (after its orientation).
+// photo is shown (after its orientation). A crop drawn at a fixed aspect
+// ratio keeps it on every photo it goes onto, whatever their shapes:
+// Ratio, its width over its height in pixels, then decides its height,
+// and X, Y, W and H only where it sits and how wide it is (see pixels).
 type Crop struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-	W float64 `json:"w"`
-	H float64 `json:"h"`
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+	W     float64 `json:"w"`
+	H     float64 `json:"h"`
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// Bounds of a crop's ratio: a 100:1 strip either way.
+const minCropRatio, maxCropRatio = 0.01, 100
+
+// pixels is c on a photo of w×h pixels. A free crop is its fractions. A
+// crop with a ratio keeps the centre and width its fractions give, and
+// takes its height from the ratio; where that does not fit the photo it
+// shrinks to the largest of its ratio that does, and moves inside it.
+func (c Crop) pixels(w, h int) image.Rectangle {
+	fw, fh := float64(w), float64(h)
+	if c.Ratio <= 0 {
+		return image.Rect(int(math.Round(c.X*fw)), int(math.Round(c.Y*fh)), int(math.Round((c.X+c.W)*fw)), int(math.Round((c.Y+c.H)*fh)))
+	}
+	cw := c.W * fw
+	ch := cw / c.Ratio
+	if ch > fh {
+		ch, cw = fh, fh*c.Ratio
+	}
+	if cw > fw {
+		cw, ch = fw, fw/c.Ratio
+	}
+	x := min(max((c.X+c.W/2)*fw-cw/2, 0), fw-cw)
+	y := min(max((c.Y+c.H/2)*fh-ch/2, 0), fh-ch)
+	return image.Rect(int(math.Round(x)), int(math.Round(y)), int(math.Round(x+cw)), int(math.Round(y+ch)))
 }
 
 // Edit is a set of non-destructive adjustments; the zero value changes
@@ -83,7 +112,8 @@ func ParseEdit(raw json.RawMessage) (e Edit, problems map[string]string) {
 			dec := json.NewDecoder(bytes.NewReader(v))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&c); err != nil || !c.valid() {
-				problems[field] = "must be {x, y, w, h} in fractions: x and y from 0, w and h above 0, x+w and y+h at most 1"
+				problems[field] = "must be {x, y, w, h} in fractions: x and y from 0, w and h above 0, x+w and y+h at most 1; " +
+					"and, for a fixed aspect ratio, ratio: its width over its height in pixels, from 0.01 to 100"
 				continue
 			}
 			e.Crop = &c
@@ -101,7 +131,8 @@ func EditParams() []string {
 
 func (c Crop) valid() bool {
 	const eps = 1e-9
-	return c.X >= 0 && c.Y >= 0 && c.W > 0 && c.H > 0 && c.X+c.W <= 1+eps && c.Y+c.H <= 1+eps
+	return c.X >= 0 && c.Y >= 0 && c.W > 0 && c.H > 0 && c.X+c.W <= 1+eps && c.Y+c.H <= 1+eps &&
+		(c.Ratio == 0 || c.Ratio >= minCropRatio && c.Ratio <= maxCropRatio)
 }
 
 // CheckCropPixels names the sides of e's crop ("params.crop.w",
@@ -137,9 +168,34 @@ const maxEditSource = 8192
 
 // ApplyEdit renders e onto an original: decoded by engine (so every format
 // ingest reads works here too) at the size the crop needs, cropped, turned,
-// straightened, adjusted, then scaled to a preview and a thumbnail.
-func ApplyEdit(ctx context.Context, engine imaging.Engine, original []byte, e Edit) (*Edited, error) {
-	box := sourceBox(e)
+// straightened, adjusted, then scaled to a preview and a thumbnail. shown
+// is the photo's size as shown, when known (see EditedImage).
+func ApplyEdit(ctx context.Context, engine imaging.Engine, original []byte, shown image.Point, e Edit) (*Edited, error) {
+	img, err := EditedImage(ctx, engine, original, shown, e, imaging.DefaultPreviewSize)
+	if err != nil {
+		return nil, err
+	}
+	preview, err := encodeFit(img, imaging.DefaultPreviewSize, imaging.DefaultPreviewQuality)
+	if err != nil {
+		return nil, err
+	}
+	thumb, err := encodeFit(img, imaging.DefaultThumbSize, imaging.DefaultThumbQuality)
+	if err != nil {
+		return nil, err
+	}
+	return &Edited{Preview: preview, Thumbnail: thumb}, nil
+}
+
+// EditedImage renders e onto an original: decoded by engine (so every
+// format ingest reads works here too) at the size the crop needs for what
+// it keeps to reach long pixels on its long edge, cropped, turned,
+// straightened and adjusted. What the photo holds bounds it: nothing is
+// enlarged, and no more than maxEditSource of the original is decoded.
+// shown is the photo's size as shown (after its orientation), when known,
+// zero when not: a crop at a fixed ratio keeps a part of it that depends
+// on its shape.
+func EditedImage(ctx context.Context, engine imaging.Engine, original []byte, shown image.Point, e Edit, long int) (*image.RGBA, error) {
+	box := sourceBox(e, long, shown)
 	src, err := engine.Render(ctx, original, imaging.RenderOptions{Width: box, Height: box, Quality: 95})
 	if err != nil {
 		return nil, err
@@ -160,26 +216,26 @@ func ApplyEdit(ctx context.Context, engine imaging.Engine, original []byte, e Ed
 		return nil, err
 	}
 	adjust(img, e)
-	preview, err := encodeFit(img, imaging.DefaultPreviewSize, imaging.DefaultPreviewQuality)
-	if err != nil {
-		return nil, err
-	}
-	thumb, err := encodeFit(img, imaging.DefaultThumbSize, imaging.DefaultThumbQuality)
-	if err != nil {
-		return nil, err
-	}
-	return &Edited{Preview: preview, Thumbnail: thumb}, nil
+	return img, nil
 }
 
-// sourceBox is the long edge ApplyEdit decodes for e: enough that the crop
-// still fills a preview, never more than maxEditSource. It is worked out in
-// floats and clamped before it becomes an int: the preview's size over a
-// crop side of 1e-17 is past any int, and converted it turned negative,
-// which the engine read as "the whole original".
-func sourceBox(e Edit) int {
-	need := float64(imaging.DefaultPreviewSize)
-	if e.Crop != nil {
-		need /= min(e.Crop.W, e.Crop.H)
+// sourceBox is the long edge EditedImage decodes for e: enough that the
+// crop still reaches long, never more than maxEditSource. It is worked out
+// in floats and clamped before it becomes an int: a size over a crop side
+// of 1e-17 is past any int, and converted it turned negative, which the
+// engine read as "the whole original".
+func sourceBox(e Edit, long int, shown image.Point) int {
+	need := float64(long)
+	switch c := e.Crop; {
+	case c != nil && c.Ratio > 0 && shown.X > 0 && shown.Y > 0:
+		r := c.pixels(shown.X, shown.Y)
+		need /= max(1e-9, min(float64(r.Dx())/float64(shown.X), float64(r.Dy())/float64(shown.Y)))
+	case c != nil && c.Ratio > 0:
+		// Its part of a photo of unknown shape: the fractions at worst
+		// halved.
+		need /= min(c.W, c.H) / 2
+	case c != nil:
+		need /= min(c.W, c.H)
 	}
 	if e.Straighten != 0 {
 		need *= 1.5 // straightening crops the corners away
@@ -201,9 +257,7 @@ func toRGBA(src image.Image) *image.RGBA {
 }
 
 func crop(m *image.RGBA, c Crop) *image.RGBA {
-	w, h := float64(m.Rect.Dx()), float64(m.Rect.Dy())
-	r := image.Rect(int(math.Round(c.X*w)), int(math.Round(c.Y*h)), int(math.Round((c.X+c.W)*w)), int(math.Round((c.Y+c.H)*h)))
-	r = r.Intersect(m.Rect)
+	r := c.pixels(m.Rect.Dx(), m.Rect.Dy()).Add(m.Rect.Min).Intersect(m.Rect)
 	if r.Dx() < 1 || r.Dy() < 1 {
 		r = image.Rect(r.Min.X, r.Min.Y, r.Min.X+1, r.Min.Y+1).Intersect(m.Rect)
 	}

@@ -30,10 +30,48 @@ func TestParseEdit(t *testing.T) {
 		`{"crop": {"x": -0.1, "y": 0, "w": 0.5, "h": 1}}`:    "params.crop",
 		`{"crop": {"x": 0, "y": 0, "w": 0, "h": 1}}`:         "params.crop",
 		`{"crop": {"x": 0, "y": 0, "w": 1, "h": 1, "z": 1}}`: "params.crop",
+		`{"crop": {"x": 0, "y": 0, "w": 1, "h": 1, "ratio": 0}}`: "",
+		`{"crop": {"x": 0, "y": 0, "w": 1, "h": 1, "ratio": -1}}`: "params.crop",
+		`{"crop": {"x": 0, "y": 0, "w": 1, "h": 1, "ratio": 101}}`: "params.crop",
 		`[1]`: "params",
 	} {
-		if _, problems := render.ParseEdit(json.RawMessage(raw)); problems[field] == "" || len(problems) != 1 {
-			t.Errorf("%s: problems %v, want one on %s", raw, problems, field)
+		_, problems := render.ParseEdit(json.RawMessage(raw))
+		if field == "" && len(problems) != 0 || field != "" && (problems[field] == "" || len(problems) != 1) {
+			t.Errorf("%s: problems %v, want one on %q", raw, problems, field)
+		}
+	}
+}
+
+// TestCropRatioHoldsOnEveryShape: a 4:5 crop drawn on a 2:3 portrait, as
+// fractions, came out 0.80 there and 0.91 on a 16:10 photo it was synced
+// to. With its ratio it is 4:5 on every photo, as wide as its fractions
+// say where that fits, centred where they put it.
+func TestCropRatioHoldsOnEveryShape(t *testing.T) {
+	engine := newEngine(t)
+	ctx := context.Background()
+	// Drawn on a 2:3 portrait (1000×1500): 800×1000 pixels.
+	drawn := render.Crop{X: 0.1, Y: 0.2, W: 0.8, H: 1000.0 / 1500, Ratio: 0.8}
+	for _, size := range []image.Point{{1000, 1500}, {1600, 1000}, {1500, 1000}, {3000, 400}} {
+		img := image.NewRGBA(image.Rect(0, 0, size.X, size.Y))
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []render.Crop{drawn, {X: drawn.X, Y: drawn.Y, W: drawn.W, H: drawn.H}} {
+			out, err := render.EditedImage(ctx, engine, buf.Bytes(), size, render.Edit{Crop: &c}, max(size.X, size.Y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := out.Bounds()
+			got := float64(b.Dx()) / float64(b.Dy())
+			wantW, wantH := c.W*float64(size.X), c.H*float64(size.Y) // free: the fractions
+			if c.Ratio > 0 {
+				wantW = min(c.W*float64(size.X), float64(size.Y)*c.Ratio)
+				wantH = wantW / c.Ratio
+			}
+			if abs(b.Dx()-int(wantW+0.5)) > 1 || abs(b.Dy()-int(wantH+0.5)) > 1 {
+				t.Errorf("ratio %v on %v: %v (%.3f), want %.0f×%.0f", c.Ratio, size, b.Size(), got, wantW, wantH)
+			}
 		}
 	}
 }
@@ -65,7 +103,7 @@ func TestApplyEdit(t *testing.T) {
 		if len(problems) > 0 {
 			t.Fatal(problems)
 		}
-		out, err := render.ApplyEdit(context.Background(), engine, kite, e)
+		out, err := render.ApplyEdit(context.Background(), engine, kite, image.Pt(2560, 1600), e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +161,7 @@ func TestApplyEditClampsTheSourceOfATinyCrop(t *testing.T) {
 		{Crop: &render.Crop{W: 1e-3, H: 1}, Straighten: -1},
 	} {
 		spy := &sizeSpy{Engine: newEngine(t)}
-		out, err := render.ApplyEdit(context.Background(), spy, kite, e)
+		out, err := render.ApplyEdit(context.Background(), spy, kite, image.Pt(2560, 1600), e)
 		if err != nil {
 			t.Fatalf("crop %+v: %v", *e.Crop, err)
 		}

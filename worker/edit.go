@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"image"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -52,7 +53,7 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	out, err := render.ApplyEdit(ctx, w.engine, data, e)
+	out, err := render.ApplyEdit(ctx, w.engine, data, shownSize(a.WidthPx, a.HeightPx), e)
 	var ie *imaging.Error
 	if errors.As(err, &ie) {
 		return badInput(ie.Code, "%s", ie.Message)
@@ -87,4 +88,13 @@ func (w *Worker) supersededEdit(ctx context.Context, version uuid.UUID) (bool, e
 		w.log.Info("edit superseded by a newer version; not rendered", "edit", version)
 	}
 	return err == nil && !newest, err
+}
+
+// shownSize is a photo's size as ingest measured it (after its
+// orientation), zero when not measured yet.
+func shownSize(w, h *int) image.Point {
+	if w == nil || h == nil {
+		return image.Point{}
+	}
+	return image.Pt(*w, *h)
 }

@@ -526,6 +526,19 @@ export interface CreateExportRequest {
   settings?: Record<string, unknown>;
 }
 
+/** A crop in fractions of the photo as shown, before the edit's turn. */
+export interface EditCrop {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /**
+   * Width over height in pixels, for a crop drawn at a fixed ratio: it
+   * keeps that ratio on every photo it is applied to.
+   */
+  ratio?: number;
+}
+
 export interface ExportDownloadResponse {
   url: string;
   expiresAt?: ISODateTime | null;

@@ -43,8 +43,26 @@ export function normal(p) {
   }
   const r = Number(p && p.rotate);
   if ([90, 180, 270].includes(r)) out.rotate = r;
-  if (p && p.crop && !isFull(p.crop)) out.crop = { x: p.crop.x, y: p.crop.y, w: p.crop.w, h: p.crop.h };
+  if (p && p.crop && !isFull(p.crop)) {
+    out.crop = { x: p.crop.x, y: p.crop.y, w: p.crop.w, h: p.crop.h };
+    if (p.crop.ratio > 0) out.crop.ratio = p.crop.ratio;
+  }
   return out;
+}
+
+// cropOn is crop c (fractions) on a photo of w × h pixels, as the server
+// renders it: a crop drawn at a fixed ratio keeps its ratio on every
+// photo, as wide as its fractions say where that fits and centred where
+// they put it (render.Crop's pixels).
+export function cropOn(c, w, h) {
+  if (!(c.ratio > 0)) return c;
+  let cw = c.w * w;
+  let ch = cw / c.ratio;
+  if (ch > h) { ch = h; cw = h * c.ratio; }
+  if (cw > w) { cw = w; ch = w / c.ratio; }
+  const x = Math.min(Math.max((c.x + c.w / 2) * w - cw / 2, 0), w - cw);
+  const y = Math.min(Math.max((c.y + c.h / 2) * h - ch / 2, 0), h - ch);
+  return { x: x / w, y: y / h, w: cw / w, h: ch / h, ratio: c.ratio };
 }
 
 const isFull = (c) => !c || (c.x <= 1e-6 && c.y <= 1e-6 && c.w >= 1 - 1e-6 && c.h >= 1 - 1e-6);
@@ -59,6 +77,7 @@ export function forApi(p) {
     const x = Math.max(0, r(p.crop.x));
     const y = Math.max(0, r(p.crop.y));
     out.crop = { x, y, w: Math.min(1 - x, r(p.crop.w)), h: Math.min(1 - y, r(p.crop.h)) };
+    if (p.crop.ratio > 0) out.crop.ratio = r(p.crop.ratio);
   }
   return out;
 }
@@ -146,7 +165,7 @@ function cssFilter(p) {
 // what comes out, in source pixels. cropping draws the whole photo turned
 // by quarters only, for the crop to be drawn on.
 export function geometry(w, h, p, cropping) {
-  const c = cropping || !p.crop ? FULL : p.crop;
+  const c = cropping || !p.crop ? FULL : cropOn(p.crop, w, h);
   const rw = c.w * w;
   const rh = c.h * h;
   const cx = (c.x + c.w / 2) * w;
@@ -367,10 +386,15 @@ function mount(section, { assetId, stage }) {
   }
 
   // The crop in fractions of the photo turned, as drawn.
-  const shownCrop = () => toShown(st.params.crop || FULL, st.params.rotate);
+  const shownCrop = () => toShown(st.params.crop && st.src
+    ? cropOn(st.params.crop, st.src.naturalWidth, st.src.naturalHeight) : st.params.crop || FULL, st.params.rotate);
   function setShownCrop(d) {
     const c = clampCrop(d);
     st.params.crop = isFull(c) ? null : fromShown(c, st.params.rotate);
+    // A fixed ratio goes with the crop, in the photo's own frame (before
+    // the quarter turns), so it holds on photos of other shapes.
+    const r = ratioValue();
+    if (st.params.crop && r) st.params.crop.ratio = st.params.rotate === 90 || st.params.rotate === 270 ? 1 / r : r;
     changed();
   }
 
