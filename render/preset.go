@@ -177,9 +177,11 @@ func (s *Settings) capSize(p Preset) {
 		s.Width, s.Height = min(s.Width, MaxEdge), min(s.Height, MaxEdge)
 		return
 	}
+	// Never below the smallest size a setting takes: a box of 100:1 or
+	// more loses some of its shape rather than a side.
 	scale := float64(MaxEdge) / float64(max(s.Width, s.Height))
-	s.Width = max(1, int(float64(s.Width)*scale+0.5))
-	s.Height = max(1, int(float64(s.Height)*scale+0.5))
+	s.Width = max(minEdge, int(float64(s.Width)*scale+0.5))
+	s.Height = max(minEdge, int(float64(s.Height)*scale+0.5))
 }
 
 // ArchiveName is the file name of an export's archive, what a browser
