@@ -51,6 +51,34 @@ func ApplyEdits(ctx context.Context, tx *store.Store, user, project uuid.UUID, t
 	return versions, jobs, err
 }
 
+// SaveEditRender records an edit version's render as its asset's edit
+// files (store.SaveEditRender) and, in the same transaction, has every
+// gallery that shows the asset watermarked draw it again from its new
+// look (store.RedrawAsset), so a worker that dies between the two leaves
+// neither half done. It reports whether it saved, and returns the stale
+// watermarked previews to delete.
+func SaveEditRender(ctx context.Context, st *store.Store, version uuid.UUID, files ...store.AssetFile) (saved bool, stale []string, err error) {
+	err = st.WithTx(ctx, func(tx *store.Store) error {
+		saved, stale = false, nil
+		var err error
+		if saved, err = tx.SaveEditRender(ctx, version, files...); err != nil || !saved || len(files) == 0 {
+			return err
+		}
+		changes, err := tx.RedrawAsset(ctx, files[0].AssetID)
+		if err != nil {
+			return err
+		}
+		for _, ch := range changes {
+			stale = append(stale, ch.Stale...)
+			if err := renderGallery(ctx, tx, ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return saved, stale, err
+}
+
 // ChangeGallery runs change, a change to a gallery, in one transaction of
 // st with the gallery:render jobs of the photos the changed gallery needs
 // watermarked (store.GalleryChange.ToRender), in a new batch of the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"image/jpeg"
 	"io"
 	"path"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/go-pdf/fpdf"
 	"github.com/google/uuid"
+	"github.com/nfnt/resize"
 
 	"lightbox/imaging"
 )
@@ -29,6 +31,9 @@ type Item struct {
 	Filename       string     // the name it was uploaded under
 	CapturedAt     *time.Time // when it was taken, if known
 	CapturedOffset *string    // the zone the camera recorded ("-07:00"), if it did
+	// Rendered: its file is a JPEG drawn for the export (an edited photo
+	// of full_res), not the original's bytes.
+	Rendered bool
 }
 
 // Photo renders one photo for a file preset from its original: the
@@ -47,6 +52,88 @@ func Photo(ctx context.Context, engine imaging.Engine, p Preset, s Settings, ori
 		return engine.Render(ctx, original, imaging.RenderOptions{Width: s.Width, Height: s.Height, Quality: s.Quality})
 	}
 	return engine.Render(ctx, original, imaging.RenderOptions{Width: s.Width, Height: s.Height, Crop: true, Quality: s.Quality})
+}
+
+// editedQuality is the JPEG quality of a full_res photo rendered with its
+// edit: the original is kept as it is only where there is no edit.
+const editedQuality = 95
+
+// EditedPhoto renders one photo for a file preset with its edit e, from
+// its original, as Photo does without one: web fits the edited photo in
+// its box, the social presets fill theirs centre-cropped, and full_res is
+// the edited photo at its full size (up to 8,192 px on the long edge) as a
+// JPEG. Nothing is enlarged. shown is the photo's size as shown, when
+// known (see EditedImage).
+func EditedPhoto(ctx context.Context, engine imaging.Engine, p Preset, s Settings, original []byte, shown image.Point, e Edit) ([]byte, error) {
+	var w, h int // the box; 0 is unbounded
+	quality := s.Quality
+	switch {
+	case p.Name == PresetContactSheet:
+		return nil, errors.New("render: a contact sheet is drawn as pages, not photos")
+	case p.Name == PresetFullRes:
+		quality = editedQuality
+	case p.Name == PresetWeb && s.LongEdge > 0:
+		w, h = s.LongEdge, s.LongEdge
+	default:
+		w, h = s.Width, s.Height
+	}
+	long := maxEditSource
+	if w > 0 && h > 0 {
+		long = max(w, h)
+		if p.Name != PresetWeb {
+			// Filling a box of another shape crops the long edge: decode
+			// enough that the short one still covers the box.
+			long = min(maxEditSource, 2*long)
+		}
+	}
+	img, err := EditedImage(ctx, engine, original, shown, e, long)
+	if err != nil {
+		return nil, err
+	}
+	var out image.Image = img
+	if p.Name != PresetWeb && p.Name != PresetFullRes {
+		out = centreCrop(img, w, h)
+	}
+	return encodeJPEG(fitBox(out, w, h), quality)
+}
+
+// fitBox scales m down to fit a w by h box (0: that side unbounded),
+// never up.
+func fitBox(m image.Image, w, h int) image.Image {
+	b := m.Bounds()
+	s := 1.0
+	if w > 0 {
+		s = min(s, float64(w)/float64(b.Dx()))
+	}
+	if h > 0 {
+		s = min(s, float64(h)/float64(b.Dy()))
+	}
+	if s >= 1 {
+		return m
+	}
+	return resize.Resize(uint(max(1, int(float64(b.Dx())*s+0.5))), uint(max(1, int(float64(b.Dy())*s+0.5))), m, resize.Lanczos3)
+}
+
+// centreCrop is the largest centred part of m with the shape of a w by h
+// box.
+func centreCrop(m *image.RGBA, w, h int) image.Image {
+	b := m.Bounds()
+	sw, sh := b.Dx(), b.Dy()
+	if int64(sw)*int64(h) > int64(sh)*int64(w) { // wider than the box
+		sw = max(1, int((int64(sh)*int64(w)+int64(h)/2)/int64(h)))
+	} else {
+		sh = max(1, int((int64(sw)*int64(h)+int64(w)/2)/int64(w)))
+	}
+	x0, y0 := b.Min.X+(b.Dx()-sw)/2, b.Min.Y+(b.Dy()-sh)/2
+	return m.SubImage(image.Rect(x0, y0, x0+sw, y0+sh))
+}
+
+func encodeJPEG(m image.Image, quality int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, m, &jpeg.Options{Quality: cmp.Or(quality, 90)}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Archive is an export's file as it is put together from what was drawn
@@ -198,7 +285,7 @@ func (a *Archive) entryName(it Item) string {
 	}, strings.TrimSpace(it.Filename))
 	ext := path.Ext(name)
 	base := strings.TrimSuffix(name, ext)
-	if a.preset.Name != PresetFullRes {
+	if a.preset.Name != PresetFullRes || it.Rendered {
 		ext = ".jpg"
 	}
 	if base == "" || base == "." || base == ".." {

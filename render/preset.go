@@ -37,6 +37,10 @@ type Settings struct {
 	Quality         int  `json:"quality,omitempty"`
 	PerPage         int  `json:"perPage,omitempty"`
 	IncludeNotReady bool `json:"includeNotReady"`
+	// IncludeEdits draws each photo with its latest edit, from its
+	// original; without, or for a photo with no edit, the photo as shot
+	// (full_res: the original's own bytes).
+	IncludeEdits bool `json:"includeEdits"`
 }
 
 // Preset is a kind of export: its default settings, the settings a user
@@ -56,15 +60,15 @@ type Preset struct {
 // presets fill theirs, centre-cropped; the contact sheet lays thumbnails
 // out perPage to a page.
 var presets = []Preset{
-	{Name: PresetFullRes, Allowed: []string{"includeNotReady"}},
+	{Name: PresetFullRes, Allowed: []string{"includeNotReady", "includeEdits"}},
 	{Name: PresetWeb, Defaults: Settings{LongEdge: 2048, Quality: 85},
-		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady"}},
+		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady", "includeEdits"}},
 	{Name: PresetInstagramCarousel, Defaults: Settings{Width: 1080, Height: 1350, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits"}},
 	{Name: PresetStory9x16, Defaults: Settings{Width: 1080, Height: 1920, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits"}},
 	{Name: PresetContactSheet, Defaults: Settings{PerPage: 24, Quality: 85},
-		Allowed: []string{"perPage", "quality", "includeNotReady"}, FromPreview: true},
+		Allowed: []string{"perPage", "quality", "includeNotReady", "includeEdits"}, FromPreview: true},
 }
 
 // Lookup returns the preset called name, or one of its aliases.
@@ -101,15 +105,16 @@ const (
 )
 
 // settingKeys are every setting an export takes; each preset allows some.
-var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady"}
+var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady", "includeEdits"}
 
 // ParseSettings applies the user's settings in raw (a JSON object; empty
 // or null keeps the defaults) over p's defaults. problems maps each
 // setting that is wrong ("settings.quality") to what is wrong with it.
-// Photos not yet ready are included unless the user says otherwise.
+// Photos not yet ready are included, and edits drawn, unless the user
+// says otherwise.
 func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[string]string) {
 	out := p.Defaults
-	out.IncludeNotReady = true
+	out.IncludeNotReady, out.IncludeEdits = true, true
 	problems = map[string]string{}
 	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" || p.Allowed == nil {
 		return out, problems
@@ -142,6 +147,10 @@ func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[str
 				problems[field] = fmt.Sprintf("must be a whole number from %d to %d", n.lo, n.hi)
 			} else {
 				*n.dst = int(f)
+			}
+		case key == "includeEdits":
+			if err := json.Unmarshal(v, &out.IncludeEdits); err != nil {
+				problems[field] = "must be true or false"
 			}
 		default: // includeNotReady
 			if err := json.Unmarshal(v, &out.IncludeNotReady); err != nil {

@@ -11,11 +11,11 @@ import (
 
 func TestPresetTable(t *testing.T) {
 	want := map[string]render.Settings{
-		render.PresetFullRes:           {IncludeNotReady: true},
-		render.PresetWeb:               {LongEdge: 2048, Quality: 85, IncludeNotReady: true},
-		render.PresetInstagramCarousel: {Width: 1080, Height: 1350, Quality: 90, IncludeNotReady: true},
-		render.PresetStory9x16:         {Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true},
-		render.PresetContactSheet:      {PerPage: 24, Quality: 85, IncludeNotReady: true},
+		render.PresetFullRes:           {IncludeNotReady: true, IncludeEdits: true},
+		render.PresetWeb:               {LongEdge: 2048, Quality: 85, IncludeNotReady: true, IncludeEdits: true},
+		render.PresetInstagramCarousel: {Width: 1080, Height: 1350, Quality: 90, IncludeNotReady: true, IncludeEdits: true},
+		render.PresetStory9x16:         {Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true, IncludeEdits: true},
+		render.PresetContactSheet:      {PerPage: 24, Quality: 85, IncludeNotReady: true, IncludeEdits: true},
 	}
 	for name, defaults := range want {
 		p, ok := render.Lookup(name)
@@ -51,19 +51,20 @@ func TestParseSettings(t *testing.T) {
 		preset, raw string
 		want        render.Settings
 	}{
-		{render.PresetWeb, `null`, render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true}},
-		{render.PresetWeb, `{"quality": 70, "includeNotReady": false}`, render.Settings{LongEdge: 2048, Quality: 70}},
+		{render.PresetWeb, `null`, render.Settings{LongEdge: 2048, Quality: 85, IncludeNotReady: true, IncludeEdits: true}},
+		{render.PresetWeb, `{"quality": 70, "includeNotReady": false}`, render.Settings{LongEdge: 2048, Quality: 70, IncludeEdits: true}},
+		{render.PresetFullRes, `{"includeEdits": false}`, render.Settings{IncludeNotReady: true}},
 		// A box replaces the default long edge; a side left out is unbounded.
-		{render.PresetWeb, `{"width": 800}`, render.Settings{Width: 800, Quality: 85, IncludeNotReady: true}},
-		{render.PresetStory9x16, `{"height": 1600}`, render.Settings{Width: 1080, Height: 1600, Quality: 90, IncludeNotReady: true}},
-		{render.PresetContactSheet, `{"perPage": 6}`, render.Settings{PerPage: 6, Quality: 85, IncludeNotReady: true}},
+		{render.PresetWeb, `{"width": 800}`, render.Settings{Width: 800, Quality: 85, IncludeNotReady: true, IncludeEdits: true}},
+		{render.PresetStory9x16, `{"height": 1600}`, render.Settings{Width: 1080, Height: 1600, Quality: 90, IncludeNotReady: true, IncludeEdits: true}},
+		{render.PresetContactSheet, `{"perPage": 6}`, render.Settings{PerPage: 6, Quality: 85, IncludeNotReady: true, IncludeEdits: true}},
 		// Sizes past the largest preset's are taken as it: a fit box side
 		// by side, a crop box as a whole, keeping its shape.
-		{render.PresetWeb, `{"longEdge": 8192}`, render.Settings{LongEdge: render.MaxEdge, Quality: 85, IncludeNotReady: true}},
-		{render.PresetWeb, `{"width": 8192, "height": 1000}`, render.Settings{Width: render.MaxEdge, Height: 1000, Quality: 85, IncludeNotReady: true}},
+		{render.PresetWeb, `{"longEdge": 8192}`, render.Settings{LongEdge: render.MaxEdge, Quality: 85, IncludeNotReady: true, IncludeEdits: true}},
+		{render.PresetWeb, `{"width": 8192, "height": 1000}`, render.Settings{Width: render.MaxEdge, Height: 1000, Quality: 85, IncludeNotReady: true, IncludeEdits: true}},
 		{render.PresetInstagramCarousel, `{"width": 8192, "height": 8192, "quality": 100}`,
-			render.Settings{Width: render.MaxEdge, Height: render.MaxEdge, Quality: 100, IncludeNotReady: true}},
-		{render.PresetStory9x16, `{"width": 2160, "height": 3840}`, render.Settings{Width: 1152, Height: render.MaxEdge, Quality: 90, IncludeNotReady: true}},
+			render.Settings{Width: render.MaxEdge, Height: render.MaxEdge, Quality: 100, IncludeNotReady: true, IncludeEdits: true}},
+		{render.PresetStory9x16, `{"width": 2160, "height": 3840}`, render.Settings{Width: 1152, Height: render.MaxEdge, Quality: 90, IncludeNotReady: true, IncludeEdits: true}},
 	} {
 		if got, problems := parse(c.preset, c.raw); got != c.want || len(problems) != 0 {
 			t.Errorf("%s %s: %+v %v, want %+v", c.preset, c.raw, got, problems, c.want)
@@ -76,9 +77,9 @@ func TestParseSettings(t *testing.T) {
 		{render.PresetWeb, `{"longEdge": 1000.5}`, "settings.longEdge", "must be a whole number from 320 to 8192"},
 		{render.PresetWeb, `{"longEdge": 1000, "width": 800}`, "settings.longEdge", "give longEdge, or width and height, not both"},
 		{render.PresetWeb, `{"colour": "sepia"}`, "settings.colour",
-			"is not a setting; settings are longEdge, width, height, quality, perPage, includeNotReady"},
+			"is not a setting; settings are longEdge, width, height, quality, perPage, includeNotReady, includeEdits"},
 		{render.PresetFullRes, `{"quality": 90}`, "settings.quality",
-			"does not apply to the full_res preset, which takes includeNotReady"},
+			"does not apply to the full_res preset, which takes includeNotReady, includeEdits"},
 		{render.PresetContactSheet, `{"perPage": 0}`, "settings.perPage", "must be a whole number from 1 to 100"},
 		{render.PresetContactSheet, `{"includeNotReady": "yes"}`, "settings.includeNotReady", "must be true or false"},
 		{render.PresetWeb, `[1, 2]`, "settings", "must be an object"},

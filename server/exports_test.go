@@ -98,7 +98,7 @@ func TestCreateExportQueuesACriticalTask(t *testing.T) {
 	e := decode[exportReply](t, r)
 	settings, _ := json.Marshal(e.Settings)
 	if e.Status != "queued" || e.Preset != "web" || e.ProjectID != project || e.Progress != 0 || e.Skipped == nil || e.Error != nil ||
-		string(settings) != `{"includeNotReady":true,"longEdge":2048,"quality":70}` {
+		string(settings) != `{"includeEdits":true,"includeNotReady":true,"longEdge":2048,"quality":70}` {
 		t.Fatalf("export %s", r.body)
 	}
 	if e.ExpiresAt == nil || e.ExpiresAt.Sub(e.CreatedAt) < 7*24*time.Hour-time.Second {

@@ -211,6 +211,8 @@ func (s *Server) getShare(c *gin.Context) {
 		switch {
 		case g.Watermark && it.WatermarkKey != nil:
 			preview = s.signShareURL(ctx, *it.WatermarkKey, "image/jpeg")
+		case !g.Watermark && it.Edited:
+			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, blob.KindEditPreview), "image/jpeg")
 		case !g.Watermark && stageRank[it.Status] >= 1:
 			preview = s.signShareURL(ctx, blob.DerivedKey(it.AssetID, blob.KindPreview), "image/jpeg")
 		}

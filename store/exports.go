@@ -304,6 +304,12 @@ type ExportItem struct {
 	CapturedAt     *time.Time `db:"captured_at"`
 	CapturedOffset *string    `db:"captured_offset"`
 	PreviewKey     *string    `db:"preview_key"` // nil until ingest made the preview
+	// EditParams are the asset's newest edit version's, nil without one;
+	// EditPreviewKey its render's preview, once made.
+	EditParams     []byte  `db:"edit_params"`
+	WidthPx        *int    `db:"width_px"` // as shown, once ingest measured it
+	HeightPx       *int    `db:"height_px"`
+	EditPreviewKey *string `db:"edit_preview_key"`
 }
 
 // ExportPlan lists the assets e covers, in the archive's order: the ones
@@ -326,10 +332,14 @@ func (s *Store) ExportItems(ctx context.Context, project uuid.UUID, ids []uuid.U
 	var out []ExportItem
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT a.id, a.filename, a.content_type, a.status, a.blob_key, a.checksum_sha256, a.duplicate_of,
-		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key
+		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key,
+		       v.params AS edit_params, ef.blob_key AS edit_preview_key, a.width_px, a.height_px
 		FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
 		JOIN assets a ON a.id = u.id AND a.project_id = $1
 		LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
+		LEFT JOIN asset_files ef ON ef.asset_id = a.id AND ef.kind = 'edit_preview'
+		LEFT JOIN LATERAL (SELECT params FROM edit_versions v WHERE v.asset_id = a.id
+			ORDER BY v.created_at DESC, v.id DESC LIMIT 1) v ON true
 		ORDER BY u.n`, project, pq.Array(ids))
 	return out, err
 }

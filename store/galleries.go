@@ -224,6 +224,41 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 	return out, err
 }
 
+// RedrawAsset forgets the watermarked previews of asset, drawn from a look
+// it no longer has (a newer edit was rendered), in every gallery holding
+// it, and says for each which to draw again. The stale keys are discards:
+// the caller deletes them, or else the sweeper does.
+func (s *Store) RedrawAsset(ctx context.Context, asset uuid.UUID) ([]*GalleryChange, error) {
+	var out []*GalleryChange
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var stale []struct {
+			Gallery uuid.UUID `db:"gallery_id"`
+			Key     string    `db:"watermark_key"`
+		}
+		if err := tx.db.SelectContext(ctx, &stale, `
+			UPDATE gallery_assets ga SET watermark_key = NULL
+			FROM (SELECT gallery_id, watermark_key FROM gallery_assets
+			      WHERE asset_id = $1 AND watermark_key IS NOT NULL FOR UPDATE) old
+			WHERE ga.asset_id = $1 AND ga.gallery_id = old.gallery_id
+			RETURNING ga.gallery_id, old.watermark_key`, asset); err != nil {
+			return err
+		}
+		for _, st := range stale {
+			ch, err := tx.galleryRenders(ctx, st.Gallery)
+			if err != nil {
+				return err
+			}
+			ch.Stale = []string{st.Key}
+			out = append(out, ch)
+			if err := tx.DiscardAfter(ctx, ch.Stale, time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // staleWatermarks forgets the watermarked previews of gallery, drawn with
 // a text it no longer has, and returns their keys, discarded: the caller
 // deletes them, or else the sweeper does.
@@ -439,6 +474,7 @@ type GalleryItem struct {
 	BlobKey      string    `db:"blob_key"`
 	ContentType  string    `db:"content_type"`
 	WatermarkKey *string   `db:"watermark_key"`
+	Edited       bool      `db:"edited"` // its newest edit is rendered: show that preview
 	Favorites    int       `db:"favorites"`
 	Comments     int       `db:"comments"`
 	Favorited    bool      `db:"favorited"` // by the viewer asking
@@ -452,6 +488,7 @@ func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uui
 	var out []GalleryItem
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT ga.asset_id, a.status, a.blob_key, a.content_type, ga.watermark_key,
+		       EXISTS (SELECT 1 FROM asset_files ef WHERE ef.asset_id = ga.asset_id AND ef.kind = 'edit_preview') AS edited,
 		       (SELECT count(*) FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id) AS favorites,
 		       (SELECT count(*) FROM gallery_comments c WHERE c.gallery_id = ga.gallery_id AND c.asset_id = ga.asset_id) AS comments,
 		       EXISTS (SELECT 1 FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id

@@ -10,6 +10,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/imaging"
+	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -73,7 +74,13 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if saved, err := w.st.SaveEditRender(ctx, v.ID, preview, thumb); err != nil || saved {
+	saved, stale, err := jobs.SaveEditRender(ctx, w.st, v.ID, preview, thumb)
+	for _, key := range stale {
+		if err := w.blobs.Delete(ctx, key); err != nil {
+			w.log.Warn("delete a gallery's preview drawn before the edit; the sweeper will", "key", key, "err", err)
+		}
+	}
+	if err != nil || saved {
 		return err
 	}
 	w.log.Info("edit superseded while its files were written", "edit", v.ID)

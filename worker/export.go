@@ -367,27 +367,83 @@ func (b *exportBuild) items(ctx context.Context, ids []uuid.UUID) ([]*store.Expo
 }
 
 // draw renders one asset of the plan into its part, or onto the sheet, or
-// lists it as skipped. An original (full_res) is not drawn: the archive
-// copies it.
+// lists it as skipped. An original to be copied as it is (full_res, no
+// edit drawn) is not drawn: the archive copies it.
 func (b *exportBuild) draw(ctx context.Context, sheet *render.Sheet, id uuid.UUID, it *store.ExportItem) error {
-	if b.unfit(id, it) || b.preset.Name == render.PresetFullRes {
+	if b.unfit(id, it) {
 		return nil
 	}
-	src, err := b.source(ctx, *it)
-	if err == nil {
-		if sheet != nil {
-			err = sheet.Add(ctx, renderItem(*it), src)
-		} else {
-			var out []byte
-			if out, err = render.Photo(ctx, b.w.engine, b.preset, b.settings, src); err == nil {
-				return b.putPart(ctx, b.partKey(id), out)
-			}
+	edit := b.edit(*it)
+	if b.preset.Name == render.PresetFullRes && edit == nil {
+		return nil
+	}
+	var err error
+	if sheet != nil {
+		var src []byte
+		if src, err = b.cellSource(ctx, *it, edit); err == nil {
+			err = sheet.Add(ctx, renderItem(*it, false), src)
+		}
+	} else {
+		var out []byte
+		if out, err = b.photo(ctx, *it, edit); err == nil {
+			return b.putPart(ctx, b.partKey(id), out)
 		}
 	}
 	if err != nil {
 		return b.skipOrFail(*it, err)
 	}
 	return nil
+}
+
+// edit is the edit an asset is drawn with: its newest, unless the export
+// leaves edits out; nil for none.
+func (b *exportBuild) edit(it store.ExportItem) *render.Edit {
+	if !b.settings.IncludeEdits || len(it.EditParams) == 0 {
+		return nil
+	}
+	e, problems := render.ParseEdit(it.EditParams)
+	if len(problems) > 0 {
+		// Stored params were checked when they were saved.
+		b.w.log.Warn("an edit's stored params no longer parse; the photo is exported unedited", "asset", it.AssetID, "problems", problems)
+		return nil
+	}
+	return &e
+}
+
+// photo renders an asset's file for the preset from its original, with
+// edit when it has one.
+func (b *exportBuild) photo(ctx context.Context, it store.ExportItem, edit *render.Edit) ([]byte, error) {
+	original, err := b.original(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	if edit != nil {
+		return render.EditedPhoto(ctx, b.w.engine, b.preset, b.settings, original, shownSize(it.WidthPx, it.HeightPx), *edit)
+	}
+	return render.Photo(ctx, b.w.engine, b.preset, b.settings, original)
+}
+
+// cellSource is what a contact sheet cell is drawn from: the preview of
+// the photo as exported (its edit's, when drawn with one), smaller to
+// decode than the original; else one made from the original.
+func (b *exportBuild) cellSource(ctx context.Context, it store.ExportItem, edit *render.Edit) ([]byte, error) {
+	key := it.PreviewKey
+	if edit != nil {
+		key = it.EditPreviewKey
+	}
+	if key != nil {
+		data, err := b.readPart(ctx, *key)
+		if !errors.Is(err, blob.ErrNotFound) {
+			return data, err
+		}
+	}
+	original, err := b.original(ctx, it)
+	if err != nil || edit == nil {
+		return original, err
+	}
+	web, _ := render.Lookup(render.PresetWeb)
+	return render.EditedPhoto(ctx, b.w.engine, web, render.Settings{LongEdge: imaging.DefaultPreviewSize, Quality: 92}, original,
+		shownSize(it.WidthPx, it.HeightPx), *edit)
 }
 
 // unfit lists an asset that cannot be exported as skipped, and says so.
@@ -530,14 +586,14 @@ func (b *exportBuild) addFiles(ctx context.Context, archive *render.Archive) err
 			if skipped[id] || b.unfit(id, items[i]) {
 				continue
 			}
-			data, err := b.file(ctx, *items[i])
+			data, drawn, err := b.file(ctx, *items[i])
 			if err != nil {
 				if err := b.skipOrFail(*items[i], err); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := archive.AddFile(renderItem(*items[i]), bytes.NewReader(data)); err != nil {
+			if err := archive.AddFile(renderItem(*items[i], drawn), bytes.NewReader(data)); err != nil {
 				return err
 			}
 			if time.Since(lastReport) > exportReportEvery {
@@ -557,21 +613,20 @@ func (b *exportBuild) addFiles(ctx context.Context, archive *render.Archive) err
 	return nil
 }
 
-// file is what goes in the zip for an asset: its original for full_res,
-// checked against its checksum, else its part (drawn again if lost).
-func (b *exportBuild) file(ctx context.Context, it store.ExportItem) ([]byte, error) {
-	if b.preset.Name == render.PresetFullRes {
-		return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
+// file is what goes in the zip for an asset, and whether it was drawn:
+// its original for full_res without an edit, checked against its
+// checksum, else its part (drawn again if lost).
+func (b *exportBuild) file(ctx context.Context, it store.ExportItem) ([]byte, bool, error) {
+	edit := b.edit(it)
+	if b.preset.Name == render.PresetFullRes && edit == nil {
+		data, err := b.original(ctx, it)
+		return data, false, err
 	}
 	data, err := b.readPart(ctx, b.partKey(it.AssetID))
-	if !errors.Is(err, blob.ErrNotFound) {
-		return data, err
+	if errors.Is(err, blob.ErrNotFound) {
+		data, err = b.photo(ctx, it, edit)
 	}
-	src, err := b.source(ctx, it)
-	if err != nil {
-		return nil, err
-	}
-	return render.Photo(ctx, b.w.engine, b.preset, b.settings, src)
+	return data, true, err
 }
 
 func (b *exportBuild) readPart(ctx context.Context, key string) ([]byte, error) {
@@ -592,21 +647,13 @@ func (b *exportBuild) title(ctx context.Context) string {
 	return p.Title
 }
 
-// source reads the image a photo is drawn from: its preview when the
-// preset draws from previews and ingest made one, else its original,
-// checked against its checksum.
-func (b *exportBuild) source(ctx context.Context, it store.ExportItem) ([]byte, error) {
-	if b.preset.FromPreview && it.PreviewKey != nil {
-		data, err := b.readPart(ctx, *it.PreviewKey)
-		if !errors.Is(err, blob.ErrNotFound) {
-			return data, err
-		}
-	}
+// original reads an asset's original, checked against its checksum.
+func (b *exportBuild) original(ctx context.Context, it store.ExportItem) ([]byte, error) {
 	return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
 }
 
-func renderItem(it store.ExportItem) render.Item {
-	return render.Item{ID: it.AssetID, Filename: it.Filename, CapturedAt: it.CapturedAt, CapturedOffset: it.CapturedOffset}
+func renderItem(it store.ExportItem, drawn bool) render.Item {
+	return render.Item{ID: it.AssetID, Filename: it.Filename, CapturedAt: it.CapturedAt, CapturedOffset: it.CapturedOffset, Rendered: drawn}
 }
 
 // report records how far the export is and publishes it. It also notices

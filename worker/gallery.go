@@ -20,7 +20,7 @@ import (
 func init() { handle(tasks.TypeGallery, (*Worker).galleryRender) }
 
 // galleryRender makes a photo's watermarked preview for a gallery from its
-// plain preview, with the text the gallery names (its title unless its
+// plain preview (its newest edit's, when it has one), with the text the gallery names (its title unless its
 // owner set another), stores it under the gallery's own key and records
 // it. A
 // photo taken out of the gallery, or a gallery whose watermark was turned
@@ -53,7 +53,11 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	default:
 		return fmt.Errorf("the photo's preview is not made yet (it is %s)", item.AssetStatus)
 	}
-	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindPreview))
+	// The photo as its newest edit left it, if it has one.
+	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindEditPreview))
+	if errors.Is(err, blob.ErrNotFound) {
+		f, _, err = w.blobs.Open(ctx, blob.DerivedKey(p.AssetID, blob.KindPreview))
+	}
 	if errors.Is(err, blob.ErrNotFound) {
 		return badInput("no_preview", "The photo's preview is missing.")
 	}

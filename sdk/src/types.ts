@@ -502,7 +502,7 @@ export interface Export {
   id: UUID;
   projectId: UUID;
   preset: ExportPreset;
-  settings?: Record<string, unknown>;
+  settings?: ExportSettings;
   status: ExportStatus;
   progress?: number | null;
   createdAt: ISODateTime;
@@ -523,7 +523,27 @@ export interface Export {
 export interface CreateExportRequest {
   preset: ExportPreset;
   assetIds?: UUID[] | null;
-  settings?: Record<string, unknown>;
+  settings?: ExportSettings;
+}
+
+/**
+ * An export's settings over its preset's defaults; each preset takes some.
+ * Sizes are bounds: a photo is never enlarged, and a size past 2048 is
+ * taken as 2048. The export's answer shows the settings in force.
+ */
+export interface ExportSettings {
+  longEdge?: number;
+  width?: number;
+  height?: number;
+  quality?: number;
+  perPage?: number;
+  /** Include photos still processing (default true). */
+  includeNotReady?: boolean;
+  /**
+   * Draw each photo with its newest edit, from its original (default
+   * true); full_res then holds an edited photo as a full-size JPEG.
+   */
+  includeEdits?: boolean;
 }
 
 /** A crop in fractions of the photo as shown, before the edit's turn. */
