@@ -131,7 +131,7 @@ func renderSize(w, h int, opt RenderOptions) (tw, th int, crop bool) {
 // w×h box.
 func centreCrop(img image.Image, w, h int) image.Image {
 	b := img.Bounds()
-	r := centredBox(b, w, h)
+	r := CentredBox(b, w, h)
 	if s, ok := img.(interface {
 		SubImage(image.Rectangle) image.Image
 	}); ok {
@@ -140,8 +140,9 @@ func centreCrop(img image.Image, w, h int) image.Image {
 	return copyRGBA(flatten(img).SubImage(r.Sub(b.Min)))
 }
 
-// centredBox is the largest rectangle centred in b with the aspect of w×h.
-func centredBox(b image.Rectangle, w, h int) image.Rectangle {
+// CentredBox is the largest rectangle centred in b with the aspect of w×h:
+// what a preset that fills a box keeps of a photo.
+func CentredBox(b image.Rectangle, w, h int) image.Rectangle {
 	sw, sh := b.Dx(), b.Dy()
 	if int64(sw)*int64(h) > int64(sh)*int64(w) { // wider than the box
 		sw = max(1, int((int64(sh)*int64(w)+int64(h)/2)/int64(h)))

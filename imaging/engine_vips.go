@@ -434,7 +434,7 @@ func vipsCropThenFill(src []byte, w, h int) (*vips.ImageRef, error) {
 		ref.Close()
 		return nil, err
 	}
-	r := centredBox(image.Rect(0, 0, ref.Width(), ref.Height()), w, h)
+	r := CentredBox(image.Rect(0, 0, ref.Width(), ref.Height()), w, h)
 	if err := ref.ExtractArea(r.Min.X, r.Min.Y, r.Dx(), r.Dy()); err != nil {
 		ref.Close()
 		return nil, err

@@ -117,15 +117,7 @@ func fitBox(m image.Image, w, h int) image.Image {
 // centreCrop is the largest centred part of m with the shape of a w by h
 // box.
 func centreCrop(m *image.RGBA, w, h int) image.Image {
-	b := m.Bounds()
-	sw, sh := b.Dx(), b.Dy()
-	if int64(sw)*int64(h) > int64(sh)*int64(w) { // wider than the box
-		sw = max(1, int((int64(sh)*int64(w)+int64(h)/2)/int64(h)))
-	} else {
-		sh = max(1, int((int64(sw)*int64(h)+int64(w)/2)/int64(w)))
-	}
-	x0, y0 := b.Min.X+(b.Dx()-sw)/2, b.Min.Y+(b.Dy()-sh)/2
-	return m.SubImage(image.Rect(x0, y0, x0+sw, y0+sh))
+	return m.SubImage(imaging.CentredBox(m.Bounds(), w, h))
 }
 
 func encodeJPEG(m image.Image, quality int) ([]byte, error) {
