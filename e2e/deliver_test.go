@@ -98,6 +98,7 @@ func TestDeliverThePicks(t *testing.T) {
 	// The client's page shows exactly the picks, behind the password.
 	client := b.tab()
 	client.run("open the gallery", chromedp.Navigate(share), chromedp.WaitVisible(chromedp.CSS("#password")))
+	client.run("say who is choosing", chromedp.SendKeys(chromedp.CSS("#who-name"), "Ana"))
 	client.run("enter the password", chromedp.SendKeys(chromedp.CSS("#password"), "harbour-2026"+kb.Enter))
 	client.waitJS("the photos shown", `[...document.querySelectorAll('#grid li.photo img')].filter((i) => i.complete && i.naturalWidth > 0).length === 4`)
 	shown := eval[[]string](client, `[...document.querySelectorAll('#grid li.photo')].map((li) => li.dataset.asset)`)

@@ -51,6 +51,7 @@ func TestClientGalleryInABrowser(t *testing.T) {
 		t.Errorf("the page's title is %q", got)
 	}
 	b.shot("gallery-01-password")
+	b.run("say who is choosing", chromedp.SendKeys(chromedp.CSS("#who-name"), "Ana"))
 	b.run("enter a wrong password", chromedp.SendKeys(chromedp.CSS("#password"), "harbour-2025"+kb.Enter))
 	b.waitJS("the page to say the password is wrong", `document.querySelector('#auth-error').textContent.includes('not right')`)
 	eval[bool](b, `(document.querySelector('#password').value = '', true)`)
@@ -96,8 +97,8 @@ func TestClientGalleryInABrowser(t *testing.T) {
 		t.Errorf("the owner reads %+v", comments.Items)
 	}
 
-	// A reload keeps the viewer in (the token is in the tab's storage) and
-	// shows their favourite.
+	// A reload keeps the viewer in (the token is in the browser's storage)
+	// and shows their favourite.
 	b.run("reload", chromedp.Reload())
 	b.waitJS("the favourite after a reload", `document.querySelector(`+strconv.Quote(first+" button.fav")+`)?.getAttribute('aria-pressed') === 'true'`)
 }

@@ -58,6 +58,7 @@ var errorCodes = []errorCode{
 	{Code: "not_processable", Status: http.StatusConflict, Meaning: "The asset has no finalized original to work on."},
 	{Code: "project_not_active", Status: http.StatusConflict, Meaning: "The project is archived or deleted and takes no new work."},
 	{Code: "slug_taken", Status: http.StatusConflict, Meaning: "Another gallery has this slug."},
+	{Code: "selection_limit", Status: http.StatusConflict, Meaning: "The visitor has chosen as many photos as the gallery takes."},
 	{Code: "too_many_webhooks", Status: http.StatusConflict, Meaning: "The user has the most webhooks one may have."},
 	{Code: "upload_in_progress", Status: http.StatusConflict, Meaning: "Another upload to the same URL is running."},
 	{Code: "export_expired", Status: http.StatusGone, Meaning: "The export's file was deleted when it expired."},

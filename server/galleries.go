@@ -21,6 +21,7 @@ package server
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -59,6 +60,9 @@ type galleryJSON struct {
 	Watermark      bool       `json:"watermark"`
 	WatermarkText  *string    `json:"watermarkText"`
 	AllowDownloads bool       `json:"allowDownloads"`
+	// SelectionLimit is how many photos one visitor may choose; null for
+	// no limit.
+	SelectionLimit *int `json:"selectionLimit"`
 	// RequiresPassword is what the public answer calls requiresAuth: the
 	// KILO SDK (seed 002) names the two sides differently.
 	RequiresPassword bool `json:"requiresPassword"`
@@ -76,7 +80,8 @@ type galleryJSON struct {
 func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, ShareSlug: g.Slug,
 		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresPassword: g.PasswordHash != nil,
-		Watermark: g.Watermark, WatermarkText: g.WatermarkText, AllowDownloads: g.AllowDownloads, AssetCount: g.AssetCount,
+		Watermark: g.Watermark, WatermarkText: g.WatermarkText, AllowDownloads: g.AllowDownloads, SelectionLimit: g.SelectionLimit,
+		AssetCount:    g.AssetCount,
 		FavoriteCount: g.FavoriteCount, CommentsCount: g.CommentsCount,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
@@ -107,6 +112,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		Watermark      bool       `json:"watermark"`
 		WatermarkText  *string    `json:"watermarkText"`
 		AllowDownloads bool       `json:"allowDownloads"`
+		SelectionLimit *int       `json:"selectionLimit"`
 		AssetIDs       []string   `json:"assetIds"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
@@ -121,6 +127,7 @@ func (s *Server) createGallery(c *gin.Context) {
 	checkPassword(errs, in.Password)
 	checkExpiry(errs, in.ExpiresAt)
 	checkMarkText(errs, in.WatermarkText)
+	checkSelectionLimit(errs, in.SelectionLimit)
 	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -131,7 +138,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		return
 	}
 	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
-		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads}
+		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads, SelectionLimit: in.SelectionLimit}
 	if g.PasswordHash, err = s.hashPassword(c, in.Password); err != nil {
 		fail(c, err)
 		return
@@ -182,6 +189,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 		Watermark      optional[bool]      `json:"watermark"`
 		WatermarkText  optional[string]    `json:"watermarkText"`
 		AllowDownloads optional[bool]      `json:"allowDownloads"`
+		SelectionLimit optional[int]       `json:"selectionLimit"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		fail(c, err)
@@ -216,6 +224,10 @@ func (s *Server) patchGallery(c *gin.Context) {
 	if in.WatermarkText.Set {
 		checkMarkText(errs, in.WatermarkText.Value)
 		patch.WatermarkText = &in.WatermarkText.Value
+	}
+	if in.SelectionLimit.Set {
+		checkSelectionLimit(errs, in.SelectionLimit.Value)
+		patch.SelectionLimit = &in.SelectionLimit.Value
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -443,4 +455,42 @@ func (s *Server) hashFailed(c *gin.Context, err error) error {
 		return retryLater(c, time.Second, "busy", "The server is checking other passwords")
 	}
 	return err
+}
+
+// maxSelectionLimit bounds a gallery's selection limit: more photos than
+// a gallery may hold is no limit.
+const maxSelectionLimit = maxGalleryAssets
+
+func checkSelectionLimit(errs fieldErrors, limit *int) {
+	if limit != nil && (*limit < 1 || *limit > maxSelectionLimit) {
+		errs.add("selectionLimit", fmt.Sprintf("must be a whole number from 1 to %d, or null for no limit", maxSelectionLimit))
+	}
+}
+
+type visitorChoiceJSON struct {
+	Name      *string     `json:"name"` // null for a viewer who gave none
+	Email     *string     `json:"email"`
+	AssetIDs  []uuid.UUID `json:"assetIds"`
+	FileNames []string    `json:"fileNames"`
+}
+
+// galleryFavorites tells the owner who chose what: each visitor once,
+// whichever of their browsers they chose in, with their photos in the
+// gallery's order.
+func (s *Server) galleryFavorites(c *gin.Context) {
+	g, err := s.ownGallery(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	choices, err := s.store.GalleryFavorites(c.Request.Context(), g.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]visitorChoiceJSON, len(choices))
+	for i, v := range choices {
+		out[i] = visitorChoiceJSON{Name: v.Name, Email: v.Email, AssetIDs: v.AssetIDs, FileNames: v.FileNames}
+	}
+	c.JSON(http.StatusOK, gin.H{"visitors": out})
 }

@@ -116,6 +116,7 @@ func (s *Server) routes() *gin.Engine {
 	api.POST("/galleries/:id/assets", s.idempotent, s.addGalleryAssets)
 	api.DELETE("/galleries/:id/assets", s.removeGalleryAssets)
 	api.GET("/galleries/:id/comments", s.galleryComments)
+	api.GET("/galleries/:id/favorites", s.galleryFavorites)
 
 	api.GET("/webhooks", s.listWebhooks)
 	api.POST("/webhooks", s.idempotent, s.createWebhook)

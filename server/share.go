@@ -60,7 +60,12 @@ import (
 
 // Public gallery limits.
 const (
-	viewerTTL     = 24 * time.Hour
+	viewerTTL = 24 * time.Hour
+	// visitorTTL is how long the token of a visitor who named themself
+	// lasts: a client comes back to choose over days, from the same
+	// browser, and finds their hearts where they left them.
+	visitorTTL    = 30 * 24 * time.Hour
+	maxNameLen    = 100
 	maxCommentLen = 2000
 	viewerPrefix  = "lbv_"
 )
@@ -166,15 +171,35 @@ type shareJSON struct {
 	Token          string     `json:"token,omitempty"`
 	ExpiresAt      *time.Time `json:"expiresAt"`
 	AllowDownloads bool       `json:"allowDownloads"`
+	// SelectionLimit is how many photos one visitor may choose (null: no
+	// limit); Chosen how many the caller's visitor has.
+	SelectionLimit *int `json:"selectionLimit"`
+	Chosen         int  `json:"chosen"`
+	// Visitor is who the caller's token says they are, null for an
+	// anonymous one: the page asks once per gallery.
+	Visitor *visitorJSON `json:"visitor"`
 	// Left out until the viewer may see the photos; an empty gallery
 	// lists none rather than leaving the key out.
 	Assets *[]shareAssetJSON `json:"assets,omitempty"`
 }
 
+type visitorJSON struct {
+	Name  string  `json:"name"`
+	Email *string `json:"email"`
+}
+
+func toVisitorJSON(v *store.Viewer) *visitorJSON {
+	if v == nil || v.Name == nil {
+		return nil
+	}
+	return &visitorJSON{Name: *v.Name, Email: v.Email}
+}
+
 func (s *Server) getShare(c *gin.Context) {
 	ctx := c.Request.Context()
 	g, v := shareGallery(c), shareViewer(c)
-	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, ExpiresAt: utcPtr(g.ExpiresAt), AllowDownloads: g.AllowDownloads}
+	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, ExpiresAt: utcPtr(g.ExpiresAt), AllowDownloads: g.AllowDownloads,
+		SelectionLimit: g.SelectionLimit, Visitor: toVisitorJSON(v)}
 	if g.PasswordHash != nil && v == nil {
 		c.JSON(http.StatusOK, out)
 		return
@@ -207,6 +232,9 @@ func (s *Server) getShare(c *gin.Context) {
 	out.Assets = &assets
 	for i, it := range items {
 		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited}
+		if it.Favorited {
+			out.Chosen++
+		}
 		var preview *string
 		switch {
 		case g.Watermark && it.WatermarkKey != nil:
@@ -239,13 +267,24 @@ func (s *Server) signShareURL(ctx context.Context, key, contentType string) *str
 	return &u.URL
 }
 
-// shareAuth gives a viewer token for the right password.
+// shareAuth gives a viewer token for the right password. A visitor who
+// gives their name (and, if they like, their email) gets a token that
+// lasts visitorTTL and makes their favourites theirs: the same name, or
+// the same email, from another browser later is the same chooser. Without
+// a name the token is anonymous, as seed 002's app asks for one.
 func (s *Server) shareAuth(c *gin.Context) {
 	g := shareGallery(c)
 	var in struct {
-		Password string `json:"password"`
+		Password string  `json:"password"`
+		Name     *string `json:"name"`
+		Email    *string `json:"email"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
+		fail(c, err)
+		return
+	}
+	who, err := checkVisitor(in.Name, in.Email)
+	if err != nil {
 		fail(c, err)
 		return
 	}
@@ -255,23 +294,62 @@ func (s *Server) shareAuth(c *gin.Context) {
 			return
 		}
 	}
-	token, v, err := s.newViewer(c, g)
+	token, v, err := s.newVisitor(c, g, who)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"token": token, "expiresAt": v.ExpiresAt.UTC()})
+	c.JSON(http.StatusOK, gin.H{"token": token, "expiresAt": v.ExpiresAt.UTC(), "visitor": toVisitorJSON(v)})
+}
+
+// checkVisitor reads who a visitor says they are: nil without a name.
+func checkVisitor(name, email *string) (*store.Visitor, error) {
+	errs := fieldErrors{}
+	ok := func(v string, most int) bool {
+		return v != "" && utf8.RuneCountInString(v) <= most && !strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f })
+	}
+	if name != nil && !ok(strings.TrimSpace(*name), maxNameLen) {
+		errs.add("name", fmt.Sprintf("must be 1 to %d characters on one line", maxNameLen))
+	}
+	if email != nil && *email != "" {
+		e := strings.TrimSpace(*email)
+		at := strings.LastIndexByte(e, '@')
+		if !ok(e, maxEmailLen) || at < 1 || at == len(e)-1 || strings.ContainsAny(e, " ,;<>") {
+			errs.add("email", "must be an email address, or left out")
+		}
+		if name == nil {
+			errs.add("name", "must be given with an email")
+		}
+	}
+	if err := errs.err(); err != nil || name == nil {
+		return nil, err
+	}
+	who := &store.Visitor{Name: strings.TrimSpace(*name)}
+	if email != nil {
+		who.Email = strings.TrimSpace(*email)
+	}
+	return who, nil
 }
 
 // newViewer records a viewer of g for the caller and returns its token,
 // within the caps: tokens an address gets from the gallery, and the
 // gallery's live viewers (both 429).
 func (s *Server) newViewer(c *gin.Context, g *store.Gallery) (string, *store.Viewer, error) {
+	return s.newVisitor(c, g, nil)
+}
+
+// newVisitor is newViewer for a visitor who named themself (who), or an
+// anonymous viewer (nil).
+func (s *Server) newVisitor(c *gin.Context, g *store.Gallery, who *store.Visitor) (string, *store.Viewer, error) {
 	if err := s.spendAlso(c, "share-viewers:"+g.ID.String()+":"+c.ClientIP(), viewersPerAddress); err != nil {
 		return "", nil, err
 	}
 	token := store.NewSecret(viewerPrefix)
-	v, err := s.store.CreateViewer(c.Request.Context(), g, store.HashSecret(token), viewerTTL, maxLiveViewers)
+	ttl := viewerTTL
+	if who != nil {
+		ttl = visitorTTL
+	}
+	v, err := s.store.CreateViewer(c.Request.Context(), g, store.HashSecret(token), ttl, maxLiveViewers, who)
 	var full *store.ViewerLimitError
 	if errors.As(err, &full) {
 		return "", nil, retryLater(c, time.Until(full.FreeAt), "gallery_viewer_limit", "This gallery has as many viewers as it takes")
@@ -358,12 +436,19 @@ func (s *Server) shareFavorite(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	n, err := s.store.Favorite(c.Request.Context(), v.GalleryID, asset, v.ID, *in.Favorite)
+	limit := shareGallery(c).SelectionLimit
+	n, chosen, err := s.store.Favorite(c.Request.Context(), v.GalleryID, asset, v.ID, *in.Favorite, limit)
+	if errors.Is(err, store.ErrSelectionLimit) {
+		fail(c, apiError(http.StatusConflict, "selection_limit",
+			"You have chosen %d photos, as many as this gallery takes; unmark one to choose another.", *limit).
+			with("selectionLimit", *limit))
+		return
+	}
 	if err != nil {
 		fail(c, notInGallery(err))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n})
+	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n, "chosen": chosen})
 }
 
 func (s *Server) shareComment(c *gin.Context) {

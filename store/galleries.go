@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +26,7 @@ type Gallery struct {
 	Watermark      bool       `db:"watermark"`
 	WatermarkText  *string    `db:"watermark_text"` // nil draws the title
 	AllowDownloads bool       `db:"allow_downloads"`
+	SelectionLimit *int       `db:"selection_limit"` // how many photos one visitor may choose; nil for no limit
 	AssetCount     int        `db:"asset_count"`
 	// What viewers left, for the owner's answers (zero in the public ones).
 	FavoriteCount int       `db:"favorite_count"`
@@ -41,7 +43,7 @@ const markText = `coalesce(g.watermark_text, g.title)`
 
 const galleryColumns = `
 	SELECT g.id, g.project_id, p.owner_user_id, g.title, g.slug, g.password_hash, g.auth_version, g.expires_at,
-	       g.watermark, g.watermark_text, g.allow_downloads, g.created_at, g.updated_at,
+	       g.watermark, g.watermark_text, g.allow_downloads, g.selection_limit, g.created_at, g.updated_at,
 	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count`
 
 const galleryFrom = `
@@ -66,6 +68,7 @@ type GalleryInput struct {
 	Watermark      *bool
 	WatermarkText  **string
 	AllowDownloads *bool
+	SelectionLimit **int
 }
 
 // GalleryChange is a gallery after a change, with the photos that need a
@@ -87,9 +90,9 @@ func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUI
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		_, err := tx.db.ExecContext(ctx, `
-			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, watermark_text, allow_downloads)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.WatermarkText, g.AllowDownloads)
+			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, watermark_text, allow_downloads, selection_limit)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.WatermarkText, g.AllowDownloads, g.SelectionLimit)
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
 			return ErrSlugTaken
@@ -184,8 +187,11 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 		if err != nil {
 			return notFound(err)
 		}
-		var hash, expires, text any
-		setHash, setExpires, setText := in.PasswordHash != nil, in.ExpiresAt != nil, in.WatermarkText != nil
+		var hash, expires, text, limit any
+		setHash, setExpires, setText, setLimit := in.PasswordHash != nil, in.ExpiresAt != nil, in.WatermarkText != nil, in.SelectionLimit != nil
+		if setLimit {
+			limit = *in.SelectionLimit
+		}
 		if setHash {
 			hash = *in.PasswordHash
 		}
@@ -204,8 +210,10 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 				watermark = coalesce($7, watermark),
 				allow_downloads = coalesce($8, allow_downloads),
 				watermark_text = CASE WHEN $9 THEN $10::text ELSE watermark_text END,
+				selection_limit = CASE WHEN $11 THEN $12::int ELSE selection_limit END,
 				updated_at = now()
-			WHERE id = $1 RETURNING `+markText, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads, setText, text)
+			WHERE id = $1 RETURNING `+markText, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads, setText, text,
+			setLimit, limit)
 		if err != nil {
 			return err
 		}
@@ -409,7 +417,28 @@ type Viewer struct {
 	GalleryID   uuid.UUID `db:"gallery_id"`
 	AuthVersion int       `db:"auth_version"`
 	ExpiresAt   time.Time `db:"expires_at"`
+	// The visitor who named themself with this token; nil for an
+	// anonymous viewer, whose favourites are the token's alone.
+	Name  *string `db:"name"`
+	Email *string `db:"email"`
 }
+
+// Visitor is who a viewer says they are, given once per gallery.
+type Visitor struct {
+	Name  string
+	Email string // may be empty
+}
+
+// key is what makes the tokens of one person one chooser: their email,
+// else their name, without regard to case or surrounding space.
+func (v Visitor) key() string {
+	if e := strings.TrimSpace(v.Email); e != "" {
+		return "email:" + strings.ToLower(e)
+	}
+	return "name:" + strings.ToLower(strings.TrimSpace(v.Name))
+}
+
+const viewerColumns = `id, gallery_id, auth_version, expires_at, name, email`
 
 // ViewerLimitError says a gallery has as many live viewers as it may
 // have; one more fits at FreeAt, when the oldest expires.
@@ -422,7 +451,7 @@ func (e *ViewerLimitError) Error() string {
 // CreateViewer records a viewer of g whose token hashes to tokenHash,
 // valid for ttl and until g's password changes, unless g has maxLive
 // viewers already (*ViewerLimitError).
-func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, ttl time.Duration, maxLive int) (*Viewer, error) {
+func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, ttl time.Duration, maxLive int, who *Visitor) (*Viewer, error) {
 	v := &Viewer{}
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.lockGallery(ctx, g.ID); err != nil {
@@ -439,10 +468,17 @@ func (s *Store) CreateViewer(ctx context.Context, g *Gallery, tokenHash []byte, 
 		if live.N >= maxLive && live.Oldest != nil {
 			return &ViewerLimitError{FreeAt: *live.Oldest}
 		}
+		var name, email, key any
+		if who != nil {
+			name, key = strings.TrimSpace(who.Name), who.key()
+			if e := strings.TrimSpace(who.Email); e != "" {
+				email = e
+			}
+		}
 		return tx.db.GetContext(ctx, v, `
-			INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at)
-			VALUES ($1, $2, $3, $4, now() + $5::interval)
-			RETURNING id, gallery_id, auth_version, expires_at`, uuid.New(), g.ID, tokenHash, g.AuthVersion, ttl.String())
+			INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at, name, email, visitor_key)
+			VALUES ($1, $2, $3, $4, now() + $5::interval, $6, $7, $8)
+			RETURNING `+viewerColumns, uuid.New(), g.ID, tokenHash, g.AuthVersion, ttl.String(), name, email, key)
 	})
 	return v, err
 }
@@ -461,7 +497,7 @@ func (s *Store) lockGallery(ctx context.Context, id uuid.UUID) error {
 // gallery's, has expired, or predates the gallery's password.
 func (s *Store) ViewerByToken(ctx context.Context, gallery *Gallery, tokenHash []byte) (*Viewer, error) {
 	v := &Viewer{}
-	err := s.db.GetContext(ctx, v, `SELECT id, gallery_id, auth_version, expires_at FROM gallery_viewers
+	err := s.db.GetContext(ctx, v, `SELECT `+viewerColumns+` FROM gallery_viewers
 		WHERE token_hash = $1 AND gallery_id = $2 AND auth_version = $3 AND expires_at > now()`,
 		tokenHash, gallery.ID, gallery.AuthVersion)
 	return v, notFound(err)
@@ -489,35 +525,110 @@ func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uui
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT ga.asset_id, a.status, a.blob_key, a.content_type, ga.watermark_key,
 		       EXISTS (SELECT 1 FROM asset_files ef WHERE ef.asset_id = ga.asset_id AND ef.kind = 'edit_preview') AS edited,
-		       (SELECT count(*) FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id) AS favorites,
+		       (SELECT count(DISTINCT `+chooser+`) FROM gallery_favorites f JOIN gallery_viewers fv ON fv.id = f.viewer_id
+		        WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id) AS favorites,
 		       (SELECT count(*) FROM gallery_comments c WHERE c.gallery_id = ga.gallery_id AND c.asset_id = ga.asset_id) AS comments,
-		       EXISTS (SELECT 1 FROM gallery_favorites f WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id
-		               AND f.viewer_id = $2) AS favorited
+		       EXISTS (SELECT 1 FROM gallery_favorites f JOIN gallery_viewers fv ON fv.id = f.viewer_id
+		               JOIN gallery_viewers me ON me.id = $2
+		               WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id
+		                 AND (fv.id = me.id OR fv.visitor_key = me.visitor_key)) AS favorited
 		FROM gallery_assets ga JOIN assets a ON a.id = ga.asset_id
 		WHERE ga.gallery_id = $1 AND a.status NOT IN ('failed', 'duplicate') ORDER BY ga.seq`, gallery, viewer)
 	return out, err
 }
 
-// Favorite sets whether viewer favourites asset in gallery and returns
-// the asset's favourite count there; ErrNotFound when the asset is not in
-// the gallery.
-func (s *Store) Favorite(ctx context.Context, gallery, asset, viewer uuid.UUID, on bool) (int, error) {
-	var n int
-	err := s.WithTx(ctx, func(tx *Store) error {
+// chooser is the SQL of who a favourite of viewer row fv belongs to: the
+// visitor who named themself, with whichever of their tokens, or else the
+// anonymous token alone.
+const chooser = `coalesce(fv.visitor_key, fv.id::text)`
+
+// ErrSelectionLimit says a visitor has chosen as many photos as the
+// gallery's selection limit allows.
+var ErrSelectionLimit = errors.New("store: the visitor has chosen as many photos as the gallery allows")
+
+// Favorite sets whether viewer's visitor favourites asset in gallery, and
+// returns the asset's favourite count there (one a visitor) and how many
+// photos the visitor has chosen. Choosing past limit (nil: none) is
+// ErrSelectionLimit; ErrNotFound when the asset is not in the gallery.
+func (s *Store) Favorite(ctx context.Context, gallery, asset, viewer uuid.UUID, on bool, limit *int) (count, chosen int, err error) {
+	err = s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.inGallery(ctx, gallery, asset); err != nil {
 			return err
 		}
-		q := `DELETE FROM gallery_favorites WHERE gallery_id = $1 AND asset_id = $2 AND viewer_id = $3`
-		if on {
-			q = `INSERT INTO gallery_favorites (gallery_id, asset_id, viewer_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+		// One visitor's tokens choose one after another, so two cannot
+		// both take the last of the limit.
+		var me string
+		if err := tx.db.GetContext(ctx, &me, `SELECT `+chooser+` FROM gallery_viewers fv WHERE fv.id = $1`, viewer); err != nil {
+			return notFound(err)
 		}
-		if _, err := tx.db.ExecContext(ctx, q, gallery, asset, viewer); err != nil {
+		if _, err := tx.db.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, gallery.String()+me); err != nil {
 			return err
 		}
-		return tx.db.GetContext(ctx, &n, `SELECT count(*) FROM gallery_favorites WHERE gallery_id = $1 AND asset_id = $2`,
-			gallery, asset)
+		mine := `SELECT f.asset_id FROM gallery_favorites f JOIN gallery_viewers fv ON fv.id = f.viewer_id
+			WHERE f.gallery_id = $1 AND ` + chooser + ` = $2`
+		if !on {
+			if _, err := tx.db.ExecContext(ctx, `DELETE FROM gallery_favorites WHERE gallery_id = $1 AND asset_id = $3
+				AND viewer_id IN (SELECT fv.id FROM gallery_viewers fv WHERE fv.gallery_id = $1 AND `+chooser+` = $2)`,
+				gallery, me, asset); err != nil {
+				return err
+			}
+		} else {
+			var have struct {
+				Chosen int  `db:"chosen"`
+				This   bool `db:"this"`
+			}
+			if err := tx.db.GetContext(ctx, &have, `SELECT count(*) AS chosen, coalesce(bool_or(m.asset_id = $3), false) AS this
+				FROM (`+mine+`) m`, gallery, me, asset); err != nil {
+				return err
+			}
+			switch {
+			case have.This:
+			case limit != nil && have.Chosen >= *limit:
+				return ErrSelectionLimit
+			default:
+				if _, err := tx.db.ExecContext(ctx, `INSERT INTO gallery_favorites (gallery_id, asset_id, viewer_id) VALUES ($1, $2, $3)
+					ON CONFLICT DO NOTHING`, gallery, asset, viewer); err != nil {
+					return err
+				}
+			}
+		}
+		var now struct {
+			Count  int `db:"count"`
+			Chosen int `db:"chosen"`
+		}
+		defer func() { count, chosen = now.Count, now.Chosen }()
+		return tx.db.GetContext(ctx, &now, `SELECT
+			(SELECT count(DISTINCT `+chooser+`) FROM gallery_favorites f JOIN gallery_viewers fv ON fv.id = f.viewer_id
+			 WHERE f.gallery_id = $1 AND f.asset_id = $3) AS count,
+			(SELECT count(*) FROM (`+mine+`) m) AS chosen`, gallery, me, asset)
 	})
-	return n, err
+	return count, chosen, err
+}
+
+// VisitorChoice is what one visitor of a gallery chose, for its owner.
+type VisitorChoice struct {
+	Name      *string `db:"name"` // nil for an anonymous viewer
+	Email     *string `db:"email"`
+	AssetIDs  UUIDs   `db:"asset_ids"`
+	FileNames Strings `db:"file_names"`
+}
+
+// GalleryFavorites lists who chose what in gallery: each visitor, with
+// every token they used, once, and each anonymous viewer on its own; a
+// visitor's photos in the gallery's order.
+func (s *Store) GalleryFavorites(ctx context.Context, gallery uuid.UUID) ([]VisitorChoice, error) {
+	var out []VisitorChoice
+	err := s.db.SelectContext(ctx, &out, `
+		SELECT max(fv.name) AS name, max(fv.email) AS email,
+		       array_agg(f.asset_id ORDER BY ga.seq) AS asset_ids, array_agg(a.filename ORDER BY ga.seq) AS file_names
+		FROM gallery_favorites f
+		JOIN gallery_viewers fv ON fv.id = f.viewer_id
+		JOIN gallery_assets ga ON ga.gallery_id = f.gallery_id AND ga.asset_id = f.asset_id
+		JOIN assets a ON a.id = f.asset_id
+		WHERE f.gallery_id = $1
+		GROUP BY `+chooser+`
+		ORDER BY max(fv.name) NULLS LAST, min(f.created_at)`, gallery)
+	return out, err
 }
 
 // Comment is what a viewer wrote about a photo of a gallery.

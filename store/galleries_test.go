@@ -202,7 +202,7 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 	g := galleryOf(t, env, project, "first", false, assets[:1]...).Gallery
 	other := galleryOf(t, env, project, "second", false, assets...).Gallery
 
-	v, err := env.Store.CreateViewer(ctx, g, []byte("token-1"), 24*time.Hour, 10)
+	v, err := env.Store.CreateViewer(ctx, g, []byte("token-1"), 24*time.Hour, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +215,11 @@ func TestViewersReachOneGalleryUntilThePasswordChanges(t *testing.T) {
 
 	// Favourites once per viewer; photos outside the gallery are not found.
 	for range 2 {
-		if n, err := env.Store.Favorite(ctx, g.ID, assets[0], v.ID, true); err != nil || n != 1 {
+		if n, _, err := env.Store.Favorite(ctx, g.ID, assets[0], v.ID, true, nil); err != nil || n != 1 {
 			t.Fatalf("favourite: %d, %v", n, err)
 		}
 	}
-	if _, err := env.Store.Favorite(ctx, g.ID, assets[1], v.ID, true); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := env.Store.Favorite(ctx, g.ID, assets[1], v.ID, true, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("favourite outside the gallery: %v", err)
 	}
 	if _, n, err := env.Store.AddComment(ctx, g.ID, assets[0], v.ID, "lovely", roomy); err != nil || n != 1 {
@@ -257,7 +257,7 @@ func TestGalleryCapsViewersAndComments(t *testing.T) {
 	assets := env.Upload(t, project, testenv.Files(1)...)
 	g := galleryOf(t, env, project, "proofs", false, assets...).Gallery
 	viewer := func(token string, ttl time.Duration) (*store.Viewer, error) {
-		return env.Store.CreateViewer(ctx, g, []byte(token), ttl, 2)
+		return env.Store.CreateViewer(ctx, g, []byte(token), ttl, 2, nil)
 	}
 	if _, err := viewer("gone", -time.Minute); err != nil {
 		t.Fatal(err)
@@ -325,7 +325,7 @@ func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
 	assets := env.Upload(t, project, testenv.Files(1)...)
 	g := galleryOf(t, env, project, "proofs", false, assets...).Gallery
 	viewer := func(token string, ttl time.Duration) uuid.UUID {
-		v, err := env.Store.CreateViewer(ctx, g, []byte(token), ttl, 10)
+		v, err := env.Store.CreateViewer(ctx, g, []byte(token), ttl, 10, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestPurgeEndsExpiredViewersWithoutFavourites(t *testing.T) {
 	if _, _, err := env.Store.AddComment(ctx, g.ID, assets[0], commented, "lovely", roomy); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Store.Favorite(ctx, g.ID, assets[0], favoured, true); err != nil {
+	if _, _, err := env.Store.Favorite(ctx, g.ID, assets[0], favoured, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := env.Store.PurgeExpired(ctx)

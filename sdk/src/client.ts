@@ -16,7 +16,7 @@ import type {
   EditVersionList, CreateEditVersionRequest, EditVersion,
   ApplyEditBatchRequest, ApplyEditBatchResponse,
   SearchResponse, AdvancedSearchRequest,
-  CreateGalleryRequest, Gallery, UpdateGalleryRequest,
+  CreateGalleryRequest, Gallery, UpdateGalleryRequest, GalleryFavoritesResponse,
   AddGalleryAssetsRequest, RemoveGalleryAssetsRequest,
   PublicGalleryResponse, PublicGalleryAuthRequest, PublicGalleryAuthResponse,
   PublicFavoriteRequest, PublicFavoriteResponse,
@@ -250,6 +250,11 @@ export class KiloClient {
 
   removeGalleryAssets(galleryId: UUID, req: RemoveGalleryAssetsRequest): Promise<Gallery> {
     return this.request("DELETE", `/galleries/${galleryId}/assets`, req);
+  }
+
+  /** Who chose what in a gallery, by the names its visitors gave. */
+  galleryFavorites(galleryId: UUID): Promise<GalleryFavoritesResponse> {
+    return this.request("GET", `/galleries/${galleryId}/favorites`);
   }
 
   // PUBLIC SHARE (client)

@@ -401,6 +401,8 @@ export interface Gallery {
   favoriteCount: number;
   /** Comments its viewers left, all photos together. */
   commentsCount: number;
+  /** How many photos one visitor may choose; null for no limit. */
+  selectionLimit: number | null;
 }
 
 export interface CreateGalleryRequest {
@@ -412,6 +414,8 @@ export interface CreateGalleryRequest {
   allowDownloads?: boolean;
   /** Beyond the seed: the text drawn across watermarked previews (1 to 100 characters); null draws the title. */
   watermarkText?: string | null;
+  /** Beyond the seed: how many photos one visitor may choose (1 to 10,000); null for no limit. */
+  selectionLimit?: number | null;
 }
 
 export interface UpdateGalleryRequest {
@@ -422,6 +426,25 @@ export interface UpdateGalleryRequest {
   allowDownloads?: boolean;
   /** Beyond the seed: a change draws every watermarked preview again. */
   watermarkText?: string | null;
+  /** Beyond the seed: how many photos one visitor may choose; null for no limit. */
+  selectionLimit?: number | null;
+}
+
+/** Who chose what in a gallery (GET /galleries/{id}/favorites). */
+export interface GalleryFavoritesResponse {
+  visitors: Array<{
+    /** The name the visitor gave; null for an anonymous viewer. */
+    name: string | null;
+    email: string | null;
+    assetIds: UUID[];
+    fileNames: string[];
+  }>;
+}
+
+/** Who a viewer token's holder said they are. */
+export interface GalleryVisitor {
+  name: string;
+  email: string | null;
 }
 
 export interface AddGalleryAssetsRequest {
@@ -452,10 +475,23 @@ export interface PublicGalleryResponse {
   // Beyond the seed.
   expiresAt: ISODateTime | null;
   allowDownloads: boolean;
+  /** How many photos one visitor may choose; null for no limit. */
+  selectionLimit: number | null;
+  /** How many this viewer's visitor has chosen. */
+  chosen: number;
+  /** Who this viewer token's holder said they are; null when anonymous. */
+  visitor: GalleryVisitor | null;
 }
 
 export interface PublicGalleryAuthRequest {
   password: string;
+  /**
+   * Beyond the seed: who is choosing, given once per gallery; their
+   * favourites are theirs, and the token lasts 30 days.
+   */
+  name?: string;
+  /** Beyond the seed: optional, with a name. */
+  email?: string;
 }
 
 export interface PublicGalleryAuthResponse {
@@ -463,6 +499,7 @@ export interface PublicGalleryAuthResponse {
 
   // Beyond the seed.
   expiresAt: ISODateTime;
+  visitor?: GalleryVisitor | null;
 }
 
 export interface PublicFavoriteRequest {
@@ -476,7 +513,10 @@ export interface PublicFavoriteResponse {
   // Beyond the seed.
   assetId: UUID;
   favorite: boolean;
+  /** Visitors who chose the photo. */
   favoriteCount: number;
+  /** Photos this viewer's visitor has chosen. */
+  chosen: number;
 }
 
 export interface PublicCommentRequest {

@@ -86,11 +86,14 @@ export const places = {
   BatchResponse: ["out", "response GET /v1/batches/{id} 200"],
   StreamToken: ["out", "response POST /v1/realtime/tokens 201"],
   RetriedJobs: ["out", "response POST /v1/batches/{id}/retry 202"],
+  ExportSettings: ["in", "schema ExportSettings"],
+  EditCrop: ["in", "schema EditParams#crop"],
+  GalleryFavoritesResponse: ["out", "response GET /v1/galleries/{id}/favorites 200"],
 };
 
 // Types that are parts of others, checked where they are used.
 export const bare = new Set(["UUID", "ISODateTime", "ISODate", "Cursor", "Paged", "ProjectStatus",
-  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus"]);
+  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "GalleryVisitor"]);
 
 const formats = { UUID: "uuid", ISODateTime: "date-time", ISODate: "date" };
 
