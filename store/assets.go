@@ -167,6 +167,10 @@ type AssetFilter struct {
 	EyesClosed     *bool
 	FaceOutOfFocus *bool
 	Order          AssetOrder
+
+	// ColorLabels keeps the assets with one of these labels (NoColorLabel:
+	// without one); all when empty.
+	ColorLabels []string
 }
 
 // AssetOrder is the order of a list of assets; ties go by id.
@@ -226,13 +230,13 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 	camera := containing(f.Camera)
 	statuses := append([]string{}, f.Statuses...)
 	args := []any{project, limit + 1, f.User, f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To, pq.Array(statuses),
-		f.EyesClosed, f.FaceOutOfFocus}
+		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...))}
 	from := ""
 	if after != nil {
 		if after.Order != f.Order.name() {
 			return Page[Asset]{}, ErrBadCursor
 		}
-		from = fmt.Sprintf(" AND (%s, a.id) %s ($13, $14)", key, op)
+		from = fmt.Sprintf(" AND (%s, a.id) %s ($14, $15)", key, op)
 		if by == SortFilename {
 			args = append(args, after.Key, after.ID)
 		} else {
@@ -246,6 +250,7 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 		  AND ($4::boolean IS NULL OR coalesce(r.picked, false) = $4)
 		  AND ($5::boolean IS NULL OR coalesce(r.rejected, false) = $5)
 		  AND ($6::int IS NULL OR r.rating >= $6)
+		  AND (cardinality($13::text[]) = 0 OR coalesce(r.color_label, '`+NoColorLabel+`') = ANY($13))
 		  AND ($7 = '' OR concat_ws(' ', a.camera_make, a.camera_model) ILIKE $7)
 		  AND ($8::timestamptz IS NULL OR a.captured_at >= $8)
 		  AND ($9::timestamptz IS NULL OR a.captured_at <= $9)

@@ -12,27 +12,41 @@ import (
 
 // Rating is one person's verdict on an asset.
 type Rating struct {
-	AssetID   uuid.UUID `db:"asset_id"`
-	UserID    uuid.UUID `db:"user_id"`
-	Rating    *int      `db:"rating"`
-	Picked    bool      `db:"picked"`
-	Rejected  bool      `db:"rejected"`
-	Starred   bool      `db:"starred"`
-	Notes     string    `db:"notes"`
-	UpdatedAt time.Time `db:"updated_at"`
+	AssetID  uuid.UUID `db:"asset_id"`
+	UserID   uuid.UUID `db:"user_id"`
+	Rating   *int      `db:"rating"`
+	Picked   bool      `db:"picked"`
+	Rejected bool      `db:"rejected"`
+	Starred  bool      `db:"starred"`
+	Notes    string    `db:"notes"`
+	// ColorLabel is one of ColorLabels, or nil.
+	ColorLabel *string   `db:"color_label"`
+	UpdatedAt  time.Time `db:"updated_at"`
 }
+
+// ColorLabels are the colour labels a rating may carry, in Lightroom's
+// order (its keys 6 to 9 set the first four).
+var ColorLabels = []string{"red", "yellow", "green", "blue", "purple"}
+
+// NoColorLabel stands, among a filter's colour labels, for the assets
+// without one.
+const NoColorLabel = "none"
+
+const ratingColumns = `asset_id, user_id, rating, picked, rejected, starred, notes, color_label, updated_at`
 
 // RatingChange is what a person changes of their rating; nil leaves a
 // field as it is. Picking an asset un-rejects it and rejecting un-picks
 // it, unless the same change says otherwise.
 type RatingChange struct {
-	AssetID     uuid.UUID
-	Rating      *int
-	ClearRating bool // rating: null
-	Picked      *bool
-	Rejected    *bool
-	Starred     *bool
-	Notes       *string
+	AssetID         uuid.UUID
+	Rating          *int
+	ClearRating     bool // rating: null
+	Picked          *bool
+	Rejected        *bool
+	Starred         *bool
+	Notes           *string
+	ColorLabel      *string
+	ClearColorLabel bool // colorLabel: null
 }
 
 // Rate applies change to user's rating of change.AssetID, creating the
@@ -48,17 +62,19 @@ func (s *Store) Rate(ctx context.Context, user uuid.UUID, change RatingChange) (
 	}
 	r := &Rating{}
 	err := s.db.GetContext(ctx, r, `
-		INSERT INTO ratings AS r (asset_id, user_id, rating, picked, rejected, starred, notes)
-		VALUES ($1, $2, $3, coalesce($4, false), coalesce($5, false), coalesce($6, false), coalesce($7, ''))
+		INSERT INTO ratings AS r (asset_id, user_id, rating, picked, rejected, starred, notes, color_label)
+		VALUES ($1, $2, $3, coalesce($4, false), coalesce($5, false), coalesce($6, false), coalesce($7, ''), $9)
 		ON CONFLICT (asset_id, user_id) DO UPDATE SET
 			rating = CASE WHEN $8 THEN NULL ELSE coalesce($3, r.rating) END,
 			picked = coalesce($4, r.picked),
 			rejected = coalesce($5, r.rejected),
 			starred = coalesce($6, r.starred),
 			notes = coalesce($7, r.notes),
+			color_label = CASE WHEN $10 THEN NULL ELSE coalesce($9, r.color_label) END,
 			updated_at = now()
-		RETURNING asset_id, user_id, rating, picked, rejected, starred, notes, updated_at`,
-		change.AssetID, user, change.Rating, picked, rejected, change.Starred, change.Notes, change.ClearRating)
+		RETURNING `+ratingColumns,
+		change.AssetID, user, change.Rating, picked, rejected, change.Starred, change.Notes, change.ClearRating,
+		change.ColorLabel, change.ClearColorLabel)
 	return r, err
 }
 
@@ -109,7 +125,7 @@ func (e *ForeignAssetsError) Error() string { return "store: assets not in the p
 // Ratings returns user's ratings of assets, by asset.
 func (s *Store) Ratings(ctx context.Context, user uuid.UUID, assets []uuid.UUID) (map[uuid.UUID]Rating, error) {
 	var rows []Rating
-	err := s.db.SelectContext(ctx, &rows, `SELECT asset_id, user_id, rating, picked, rejected, starred, notes, updated_at
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+ratingColumns+`
 		FROM ratings WHERE user_id = $1 AND asset_id = ANY($2)`, user, UUIDs(assets))
 	out := make(map[uuid.UUID]Rating, len(rows))
 	for _, r := range rows {

@@ -63,3 +63,27 @@ func TestChangesOverTheSameAssetsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestColorLabelsAreTheFive has Postgres itself refuse a colour label
+// other than Lightroom's five, whoever writes the row.
+func TestColorLabelsAreTheFive(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	assets := env.Upload(t, project, testenv.Files(1)...)
+	for _, l := range store.ColorLabels {
+		r, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: assets[0], ColorLabel: &l})
+		if err != nil || r.ColorLabel == nil || *r.ColorLabel != l {
+			t.Fatalf("label %s: %+v, %v", l, r, err)
+		}
+	}
+	for _, l := range []string{"orange", "Red", "none", ""} {
+		if _, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: assets[0], ColorLabel: &l}); err == nil {
+			t.Errorf("label %q was stored", l)
+		}
+	}
+	r, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: assets[0], ClearColorLabel: true})
+	if err != nil || r.ColorLabel != nil {
+		t.Fatalf("cleared: %+v, %v", r, err)
+	}
+}

@@ -31,6 +31,9 @@ type SearchFilter struct {
 	// EyesClosed and FaceOutOfFocus are AssetFilter's.
 	EyesClosed     *bool
 	FaceOutOfFocus *bool
+
+	// ColorLabels is AssetFilter's.
+	ColorLabels []string
 }
 
 // searchable are the states whose assets a search finds.
@@ -52,9 +55,11 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 		AND (` + p(4) + `::int IS NULL OR r.rating >= ` + p(4) + `)
 		AND (` + p(5) + ` = '' OR a.camera ILIKE ` + p(5) + `)
 		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
-		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)` + faceFilters(p(8), p(9))
+		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)
+		AND (cardinality(` + p(10) + `::text[]) = 0 OR coalesce(r.color_label, '` + NoColorLabel + `') = ANY(` + p(10) + `))` +
+		faceFilters(p(8), p(9))
 	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To,
-		f.EyesClosed, f.FaceOutOfFocus}
+		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...))}
 }
 
 // containing is an ILIKE pattern that matches text holding s, or "" for
