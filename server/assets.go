@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,6 +258,10 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		}
 		f.RatingMin = &n
 	}
+	if v := c.Query("colorLabel"); v != "" {
+		f.ColorLabels = strings.Split(v, ",")
+		checkColorLabels(errs, "colorLabel", f.ColorLabels)
+	}
 	for name, dst := range map[string]**time.Time{"from": &f.From, "to": &f.To} {
 		if v := c.Query(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
@@ -292,6 +297,17 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		errs.add("order", "must be asc or desc")
 	}
 	return f, errs.err()
+}
+
+// checkColorLabels checks a colour label filter: labels, or "none" for
+// the assets without one.
+func checkColorLabels(errs fieldErrors, field string, labels []string) {
+	for _, l := range labels {
+		if l != store.NoColorLabel && !slices.Contains(store.ColorLabels, l) {
+			errs.add(field, "must list red, yellow, green, blue, purple or none")
+			return
+		}
+	}
 }
 
 // checkPhotoFilters checks the filters a list and a search share, naming

@@ -547,6 +547,7 @@ type ratedAsset struct {
 		Rating                    *int
 		Picked, Rejected, Starred bool
 		Notes                     string
+		ColorLabel                *string
 	}
 }
 

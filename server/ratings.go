@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,19 +22,20 @@ const maxCullActions = 1000
 const maxNotes = 5000
 
 type ratingJSON struct {
-	AssetID   uuid.UUID `json:"assetId"`
-	UserID    uuid.UUID `json:"userId"`
-	Rating    *int      `json:"rating"`
-	Picked    bool      `json:"picked"`
-	Rejected  bool      `json:"rejected"`
-	Starred   bool      `json:"starred"`
-	Notes     string    `json:"notes"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	AssetID    uuid.UUID `json:"assetId"`
+	UserID     uuid.UUID `json:"userId"`
+	Rating     *int      `json:"rating"`
+	Picked     bool      `json:"picked"`
+	Rejected   bool      `json:"rejected"`
+	Starred    bool      `json:"starred"`
+	Notes      string    `json:"notes"`
+	ColorLabel *string   `json:"colorLabel"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 func toRatingJSON(r store.Rating) *ratingJSON {
 	return &ratingJSON{AssetID: r.AssetID, UserID: r.UserID, Rating: r.Rating, Picked: r.Picked, Rejected: r.Rejected,
-		Starred: r.Starred, Notes: r.Notes, UpdatedAt: r.UpdatedAt.UTC()}
+		Starred: r.Starred, Notes: r.Notes, ColorLabel: r.ColorLabel, UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // ratingInput is one rating change as clients send it.
@@ -43,6 +45,8 @@ type ratingInput struct {
 	Rejected *bool         `json:"rejected"`
 	Starred  *bool         `json:"starred"`
 	Notes    *string       `json:"notes"`
+	// ColorLabel is one of store.ColorLabels; null clears it.
+	ColorLabel optional[string] `json:"colorLabel"`
 }
 
 // change checks in, naming fields under prefix ("actions[3].").
@@ -63,12 +67,21 @@ func (in ratingInput) change(errs fieldErrors, prefix string, asset uuid.UUID) s
 	if in.Notes != nil && utf8.RuneCountInString(*in.Notes) > maxNotes {
 		errs.add(prefix+"notes", "must be at most 5000 characters")
 	}
-	if !in.Rating.Set && in.Picked == nil && in.Rejected == nil && in.Starred == nil && in.Notes == nil {
+	if in.ColorLabel.Set {
+		if l := in.ColorLabel.Value; l == nil {
+			ch.ClearColorLabel = true
+		} else if !slices.Contains(store.ColorLabels, *l) {
+			errs.add(prefix+"colorLabel", "must be red, yellow, green, blue, purple or null")
+		} else {
+			ch.ColorLabel = l
+		}
+	}
+	if !in.Rating.Set && in.Picked == nil && in.Rejected == nil && in.Starred == nil && in.Notes == nil && !in.ColorLabel.Set {
 		field := strings.TrimSuffix(prefix, ".")
 		if field == "" {
 			field = "(body)"
 		}
-		errs.add(field, "must set rating, picked, rejected, starred or notes")
+		errs.add(field, "must set rating, picked, rejected, starred, notes or colorLabel")
 	}
 	return ch
 }

@@ -80,6 +80,9 @@ func (s *Server) searchFiltered(c *gin.Context) {
 			// Faces: see store.AssetFilter.
 			EyesClosed     *bool `json:"eyesClosed"`
 			FaceOutOfFocus *bool `json:"faceOutOfFocus"`
+
+			// ColorLabel: see store.AssetFilter's ColorLabels.
+			ColorLabel []string `json:"colorLabel"`
 		} `json:"filters"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
@@ -99,11 +102,13 @@ func (s *Server) searchFiltered(c *gin.Context) {
 	}
 	fl := in.Filters
 	f := store.SearchFilter{User: principal(c).ID, Picked: fl.Picked, Rejected: fl.Rejected, RatingMin: fl.RatingMin,
-		Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To, EyesClosed: fl.EyesClosed, FaceOutOfFocus: fl.FaceOutOfFocus}
+		ColorLabels: fl.ColorLabel, Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To, EyesClosed: fl.EyesClosed,
+		FaceOutOfFocus: fl.FaceOutOfFocus}
 	if r := fl.RatingMin; r != nil && (*r < 1 || *r > 5) {
 		errs.add("filters.ratingMin", "must be a whole number from 1 to 5")
 	}
 	checkPhotoFilters(errs, "filters.", f.Camera, f.From, f.To)
+	checkColorLabels(errs, "filters.colorLabel", f.ColorLabels)
 	for _, r := range fl.Readiness {
 		if r != store.AssetCull && r != store.AssetSearch && r != store.AssetAI {
 			errs.add("filters.readiness", "must list cull, search or ai")
