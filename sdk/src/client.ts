@@ -152,6 +152,8 @@ export class KiloClient {
   // ASSETS
   listAssets(projectId: UUID, params?: {
     cursor?: string; limit?: number; picked?: boolean; rejected?: boolean; ratingMin?: number;
+    /** Labels separated by commas, "none" for the unlabelled: "red,blue". */
+    colorLabel?: string;
     camera?: string; from?: string; to?: string; readiness?: string;
     eyesClosed?: boolean; faceOutOfFocus?: boolean;
     sort?: "uploaded" | "capturedAt" | "filename"; order?: "asc" | "desc";

@@ -108,7 +108,13 @@ export interface Rating {
   starred?: boolean | null;
   notes?: string | null;
   updatedAt?: ISODateTime | null;
+
+  // Beyond the seed.
+  colorLabel?: ColorLabel | null;
 }
+
+/** Beyond the seed: a colour label, as Lightroom's keys 6 to 9 set the first four. */
+export type ColorLabel = "red" | "yellow" | "green" | "blue" | "purple";
 
 export interface Asset {
   id: UUID;
@@ -223,6 +229,9 @@ export interface UpsertRatingRequest {
   rejected?: boolean | null;
   starred?: boolean | null;
   notes?: string | null;
+
+  // Beyond the seed: null clears it.
+  colorLabel?: ColorLabel | null;
 }
 
 // Upload
@@ -313,6 +322,9 @@ export interface BulkCullActionRequest {
     rejected?: boolean | null;
     rating?: number | null;  // 1-5
     starred?: boolean | null;
+
+    // Beyond the seed: null clears it.
+    colorLabel?: ColorLabel | null;
   }>;
 }
 
@@ -374,6 +386,21 @@ export interface SearchResponse {
 export interface AdvancedSearchRequest {
   q: string;
   filters?: Record<string, unknown>;
+}
+
+/** Beyond the seed: the filters AdvancedSearchRequest takes, the rating ones the caller's. */
+export interface SearchFilters {
+  picked?: boolean;
+  rejected?: boolean;
+  ratingMin?: number;
+  /** Any of these labels; "none" for the photos without one. */
+  colorLabel?: Array<ColorLabel | "none">;
+  camera?: string;
+  from?: ISODateTime;
+  to?: ISODateTime;
+  readiness?: Array<"cull" | "search" | "ai">;
+  eyesClosed?: boolean;
+  faceOutOfFocus?: boolean;
 }
 
 // Galleries

@@ -86,6 +86,7 @@ export const places = {
   BatchResponse: ["out", "response GET /v1/batches/{id} 200"],
   StreamToken: ["out", "response POST /v1/realtime/tokens 201"],
   RetriedJobs: ["out", "response POST /v1/batches/{id}/retry 202"],
+  SearchFilters: ["in", "request POST /v1/projects/{id}/search#filters"],
   ExportSettings: ["in", "schema ExportSettings"],
   EditCrop: ["in", "schema EditParams#crop"],
   GalleryFavoritesResponse: ["out", "response GET /v1/galleries/{id}/favorites 200"],
@@ -93,7 +94,7 @@ export const places = {
 
 // Types that are parts of others, checked where they are used.
 export const bare = new Set(["UUID", "ISODateTime", "ISODate", "Cursor", "Paged", "ProjectStatus",
-  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "GalleryVisitor"]);
+  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "ColorLabel", "GalleryVisitor"]);
 
 const formats = { UUID: "uuid", ISODateTime: "date-time", ISODate: "date" };
 

@@ -53,7 +53,7 @@ test("the README's examples compile and run against the server", { timeout: 3 * 
   assert.match(outputs["upload.ts"], /^4\/4 files, /m);
   assert.doesNotMatch(outputs["upload.ts"], /failed at/);
   assert.match(outputs["follow.ts"], /^batch completed: 4 done, 0 failed$/m);
-  assert.match(outputs["cull.ts"], /^4 photos culled\n[1-4] picks$/m);
+  assert.match(outputs["cull.ts"], /^4 photos culled\n[1-4] picks, 1 labelled red$/m);
   assert.match(outputs["gallery.ts"], /\/s\/[a-z2-7]{10} \(password harbour-2026, [1-4] photos\)\n[1-4] photos shown/);
   assert.match(outputs["export.ts"], /^contact-sheet\.pdf, \d+ bytes$/m);
   assert.equal(readFileSync("contact-sheet.pdf").subarray(0, 5).toString(), "%PDF-");
