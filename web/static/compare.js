@@ -68,15 +68,16 @@ function pane(id, k) {
   const msg = h('p', { class: 'loupe-msg' });
   const stage = h('div', { class: 'pane-stage' }, img, msg);
   const marks = h('span', { class: 'pane-marks' });
+  const label = h('span', { class: 'label-chip' });
   const keep = h('button', {
     type: 'button', class: 'small primary', 'data-keep': String(k + 1), onclick: () => keepOne(k),
     'aria-label': `Keep photo ${k + 1}, ${row.name}, and reject the others`,
   },
     'Keep this one', h('kbd', { 'aria-hidden': 'true' }, String(k + 1)));
   const figure = h('figure', { class: 'pane', tabindex: '-1', 'data-asset': id, 'aria-label': `Photo ${k + 1}: ${row.name}` },
-    h('figcaption', {}, h('span', { class: 'pane-num' }, String(k + 1)), ' ', h('span', { class: 'pane-name' }, row.name), ' ', marks),
+    h('figcaption', {}, h('span', { class: 'pane-num' }, String(k + 1)), ' ', h('span', { class: 'pane-name' }, row.name), ' ', marks, ' ', label),
     stage, keep);
-  const p = { id, row, el: figure, img, stage, marks, msg };
+  const p = { id, row, el: figure, img, stage, marks, label, msg };
   previewUrl(row).then((url) => {
     if (url) img.src = url;
     else msg.textContent = 'No preview.';
@@ -93,6 +94,8 @@ function paintMarks(p) {
   const m = cull.marksOf(p.id);
   p.marks.textContent = [m.picked ? '✓ Picked' : m.rejected ? '✕ Rejected' : '', cull.starText(m.rating || 0)].filter(Boolean).join(' · ');
   p.el.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+  p.label.dataset.label = m.colorLabel || '';
+  p.label.textContent = m.colorLabel ? cull.LABEL_NAMES[m.colorLabel] : '';
 }
 
 cull.onMarksChange((ids) => {

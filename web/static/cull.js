@@ -6,6 +6,7 @@
 //   attach(model) → detach()      follow a ProjectModel (model.js); one project at a time (the
 //                                  same one again keeps its filters, selection and undo)
 //   FILTER_DEFAULTS               {flag: 'any'|'picked'|'rejected'|'unflagged', ratingMin: 0..5 (at least),
+//                                  label: 'any', one of COLOR_LABELS, or 'none' (without a colour label),
 //                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
 //                                  both included), readiness: 'all'|'processing'|'cull'|'searchable'|'failed'|
 //                                  'duplicate', q: '' or words to search for, faces: 'any'|'eyesClosed'|
@@ -17,7 +18,7 @@
 //   indexOf(id)                   its place in the view, -1 when out of it
 //   rowOf(id)                     the model's row of an asset
 //   counts()                      {total, shown, flag: {any, picked, rejected, unflagged},
-//                                  stars: [n with at least 0 … 5], cameras: [[name, n]], readiness:
+//                                  stars: [n with at least 0 … 5], label: {any, none, red, …}, cameras: [[name, n]], readiness:
 //                                  {all, processing, cull, searchable, failed, duplicate}}: each option
 //                                  counts the photos it would show with the other filters as they are
 //   searchState()                 {q, busy, error, tookMs} of the text search
@@ -32,13 +33,15 @@
 //   onSelectionChange(fn) → off
 //   focusedId(), setFocus(id), onFocusChange(fn) → off
 //
-// Flags and stars, sent at once and undoable
-//   marksOf(id) → {picked, rejected, rating, edited, eyesClosed, softFace}, as shown (waiting changes included);
-//                                  marksText(marks) says them in words, starText(n) draws ★★★☆☆
-//   apply(ids, change, {label})   change: any of {picked, rejected, rating: 1..5 | null}. Shown at
-//                                  once, sent at once through POST /v1/projects/{id}/cull:applyAction
-//                                  (1,000 a request), rolled back with a message when refused
-//   applyEach(actions, {label})   [{assetId, picked?, rejected?, rating?}]: one change per photo,
+// Flags, stars and colour labels, sent at once and undoable
+//   marksOf(id) → {picked, rejected, rating, colorLabel, edited, eyesClosed, softFace}, as shown (waiting
+//                                  changes included); marksText(marks) says them in words, starText(n)
+//                                  draws ★★★☆☆; COLOR_LABELS, LABEL_NAMES: the labels and their names
+//   apply(ids, change, {label})   change: any of {picked, rejected, rating: 1..5 | null, colorLabel: one of
+//                                  COLOR_LABELS | null}. Shown at once, sent at once through POST
+//                                  /v1/projects/{id}/cull:applyAction (1,000 a request), rolled back with a
+//                                  message when refused
+//   applyEach(actions, {label})   [{assetId, picked?, rejected?, rating?, colorLabel?}]: one change per photo,
 //                                  undone as one step (compare's keeper uses it)
 //   undo(), canUndo()             Ctrl/Cmd-Z
 //   onMarksChange(fn(ids)) → off  a change made here, rolled back, or made in another tab
@@ -136,6 +139,10 @@ async function sortChunked(rows, cmp, stale) {
 
 const STAR_TEXT = ['no stars', '1 star', '2 stars', '3 stars', '4 stars', '5 stars'];
 
+// The colour labels in Lightroom's order, its keys 6 to 9 the first four.
+export const COLOR_LABELS = ['red', 'yellow', 'green', 'blue', 'purple'];
+export const LABEL_NAMES = { red: 'Red', yellow: 'Yellow', green: 'Green', blue: 'Blue', purple: 'Purple' };
+
 // starText draws n stars of five; none as nothing.
 export const starText = (n) => (n ? '★'.repeat(n) + '☆'.repeat(5 - n) : '');
 
@@ -146,6 +153,7 @@ export function marksText(m) {
   if (m.picked) bits.push('picked');
   if (m.rejected) bits.push('rejected');
   if (m.rating) bits.push(STAR_TEXT[m.rating]);
+  if (m.colorLabel) bits.push(`${m.colorLabel} label`);
   if (m.edited) bits.push('edited');
   if (m.eyesClosed) bits.push('eyes closed');
   if (m.softFace) bits.push('a face out of focus');
@@ -171,7 +179,7 @@ export function setSetting(name, value) {
 
 // ---- the view ---------------------------------------------------------------
 
-export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any' });
+export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, label: 'any', camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any' });
 export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time'], ['filename', 'File name']];
 
 // The options of the flag and readiness filters as numbers, the first
@@ -179,7 +187,7 @@ export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time']
 const FLAG_CODES = ['any', 'unflagged', 'picked', 'rejected'];
 const READY_CODES = ['all', 'processing', 'cull', 'searchable', 'failed', 'duplicate'];
 const READY_OF = { cull: 1, searchable: 2, failed: 3, duplicate: 4 }; // the rest: processing (0)
-const NO_MARKS = Object.freeze({ picked: false, rejected: false, rating: null });
+const NO_MARKS = Object.freeze({ picked: false, rejected: false, rating: null, colorLabel: null });
 
 let model = null;
 let lastProject = null;
@@ -202,6 +210,7 @@ export const onViewChange = viewChanged.on;
 function emptyCounts() {
   return {
     total: 0, shown: 0, flag: { any: 0, picked: 0, rejected: 0, unflagged: 0 }, stars: [0, 0, 0, 0, 0, 0],
+    label: { any: 0, none: 0, red: 0, yellow: 0, green: 0, blue: 0, purple: 0 },
     cameras: [], readiness: { all: 0, processing: 0, cull: 0, searchable: 0, failed: 0, duplicate: 0 },
   };
 }
@@ -275,6 +284,7 @@ export function indexOf(id) {
 export function setFilter(patch) {
   const next = { ...filter, ...patch };
   next.ratingMin = Math.max(0, Math.min(5, Number(next.ratingMin) || 0));
+  if (next.label !== 'none' && !COLOR_LABELS.includes(next.label)) next.label = 'any';
   next.q = String(next.q || '').trim();
   filter = next;
   if (filter.q) runSearch();
@@ -396,6 +406,7 @@ async function walk() {
   const to = f.to ? dayEnd(f.to) : Infinity;
   const dated = from !== -Infinity || to !== Infinity;
   const wantFlag = FLAG_CODES.indexOf(f.flag) - 1; // -1: any
+  const wantLabel = f.label === 'any' ? -1 : f.label === 'none' ? 0 : COLOR_LABELS.indexOf(f.label) + 1;
   const wantReady = READY_CODES.indexOf(f.readiness) - 1; // -1: all
   const wantCam = f.camera ? CAMERAS.indexOf(f.camera) : -1; // -1: any; a camera no photo has matches none
   const anyCam = !f.camera;
@@ -403,6 +414,7 @@ async function walk() {
   const wantFaces = f.faces || 'any';
   const flags = new Int32Array(3);
   const stars = new Int32Array(6);
+  const labels = new Int32Array(COLOR_LABELS.length + 1); // 0: none
   const ready = new Int32Array(READY_CODES.length - 1);
   const cams = new Int32Array(CAMERAS.length);
   const out = [];
@@ -420,24 +432,28 @@ async function walk() {
     const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
     const flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
     const star = (m && m.rating) || 0;
+    const label = m && m.colorLabel ? COLOR_LABELS.indexOf(m.colorLabel) + 1 : 0;
     const rd = READY_OF[r.stage] || 0;
     const okFlag = wantFlag < 0 || wantFlag === flag;
     const okStars = star >= minStars;
+    const okLabel = wantLabel < 0 || wantLabel === label;
     const cam = r.cam || 0; // 0 too for a photo this tab is still uploading
     const okCamera = anyCam || cam === wantCam;
     const okDate = !dated || (r.captured !== null && r.captured >= from && r.captured <= to);
     const okReady = wantReady < 0 || wantReady === rd;
-    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1);
+    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okLabel ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1);
     if (misses > 1) continue;
     if (misses === 0) {
       if (odd) { r.i1 = out.length; r.g1 = next; } else { r.i0 = out.length; r.g0 = next; }
       out.push(r);
       flags[flag]++;
       stars[star]++;
+      labels[label]++;
       cams[cam]++;
       ready[rd]++;
     } else if (!okFlag) flags[flag]++;
     else if (!okStars) stars[star]++;
+    else if (!okLabel) labels[label]++;
     else if (!okCamera) cams[cam]++;
     else if (!okReady) ready[rd]++;
   }
@@ -447,6 +463,10 @@ async function walk() {
   t.flag.rejected = flags[2];
   t.flag.any = flags[0] + flags[1] + flags[2];
   for (let k = 5; k >= 0; k--) t.stars[k] = stars[k] + (k < 5 ? t.stars[k + 1] : 0);
+  for (let k = 0; k < labels.length; k++) {
+    t.label[k ? COLOR_LABELS[k - 1] : 'none'] = labels[k];
+    t.label.any += labels[k];
+  }
   for (let k = 0; k < ready.length; k++) {
     t.readiness[READY_CODES[k + 1]] = ready[k];
     t.readiness.all += ready[k];
@@ -498,6 +518,7 @@ async function runSearch() {
   if (f.flag === 'rejected') body.filters.rejected = true;
   if (f.flag === 'unflagged') { body.filters.picked = false; body.filters.rejected = false; }
   if (f.ratingMin) body.filters.ratingMin = f.ratingMin;
+  if (f.label !== 'any') body.filters.colorLabel = [f.label];
   if (f.camera) body.filters.camera = f.camera;
   if (f.from) body.filters.from = new Date(dayStart(f.from)).toISOString();
   if (f.to) body.filters.to = new Date(dayEnd(f.to)).toISOString();
@@ -608,15 +629,16 @@ export function marksOf(id) {
   const r = rowOf(id);
   const m = overlay.get(id) || (r && r.rating) || NO_MARKS;
   const f = r && r.faces;
-  return { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, edited: !!(r && r.edited),
+  return { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, colorLabel: m.colorLabel ?? null, edited: !!(r && r.edited),
     eyesClosed: !!(f && f.eyesClosed), softFace: !!(f && f.outOfFocus) };
 }
 
 function merge(m, change) {
-  const out = { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null };
+  const out = { picked: m.picked, rejected: m.rejected, rating: m.rating ?? null, colorLabel: m.colorLabel ?? null };
   if ('picked' in change) out.picked = change.picked;
   if ('rejected' in change) out.rejected = change.rejected;
   if ('rating' in change) out.rating = change.rating;
+  if ('colorLabel' in change) out.colorLabel = change.colorLabel;
   return out;
 }
 
@@ -651,7 +673,7 @@ export function applyEach(actions, { label = '', undoable = true } = {}) {
   for (const a of actions) {
     if (!before.has(a.assetId)) {
       const m = marksOf(a.assetId);
-      before.set(a.assetId, { picked: m.picked, rejected: m.rejected, rating: m.rating });
+      before.set(a.assetId, { picked: m.picked, rejected: m.rejected, rating: m.rating, colorLabel: m.colorLabel });
     }
   }
   const entry = undoable ? { label, before, ops: new Set() } : null;
@@ -694,7 +716,7 @@ export async function undo() {
     announce('Nothing to undo.');
     return false;
   }
-  const actions = [...entry.before].map(([assetId, m]) => ({ assetId, picked: m.picked, rejected: m.rejected, rating: m.rating }));
+  const actions = [...entry.before].map(([assetId, m]) => ({ assetId, picked: m.picked, rejected: m.rejected, rating: m.rating, colorLabel: m.colorLabel }));
   announce(`Undone: ${entry.label || 'the last change'}.`);
   const ok = await applyEach(actions, { label: entry.label, undoable: false });
   if (!ok) undoStack.push(entry);

@@ -1,6 +1,6 @@
 // The photo grid of a project: filters that combine, sorts, text search
 // and live counts over cull.js's view; tiles that show each photo's flag,
-// stars and edit mark; selection by click, Shift-click, Ctrl/Cmd-click
+// stars, colour label and edit mark; selection by click, Shift-click, Ctrl/Cmd-click
 // and keys; a bar of the culling actions for pointer and touch. Only the
 // tiles in view exist (vlist.js), so 100,000 photos scroll as 100 do.
 
@@ -9,7 +9,7 @@ import { h, clear, announce, plural } from './ui.js';
 import { STAGES, ICONS } from './model.js';
 import { Thumbs } from './images.js';
 import { VirtualGrid } from './vlist.js';
-import { settingBox, keyLabel, showHelp } from './keys.js';
+import { settingBox, keyLabel, showHelp, labelMenu } from './keys.js';
 import './loupe.js';
 import './compare.js';
 
@@ -45,6 +45,10 @@ export function photosView(root, model, { onDetails, teardown }) {
   const stars = h('select', { id: 'filter-stars' },
     [0, 1, 2, 3, 4, 5].map((n) => h('option', { value: String(n), selected: n === f0.ratingMin || null }, n ? `${'★'.repeat(n)} or more` : 'Any rating')));
   stars.addEventListener('change', () => change({ ratingMin: Number(stars.value) }));
+  const labelOptions = [['any', 'Any label'], ...cull.COLOR_LABELS.map((c) => [c, cull.LABEL_NAMES[c]]), ['none', 'No label']];
+  const labelled = h('select', { id: 'filter-label' },
+    labelOptions.map(([k, text]) => h('option', { value: k, selected: k === f0.label || null }, text)));
+  labelled.addEventListener('change', () => change({ label: labelled.value }));
   const camera = h('select', { id: 'filter-camera' }, h('option', { value: '' }, 'Any camera'));
   camera.addEventListener('change', () => change({ camera: camera.value }));
   const from = h('input', { type: 'date', id: 'filter-from', value: f0.from || null });
@@ -82,6 +86,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     from.value = '';
     to.value = '';
     stars.value = '0';
+    labelled.value = 'any';
     camera.value = '';
     faces.value = 'any';
     for (const b of ready.buttons) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
@@ -99,6 +104,7 @@ export function photosView(root, model, { onDetails, teardown }) {
       field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
       field('Faces', 'filter-faces', faces), reset));
   const filterRow = h('div', { class: 'filter-fields' }, flags.box, field('Stars', 'filter-stars', stars),
+    field('Label', 'filter-label', labelled),
     field('Sort by', 'sort', sortBy), order);
 
   // ---- the bar of actions -------------------------------------------------
@@ -127,7 +133,7 @@ export function photosView(root, model, { onDetails, teardown }) {
   const bar = h('div', { class: 'cullbar', role: 'toolbar', 'aria-label': 'Culling' },
     selStatus,
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
-    barButton('Clear flag', 'u', 'unflag'), setStars, barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
+    barButton('Clear flag', 'u', 'unflag'), setStars, labelMenu('set-label', () => cull.targets()), barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
     several, selectAllButton, clearButton,
     // What other views register for the grid (export, share, edit).
     cull.keyTable().filter((k) => k.button && k.scopes.includes('grid')).map((k) => barButton(k.button.label, k.key, k.button.id)),
@@ -247,6 +253,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     ready.buttons.forEach((b, i) => { b.textContent = `${READINESS[i][1]} (${c.readiness[READINESS[i][0]].toLocaleString()})`; });
     flags.buttons.forEach((b, i) => { b.textContent = `${FLAGS[i][1]} (${c.flag[FLAGS[i][0]].toLocaleString()})`; });
     [...stars.options].forEach((o, n) => { o.textContent = `${n ? `${'★'.repeat(n)} or more` : 'Any rating'} (${c.stars[n].toLocaleString()})`; });
+    [...labelled.options].forEach((o, i) => { o.textContent = `${labelOptions[i][1]} (${c.label[o.value].toLocaleString()})`; });
     const names = c.cameras.map(([n]) => n);
     if (f.camera && !names.includes(f.camera)) names.push(f.camera);
     if (names.join('\n') !== cameras) {
@@ -320,7 +327,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     filtersBox,
     bar,
     h('p', { class: 'visually-hidden', id: 'grid-help' },
-      'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars; question mark lists every key.'),
+      'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars, 6 to 9 colour labels; question mark lists every key.'),
     note, grid));
   counts();
 }
@@ -329,13 +336,14 @@ function makeTile() {
   const img = h('img', { alt: '', loading: 'lazy', width: 160, height: 120, draggable: 'false' });
   const flag = h('span', { class: 'flag' });
   const stars = h('span', { class: 'stars' });
+  const label = h('span', { class: 'label-mark' });
   const edit = h('span', { class: 'edit-mark' });
   const face = h('span', { class: 'face-mark' });
   const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
   const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
-    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, flag, stars, edit, face, badge));
-  li.parts = { img, flag, stars, edit, face, caption, badge };
+    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, face, badge));
+  li.parts = { img, flag, stars, label, edit, face, caption, badge };
   return li;
 }
 
@@ -347,10 +355,10 @@ function paint(li, row, thumbs) {
   const m = cull.marksOf(row.assetId);
   const st = row.stage;
   const sel = cull.isSelected(row.assetId);
-  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}`;
+  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.colorLabel}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}`;
   if (li.painted === state) return;
   li.painted = state;
-  const { img, flag, stars, edit, face, caption, badge } = li.parts;
+  const { img, flag, stars, label, edit, face, caption, badge } = li.parts;
   li.row = row;
   li.dataset.asset = row.assetId;
   li.dataset.stage = st;
@@ -359,6 +367,9 @@ function paint(li, row, thumbs) {
   li.setAttribute('aria-selected', String(sel));
   flag.textContent = m.picked ? '✓ Pick' : m.rejected ? '✕ Reject' : '';
   stars.textContent = cull.starText(m.rating || 0);
+  li.dataset.label = m.colorLabel || '';
+  label.dataset.label = m.colorLabel || '';
+  label.title = m.colorLabel ? `${cull.LABEL_NAMES[m.colorLabel]} label` : '';
   edit.textContent = m.edited ? '✎ Edited' : '';
   // A blink or a soft face, as asset:faces found them.
   face.textContent = [m.eyesClosed ? '◡ Blink' : '', m.softFace ? '◌ Soft face' : ''].filter(Boolean).join(' ');

@@ -1,6 +1,7 @@
 // The culling views' keyboard: one keydown listener that hands each key to
 // what cull.js has registered for the view on top (grid, loupe or
-// compare), the keys every view shares (flags, stars, compare, undo), and
+// compare), the keys every view shares (flags, stars, colour labels,
+// compare, undo), and
 // the `?` help that lists them all with the culling settings.
 
 import * as cull from './cull.js';
@@ -83,6 +84,41 @@ cull.registerKey('u', 'Clear the pick or reject flag', mark({ picked: false, rej
 for (let n = 0; n <= 5; n++) {
   cull.registerKey(String(n), n ? `${STARS[n]}` : 'Clear the stars', mark({ rating: n || null }, STARS[n]));
 }
+
+// labelPhotos gives photos a colour label (null: none). Toggling, as
+// Lightroom's keys do, takes the label off instead when every one of them
+// has it already.
+export function labelPhotos(ids, color, { toggle = false } = {}) {
+  if (!ids.length) {
+    announce('No photo is selected.');
+    return;
+  }
+  const to = toggle && color && ids.every((id) => cull.marksOf(id).colorLabel === color) ? null : color;
+  const one = ids.length === 1 && cull.rowOf(ids[0]);
+  const what = `${to ? `${cull.LABEL_NAMES[to]} label` : 'Label cleared'}: ${one ? one.name : plural(ids.length, 'photo')}`;
+  cull.apply(ids, { colorLabel: to }, { label: what });
+  announce(`${what}.`);
+}
+
+// labelMenu is a menu of the colour labels, for pointer and touch and for
+// purple, which has no key: it labels the photos targets() names.
+export function labelMenu(id, targets) {
+  const menu = h('select', { id, 'aria-label': 'Colour label' },
+    h('option', { value: '' }, 'Label…'),
+    cull.COLOR_LABELS.map((c, i) => h('option', { value: c }, i < 4 ? `${cull.LABEL_NAMES[c]} (${6 + i})` : cull.LABEL_NAMES[c])),
+    h('option', { value: 'none' }, 'No label'));
+  menu.addEventListener('change', () => {
+    if (menu.value) labelPhotos(targets(), menu.value === 'none' ? null : menu.value);
+    menu.value = '';
+  });
+  return menu;
+}
+
+// Keys 6 to 9 as in Lightroom; purple has no key there, and here is on
+// the Label menus of the grid and the loupe.
+cull.COLOR_LABELS.slice(0, 4).forEach((color, i) => {
+  cull.registerKey(String(6 + i), `${cull.LABEL_NAMES[color]} label (again: none)`, (ctx) => labelPhotos(ctx.targets, color, { toggle: true }));
+});
 cull.registerKey('c', 'Compare the selected photos (2 to 4), or the photo with the next one', (ctx) => {
   let ids = ctx.targets;
   if (ids.length === 1) {
@@ -92,7 +128,7 @@ cull.registerKey('c', 'Compare the selected photos (2 to 4), or the photo with t
   }
   cull.openCompare(ids);
 }, { scopes: ['grid', 'loupe'] });
-cull.registerKey('mod+z', 'Undo the last change of flags or stars', () => cull.undo());
+cull.registerKey('mod+z', 'Undo the last change of flags, stars or labels', () => cull.undo());
 cull.registerKey('?', 'Show these keys', () => showHelp());
 
 const SCOPE_NAMES = { grid: 'the grid', loupe: 'the loupe', compare: 'compare' };
@@ -136,6 +172,7 @@ export function showHelp() {
         h('dl', { class: 'facts keys-list' }, list.map((k) => [
           h('dt', {}, k.keys.map((key, i) => [i ? ' ' : '', h('kbd', {}, keyLabel(key))])),
           h('dd', {}, k.description)]))]),
+      h('p', { class: 'muted' }, 'Purple, or no label, from the Label menu on the grid’s bar or the loupe’s.'),
       h('h3', {}, 'Settings'), h('div', { class: 'settings' }, boxes)));
   if (!dlg.open) dlg.showModal();
   close.focus();

@@ -1,14 +1,16 @@
 // The loupe: one photo full-window, its preview at once and its original
 // at 100 % on Z (panned by dragging, touch or the arrow keys), ←/→ through
 // cull.js's view with the neighbours' previews loaded and decoded ahead,
-// the EXIF line and the photo's flags, buttons for touch, a swipe to move
-// on at a phone's width, and side panels other modules register
-// (cull.registerLoupePanel). It plugs itself into cull.js as 'loupe'.
+// the EXIF line and the photo's flags and colour label, buttons for touch,
+// a swipe to move on at a phone's width, and side panels other modules
+// register (cull.registerLoupePanel). It plugs itself into cull.js as
+// 'loupe'.
 
 import * as cull from './cull.js';
 import { h, clear, announce, when } from './ui.js';
 import { previewUrl, fullSize, forget, onFilesChange } from './images.js';
 import { cameraName } from './model.js';
+import { labelMenu } from './keys.js';
 
 let dlg = null;
 let el = {}; // the loupe's parts
@@ -27,6 +29,7 @@ function build() {
   el.name = h('h2', { id: 'loupe-name', class: 'loupe-name' });
   el.pos = h('span', { class: 'loupe-pos', id: 'loupe-pos' });
   el.marks = h('span', { class: 'loupe-marks', id: 'loupe-marks', 'aria-live': 'polite' });
+  el.label = h('span', { class: 'label-chip', id: 'loupe-label', 'aria-hidden': 'true' }); // said by el.marks
   el.exif = h('p', { class: 'loupe-exif', id: 'loupe-exif' });
   el.zoom = button('100 %', 'z', { id: 'loupe-zoom', 'aria-pressed': 'false', title: 'Zoom to 100 % (Z)' });
   el.msg = h('p', { class: 'loupe-msg', role: 'status' });
@@ -42,11 +45,12 @@ function build() {
   stars.addEventListener('change', () => { if (stars.value !== '') run(stars.value); stars.value = ''; });
   dlg = h('dialog', { id: 'loupe', class: 'loupe', 'aria-labelledby': 'loupe-name', 'data-cull-keys': '' },
     h('div', { class: 'loupe-bar' },
-      h('div', { class: 'loupe-title' }, el.name, el.pos, el.marks),
+      h('div', { class: 'loupe-title' }, el.name, el.pos, el.marks, el.label),
       h('div', { class: 'loupe-tools', role: 'toolbar', 'aria-label': 'Photo' },
         button('← Previous', 'arrowleft', { id: 'loupe-prev', onclick: () => step(-1) }),
         button('Next →', 'arrowright', { id: 'loupe-next', onclick: () => step(1) }),
         button('Pick', 'p', { id: 'loupe-pick' }), button('Reject', 'x', { id: 'loupe-reject' }), button('Clear flag', 'u'), stars,
+        labelMenu('loupe-set-label', () => (cur ? [cur] : [])),
         el.zoom, button('Details', 'i'), el.toggles, el.close)),
     h('div', { class: 'loupe-main' }, el.stage, el.panels),
     el.exif);
@@ -220,6 +224,8 @@ function marks() {
   el.marks.textContent = bits.filter(Boolean).join(' · ');
   el.marks.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
   el.marks.setAttribute('aria-label', cull.marksText(m) || 'no flag, no stars');
+  el.label.dataset.label = m.colorLabel || '';
+  el.label.textContent = m.colorLabel ? cull.LABEL_NAMES[m.colorLabel] : '';
 }
 
 cull.onMarksChange((ids) => { if (cur && ids.includes(cur)) marks(); });

@@ -109,16 +109,19 @@ export function cameraName(make, model) {
 }
 
 // setRating keeps the caller's rating of a row's asset as the API last
-// said it ({picked, rejected, rating, starred, updatedAt}, or null), and
-// reports whether it changed. An older answer than the one held (an event
-// that waited while the list loaded) is not taken.
+// said it ({picked, rejected, rating, starred, colorLabel, updatedAt}, or
+// null), and reports whether it changed. An older answer than the one held
+// (an event that waited while the list loaded) is not taken.
 function setRating(row, r) {
   if (r === undefined) return false;
   const held = row.rating;
   if (held && r && held.updatedAt && r.updatedAt && Date.parse(r.updatedAt) < Date.parse(held.updatedAt)) return false;
-  const next = r ? { picked: !!r.picked, rejected: !!r.rejected, rating: r.rating ?? null, starred: !!r.starred, updatedAt: r.updatedAt } : null;
+  const next = r ? {
+    picked: !!r.picked, rejected: !!r.rejected, rating: r.rating ?? null, starred: !!r.starred, colorLabel: r.colorLabel ?? null,
+    updatedAt: r.updatedAt,
+  } : null;
   if (held && next && held.picked === next.picked && held.rejected === next.rejected && held.rating === next.rating &&
-    held.starred === next.starred) {
+    held.starred === next.starred && held.colorLabel === next.colorLabel) {
     held.updatedAt = next.updatedAt;
     return false;
   }
