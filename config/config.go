@@ -124,7 +124,7 @@ type Config struct {
 	MetricsAddr    string   // METRICS_ADDR, where the worker serves its /metrics; empty for nowhere
 	CORSOrigins    []string // CORS_ORIGINS, origins whose pages may call the API and the signed URLs
 	TrustedProxies []string // TRUSTED_PROXIES, addresses or networks whose X-Forwarded-For is believed
-	Storage                 // BLOB_BACKEND, S3_*, CHAIN_KEY, UPLOAD_SECRET_FILE: see storage.go
+	Storage                 // BLOB_BACKEND, S3_*, CHAIN_KEY: see storage.go
 }
 
 // Load reads the configuration from the process environment.
@@ -160,7 +160,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		PasswordHashes:      r.integer("PASSWORD_HASHES", password.DefaultSlots(), 1, 256),
 		PasswordOwnerHashes: r.integer("PASSWORD_OWNER_HASHES", 1, 1, 256),
 
-		UploadSecret:        r.str("UPLOAD_SECRET", ""),
+		UploadSecret:        r.secret("UPLOAD_SECRET"),
 		UploadURLTTL:        r.duration("UPLOAD_URL_TTL", 5*time.Minute),
 		MaxUploadBytes:      r.bytes("MAX_UPLOAD_BYTES", 200<<20),
 		SweepInterval:       r.duration("SWEEP_INTERVAL", time.Minute),
@@ -344,6 +344,25 @@ func (r *reader) str(name, def string) string {
 		return strings.TrimSpace(v)
 	}
 	return def
+}
+
+// secret reads name, or else the file that name_FILE names (a container's
+// secret), without the whitespace around it.
+func (r *reader) secret(name string) string {
+	v := r.str(name, "")
+	path := r.str(name+"_FILE", "")
+	switch {
+	case path == "":
+	case v != "":
+		r.fail(name+"_FILE", "give %s or %s_FILE, not both", name, name)
+	default:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			r.fail(name+"_FILE", "%v", err)
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	return v
 }
 
 // list reads a comma-separated list, without empty items.

@@ -1,10 +1,6 @@
 package config
 
-import (
-	"errors"
-	"os"
-	"strings"
-)
+import "errors"
 
 // Storage is where the bytes live and the secrets every process sharing
 // them must agree on.
@@ -23,21 +19,12 @@ type Storage struct {
 	ChainKey string
 }
 
-// storage reads BLOB_BACKEND, the S3_* settings, CHAIN_KEY and
-// UPLOAD_SECRET_FILE into c. Processes that share no DATA_DIR cannot
-// invent their own secrets, so beyond the disk backend both must be given.
+// storage reads BLOB_BACKEND, the S3_* settings and CHAIN_KEY into c.
+// Processes that share no DATA_DIR cannot invent their own secrets, so
+// beyond the disk backend the upload secret and the chain key must be given.
 func (r *reader) storage(c *Config) {
 	c.BlobBackend = r.oneOf("BLOB_BACKEND", "disk", "disk", "s3")
 	c.ChainKey = r.str("CHAIN_KEY", "")
-	if path := r.str("UPLOAD_SECRET_FILE", ""); path != "" {
-		if c.UploadSecret != "" {
-			r.fail("UPLOAD_SECRET_FILE", "give UPLOAD_SECRET or UPLOAD_SECRET_FILE, not both")
-		} else if b, err := os.ReadFile(path); err != nil {
-			r.fail("UPLOAD_SECRET_FILE", "%v", err)
-		} else {
-			c.UploadSecret = strings.TrimSpace(string(b))
-		}
-	}
 	if c.BlobBackend != "s3" {
 		return
 	}
