@@ -114,6 +114,7 @@ type Config struct {
 	EmbedText       bool           // EMBED_TEXT, the provider embeds text too, so search ranks by meaning
 	EmbedRatePerMin int            // EMBED_RATE_PER_MINUTE, shared by all workers
 	FacesURL        string         // FACES_URL, the face provider's POST endpoint, e.g. the bundled sidecar's http://127.0.0.1:57080/v1/faces; empty for none
+	FacesSecret     string         // FACES_SECRET or the file FACES_SECRET_FILE, sent to the face provider as a Bearer token: the bundled sidecar's ML_SECRET
 	FacesTimeout    time.Duration  // FACES_TIMEOUT, the longest one face detection may take
 	FacesRatePerMin int            // FACES_RATE_PER_MINUTE, shared by all workers
 	ClusterDelay    time.Duration  // CLUSTER_DELAY, the debounce before a project is clustered
@@ -201,6 +202,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	c.EmbedText = r.boolean("EMBED_TEXT", false)
 	c.EmbedRatePerMin = r.integer("EMBED_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.FacesURL = r.str("FACES_URL", "")
+	c.FacesSecret = r.secret("FACES_SECRET")
 	c.FacesTimeout = r.duration("FACES_TIMEOUT", 2*time.Minute)
 	c.FacesRatePerMin = r.integer("FACES_RATE_PER_MINUTE", 600, 1, 1<<30)
 	c.ClusterDelay = r.duration("CLUSTER_DELAY", 30*time.Second)
@@ -234,6 +236,9 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.FacesURL != "" {
 		r.check("FACES_URL", c.FacesURL, func(v string) error { return checkURL(v, "http", "https") })
+	}
+	if c.FacesSecret != "" && (len(c.FacesSecret) < 32 || strings.ContainsFunc(c.FacesSecret, func(r rune) bool { return r <= ' ' || r > '~' })) {
+		r.fail("FACES_SECRET", "must be 32 or more printable ASCII characters without spaces, as the sidecar's ML_SECRET")
 	}
 	c.PublicURL = strings.TrimSuffix(r.str("PUBLIC_URL", "http://"+c.HTTPAddr), "/")
 	c.ChainKeyFile = r.str("CHAIN_KEY_FILE", filepath.Join(c.DataDir, "chain-ed25519.key"))

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,7 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		"CHAIN_RETIRED_KEYS": strings.Repeat("ab", 32) + ", not-a-key",
 		"BODY_READ_TIMEOUT":  "100ms",
 		"FACES_URL":          "127.0.0.1:57080/v1/faces",
+		"FACES_SECRET":       "too short",
 		"PASSWORD_HASHES":    "0",
 		"WORKER_QUEUES":      "thumbnails,urgent",
 	}))
@@ -58,7 +61,7 @@ func TestEveryProblemReportedAtOnce(t *testing.T) {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL", "PASSWORD_HASHES", "WORKER_QUEUES"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "WORKER_CONCURRENCY", "QUEUE_WEIGHTS", "LOG_FORMAT", "MAX_UPLOAD_BYTES", "EMBED_TEXT", "CHAIN_RETIRED_KEYS", "BODY_READ_TIMEOUT", "FACES_URL", "FACES_SECRET", "PASSWORD_HASHES", "WORKER_QUEUES"} {
 		if !strings.Contains(msg, name+":") {
 			t.Errorf("error does not name %s:\n%s", name, msg)
 		}
@@ -191,5 +194,19 @@ func TestQuotasAndAddressBudgets(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Fatalf("error %v does not name %s", err, name)
 		}
+	}
+}
+
+func TestFacesSecretFromAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "faces-secret")
+	secret := strings.Repeat("0123456789abcdef", 4)
+	os.WriteFile(file, []byte(secret+"\n"), 0o600)
+	c, err := config.FromLookup(lookup(map[string]string{"FACES_SECRET_FILE": file}))
+	if err != nil || c.FacesSecret != secret {
+		t.Fatalf("FACES_SECRET_FILE: %q, %v", c.FacesSecret, err)
+	}
+	_, err = config.FromLookup(lookup(map[string]string{"FACES_SECRET_FILE": file, "FACES_SECRET": secret}))
+	if err == nil || !strings.Contains(err.Error(), "FACES_SECRET_FILE: give FACES_SECRET or FACES_SECRET_FILE, not both") {
+		t.Fatalf("both: %v", err)
 	}
 }

@@ -98,8 +98,9 @@ type HeadAngles struct {
 }
 
 // ErrUnavailable is a provider that does not answer now: no connection, a
-// timeout, or a 502, 503, 504 or 429. The same call may succeed later, so
-// a task should wait it out without counting a failed attempt.
+// timeout, a 429, 502, 503 or 504, or a secret it refuses (401, 403).
+// The same call may succeed later, so a task should wait it out without
+// counting a failed attempt.
 var ErrUnavailable = errors.New("face provider unavailable")
 
 // UnavailableError is an ErrUnavailable with the provider's own estimate of

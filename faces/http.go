@@ -22,7 +22,10 @@ type HTTPConfig struct {
 	// URL receives the POST, e.g. the bundled sidecar's
 	// http://127.0.0.1:57080/v1/faces.
 	URL string
-	// Header is added to every request, e.g. Authorization.
+	// Secret, when set, is sent as "Authorization: Bearer <Secret>": the
+	// bundled sidecar refuses callers without its ML_SECRET.
+	Secret string
+	// Header is added to every request.
 	Header http.Header
 	// Timeout bounds one request, the provider's queue included. 0 means
 	// 2 minutes (the sidecar gives up on one image after 1).
@@ -45,6 +48,9 @@ type HTTPConfig struct {
 //   - no connection, a timeout, or 429, 502, 503 or 504: an
 //     *UnavailableError (errors.Is ErrUnavailable), with the answer's
 //     Retry-After;
+//   - 401 or 403, the provider refusing the Secret: an *UnavailableError
+//     too, wrapping the *StatusError, so that tasks wait for the secrets
+//     to be set right rather than fail their photos;
 //   - any other answer: a *StatusError; its BadImage says whether the
 //     provider refused the image itself (4xx), which no retry mends;
 //   - a 2xx answer that is not a valid Result: an error saying so.
@@ -90,7 +96,13 @@ func (e *StatusError) Error() string {
 
 // BadImage reports whether the provider refused the image itself (not a
 // JPEG, too many pixels, too large): sending it again will not help.
-func (e *StatusError) BadImage() bool { return e.StatusCode >= 400 && e.StatusCode < 500 }
+func (e *StatusError) BadImage() bool {
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return false
+	}
+	return e.StatusCode >= 400 && e.StatusCode < 500
+}
 
 // maxAnswer bounds the answer read: a photo's faces take a few kilobytes.
 const maxAnswer = 4 << 20
@@ -149,6 +161,9 @@ func (h *HTTP) post(ctx context.Context, contentType string, body []byte) (Resul
 			req.Header.Add(k, v)
 		}
 	}
+	if h.cfg.Secret != "" {
+		req.Header.Set("Authorization", "Bearer "+h.cfg.Secret)
+	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	resp, err := h.client.Do(req)
@@ -161,7 +176,8 @@ func (h *HTTP) post(ctx context.Context, contentType string, body []byte) (Resul
 		return Result{}, h.outage(ctx, fmt.Errorf("reading the answer: %w", err))
 	}
 	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+		http.StatusUnauthorized, http.StatusForbidden:
 		return Result{}, &UnavailableError{
 			RetryAfter: retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()),
 			Err:        statusError(resp.StatusCode, data),

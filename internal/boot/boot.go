@@ -236,7 +236,7 @@ func Faces(cfg *config.Config) (faces.Provider, error) {
 	if cfg.FacesURL == "" {
 		return nil, nil
 	}
-	return faces.NewHTTP(faces.HTTPConfig{URL: cfg.FacesURL, Timeout: cfg.FacesTimeout})
+	return faces.NewHTTP(faces.HTTPConfig{URL: cfg.FacesURL, Secret: cfg.FacesSecret, Timeout: cfg.FacesTimeout})
 }
 
 // textTimeout bounds the embedding of a search's words: a search waits for
