@@ -44,9 +44,9 @@ func readDemo(t *testing.T, name string) []byte {
 	return data
 }
 
-func provider(t *testing.T, url string, timeout time.Duration) *faces.HTTP {
+func provider(t *testing.T, url, secret string, timeout time.Duration) *faces.HTTP {
 	t.Helper()
-	p, err := faces.NewHTTP(faces.HTTPConfig{URL: url, Timeout: timeout})
+	p, err := faces.NewHTTP(faces.HTTPConfig{URL: url, Secret: secret, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func blurred(img image.Image) image.Image {
 
 func TestHTTPOnTheDemoPhotos(t *testing.T) {
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
-	p := provider(t, svc.Endpoint(), 0)
+	p := provider(t, svc.Endpoint(), svc.Secret, 0)
 	t.Run("finds at least 20 of the 22 faces", func(t *testing.T) { findsTheFaces(t, p) })
 	// The faces of these two are all found on the whole frame, which is
 	// what they compare: tiles would only take longer.
-	whole := provider(t, svc.Endpoint()+"?tiles=off", 0)
+	whole := provider(t, svc.Endpoint()+"?tiles=off", svc.Secret, 0)
 	t.Run("a sharp face measures sharper than its blurred copy", func(t *testing.T) { sharpOverBlurred(t, whole) })
 	t.Run("decoded pixels find the faces the JPEG does", func(t *testing.T) { pixelsAsJPEG(t, whole) })
 }
@@ -212,7 +212,7 @@ func iou(a, b faces.Box) float64 {
 
 func TestHTTPErrors(t *testing.T) {
 	svc := testenv.StartFaces(t, "ML_WORKERS=1")
-	p := provider(t, svc.Endpoint(), 0)
+	p := provider(t, svc.Endpoint(), svc.Secret, 0)
 	ctx := context.Background()
 
 	_, err := p.Detect(ctx, []byte("<html>not a photo</html>"))
@@ -228,7 +228,7 @@ func TestHTTPErrors(t *testing.T) {
 	}
 
 	// A provider that does not answer in time is an outage.
-	quick := provider(t, svc.Endpoint(), time.Millisecond)
+	quick := provider(t, svc.Endpoint(), svc.Secret, time.Millisecond)
 	if _, err := quick.Detect(ctx, readDemo(t, "sample1.jpg")); !errors.Is(err, faces.ErrUnavailable) {
 		t.Fatalf("timed out: %v", err)
 	}
@@ -242,9 +242,33 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
+// TestHTTPRefusesWithoutTheSecret: a caller without the sidecar's secret is
+// refused with 401 before its photo is read, which the client reports as
+// an outage to wait out (the secrets are set wrong), never as a bad photo.
+func TestHTTPRefusesWithoutTheSecret(t *testing.T) {
+	svc := testenv.StartFaces(t, "ML_WORKERS=1")
+	ctx := context.Background()
+	data := readDemo(t, "sample1.jpg")
+	img := decodeJPEG(t, data)
+	for _, secret := range []string{"", strings.Repeat("x", len(svc.Secret)), svc.Secret[1:], svc.Secret + "x"} {
+		p := provider(t, svc.Endpoint(), secret, 0)
+		_, errJPEG := p.Detect(ctx, data)
+		_, errPixels := p.DetectImage(ctx, img)
+		for _, err := range []error{errJPEG, errPixels} {
+			var se *faces.StatusError
+			if !errors.Is(err, faces.ErrUnavailable) || !errors.As(err, &se) || se.StatusCode != 401 || se.Code != "unauthorized" || se.BadImage() {
+				t.Errorf("secret %q: %v", secret, err)
+			}
+		}
+	}
+	if _, err := provider(t, svc.Endpoint(), svc.Secret, 0).Detect(ctx, data); err != nil {
+		t.Fatalf("with the secret: %v", err)
+	}
+}
+
 func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_QUEUE=0")
-	p := provider(t, svc.Endpoint(), 0)
+	p := provider(t, svc.Endpoint(), svc.Secret, 0)
 	photo := readDemo(t, "sample3.jpg")
 
 	// One request that sends half its body holds the only place.
@@ -252,7 +276,7 @@ func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(held, "POST /v1/faces HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n", len(photo))
+	fmt.Fprintf(held, "POST /v1/faces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n", svc.Secret, len(photo))
 	held.Write(photo[:len(photo)/2])
 
 	var ue *faces.UnavailableError
@@ -302,7 +326,7 @@ func TestHTTPAnswers(t *testing.T) {
 			fmt.Fprint(w, body)
 		}))
 		t.Cleanup(srv.Close)
-		return provider(t, srv.URL, 0)
+		return provider(t, srv.URL, "", 0)
 	}
 	jpg := []byte{0xff, 0xd8, 0xff}
 	ctx := context.Background()

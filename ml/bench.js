@@ -73,7 +73,7 @@ for (const workers of ['1', '2']) {
       const [idle] = rssMB(svc.proc.pid);
       await Promise.all(
         [0, 1].map(async (lane) => {
-          for (let i = lane; i < photos.length; i += 2) await detect(svc.url, photos[i][1]);
+          for (let i = lane; i < photos.length; i += 2) await detect(svc, photos[i][1]);
         }),
       );
       const [now, peak] = rssMB(svc.proc.pid);

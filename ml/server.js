@@ -8,12 +8,20 @@
 //                    → {width, height, faces: [...], model, tiles, tookMs}
 //   GET  /healthz    → 200 once the models are loaded, 503 before
 //
+// Every route but /healthz needs the shared secret, `Authorization: Bearer
+// <ML_SECRET>`, and answers 401 before reading any body without it.
+//
 // Errors are {code, message} with a matching status. A pool of threads
 // (ML_WORKERS, one per core by default) each runs one detection at a time;
 // ML_QUEUE more requests may wait, and the next one is refused at once with
 // 503 and Retry-After, so memory stays bounded by the pool, not the load.
 //
 // Settings (environment):
+//   ML_SECRET           the callers' shared secret (the workers' FACES_SECRET),
+//                       32 characters or more; required unless ML_AUTH=off
+//   ML_SECRET_FILE      a file holding it instead (a container's secret)
+//   ML_AUTH             secret (default) or off, which serves without one:
+//                       only for a sidecar nothing but its callers can reach
 //   ML_HOST             127.0.0.1
 //   ML_PORT             57080 (0 picks a free port; the port is printed)
 //   ML_WORKERS          detection threads, default one per core
@@ -24,6 +32,8 @@
 //   ML_TILES            auto (default) or off: search large images in tiles too
 //   ML_TIMEOUT_MS       longest one detection may run, default 60000
 
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -49,10 +59,32 @@ const settings = {
   maxMegapixels: env('ML_MAX_MEGAPIXELS', defaults.maxMegapixels, { min: 1, max: 200 }),
   tiles: process.env.ML_TILES || 'auto',
   timeoutMs: env('ML_TIMEOUT_MS', 60000, { min: 100 }),
+  secret: process.env.ML_SECRET || '',
+  auth: process.env.ML_AUTH || 'secret',
 };
 if (settings.queue < 0) settings.queue = 2 * settings.workers;
-if (!['auto', 'off'].includes(settings.tiles)) {
-  console.error(`faces: ML_TILES=${settings.tiles} is neither auto nor off`);
+const problems = [];
+const secretFile = process.env.ML_SECRET_FILE;
+if (secretFile) {
+  if (settings.secret) problems.push('ML_SECRET and ML_SECRET_FILE are both set: choose one');
+  try {
+    settings.secret = readFileSync(secretFile, 'utf8').trim();
+    if (!settings.secret) problems.push(`ML_SECRET_FILE: ${secretFile} is empty`);
+  } catch (err) {
+    problems.push(`ML_SECRET_FILE: ${err.message}`);
+  }
+}
+if (!['auto', 'off'].includes(settings.tiles)) problems.push(`ML_TILES=${settings.tiles} is neither auto nor off`);
+if (!['secret', 'off'].includes(settings.auth)) problems.push(`ML_AUTH=${settings.auth} is neither secret nor off`);
+if (settings.auth === 'off' && settings.secret) problems.push('ML_AUTH=off and ML_SECRET are both set: choose one');
+if (settings.auth === 'secret' && !settings.secret && !secretFile) {
+  problems.push('ML_SECRET is not set: give it the workers\' FACES_SECRET, or set ML_AUTH=off to serve without one');
+}
+if (settings.secret && (settings.secret.length < 32 || !/^[\x21-\x7e]+$/.test(settings.secret))) {
+  problems.push('ML_SECRET must be 32 or more printable characters without spaces');
+}
+if (problems.length) {
+  for (const p of problems) console.error(`faces: ${p}`);
   process.exit(2);
 }
 
@@ -273,6 +305,16 @@ async function detectFaces(req, res, url) {
   }
 }
 
+// The secret is compared as a SHA-256 digest, in constant time and
+// whatever the length of what was sent.
+const secretDigest = settings.secret && createHash('sha256').update(settings.secret).digest();
+
+function authorized(req) {
+  if (settings.auth === 'off') return true;
+  const m = /^Bearer +(\S+) *$/i.exec(req.headers.authorization || '');
+  return !!m && timingSafeEqual(createHash('sha256').update(m[1]).digest(), secretDigest);
+}
+
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://localhost');
   try {
@@ -281,6 +323,16 @@ const server = http.createServer(async (req, res) => {
       const body = { status: pool.loaded ? 'ok' : 'starting', model: MODEL, workers: settings.workers, ready: pool.ready(), busy: pool.busy(), queued: pool.waiting.length };
       send(res, pool.loaded ? 200 : 503, pool.loaded ? body : { code: 'starting', message: 'The face models are still loading.', ...body });
       return;
+    }
+    if (!authorized(req)) {
+      // Answered at once. A body of a size we would take is then read and
+      // dropped, as any refused body is, so that a caller still sending
+      // it reads this answer rather than a reset; any other is not read.
+      const close = !(Number(req.headers['content-length']) <= settings.maxBody);
+      throw new HTTPError(401, 'unauthorized', 'The secret is missing or wrong: send ML_SECRET (the workers\' FACES_SECRET) as Authorization: Bearer <secret>.', {
+        'WWW-Authenticate': 'Bearer',
+        ...(close && { Connection: 'close' }),
+      });
     }
     if (url.pathname === '/v1/faces') {
       if (req.method !== 'POST') throw new HTTPError(405, 'method_not_allowed', 'Use POST with an image body.', { Allow: 'POST' });

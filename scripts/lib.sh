@@ -10,7 +10,8 @@
 #                    folder per bucket), credentials, versitygw.pid, .log;
 #                    started for the tests and for BLOB_BACKEND=s3 only
 #   .data/bin/       versitygw, built once from its Go module
-#   .data/ml/        the face sidecar (ml/): ml.pid (its supervisor), ml.log;
+#   .data/ml/        the face sidecar (ml/): ml.pid (its supervisor), ml.log,
+#                    secret (its callers' shared secret, made once);
 #                    started for faces only (see ml_up)
 #
 # Settings (environment):
@@ -552,6 +553,22 @@ ml_answers() {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$(ml_url)/healthz" 2>/dev/null)" = 200 ]
 }
 
+# ml_takes_secret says whether the sidecar takes the secret in
+# .data/ml/secret: an empty image sent with it is refused as empty, not as
+# unauthorized. (curl reads the header from stdin, out of ps's sight.)
+ml_takes_secret() {
+	[ "$(printf 'header = "Authorization: Bearer %s"\n' "$(cat "$ML_DIR/secret")" |
+		curl -s -o /dev/null -w '%{http_code}' --max-time 5 -K - -X POST -H 'Content-Type: image/jpeg' --data-binary '' "$(ml_url)/v1/faces" 2>/dev/null)" = 400 ]
+}
+
+# ml_export exports FACES_URL and FACES_SECRET_FILE for the workers.
+ml_export() {
+	unset FACES_SECRET
+	export FACES_URL FACES_SECRET_FILE
+	FACES_URL=$(ml_url)/v1/faces
+	FACES_SECRET_FILE=$ML_DIR/secret
+}
+
 # ml_wanted says whether to run the bundled face sidecar: LIGHTBOX_FACES=on
 # always, off never, auto (the default) when FACES_URL names no other
 # provider and Node.js 20 is installed (otherwise it says why faces are off).
@@ -570,18 +587,21 @@ ml_wanted() {
 	fi
 }
 
-# ml_up installs the sidecar's packages if need be, starts it on loopback
-# under a supervisor that starts it again if it exits, waits until its
-# models are loaded, and exports FACES_URL.
+# ml_up installs the sidecar's packages if need be, makes its secret once,
+# starts it on loopback under a supervisor that starts it again if it
+# exits, waits until its models are loaded, and exports FACES_URL and
+# FACES_SECRET_FILE.
 ml_up() {
 	local pid i
 	ml_deps
 	mkdir -p "$ML_DIR"
+	[ -s "$ML_DIR/secret" ] || (umask 077 && random_hex 32 >"$ML_DIR/secret")
 	if pid=$(ml_pid); then
 		if ml_answers; then
+			ml_takes_secret ||
+				die "our face sidecar (pid $pid) refuses the secret in ${ML_DIR#"$ROOT"/}/secret: stop it with scripts/ml.sh stop, then start again"
 			say "reusing the face sidecar at $(ml_url) (pid $pid)"
-			export FACES_URL
-			FACES_URL=$(ml_url)/v1/faces
+			ml_export
 			return 0
 		fi
 		die "our face sidecar (pid $pid) does not answer on port $ML_PORT; was LIGHTBOX_ML_PORT different when it started? Stop it with: scripts/ml.sh stop"
@@ -592,7 +612,8 @@ ml_up() {
 	wait_port_free "$ML_PORT" LIGHTBOX_ML_PORT
 	# The supervisor runs in a process group of its own (setsid), so that
 	# ml_stop ends it and the sidecar together.
-	ML_HOST=127.0.0.1 ML_PORT=$ML_PORT setsid "$ROOT/scripts/ml-supervise.sh" >>"$ML_DIR/ml.log" 2>&1 9>&- 8>&- </dev/null &
+	ML_HOST=127.0.0.1 ML_PORT=$ML_PORT ML_AUTH=secret ML_SECRET= ML_SECRET_FILE=$ML_DIR/secret \
+		setsid "$ROOT/scripts/ml-supervise.sh" >>"$ML_DIR/ml.log" 2>&1 9>&- 8>&- </dev/null &
 	echo $! >"$ML_DIR/ml.pid"
 	# Loading the models takes seconds, longer on a busy machine.
 	for i in $(seq 1200); do
@@ -608,8 +629,7 @@ ml_up() {
 		die "the face sidecar did not answer on port $ML_PORT within 2 minutes: see $ML_DIR/ml.log"
 	fi
 	STARTED+=(ml)
-	export FACES_URL
-	FACES_URL=$(ml_url)/v1/faces
+	ml_export
 	say "started the face sidecar at $(ml_url), log in ${ML_DIR#"$ROOT"/}/ml.log"
 }
 

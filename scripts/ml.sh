@@ -3,7 +3,8 @@
 # port LIGHTBOX_ML_PORT (57080), with its log in .data/ml/ml.log.
 #
 #   scripts/ml.sh start    install its packages if need be, start it (or
-#                          reuse ours), and print the FACES_URL to use
+#                          reuse ours), and print the FACES_URL and
+#                          FACES_SECRET_FILE (.data/ml/secret) to use
 #   scripts/ml.sh stop     stop ours (found by .data/ml/ml.pid)
 #   scripts/ml.sh status
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -11,7 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 case ${1:-} in
 start)
 	ml_up
-	echo "export FACES_URL='$FACES_URL'"
+	echo "export FACES_URL='$FACES_URL' FACES_SECRET_FILE='$FACES_SECRET_FILE'"
 	;;
 stop)
 	ml_stop

@@ -43,7 +43,8 @@ ensure_build_deps
 [ "${BLOB_BACKEND:-disk}" != s3 ] || S3_WANTED=1
 services_up
 # Faces are opt-in per project; the sidecar runs so that a project that
-# opts in finds them, and exports FACES_URL for the worker.
+# opts in finds them, and exports FACES_URL and FACES_SECRET_FILE for the
+# worker.
 if ml_wanted; then ml_up; fi
 if [ "${BLOB_BACKEND:-disk}" = s3 ]; then
 	# The local S3 server unless S3_ENDPOINT names another; processes that

@@ -69,7 +69,7 @@ func BenchmarkFacesBesideIngest(b *testing.B) {
 		var svc *testenv.FaceService
 		if faces {
 			svc = testenv.StartFaces(b)
-			env = append(env, "FACES_URL="+svc.Endpoint())
+			env = append(env, "FACES_URL="+svc.Endpoint(), "FACES_SECRET="+svc.Secret)
 		}
 		var sidecarBefore time.Duration
 		if svc != nil {

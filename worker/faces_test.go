@@ -126,7 +126,7 @@ func (h *harness) checkFaces(want map[uuid.UUID]facePhoto) {
 func TestFacesThroughARunningWorker(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
-	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
 	project, off := h.project(), h.project()
 	h.facesOn(project, true)
 	want := h.finalizeFaces(project, faceDemo, noPeople)
@@ -179,7 +179,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
-	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
 	project, off := h.project(), h.project()
 	// Detection itself is TestFacesThroughARunningWorker's.
 	want := h.finalizeFaces(project, faceDemo[:2], noPeople[:1])
@@ -232,7 +232,7 @@ func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
 	// The demo photos' faces are all found on the whole frame: tiles
 	// (whose accuracy TestFacesThroughARunningWorker checks) would only
 	// make the batch slower, not the outage different.
-	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "2"})
+	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "2"})
 	project := h.project()
 	h.facesOn(project, true)
 	var ids []uuid.UUID
@@ -250,7 +250,7 @@ func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
 	testenv.Eventually(h.t, "a faces job waiting for the sidecar", 5*time.Minute, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status = 'queued' AND error_code = 'service_unavailable'`) > 0
 	})
-	testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port)
+	testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port, "ML_SECRET="+svc.Secret)
 	testenv.Eventually(h.t, "every photo's faces once the sidecar is back", 5*time.Minute, func() bool {
 		return scanned() == len(ids) && h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
@@ -306,7 +306,7 @@ func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=1")
 	// Four faces the whole frame finds: tiles would only take longer.
-	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint() + "?tiles=off", "CLUSTER_DELAY": "1s"})
+	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint() + "?tiles=off", "CLUSTER_DELAY": "1s"})
 	project := h.project()
 	h.facesOn(project, true)
 	photo := readDemo(t, "sample6.jpg")
@@ -361,7 +361,7 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=1")
 	// Scans record cluster runs of their own project; they wait an hour.
-	h := newHarness(t, map[string]string{"FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "1", "CLUSTER_DELAY": "1h"})
+	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "1", "CLUSTER_DELAY": "1h"})
 	ctx := context.Background()
 	scanned, other := h.project(), h.project()
 	h.facesOn(scanned, true)

@@ -142,7 +142,7 @@ func faceProvider(t testing.TB, vars map[string]string) faces.Provider {
 	if vars["FACES_URL"] == "" {
 		return nil
 	}
-	p, err := faces.NewHTTP(faces.HTTPConfig{URL: vars["FACES_URL"]})
+	p, err := faces.NewHTTP(faces.HTTPConfig{URL: vars["FACES_URL"], Secret: vars["FACES_SECRET"]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,10 +21,12 @@ import (
 type FaceService struct {
 	// URL is where it listens, e.g. http://127.0.0.1:41234; the faces
 	// endpoint is URL + "/v1/faces".
-	URL  string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *LockedBuffer
+	URL string
+	// Secret is its ML_SECRET, which callers send as their FACES_SECRET.
+	Secret string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	log    *LockedBuffer
 }
 
 // mlDir is the sidecar's folder in this repository.
@@ -60,18 +63,25 @@ func needML(t testing.TB) {
 
 var listening = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
 
-// StartFaces runs the face sidecar with node on a free loopback port, with
-// env ("ML_WORKERS=1", ...) added to the test's environment, and waits,
-// minutes at most, until its models are loaded. It skips t when Node is
-// not installed. The sidecar is stopped when t ends.
+// StartFaces runs the face sidecar with node on a free loopback port and a
+// secret of its own (or env's ML_SECRET), with env ("ML_WORKERS=1", ...)
+// added to the test's environment, and waits, minutes at most, until its
+// models are loaded. It skips t when Node is not installed. The sidecar is
+// stopped when t ends.
 func StartFaces(t testing.TB, env ...string) *FaceService {
 	t.Helper()
 	needML(t)
+	secret := rand.Text() + rand.Text()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ML_SECRET="); ok {
+			secret = v
+		}
+	}
 	cmd := exec.Command("node", "server.js")
 	cmd.Dir = mlDir()
-	cmd.Env = append(os.Environ(), "ML_HOST=127.0.0.1", "ML_PORT=0")
+	cmd.Env = append(os.Environ(), "ML_HOST=127.0.0.1", "ML_PORT=0", "ML_AUTH=secret", "ML_SECRET="+secret)
 	cmd.Env = append(cmd.Env, env...)
-	s := &FaceService{cmd: cmd, done: make(chan struct{}), log: &LockedBuffer{}}
+	s := &FaceService{Secret: secret, cmd: cmd, done: make(chan struct{}), log: &LockedBuffer{}}
 	cmd.Stderr = s.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {

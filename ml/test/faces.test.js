@@ -55,7 +55,7 @@ function checkFace(f, where) {
 }
 
 test('finds at least 20 of the 22 faces in the six group photos, and none that is not there', async () => {
-  const answers = await inParallel(demo, ([name]) => detect(svc.url, demoPhoto(name)));
+  const answers = await inParallel(demo, ([name]) => detect(svc, demoPhoto(name)));
   let found = 0;
   let want = 0;
   const counts = [];
@@ -80,7 +80,7 @@ test('finds no face in the corpus photos without people', async () => {
   // As the worker sends them: the stored preview, 2048 pixels at most.
   // (Made first: decoding blocks this process for seconds.)
   const previews = names.map((name) => encode(shrink(decode(corpusPhoto(name)), 2048)));
-  const answers = await inParallel(previews, (jpeg) => detect(svc.url, jpeg));
+  const answers = await inParallel(previews, (jpeg) => detect(svc, jpeg));
   answers.forEach((a, i) => {
     assert.equal(a.status, 200, `${names[i]}: ${JSON.stringify(a.body)}`);
     assert.ok(a.body.tiles > 0, `${names[i]} was not searched in tiles`);
@@ -91,11 +91,11 @@ test('finds no face in the corpus photos without people', async () => {
 test('reads eyes closed (or cast down) as closed and open eyes as open', async () => {
   // In sample2 the woman on the right has her eyes cast down to closed; in
   // sample6 all four look at the camera.
-  const closed = await detect(svc.url, demoPhoto('sample2.jpg'));
+  const closed = await detect(svc, demoPhoto('sample2.jpg'));
   const right = closed.body.faces.find((f) => f.box.x > 0.6);
   assert.ok(right, JSON.stringify(closed.body.faces));
   assert.ok(Math.max(right.eyeOpenness.left, right.eyeOpenness.right) < 0.15, `closed eyes read ${JSON.stringify(right.eyeOpenness)}`);
-  const open = await detect(svc.url, demoPhoto('sample6.jpg'));
+  const open = await detect(svc, demoPhoto('sample6.jpg'));
   assert.equal(open.body.faces.length, 4);
   for (const f of open.body.faces) {
     assert.ok(Math.min(f.eyeOpenness.left, f.eyeOpenness.right) > 0.25, `open eyes read ${JSON.stringify(f.eyeOpenness)}`);
@@ -105,7 +105,7 @@ test('reads eyes closed (or cast down) as closed and open eyes as open', async (
 test('head angles and sides follow a mirrored photo', async () => {
   // sample2's woman on the left is in profile, facing the image's left.
   const img = decode(demoPhoto('sample2.jpg'));
-  const [plain, flipped] = await Promise.all([detect(svc.url, encode(img, 92)), detect(svc.url, encode(mirror(img), 92))]);
+  const [plain, flipped] = await Promise.all([detect(svc, encode(img, 92)), detect(svc, encode(mirror(img), 92))]);
   const a = plain.body.faces.find((f) => f.box.x < 0.3);
   const b = flipped.body.faces.find((f) => f.box.x + f.box.w > 0.7);
   assert.ok(a && b, `${JSON.stringify(plain.body.faces)} / ${JSON.stringify(flipped.body.faces)}`);
@@ -122,7 +122,7 @@ test('tiles find the small faces of a group seen from afar', async () => {
   // The six photos shrunk onto one 2048-pixel frame: faces of 3–5 % of its
   // long side, which BlazeFace misses on the whole frame.
   const far = encode(collage(demo.map(([name]) => decode(demoPhoto(name))), 2048, 1365, 3, 0.75), 92);
-  const [off, tiled] = await Promise.all([detect(svc.url, far, { query: '?tiles=off' }), detect(svc.url, far)]);
+  const [off, tiled] = await Promise.all([detect(svc, far, { query: '?tiles=off' }), detect(svc, far)]);
   assert.equal(off.status, 200);
   assert.equal(tiled.status, 200);
   assert.equal(off.body.tiles, 0);
@@ -135,7 +135,7 @@ test('tiles find the small faces of a group seen from afar', async () => {
 test('reads raw pixels sent as a PPM as it reads the JPEG they come from', async () => {
   const jpeg = demoPhoto('sample4.jpg');
   const type = 'image/x-portable-pixmap';
-  const [a, b] = await Promise.all([detect(svc.url, jpeg), detect(svc.url, ppm(decode(jpeg)), { type })]);
+  const [a, b] = await Promise.all([detect(svc, jpeg), detect(svc, ppm(decode(jpeg)), { type })]);
   assert.equal(b.status, 200, JSON.stringify(b.body));
   assert.deepEqual([b.body.width, b.body.height], [a.body.width, a.body.height]);
   assert.equal(b.body.faces.length, 4);
@@ -147,7 +147,7 @@ test('reads raw pixels sent as a PPM as it reads the JPEG they come from', async
     [Buffer.from('P6\n# big\n60000 60000\n255\n\0'), 'too_many_pixels'],
   ];
   for (const [body, code] of bad) {
-    const r = await detect(svc.url, body, { type });
+    const r = await detect(svc, body, { type });
     assert.equal(r.status, 422, JSON.stringify(r.body));
     assert.equal(r.body.code, code);
   }
@@ -156,12 +156,12 @@ test('reads raw pixels sent as a PPM as it reads the JPEG they come from', async
 test('refuses what it cannot read with a status and a code', async () => {
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
   const cases = [
-    [await detect(svc.url, png, { type: 'image/png' }), 415, 'unsupported_media_type'],
-    [await detect(svc.url, Buffer.from('<html>not a photo</html>')), 422, 'bad_image'],
-    [await detect(svc.url, Buffer.alloc(0)), 400, 'empty_body'],
-    [await detect(svc.url, demoPhoto('sample1.jpg'), { query: '?tiles=many' }), 400, 'bad_parameter'],
-    [await detect(svc.url, bomb()), 422, 'too_many_pixels'],
-    [await detect(svc.url, Buffer.alloc(11 * 1024 * 1024, 0xff)), 413, 'body_too_large'],
+    [await detect(svc, png, { type: 'image/png' }), 415, 'unsupported_media_type'],
+    [await detect(svc, Buffer.from('<html>not a photo</html>')), 422, 'bad_image'],
+    [await detect(svc, Buffer.alloc(0)), 400, 'empty_body'],
+    [await detect(svc, demoPhoto('sample1.jpg'), { query: '?tiles=many' }), 400, 'bad_parameter'],
+    [await detect(svc, bomb()), 422, 'too_many_pixels'],
+    [await detect(svc, Buffer.alloc(11 * 1024 * 1024, 0xff)), 413, 'body_too_large'],
   ];
   for (const [a, status, code] of cases) {
     assert.equal(a.status, status, JSON.stringify(a.body));
@@ -169,16 +169,17 @@ test('refuses what it cannot read with a status and a code', async () => {
     assert.ok(a.body.message.length > 10, JSON.stringify(a.body));
   }
   // A body far too large is refused before it is read.
-  const huge = raw(svc.url, 1 << 30, Buffer.alloc(1024, 0xff));
+  const huge = raw(svc, 1 << 30, Buffer.alloc(1024, 0xff));
   assert.match(await huge.done, /^HTTP\/1\.1 413 [^]*"code":"body_too_large"/);
-  const get = await fetch(`${svc.url}/v1/faces`);
+  const auth = { Authorization: `Bearer ${svc.secret}` };
+  const get = await fetch(`${svc.url}/v1/faces`, { headers: auth });
   assert.equal(get.status, 405);
   assert.equal((await get.json()).code, 'method_not_allowed');
-  const none = await fetch(`${svc.url}/v1/nothing`);
+  const none = await fetch(`${svc.url}/v1/nothing`, { headers: auth });
   assert.equal(none.status, 404);
   assert.equal((await none.json()).code, 'not_found');
   // And it still works.
-  assert.equal((await detect(svc.url, demoPhoto('sample3.jpg'))).body.faces.length, 3);
+  assert.equal((await detect(svc, demoPhoto('sample3.jpg'))).body.faces.length, 3);
 });
 
 // bomb is a valid 16 × 16 JPEG whose header claims 60000 × 60000 pixels.
@@ -213,26 +214,31 @@ test('health says ok with its model and threads', async () => {
 });
 
 // raw opens a connection, sends a POST's headers declaring length bytes
-// and the first of them, and returns the connection and the whole answer
-// to come, as text.
-function raw(url, length, first) {
-  const { hostname, port } = new URL(url);
+// (with svc's secret unless secret says otherwise) and the first of them,
+// and returns the connection, the whole answer to come as text (done), and
+// until(re), the answer so far once it matches re.
+function raw(svc, length, first, { secret = svc.secret } = {}) {
+  const { hostname, port } = new URL(svc.url);
   const sock = net.connect(Number(port), hostname);
   let answer = '';
+  const waiting = [];
   sock.on('data', (d) => {
     answer += d;
+    for (const w of waiting) if (w.re.test(answer)) w.resolve(answer);
   });
   sock.on('error', () => {});
   const done = new Promise((resolve) => sock.on('close', () => resolve(answer)));
-  sock.write(`POST /v1/faces HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`);
+  const until = (re) => new Promise((resolve) => (re.test(answer) ? resolve(answer) : waiting.push({ re, resolve })));
+  const auth = secret ? `Authorization: Bearer ${secret}\r\n` : '';
+  sock.write(`POST /v1/faces HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: image/jpeg\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`);
   sock.write(first);
-  return { sock, done };
+  return { sock, done, until };
 }
 
 // hold sends the headers and half of a body, and keeps the rest back until
 // release() is called: the request holds its place meanwhile.
-function hold(url, body) {
-  const { sock, done } = raw(url, body.length, body.subarray(0, body.length >> 1));
+function hold(svc, body) {
+  const { sock, done } = raw(svc, body.length, body.subarray(0, body.length >> 1));
   return {
     release() {
       sock.write(body.subarray(body.length >> 1));
@@ -245,13 +251,13 @@ test('answers 503 with Retry-After when every thread is busy and the queue is fu
   const one = await start({ ML_WORKERS: '1', ML_QUEUE: '1' });
   try {
     const photo = demoPhoto('sample3.jpg');
-    const first = hold(one.url, photo);
-    const second = hold(one.url, photo);
+    const first = hold(one, photo);
+    const second = hold(one, photo);
     // Both places are taken as soon as the server has read their headers.
     const deadline = Date.now() + 120000;
     let refused;
     for (;;) {
-      refused = await detect(one.url, photo);
+      refused = await detect(one, photo);
       if (refused.status === 503 || Date.now() > deadline) break;
       assert.equal(refused.status, 200);
     }
@@ -261,7 +267,7 @@ test('answers 503 with Retry-After when every thread is busy and the queue is fu
     const answers = await Promise.all([first.release(), second.release()]);
     for (const a of answers) assert.match(a, /^HTTP\/1\.1 200 /, a);
     // Once they are answered the next one is taken.
-    assert.equal((await detect(one.url, photo)).status, 200);
+    assert.equal((await detect(one, photo)).status, 200);
   } finally {
     await one.stop();
   }
@@ -271,7 +277,7 @@ test('replaces a thread that overruns its time, and answers with a code', async 
   const slow = await start({ ML_WORKERS: '1', ML_TIMEOUT_MS: '100' });
   try {
     const far = encode(collage(demo.map(([name]) => decode(demoPhoto(name))), 2048, 1365, 3, 0.75), 92);
-    const a = await detect(slow.url, far);
+    const a = await detect(slow, far);
     assert.equal(a.status, 500, JSON.stringify(a.body));
     assert.equal(a.body.code, 'detection_timeout');
     // A new thread loads the models and takes the next request.
@@ -285,5 +291,36 @@ test('replaces a thread that overruns its time, and answers with a code', async 
     assert.match(slow.stderr(), /starting another/);
   } finally {
     await slow.stop();
+  }
+});
+
+// within is p, or a failure saying what did not happen in ms.
+function within(p, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+test('refuses a caller without the secret with 401 unauthorized, before reading its body', async () => {
+  const photo = demoPhoto('sample1.jpg');
+  for (const secret of ['', 'x'.repeat(64), svc.secret.slice(0, -1), `${svc.secret}x`]) {
+    const a = await detect(svc, photo, { secret });
+    assert.equal(a.status, 401, `secret ${JSON.stringify(secret)}: ${JSON.stringify(a.body)}`);
+    assert.equal(a.body.code, 'unauthorized');
+    assert.equal(a.headers.get('www-authenticate'), 'Bearer');
+  }
+  // Every route but health: an unknown one says nothing more.
+  const none = await fetch(`${svc.url}/v1/nothing`);
+  assert.equal(none.status, 401);
+  assert.equal((await fetch(`${svc.url}/healthz`)).status, 200);
+  // A megabyte declared and none of it sent: the answer does not wait for it.
+  const r = raw(svc, 1000000, Buffer.alloc(0), { secret: '' });
+  try {
+    const answer = await within(r.until(/"code":"[a-z_]+"/), 120000, 'an answer to a request without its body');
+    assert.match(answer, /^HTTP\/1\.1 401 [^]*"code":"unauthorized"/);
+  } finally {
+    r.sock.destroy();
   }
 });
