@@ -98,7 +98,7 @@ type HeadAngles struct {
 }
 
 // ErrUnavailable is a provider that does not answer now: no connection, a
-// timeout, a 429, 502, 503 or 504, or a secret it refuses (401, 403).
+// timeout, a 408, 429, 502, 503 or 504, or a secret it refuses (401, 403).
 // The same call may succeed later, so a task should wait it out without
 // counting a failed attempt.
 var ErrUnavailable = errors.New("face provider unavailable")

@@ -45,9 +45,9 @@ type HTTPConfig struct {
 //
 // and expects a 2xx answer with a JSON Result. Errors:
 //
-//   - no connection, a timeout, or 429, 502, 503 or 504: an
-//     *UnavailableError (errors.Is ErrUnavailable), with the answer's
-//     Retry-After;
+//   - no connection, a timeout, or 408 (a body cut off as too slow: a busy
+//     machine), 429, 502, 503 or 504: an *UnavailableError (errors.Is
+//     ErrUnavailable), with the answer's Retry-After;
 //   - 401 or 403, the provider refusing the Secret: an *UnavailableError
 //     too, wrapping the *StatusError, so that tasks wait for the secrets
 //     to be set right rather than fail their photos;
@@ -98,7 +98,7 @@ func (e *StatusError) Error() string {
 // JPEG, too many pixels, too large): sending it again will not help.
 func (e *StatusError) BadImage() bool {
 	switch e.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout:
 		return false
 	}
 	return e.StatusCode >= 400 && e.StatusCode < 500
@@ -176,7 +176,7 @@ func (h *HTTP) post(ctx context.Context, contentType string, body []byte) (Resul
 		return Result{}, h.outage(ctx, fmt.Errorf("reading the answer: %w", err))
 	}
 	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
 		http.StatusUnauthorized, http.StatusForbidden:
 		return Result{}, &UnavailableError{
 			RetryAfter: retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()),

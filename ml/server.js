@@ -15,6 +15,7 @@
 // (ML_WORKERS, one per core by default) each runs one detection at a time;
 // ML_QUEUE more requests may wait, and the next one is refused at once with
 // 503 and Retry-After, so memory stays bounded by the pool, not the load.
+// A request has ML_BODY_TIMEOUT_MS to send its headers and body.
 //
 // Settings (environment):
 //   ML_SECRET           the callers' shared secret (the workers' FACES_SECRET),
@@ -31,6 +32,9 @@
 //   ML_MAX_MEGAPIXELS   largest image decoded, default 16
 //   ML_TILES            auto (default) or off: search large images in tiles too
 //   ML_TIMEOUT_MS       longest one detection may run, default 60000
+//   ML_BODY_TIMEOUT_MS  longest a request's headers and body may take to
+//                       arrive, default 10000 (a 12.6 MB PPM takes
+//                       milliseconds on loopback, a second at 100 Mbit/s)
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -59,6 +63,7 @@ const settings = {
   maxMegapixels: env('ML_MAX_MEGAPIXELS', defaults.maxMegapixels, { min: 1, max: 200 }),
   tiles: process.env.ML_TILES || 'auto',
   timeoutMs: env('ML_TIMEOUT_MS', 60000, { min: 100 }),
+  bodyTimeoutMs: env('ML_BODY_TIMEOUT_MS', 10000, { min: 100, max: 3600000 }),
   secret: process.env.ML_SECRET || '',
   auth: process.env.ML_AUTH || 'secret',
 };
@@ -265,6 +270,10 @@ function readBody(req, max) {
       resolve(out.buffer);
     });
     req.on('error', reject);
+    // Cut off (ML_BODY_TIMEOUT_MS) or hung up before the end.
+    req.on('close', () => {
+      if (!req.complete) reject(new HTTPError(400, 'incomplete_body', 'The connection closed before the body ended.'));
+    });
   });
 }
 
@@ -315,43 +324,76 @@ function authorized(req) {
   return !!m && timingSafeEqual(createHash('sha256').update(m[1]).digest(), secretDigest);
 }
 
-const server = http.createServer(async (req, res) => {
-  const url = new URL(req.url, 'http://localhost');
-  try {
-    if (url.pathname === '/healthz') {
-      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HTTPError(405, 'method_not_allowed', 'Use GET.', { Allow: 'GET, HEAD' });
-      const body = { status: pool.loaded ? 'ok' : 'starting', model: MODEL, workers: settings.workers, ready: pool.ready(), busy: pool.busy(), queued: pool.waiting.length };
-      send(res, pool.loaded ? 200 : 503, pool.loaded ? body : { code: 'starting', message: 'The face models are still loading.', ...body });
-      return;
+// answering is the response in progress on each connection, for
+// clientError to tell whether it may still answer on it.
+const answering = new WeakMap();
+
+// The whole request, headers and body, has ML_BODY_TIMEOUT_MS to arrive
+// (Node's requestTimeout, checked every connectionsCheckingInterval; a
+// request is done with it once its body has arrived). An idle connection
+// is kept for a minute, longer than clients keep theirs (the Go client:
+// 30 s), so the client is the one to close it, never a request racing the
+// close.
+const server = http.createServer(
+  {
+    requestTimeout: settings.bodyTimeoutMs,
+    headersTimeout: settings.bodyTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, settings.bodyTimeoutMs >> 2)),
+  },
+  async (req, res) => {
+    answering.set(req.socket, res);
+    res.on('finish', () => answering.get(req.socket) === res && answering.delete(req.socket));
+    const url = new URL(req.url, 'http://localhost');
+    try {
+      if (url.pathname === '/healthz') {
+        if (req.method !== 'GET' && req.method !== 'HEAD') throw new HTTPError(405, 'method_not_allowed', 'Use GET.', { Allow: 'GET, HEAD' });
+        const body = { status: pool.loaded ? 'ok' : 'starting', model: MODEL, workers: settings.workers, ready: pool.ready(), busy: pool.busy(), queued: pool.waiting.length };
+        send(res, pool.loaded ? 200 : 503, pool.loaded ? body : { code: 'starting', message: 'The face models are still loading.', ...body });
+        return;
+      }
+      if (!authorized(req)) {
+        // Answered at once. A body of a size we would take is then read and
+        // dropped, as any refused body is, so that a caller still sending
+        // it reads this answer rather than a reset; any other is not read.
+        const close = !(Number(req.headers['content-length']) <= settings.maxBody);
+        throw new HTTPError(401, 'unauthorized', 'The secret is missing or wrong: send ML_SECRET (the workers\' FACES_SECRET) as Authorization: Bearer <secret>.', {
+          'WWW-Authenticate': 'Bearer',
+          ...(close && { Connection: 'close' }),
+        });
+      }
+      if (url.pathname === '/v1/faces') {
+        if (req.method !== 'POST') throw new HTTPError(405, 'method_not_allowed', 'Use POST with an image body.', { Allow: 'POST' });
+        await detectFaces(req, res, url);
+        return;
+      }
+      throw new HTTPError(404, 'not_found', `No route ${req.method} ${url.pathname}.`);
+    } catch (err) {
+      if (!res.headersSent && !res.destroyed) fail(res, err);
+      // A refused body is not read: close the connection instead of draining it.
+      if (err instanceof HTTPError && err.headers.Connection === 'close') res.on('finish', () => req.destroy());
     }
-    if (!authorized(req)) {
-      // Answered at once. A body of a size we would take is then read and
-      // dropped, as any refused body is, so that a caller still sending
-      // it reads this answer rather than a reset; any other is not read.
-      const close = !(Number(req.headers['content-length']) <= settings.maxBody);
-      throw new HTTPError(401, 'unauthorized', 'The secret is missing or wrong: send ML_SECRET (the workers\' FACES_SECRET) as Authorization: Bearer <secret>.', {
-        'WWW-Authenticate': 'Bearer',
-        ...(close && { Connection: 'close' }),
-      });
-    }
-    if (url.pathname === '/v1/faces') {
-      if (req.method !== 'POST') throw new HTTPError(405, 'method_not_allowed', 'Use POST with an image body.', { Allow: 'POST' });
-      await detectFaces(req, res, url);
-      return;
-    }
-    throw new HTTPError(404, 'not_found', `No route ${req.method} ${url.pathname}.`);
-  } catch (err) {
-    if (!res.headersSent) fail(res, err);
-    // A refused body is not read: close the connection instead of draining it.
-    if (err instanceof HTTPError && err.headers.Connection === 'close') res.on('finish', () => req.destroy());
-  }
-});
-// A client has two minutes to send a request. An idle connection is kept
-// for a minute, longer than clients keep theirs (the Go client: 30 s), so
-// the client is the one to close it, never a request racing the close.
-server.requestTimeout = 120000;
+  },
+);
 server.keepAliveTimeout = 61000;
-server.headersTimeout = 62000;
+
+// clientError answers what Node refuses before or while a request arrives
+// as Node would, but in the API's shape: 408 body_timeout for a request
+// that took longer than ML_BODY_TIMEOUT_MS.
+const clientErrors = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'body_timeout', `The request took longer than ${settings.bodyTimeoutMs} ms to arrive.`],
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'headers_too_large', 'The request headers are too large.'],
+};
+server.on('clientError', (err, socket) => {
+  const res = answering.get(socket);
+  if (socket.writable && !(res && res.headersSent)) {
+    const [status, text, code, message] = clientErrors[err.code] || [400, 'Bad Request', 'bad_request', 'The request is not valid HTTP/1.1.'];
+    const body = JSON.stringify({ code, message });
+    socket.write(
+      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+});
 
 server.on('error', (err) => {
   log(`cannot listen on ${settings.host}:${settings.port}: ${err.message}`);

@@ -324,3 +324,31 @@ test('refuses a caller without the secret with 401 unauthorized, before reading 
     r.sock.destroy();
   }
 });
+
+test('cuts a request that trickles its body or its headers off after ML_BODY_TIMEOUT_MS (10 s by default) with 408', async () => {
+  const started = Date.now();
+  const body = raw(svc, 1000000, Buffer.alloc(1));
+  const { hostname, port } = new URL(svc.url);
+  const headers = net.connect(Number(port), hostname);
+  let answer = '';
+  headers.on('data', (d) => {
+    answer += d;
+  });
+  headers.on('error', () => {});
+  const headersDone = new Promise((resolve) => headers.on('close', () => resolve(answer)));
+  headers.write(`POST /v1/faces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.secret}\r\n`);
+  // A byte every 200 ms: never idle, never done.
+  const trickle = setInterval(() => {
+    if (!body.sock.destroyed) body.sock.write(Buffer.alloc(1));
+    if (!headers.destroyed) headers.write('X-Slow: 1\r\n');
+  }, 200);
+  try {
+    const [a, b] = await within(Promise.all([body.done, headersDone]), 180000, 'cutting the slow senders off');
+    const took = Date.now() - started;
+    assert.match(a, /^HTTP\/1\.1 408 [^]*"code":"body_timeout"/, a);
+    assert.match(b, /^HTTP\/1\.1 408 [^]*"code":"body_timeout"/, b);
+    assert.ok(took >= 9000 && took < 60000, `cut off after ${took} ms, want 10–60 s`);
+  } finally {
+    clearInterval(trickle);
+  }
+});
