@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,27 +269,64 @@ func TestHTTPRefusesWithoutTheSecret(t *testing.T) {
 	}
 }
 
-func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
-	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_QUEUE=0")
-	p := provider(t, svc.Endpoint(), svc.Secret, 0)
-	photo := readDemo(t, "sample3.jpg")
-
-	// One request that sends half its body holds the only place.
-	held, err := net.Dial("tcp", strings.TrimPrefix(svc.URL, "http://"))
+// busy is how many of svc's detection threads are working.
+func busy(t *testing.T, svc *testenv.FaceService) int {
+	t.Helper()
+	resp, err := http.Get(svc.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(held, "POST /v1/faces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n", svc.Secret, len(photo))
-	held.Write(photo[:len(photo)/2])
+	defer resp.Body.Close()
+	var h struct{ Busy int }
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Busy
+}
 
+// enlarged is the demo photo name scaled to w×h pixels, as a JPEG: a photo
+// that keeps a detection thread for seconds.
+func enlarged(t *testing.T, name string, w, h int) []byte {
+	t.Helper()
+	src := decodeJPEG(t, readDemo(t, name))
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.BiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+	return encodeJPEG(t, dst)
+}
+
+func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
+	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_QUEUE=0", "ML_TIMEOUT_MS=600000")
+	p := provider(t, svc.Endpoint(), svc.Secret, 0)
+	ctx := context.Background()
+	photo := readDemo(t, "sample3.jpg")
+	slow := enlarged(t, "sample3.jpg", 4000, 3000)
+
+	// A 12 MP photo searched in tiles holds the only place while the
+	// thread works on it; one that ends before the next request arrives
+	// (a machine too fast) is sent again.
+	var err error
 	var ue *faces.UnavailableError
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		_, err = p.Detect(context.Background(), photo)
-		if errors.As(err, &ue) || time.Now().After(deadline) {
-			break
+	deadline := time.Now().Add(3 * time.Minute)
+	for !errors.As(err, &ue) && time.Now().Before(deadline) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.Detect(ctx, slow)
+			done <- err
+		}()
+		for waiting := true; waiting; {
+			select {
+			case e := <-done:
+				done <- e
+				waiting = false
+			case <-time.After(10 * time.Millisecond):
+				waiting = busy(t, svc) == 0
+			}
 		}
-		if err != nil {
+		_, err = p.Detect(ctx, photo)
+		if slowErr := <-done; slowErr != nil {
+			t.Fatalf("the slow photo: %v", slowErr)
+		}
+		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}
 	}
@@ -295,21 +335,77 @@ func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 		t.Fatalf("busy: %v", err)
 	}
 
-	// The held request hangs up; its place is free again.
-	held.Close()
-	for {
-		res, err := p.Detect(context.Background(), photo)
-		if err == nil {
-			if len(res.Faces) != 3 {
-				t.Fatalf("%d faces in sample3.jpg", len(res.Faces))
-			}
-			break
-		}
-		if !errors.Is(err, faces.ErrUnavailable) || time.Now().After(deadline) {
-			t.Fatalf("after the held request hung up: %v", err)
-		}
-		time.Sleep(ue.RetryAfter / 10)
+	// The slow photo is done; its place is free again.
+	res, err := p.Detect(ctx, photo)
+	if err != nil || len(res.Faces) != 3 {
+		t.Fatalf("after the slow photo: %d faces in sample3.jpg, %v", len(res.Faces), err)
 	}
+}
+
+// TestHTTPSlowSendersHoldNoPlace is six connections that declare a
+// megabyte, with the secret, and send it a byte at a time, against a
+// sidecar with two places (one thread, a queue of one): the worker's
+// requests are answered beside them, since a request takes its place only
+// once its body has arrived.
+func TestHTTPSlowSendersHoldNoPlace(t *testing.T) {
+	// Senders are not cut off here (that is ml/'s test): they trickle for
+	// as long as the test runs.
+	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_QUEUE=1", "ML_BODY_TIMEOUT_MS=3600000")
+	p := provider(t, svc.Endpoint(), svc.Secret, 0)
+	photo := readDemo(t, "sample3.jpg")
+
+	const senders = 6
+	conns := make([]net.Conn, senders)
+	hungUp := make([]chan struct{}, senders)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(svc.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /v1/faces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: image/jpeg\r\nContent-Length: 1000000\r\n\r\n", svc.Secret)
+		conns[i], hungUp[i] = c, make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, c)
+			close(hungUp[i])
+		}()
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	var trickled atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			for _, c := range conns {
+				c.Write([]byte{0xff})
+			}
+			trickled.Add(1)
+		}
+	}()
+	// A few bytes each: the sidecar has read their headers.
+	testenv.Eventually(t, "the slow senders trickling", time.Minute, func() bool { return trickled.Load() >= 3 })
+
+	for i := range 3 {
+		res, err := p.Detect(context.Background(), photo)
+		if err != nil {
+			t.Fatalf("request %d beside %d slow senders: %v", i, senders, err)
+		}
+		if len(res.Faces) != 3 {
+			t.Fatalf("%d faces in sample3.jpg", len(res.Faces))
+		}
+	}
+	for i, h := range hungUp {
+		select {
+		case <-h:
+			t.Errorf("slow sender %d was hung up on: the requests were not answered beside it", i)
+		default:
+		}
+	}
+	t.Logf("3 requests answered beside %d senders that trickled %d bytes each", senders, trickled.Load())
 }
 
 // TestHTTPAnswers checks how a provider's other answers map, with a plain

@@ -13,9 +13,10 @@
 //
 // Errors are {code, message} with a matching status. A pool of threads
 // (ML_WORKERS, one per core by default) each runs one detection at a time;
-// ML_QUEUE more requests may wait, and the next one is refused at once with
-// 503 and Retry-After, so memory stays bounded by the pool, not the load.
-// A request has ML_BODY_TIMEOUT_MS to send its headers and body.
+// ML_QUEUE more requests may wait, and the next one is refused with 503 and
+// Retry-After, so memory stays bounded by the pool, not the load. A request
+// takes its place only once its whole body has arrived, so a slow sender
+// holds none, and it has ML_BODY_TIMEOUT_MS to send it all.
 //
 // Settings (environment):
 //   ML_SECRET           the callers' shared secret (the workers' FACES_SECRET),
@@ -207,10 +208,15 @@ const pool = new Pool(
   { detector: { maxMegapixels: settings.maxMegapixels } },
   settings.timeoutMs,
 );
-// Requests admitted and not yet answered, including those still sending
-// their body: at most one per thread plus the queue.
+// Requests whose body has arrived, not yet answered: at most one per
+// thread plus the queue.
 let admitted = 0;
 const capacity = settings.workers + settings.queue;
+// Bytes of the bodies still arriving: at most as many as the admitted
+// requests may hold, so that many senders at once cannot fill the memory
+// the queue bounds.
+let arriving = 0;
+const arrivingCap = capacity * settings.maxBody;
 
 function send(res, status, body, headers = {}) {
   const data = JSON.stringify(body);
@@ -234,6 +240,8 @@ const drainLimit = 16 * 1024 * 1024;
 // readBody reads at most max bytes into one ArrayBuffer of its own (it is
 // handed to a thread, not copied). A larger body is read to its end and
 // dropped, up to drainLimit more; beyond that the connection is closed.
+// Its bytes count in `arriving` until it ends; one that would take that
+// past arrivingCap is refused as busy.
 function readBody(req, max) {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
@@ -243,20 +251,35 @@ function readBody(req, max) {
     }
     const chunks = [];
     let size = 0;
+    let held = 0;
+    const release = () => {
+      arriving -= held;
+      held = 0;
+    };
+    const stop = (err) => {
+      req.removeAllListeners('data');
+      req.removeAllListeners('end');
+      release();
+      reject(err);
+    };
     req.on('data', (c) => {
       size += c.length;
       if (size <= max) {
+        if (arriving + c.length > arrivingCap) {
+          stop(busy({ Connection: 'close' }));
+          return;
+        }
+        arriving += c.length;
+        held += c.length;
         chunks.push(c);
       } else if (chunks.length) {
         chunks.length = 0;
+        release();
       }
-      if (size > max + drainLimit) {
-        req.removeAllListeners('data');
-        req.removeAllListeners('end');
-        reject(tooLarge(max, true));
-      }
+      if (size > max + drainLimit) stop(tooLarge(max, true));
     });
     req.on('end', () => {
+      release();
       if (size > max) {
         reject(tooLarge(max, false));
         return;
@@ -269,16 +292,28 @@ function readBody(req, max) {
       }
       resolve(out.buffer);
     });
-    req.on('error', reject);
+    req.on('error', (err) => {
+      release();
+      reject(err);
+    });
     // Cut off (ML_BODY_TIMEOUT_MS) or hung up before the end.
     req.on('close', () => {
-      if (!req.complete) reject(new HTTPError(400, 'incomplete_body', 'The connection closed before the body ended.'));
+      if (req.complete) return;
+      release();
+      reject(new HTTPError(400, 'incomplete_body', 'The connection closed before the body ended.'));
     });
   });
 }
 
 function tooLarge(max, close) {
   return new HTTPError(413, 'body_too_large', `The body is larger than ${max / 1024 / 1024} MB.`, close ? { Connection: 'close' } : {});
+}
+
+function busy(headers = {}) {
+  return new HTTPError(503, 'busy', 'Every detection thread is busy and the queue is full; retry later.', {
+    'Retry-After': String(pool.retryAfter()),
+    ...headers,
+  });
 }
 
 const statusOf = { bad_image: 422, too_many_pixels: 422, detection_timeout: 500, detection_failed: 500 };
@@ -297,15 +332,11 @@ async function detectFaces(req, res, url) {
   if (!pool.loaded) {
     throw new HTTPError(503, 'starting', 'The face models are still loading.', { 'Retry-After': '2' });
   }
-  if (admitted >= capacity) {
-    throw new HTTPError(503, 'busy', 'Every detection thread is busy and the queue is full; retry later.', {
-      'Retry-After': String(pool.retryAfter()),
-    });
-  }
+  const body = await readBody(req, settings.maxBody);
+  if (body.byteLength === 0) throw new HTTPError(400, 'empty_body', 'The body is empty: send an image.');
+  if (admitted >= capacity) throw busy();
   admitted++;
   try {
-    const body = await readBody(req, settings.maxBody);
-    if (body.byteLength === 0) throw new HTTPError(400, 'empty_body', 'The body is empty: send an image.');
     const msg = await pool.run(body, type, tiles);
     if (msg.error) throw new HTTPError(statusOf[msg.error.code] || 500, msg.error.code, msg.error.message);
     send(res, 200, msg.result);
