@@ -36,6 +36,11 @@
 //   ML_BODY_TIMEOUT_MS  longest a request's headers and body may take to
 //                       arrive, default 10000 (a 12.6 MB PPM takes
 //                       milliseconds on loopback, a second at 100 Mbit/s)
+//   ML_THREAD_MEMORY_MB a thread that holds more than this after a detection
+//                       is replaced by a fresh one, default 384 (one that
+//                       read a 2048-pixel preview holds about 250)
+//   ML_THREAD_IDLE_MS   a thread idle this long that holds 64 MB more than
+//                       it did fresh is replaced too, default 60000; 0 never
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -65,6 +70,8 @@ const settings = {
   tiles: process.env.ML_TILES || 'auto',
   timeoutMs: env('ML_TIMEOUT_MS', 60000, { min: 100 }),
   bodyTimeoutMs: env('ML_BODY_TIMEOUT_MS', 10000, { min: 100, max: 3600000 }),
+  threadMemory: env('ML_THREAD_MEMORY_MB', 384, { min: 64, max: 1 << 20 }) * 1024 * 1024,
+  threadIdleMs: env('ML_THREAD_IDLE_MS', 60000),
   secret: process.env.ML_SECRET || '',
   auth: process.env.ML_AUTH || 'secret',
 };
@@ -106,11 +113,16 @@ class HTTPError extends Error {
 }
 
 // Pool runs detections on worker threads, one at a time per thread, and
-// replaces a thread that dies or overruns its time.
+// replaces a thread that dies, overruns its time, holds more than memoryCap
+// bytes after a detection, or sits idleMs idle holding more than it did
+// fresh: a thread's WASM memory only grows, and it is given back to the
+// system only when the thread ends.
 class Pool {
-  constructor(size, workerData, timeoutMs) {
+  constructor(size, workerData, { timeoutMs, memoryCap, idleMs }) {
     this.workerData = workerData;
     this.timeoutMs = timeoutMs;
+    this.memoryCap = memoryCap;
+    this.idleMs = idleMs;
     this.slots = [];
     this.waiting = [];
     this.nextID = 1;
@@ -134,6 +146,7 @@ class Pool {
     worker.on('message', (msg) => {
       if (msg.type === 'ready') {
         slot.ready = true;
+        slot.fresh = msg.memory;
         if (!this.loaded) log(`models loaded: ${MODEL}`);
         this.loaded = true;
         this.dispatch();
@@ -142,17 +155,39 @@ class Pool {
         log(`a detection thread could not load the models: ${msg.message}`);
         process.exit(1);
       } else if (slot.job && msg.id === slot.job.id) {
+        // Marked not ready before finish hands it the next job.
+        if (msg.memory > this.memoryCap && !this.closing) this.replace(i, slot, msg.memory);
         this.finish(slot, msg);
+        if (!slot.job && !slot.replacing && this.idleMs && msg.memory > slot.fresh + grownBy) {
+          slot.idle = setTimeout(() => this.slots[i] === slot && !slot.job && !this.closing && this.replace(i, slot, msg.memory), this.idleMs);
+          slot.idle.unref();
+        }
       }
     });
     worker.on('error', (err) => log(`detection thread ${i} failed: ${(err && err.stack) || err}`));
     worker.on('exit', (code) => {
       slot.ready = false;
       if (this.closing || this.slots[i] !== slot) return;
+      if (slot.replacing) {
+        this.spawn(i);
+        return;
+      }
       if (slot.job) this.finish(slot, { error: { code: 'detection_failed', message: 'The detection thread stopped.' } });
       log(`detection thread ${i} exited (${code}); starting another`);
       setTimeout(() => this.closing || this.spawn(i), 500).unref();
     });
+  }
+
+  // replace ends the thread in slot i, which holds `memory` bytes, and
+  // starts a fresh one once it has exited: then the new thread takes over
+  // the old one's malloc arena rather than adding one.
+  replace(i, slot, memory) {
+    const mb = (b) => Math.round(b / 1024 / 1024);
+    const why = memory > this.memoryCap ? `more than ${mb(this.memoryCap)}` : `${mb(slot.fresh)} fresh, idle`;
+    log(`detection thread ${i} holds ${mb(memory)} MB (${why}): replacing it`);
+    slot.ready = false;
+    slot.replacing = true;
+    slot.worker.terminate();
   }
 
   // run queues one image and resolves with the thread's answer.
@@ -168,6 +203,7 @@ class Pool {
       if (!this.waiting.length) return;
       if (!slot.ready || slot.job) continue;
       const job = this.waiting.shift();
+      clearTimeout(slot.idle);
       slot.job = job;
       job.started = performance.now();
       job.timer = setTimeout(() => {
@@ -203,11 +239,14 @@ class Pool {
   }
 }
 
-const pool = new Pool(
-  settings.workers,
-  { detector: { maxMegapixels: settings.maxMegapixels } },
-  settings.timeoutMs,
-);
+// A thread that holds this much more than it did fresh is replaced once
+// idle; less is not worth loading the models again.
+const grownBy = 64 * 1024 * 1024;
+const pool = new Pool(settings.workers, { detector: { maxMegapixels: settings.maxMegapixels } }, {
+  timeoutMs: settings.timeoutMs,
+  memoryCap: settings.threadMemory,
+  idleMs: settings.threadIdleMs,
+});
 // Requests whose body has arrived, not yet answered: at most one per
 // thread plus the queue.
 let admitted = 0;

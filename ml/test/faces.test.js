@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { readFileSync } from 'node:fs';
 import { start, detect } from '../testlib/sidecar.js';
 import { demo, demoPhoto, noPeople, corpusPhoto, decode, encode, shrink, mirror, collage, ppm } from '../testlib/images.js';
 
@@ -350,5 +351,50 @@ test('cuts a request that trickles its body or its headers off after ML_BODY_TIM
     assert.ok(took >= 9000 && took < 60000, `cut off after ${took} ms, want 10–60 s`);
   } finally {
     clearInterval(trickle);
+  }
+});
+
+// rss is the resident memory of process pid in MB, and its peak.
+function rss(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mb = (k) => Math.round(Number(status.match(new RegExp(`${k}:\\s+(\\d+)`))[1]) / 1024);
+  return [mb('VmRSS'), mb('VmHWM')];
+}
+
+test('gives back the memory of a burst of six 15 MP JPEGs: resident under idle + 1 GB once idle', async (t) => {
+  // 4608 × 3264, just under ML_MAX_MEGAPIXELS; about 2 MB of JPEG.
+  const big = encode(collage(demo.map(([name]) => decode(demoPhoto(name))), 4608, 3264, 3, 0.9), 90);
+  // Such a burst used to leave 1.7 GB above idle. Replacing the threads
+  // gives back their WASM memory; the C allocator keeps about 650 MB of
+  // the JPEG decoder's small blocks, reused by the next ones.
+  const m = await start({ ML_WORKERS: '2', ML_TIMEOUT_MS: '600000' });
+  try {
+    const settled = async (what, ok) => {
+      const deadline = Date.now() + 180000;
+      for (;;) {
+        const h = await health(m);
+        if (h.ready === 2 && h.busy === 0 && h.queued === 0 && ok()) return;
+        assert.ok(Date.now() < deadline, `${what}: ${JSON.stringify(h)}, resident ${rss(m.proc.pid)[0]} MB`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    await settled('both threads ready', () => true);
+    const [idle] = rss(m.proc.pid);
+    const bound = idle + 1024;
+    const answers = await Promise.all(Array.from({ length: 6 }, () => detect(m, big, { query: '?tiles=off' })));
+    for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.body));
+    let after = 0;
+    await settled(`resident under ${bound} MB after the burst`, () => {
+      [after] = rss(m.proc.pid);
+      return after < bound;
+    }).catch((err) => {
+      const [, peak] = rss(m.proc.pid);
+      err.message += ` (idle ${idle} MB, peak ${peak} MB)`;
+      throw err;
+    });
+    const [, peak] = rss(m.proc.pid);
+    t.diagnostic(`resident: idle ${idle} MB, peak ${peak} MB, after the burst ${after} MB`);
+  } finally {
+    await m.stop();
   }
 });
