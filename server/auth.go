@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"lightbox/store"
 )
@@ -106,13 +107,20 @@ func toUserJSON(p *store.Principal) userJSON {
 	return userJSON{ID: p.ID.String(), Email: p.Email, DisplayName: name, IsAdmin: p.IsAdmin, CreatedAt: p.CreatedAt.UTC()}
 }
 
-// createSession exchanges an API key (in the body or the Bearer header) for
-// an HttpOnly, SameSite=Strict cookie, so the web pages never hold the key.
-// Only an API key makes a session: an access token lasts an hour and is
-// refreshed, and must not become a week's cookie.
+// createSession exchanges an API key (in the body or the Bearer header), or
+// a code mailed by POST /v1/auth/login ({challengeId, code}), for an
+// HttpOnly, SameSite=Strict cookie, so the web pages never hold a key.
+// Only these make a session: an access token lasts an hour and is
+// refreshed, and must not become a week's cookie. A code's session has a
+// key of its own, revoked when it signs out; with keep false (the
+// default for a code) its cookie ends with the browser, and the session
+// within webSessionTTL.
 func (s *Server) createSession(c *gin.Context) {
 	var in struct {
-		APIKey string `json:"apiKey"`
+		APIKey      string    `json:"apiKey"`
+		ChallengeID uuid.UUID `json:"challengeId"`
+		Code        string    `json:"code"`
+		Keep        *bool     `json:"keep"`
 	}
 	if h := c.GetHeader("Authorization"); h != "" {
 		key, ok := bearerToken(h)
@@ -126,8 +134,12 @@ func (s *Server) createSession(c *gin.Context) {
 			fail(c, err)
 			return
 		}
+		if in.APIKey == "" && in.ChallengeID != uuid.Nil {
+			s.codeSession(c, in.ChallengeID, in.Code, in.Keep != nil && *in.Keep)
+			return
+		}
 		if in.APIKey == "" {
-			fail(c, fieldErrors{"apiKey": "is required"}.err())
+			fail(c, fieldErrors{"apiKey": "is required, or challengeId and code"}.err())
 			return
 		}
 	}
@@ -143,15 +155,57 @@ func (s *Server) createSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	token, expires, err := s.store.CreateSession(c.Request.Context(), p.KeyID, s.cfg.SessionTTL)
+	s.startSession(c, p, in.Keep == nil || *in.Keep)
+}
+
+// webSessionTTL is how long a session not kept lasts at most, should its
+// browser stay open.
+const webSessionTTL = 12 * time.Hour
+
+// webSignInKey names the key a code's session is made with, so signing
+// out revokes it with the session.
+const webSignInKey = "web sign-in"
+
+// codeSession signs in with a mailed code: the code is checked as
+// POST /v1/auth/verify checks it, and the session gets a key of its own.
+func (s *Server) codeSession(c *gin.Context, challenge uuid.UUID, code string, keep bool) {
+	if len(code) != 6 || strings.Trim(code, "0123456789") != "" {
+		fail(c, fieldErrors{"code": "must be the 6 digits from the mail"}.err())
+		return
+	}
+	u, err := s.tryCode(c, challenge, code)
+	if err != nil {
+		fail(c, codeFailure(err))
+		return
+	}
+	_, key, err := s.store.CreateAPIKey(c.Request.Context(), u.ID, webSignInKey+" "+time.Now().UTC().Format("2006-01-02"))
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	http.SetCookie(c.Writer, &http.Cookie{
-		Name: sessionCookie, Value: token, Path: "/", Expires: expires,
+	s.startSession(c, &store.Principal{User: *u, KeyID: key.ID}, keep)
+}
+
+// startSession sets the session cookie of p: kept, it lasts SESSION_TTL;
+// else it ends with the browser, and within webSessionTTL.
+func (s *Server) startSession(c *gin.Context, p *store.Principal, keep bool) {
+	ttl := s.cfg.SessionTTL
+	if !keep {
+		ttl = min(ttl, webSessionTTL)
+	}
+	token, expires, err := s.store.CreateSession(c.Request.Context(), p.KeyID, ttl)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	cookie := &http.Cookie{
+		Name: sessionCookie, Value: token, Path: "/",
 		HttpOnly: true, Secure: s.cfg.SecureCookies(), SameSite: http.SameSiteStrictMode,
-	})
+	}
+	if keep {
+		cookie.Expires = expires
+	}
+	http.SetCookie(c.Writer, cookie)
 	c.JSON(http.StatusCreated, sessionJSON{User: toUserJSON(p), ExpiresAt: &expires})
 }
 
@@ -190,6 +244,11 @@ func (s *Server) deleteSession(c *gin.Context) {
 	}
 	if token, err := c.Cookie(sessionCookie); err == nil {
 		if err := s.store.DeleteSession(ctx, token); err != nil {
+			fail(c, err)
+			return
+		}
+		// A code's session had a key of its own: it goes with it.
+		if err := s.store.RevokeAPIKeyNamed(ctx, principal(c).KeyID, webSignInKey+" "); err != nil {
 			fail(c, err)
 			return
 		}

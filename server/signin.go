@@ -156,15 +156,8 @@ func (s *Server) verify(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	u, err := s.tryCode(c, in.ChallengeID, in.Code)
-	switch {
-	case errors.Is(err, store.ErrWrongCode):
-		fail(c, apiError(http.StatusUnauthorized, "invalid_code", "The code is wrong."))
-		return
-	case errors.Is(err, store.ErrCodeExpired):
-		fail(c, apiError(http.StatusUnauthorized, "code_expired", "The code has expired, was used, or was tried too often; ask for a new one."))
-		return
-	case err != nil:
-		fail(c, err)
+	if err != nil {
+		fail(c, codeFailure(err))
 		return
 	}
 	_, key, err := s.store.CreateAPIKey(ctx, u.ID, "sign-in "+time.Now().UTC().Format("2006-01-02"))
@@ -173,6 +166,17 @@ func (s *Server) verify(c *gin.Context) {
 		return
 	}
 	s.answerTokens(c, &store.Principal{User: *u, KeyID: key.ID})
+}
+
+// codeFailure is the answer to a code tryCode refused.
+func codeFailure(err error) error {
+	switch {
+	case errors.Is(err, store.ErrWrongCode):
+		return apiError(http.StatusUnauthorized, "invalid_code", "The code is wrong.")
+	case errors.Is(err, store.ErrCodeExpired):
+		return apiError(http.StatusUnauthorized, "code_expired", "The code has expired, was used, or was tried too often; ask for a new one.")
+	}
+	return err
 }
 
 // tryCode checks code against challenge id, counted before the check; a

@@ -96,6 +96,14 @@ func (s *Store) CreateAPIKey(ctx context.Context, userID uuid.UUID, name string)
 	return secret, k, nil
 }
 
+// RevokeAPIKeyNamed revokes key if its name begins with prefix, and
+// does nothing otherwise.
+func (s *Store) RevokeAPIKeyNamed(ctx context.Context, keyID uuid.UUID, prefix string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now()
+		WHERE id = $1 AND revoked_at IS NULL AND starts_with(name, $2)`, keyID, prefix)
+	return err
+}
+
 // RevokeAPIKey revokes a key; its sessions end with it.
 func (s *Store) RevokeAPIKey(ctx context.Context, keyID uuid.UUID) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, keyID)

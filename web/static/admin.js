@@ -15,7 +15,7 @@ async function boot() {
     announce('Your session has ended; sign in again.', 'error');
     boot();
   });
-  if (!user) user = (await signInForm(main, 'Sign in with an administrator’s API key.')).user;
+  if (!user) user = (await signInForm(main, 'Sign in as an administrator: enter your email, and we mail you a code.')).user;
   userBar(document.getElementById('user'), user, () => { stop(); location.reload(); });
   if (!user.isAdmin) {
     clear(main, h('h1', {}, 'Admin'), h('p', { class: 'error', role: 'alert' },

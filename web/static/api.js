@@ -84,6 +84,8 @@ export async function pages(path, each, { limit = 200, max = Infinity, retries =
 export const session = {
   get: () => api('GET', '/v1/session'),
   signIn: (apiKey) => api('POST', '/v1/session', { apiKey }),
+  sendCode: (email) => api('POST', '/v1/auth/login', { email }),
+  signInWithCode: (challengeId, code, keep) => api('POST', '/v1/session', { challengeId, code, keep }),
   signOut: () => api('DELETE', '/v1/session'),
 };
 

@@ -79,40 +79,101 @@ export async function signedInUser(root) {
   }
 }
 
-// signInForm renders the API key form into root and resolves with the
-// session once the key is accepted.
+// signInForm renders the sign-in forms into root and resolves with the
+// session once one of them signs in: a person gives their email and the
+// code mailed to it, with "keep me signed in"; scripts and operators may
+// paste an API key instead. Neither is kept by this page: the session is
+// an HttpOnly cookie.
 export function signInForm(root, intro) {
   return new Promise((resolve) => {
-    const error = h('p', { class: 'error', role: 'alert', id: 'signin-error' });
-    const input = h('input', {
-      id: 'api-key', name: 'apiKey', type: 'password', autocomplete: 'off', spellcheck: 'false',
-      required: true, 'aria-describedby': 'signin-help signin-error',
-    });
-    const button = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
-    const form = h('form', { class: 'card narrow', id: 'signin' },
-      h('h1', {}, 'Sign in'),
-      h('p', { id: 'signin-help' }, intro || 'Paste your Lightbox API key. It is exchanged for a session cookie and not kept by this page.'),
-      h('label', { for: 'api-key' }, 'API key'),
-      input, error, button);
-    form.addEventListener('submit', async (e) => {
-      e.preventDefault();
-      error.textContent = '';
-      button.disabled = true;
-      try {
-        const s = await session.signIn(input.value.trim());
-        input.value = '';
-        resolve(s);
-      } catch (err) {
-        error.textContent = err.code === 'invalid_credentials'
-          ? 'That key is unknown or revoked.' : err.message;
-        input.focus();
-      } finally {
-        button.disabled = false;
-      }
-    });
-    clear(root, form);
-    input.focus();
+    const done = (s) => resolve(s);
+    clear(root, h('div', { class: 'signin-forms' }, codeForm(intro, done), keyForm(done)));
+    document.getElementById('signin-email').focus();
   });
+}
+
+// codeForm signs in by a code mailed to the address given.
+function codeForm(intro, done) {
+  const error = h('p', { class: 'error', role: 'alert', id: 'signin-code-error' });
+  const email = h('input', { id: 'signin-email', name: 'email', type: 'email', autocomplete: 'email', required: true });
+  const code = h('input', {
+    id: 'signin-code', name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}', maxlength: '6',
+  });
+  const keep = h('input', { id: 'signin-keep', type: 'checkbox' });
+  const codeRow = h('div', { class: 'signin-code', hidden: true },
+    h('label', { for: 'signin-code' }, 'Code from the mail'), code,
+    h('label', { class: 'check' }, keep, ' Keep me signed in on this device'));
+  const button = h('button', { type: 'submit', class: 'primary', id: 'signin-send' }, 'Send me a code');
+  let challenge = null;
+  const form = h('form', { class: 'card narrow', id: 'signin' },
+    h('h1', {}, 'Sign in'),
+    h('p', { id: 'signin-help' }, intro || 'Enter your email address: we mail you a six-digit code to sign in with.'),
+    h('label', { for: 'signin-email' }, 'Email'), email, codeRow, error, button);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    error.textContent = '';
+    button.disabled = true;
+    try {
+      if (!challenge) {
+        challenge = (await session.sendCode(email.value.trim())).challengeId;
+        codeRow.hidden = false;
+        code.required = true;
+        email.readOnly = true;
+        button.textContent = 'Sign in';
+        announce(`A code is on its way to ${email.value.trim()}.`);
+        code.focus();
+        return;
+      }
+      const s = await session.signInWithCode(challenge, code.value.trim(), keep.checked);
+      code.value = '';
+      done(s);
+    } catch (err) {
+      if (err.code === 'code_expired') {
+        challenge = null;
+        codeRow.hidden = true;
+        code.required = false;
+        email.readOnly = false;
+        button.textContent = 'Send me a code';
+      }
+      error.textContent = err.code === 'invalid_code' ? 'That code is not right. Try again.' : err.message;
+      (challenge ? code : email).focus();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
+}
+
+// keyForm signs in with an API key, as scripts and operators do.
+function keyForm(done) {
+  const error = h('p', { class: 'error', role: 'alert', id: 'signin-error' });
+  const input = h('input', {
+    id: 'api-key', name: 'apiKey', type: 'password', autocomplete: 'off', spellcheck: 'false',
+    required: true, 'aria-describedby': 'signin-key-help signin-error',
+  });
+  const button = h('button', { type: 'submit' }, 'Sign in with the key');
+  const form = h('form', { class: 'card narrow', id: 'signin-key' },
+    h('h2', {}, 'Or use an API key'),
+    h('p', { id: 'signin-key-help', class: 'muted' }, 'For scripts and operators: paste a Lightbox API key. It is exchanged for a session cookie and not kept by this page.'),
+    h('label', { for: 'api-key' }, 'API key'),
+    input, error, button);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    error.textContent = '';
+    button.disabled = true;
+    try {
+      const s = await session.signIn(input.value.trim());
+      input.value = '';
+      done(s);
+    } catch (err) {
+      error.textContent = err.code === 'invalid_credentials'
+        ? 'That key is unknown or revoked.' : err.message;
+      input.focus();
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
 }
 
 // userBar shows who is signed in and a sign-out button in the header.
