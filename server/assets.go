@@ -219,6 +219,9 @@ func (s *Server) listAssets(c *gin.Context) {
 		return
 	}
 	filter, err := assetFilter(c)
+	if err == nil {
+		err = s.checkClientFavorite(c, id, filter.ClientFavorite)
+	}
 	if err != nil {
 		fail(c, err)
 		return
@@ -273,6 +276,18 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		}
 	}
 	checkPhotoFilters(errs, "", f.Camera, f.From, f.To)
+	if v := c.Query("clientFavorite"); v != "" {
+		g, err := uuid.Parse(v)
+		if v == "any" {
+			g, err = uuid.Nil, nil
+		} else if g == uuid.Nil {
+			err = errors.New("the nil id names no gallery")
+		}
+		if err != nil {
+			errs.add("clientFavorite", clientFavoriteRule)
+		}
+		f.ClientFavorite = &g
+	}
 	if v := c.Query("readiness"); v != "" {
 		for _, r := range strings.Split(v, ",") {
 			status, ok := statusOf[strings.TrimSpace(r)]
@@ -297,6 +312,22 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		errs.add("order", "must be asc or desc")
 	}
 	return f, errs.err()
+}
+
+const clientFavoriteRule = "must be any or the id of a gallery of this project"
+
+// checkClientFavorite refuses a clientFavorite filter naming a gallery
+// that is not one of project's, so a filter never reads as "no favourites"
+// for a gallery the caller cannot see.
+func (s *Server) checkClientFavorite(c *gin.Context, project uuid.UUID, gallery *uuid.UUID) error {
+	if gallery == nil || *gallery == uuid.Nil {
+		return nil
+	}
+	g, err := s.store.Gallery(c.Request.Context(), principal(c).ID, *gallery)
+	if errors.Is(err, store.ErrNotFound) || err == nil && g.ProjectID != project {
+		return fieldErrors{"clientFavorite": clientFavoriteRule}.err()
+	}
+	return err
 }
 
 // checkColorLabels checks a colour label filter: labels, or "none" for

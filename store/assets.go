@@ -171,6 +171,11 @@ type AssetFilter struct {
 	// ColorLabels keeps the assets with one of these labels (NoColorLabel:
 	// without one); all when empty.
 	ColorLabels []string
+
+	// ClientFavorite keeps the assets a visitor of a gallery favourited:
+	// in that gallery, or in any gallery of the project when it is
+	// uuid.Nil; nil does not filter.
+	ClientFavorite *uuid.UUID
 }
 
 // AssetOrder is the order of a list of assets; ties go by id.
@@ -230,13 +235,13 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 	camera := containing(f.Camera)
 	statuses := append([]string{}, f.Statuses...)
 	args := []any{project, limit + 1, f.User, f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To, pq.Array(statuses),
-		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...))}
+		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...)), f.ClientFavorite}
 	from := ""
 	if after != nil {
 		if after.Order != f.Order.name() {
 			return Page[Asset]{}, ErrBadCursor
 		}
-		from = fmt.Sprintf(" AND (%s, a.id) %s ($14, $15)", key, op)
+		from = fmt.Sprintf(" AND (%s, a.id) %s ($15, $16)", key, op)
 		if by == SortFilename {
 			args = append(args, after.Key, after.ID)
 		} else {
@@ -255,6 +260,9 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 		  AND ($8::timestamptz IS NULL OR a.captured_at >= $8)
 		  AND ($9::timestamptz IS NULL OR a.captured_at <= $9)
 		  AND (cardinality($10::text[]) = 0 OR a.status = ANY($10))
+		  AND ($14::uuid IS NULL OR EXISTS (SELECT 1 FROM gallery_favorites cf JOIN galleries cg ON cg.id = cf.gallery_id
+		       WHERE cf.asset_id = a.id AND cg.project_id = $1
+		         AND ($14 = '00000000-0000-0000-0000-000000000000' OR cf.gallery_id = $14)))
 		ORDER BY `+key+` `+dir+`, a.id `+dir+` LIMIT $2`, args...)
 	if err != nil {
 		return Page[Asset]{}, err

@@ -156,6 +156,8 @@ export class KiloClient {
     colorLabel?: string;
     camera?: string; from?: string; to?: string; readiness?: string;
     eyesClosed?: boolean; faceOutOfFocus?: boolean;
+    /** "any": favourited by a visitor of any gallery of the project; a gallery's id: of that gallery. */
+    clientFavorite?: "any" | UUID;
     sort?: "uploaded" | "capturedAt" | "filename"; order?: "asc" | "desc";
   }): Promise<Paged<Asset>> {
     const q = qs(params);
