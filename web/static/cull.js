@@ -50,8 +50,8 @@
 // Keys, scopes, loupe panels
 //   registerKey(key, description, fn(ctx), {scopes, button}) → off
 //                                 key: 'p', 'shift+arrowright', 'mod+z' (Ctrl or Cmd), '?', …;
-//                                  scopes: any of 'grid', 'loupe', 'compare' (all three by
-//                                  default), or a view's own. ctx: {scope, targets, event}. The `?`
+//                                  scopes: any of SCOPES, 'grid', 'loupe', 'compare', 'group review'
+//                                  (all four by default), or a view's own. ctx: {scope, targets, event}. The `?`
 //                                  help lists them. button: {id, label} puts a button doing the
 //                                  same on the grid's bar, for pointer and touch (a 'grid' key).
 //   keyTable()                    what is registered, for the help
@@ -816,7 +816,8 @@ function settle(batch, ok) {
 
 // ---- keys, scopes and panels ---------------------------------------------------------
 
-const SCOPES = ['grid', 'loupe', 'compare'];
+// The views where every shared key (flags, stars, labels, undo) works.
+export const SCOPES = ['grid', 'loupe', 'compare', 'group review'];
 const keys = [];
 const scopes = [];
 const keysChanged = listeners();

@@ -3,18 +3,19 @@
 // reasons it won, the group's photos in a strip under them. The best shot
 // is accepted (the group marked reviewed) or another chosen, the group
 // titled; each change is shown at once, sent at once and rolled back with
-// a message when refused. The server keeps a person's choices through
-// every later grouping run, under the group's same id, so the view follows
-// cluster.updated by reading its groups again. Groups are read a page at a
-// time as the review reaches them: a project of 100,000 photos has tens
-// of thousands.
+// a message when refused. The flag, star and label keys work on the photo
+// with the focus as in the grid, and the strip shows each photo's marks.
+// The server keeps a person's choices through every later grouping run,
+// under the group's same id, so the view follows cluster.updated by
+// reading its groups again. Groups are read a page at a time as the review
+// reaches them: a project of 100,000 photos has tens of thousands.
 
 import { api, ApiError } from './api.js';
 import { h, clear, announce, when, plural } from './ui.js';
 import * as cull from './cull.js';
 import { liveEvents } from './model.js';
 import { Thumbs, previewUrl } from './images.js';
-import { showHelp, keyLabel } from './keys.js';
+import { keyLabel } from './keys.js';
 
 export const KINDS = [['moment', 'Moments'], ['burst', 'Bursts'], ['duplicate_group', 'Duplicate groups']];
 const KIND_ONE = { moment: 'Moment', burst: 'Burst', duplicate_group: 'Duplicate group' };
@@ -39,6 +40,7 @@ export function whyText(why) {
 // reviewView fills root with the review of model's groups; teardown
 // collects what to undo on leaving.
 export function reviewView(root, model, teardown) {
+  cull.attach(model);
   const thumbs = new Thumbs();
   const st = {
     kind: (wanted && wanted.kind) || 'burst',
@@ -108,7 +110,8 @@ export function reviewView(root, model, teardown) {
     h('div', { class: 'title-row' }, h('h2', { id: 'review-h' }, 'Review groups'), kindBox),
     h('p', { class: 'muted small keys-help', id: 'group-help' },
       '←/→ move through the group’s photos; W or Enter makes the one with the focus the best shot; A accepts the best shot and ' +
-      'goes on; R marks the group reviewed or not; T titles it; ↑/↓ go to the previous or next group; ? lists every key.'),
+      'goes on; R marks the group reviewed or not; T titles it; ↑/↓ go to the previous or next group; P picks, X rejects and U ' +
+      'clears the flag of the photo with the focus, 0 to 5 set its stars, 6 to 9 its colour label, Ctrl+Z undoes; ? lists every key.'),
     h('div', { class: 'review-nav', role: 'toolbar', 'aria-label': 'Groups' }, prevButton, pos, nextButton,
       h('span', { class: 'check' }, onlyBox, h('label', { for: 'review-unreviewed' }, 'Only groups not reviewed'))),
     note, group));
@@ -255,14 +258,34 @@ export function reviewView(root, model, teardown) {
         role: 'option', class: 'gtile', tabindex: '-1', 'data-asset': m.assetId, 'data-role': m.role,
         'aria-selected': String(k === st.focus),
         'aria-label': `${row.name}, ${ROLES[m.role] || m.role}${signalsText(m.signals) ? ', ' + signalsText(m.signals) : ''}`,
-      }, img, h('span', { class: 'caption' }, row.name), h('span', { class: 'role' }, ROLES[m.role] || m.role));
+      }, img, h('span', { class: 'caption' }, row.name), h('span', { class: 'role' }, ROLES[m.role] || m.role),
+      h('span', { class: 'marks', 'aria-hidden': 'true' }, h('span', { class: 'label-mark' }), h('span', { class: 'flag' }), h('span', { class: 'stars' })));
+      li.baseLabel = li.getAttribute('aria-label');
       li.addEventListener('click', () => setFocus(k, true));
       li.addEventListener('dblclick', () => { setFocus(k, true); choose(); });
       thumbs.watch(img, row);
       return li;
     }));
+    paintMarks();
     paintFocus(heldFocus);
     position();
+  }
+
+  // paintMarks shows each photo's flag, stars and colour label on its tile
+  // in the strip.
+  function paintMarks() {
+    for (const li of members.children) {
+      const m = cull.marksOf(li.dataset.asset);
+      const [label, flag, stars] = li.querySelector('.marks').children;
+      li.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+      li.dataset.stars = String(m.rating || 0);
+      flag.textContent = m.picked ? '✓ Pick' : m.rejected ? '✕ Reject' : '';
+      stars.textContent = m.rating ? cull.starText(m.rating) : '';
+      label.dataset.label = m.colorLabel || '';
+      label.title = m.colorLabel ? `${cull.LABEL_NAMES[m.colorLabel]} label` : '';
+      const marks = cull.marksText(m);
+      li.setAttribute('aria-label', marks ? `${li.baseLabel}, ${marks}` : li.baseLabel);
+    }
   }
 
   function paintReviewed(c) {
@@ -415,8 +438,15 @@ export function reviewView(root, model, teardown) {
   key('a', 'Accept the best shot: mark the group reviewed and go to the next', () => accept());
   key('r', 'Mark the group reviewed, or not reviewed', () => toggleReviewed());
   key('t', 'Title the group', () => { titleInput.focus(); titleInput.select(); });
-  key('?', 'Show these keys', () => showHelp());
-  const popScope = cull.pushScope({ name: SCOPE, targets: () => [], advance: () => next(1) });
+  // Flags, stars, labels, undo and ? are the shared keys (keys.js), on
+  // the photo with the focus; after a flag, when the setting asks, the
+  // focus moves to the group's next photo.
+  const focusedIds = () => {
+    const m = current() && sorted(current())[st.focus];
+    return m ? [m.assetId] : [];
+  };
+  const popScope = cull.pushScope({ name: SCOPE, targets: focusedIds, advance: () => setFocus(st.focus + 1, true) });
+  const offMarks = cull.onMarksChange(() => paintMarks());
 
   // ---- keeping up with grouping runs -------------------------------------------------
   let timer = null;
@@ -445,6 +475,8 @@ export function reviewView(root, model, teardown) {
   teardown.push(() => {
     for (const off of offs) off();
     popScope();
+    offMarks();
+    cull.detach();
     liveEvents.removeEventListener('cluster.updated', onClusters);
     model.removeEventListener('change', onRows);
     clearTimeout(timer);

@@ -1,8 +1,7 @@
 // The culling views' keyboard: one keydown listener that hands each key to
 // what cull.js has registered for the view on top (grid, loupe or
-// compare), the keys every view shares (flags, stars, colour labels,
-// compare, undo), and
-// the `?` help that lists them all with the culling settings.
+// compare, group review), the keys every view shares (flags, stars,
+// colour labels, undo), and the `?` help that lists them all with the culling settings.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural } from './ui.js';
@@ -131,7 +130,7 @@ cull.registerKey('c', 'Compare the selected photos (2 to 4), or the photo with t
 cull.registerKey('mod+z', 'Undo the last change of flags, stars or labels', () => cull.undo());
 cull.registerKey('?', 'Show these keys', () => showHelp());
 
-const SCOPE_NAMES = { grid: 'the grid', loupe: 'the loupe', compare: 'compare' };
+const SCOPE_NAMES = { grid: 'the grid', loupe: 'the loupe', compare: 'compare', 'group review': 'group review' };
 
 // settingsForm is the culling settings as checkboxes, for the help and
 // the grid's bar.
@@ -154,7 +153,7 @@ export function showHelp() {
   }
   const groups = new Map();
   for (const k of cull.keyTable()) {
-    const where = k.scopes.length === 3 ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s] || s).join(' and ')}`;
+    const where = cull.SCOPES.every((s) => k.scopes.includes(s)) ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s] || s).join(' and ')}`;
     if (!groups.has(where)) groups.set(where, []);
     const list = groups.get(where);
     const same = list.find((x) => x.description === k.description);
