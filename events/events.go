@@ -56,6 +56,9 @@ const (
 	ExportUpdated  Name = "export.updated"
 	BatchUpdated   Name = "batch.updated"
 	BatchCompleted Name = "batch.completed"
+	// GalleryUpdated says a visitor changed what they chose in one of the
+	// project's galleries; its data is {galleryId, assetId, favorite}.
+	GalleryUpdated Name = "gallery.updated"
 	// StateSync is the snapshot a server writes to one client whose
 	// Last-Event-ID cannot be replayed. It is never published.
 	StateSync Name = "state_sync"
@@ -64,7 +67,7 @@ const (
 // published lists the names Publish accepts.
 var published = map[Name]bool{
 	JobProgress: true, JobDone: true, AssetUpdated: true, ClusterUpdated: true,
-	ExportUpdated: true, BatchUpdated: true, BatchCompleted: true,
+	ExportUpdated: true, BatchUpdated: true, BatchCompleted: true, GalleryUpdated: true,
 }
 
 // Event is one progress event.

@@ -1,15 +1,22 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"lightbox/events"
 )
 
 // TestClientFavoriteFilter: the owner's list keeps the photos clients
 // favourited, in any gallery of the project or in one; a page at a time as
 // well; a gallery of another project or another person is refused by name,
-// as is a value that is neither "any" nor a gallery id.
+// as is a value that is neither "any" nor a gallery id; every choice is
+// published as gallery.updated on the project's stream.
 func TestClientFavoriteFilter(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
@@ -53,6 +60,27 @@ func TestClientFavoriteFilter(t *testing.T) {
 	}
 	if got := walkAssets(t, a, key, project, "clientFavorite=any&sort=filename", 1); sorted(got) != sorted([]string{assets[0], assets[2], assets[4]}) {
 		t.Errorf("clientFavorite=any a page at a time: %v", got)
+	}
+
+	// Each choice told the project's streams, so a count on screen can follow.
+	evs, _, err := events.NewPublisher(a.env.Redis, events.PublisherOptions{}).Since(context.Background(), uuid.MustParse(project), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	for _, ev := range evs {
+		var data struct {
+			GalleryID, AssetID string
+			Favorite           bool
+		}
+		json.Unmarshal(ev.Data, &data)
+		if ev.Name == events.GalleryUpdated && data.Favorite {
+			told = append(told, data.GalleryID+" "+data.AssetID)
+		}
+	}
+	if want := []string{first["id"].(string) + " " + assets[0], first["id"].(string) + " " + assets[2],
+		first["id"].(string) + " " + assets[2], second["id"].(string) + " " + assets[4]}; !slices.Equal(told, want) {
+		t.Errorf("gallery.updated events %v, want %v", told, want)
 	}
 
 	other := a.newProject(key)

@@ -52,6 +52,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/events"
 	"lightbox/internal/guess"
 	"lightbox/internal/password"
 	"lightbox/internal/ptr"
@@ -448,6 +449,8 @@ func (s *Server) shareFavorite(c *gin.Context) {
 		fail(c, notInGallery(err))
 		return
 	}
+	s.publish(c, events.GalleryUpdated, shareGallery(c).ProjectID, uuid.Nil,
+		map[string]any{"galleryId": v.GalleryID, "assetId": asset, "favorite": *in.Favorite})
 	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n, "chosen": chosen})
 }
 
