@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -55,6 +57,17 @@ type apiCluster struct {
 	}
 }
 
+// groupedShoot makes a project of a seeded shoot of 40 photos with their
+// files, grouped, and reads its bursts.
+func (s *stack) groupedShoot(key, title string) (project string, bursts struct{ Items []apiCluster }) {
+	s.t.Helper()
+	project = s.seeded(key, title, 40)
+	s.photoFiles(s.listIDs(key, project))
+	s.clusterRun(project)
+	s.apiGet(key, "/v1/projects/"+project+"/clusters?kind=burst", &bursts)
+	return project, bursts
+}
+
 // TestReviewABurst reviews a burst by keys in the browser: chooses another
 // photo as its best shot, titles it and marks it reviewed; then a grouping
 // run replaces every group, and the page, following it, shows the burst
@@ -63,11 +76,7 @@ func TestReviewABurst(t *testing.T) {
 	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "review-stack.log")
-	project := s.seeded(key, "Ceremony", 40)
-	s.photoFiles(s.listIDs(key, project))
-	s.clusterRun(project)
-	var bursts struct{ Items []apiCluster }
-	s.apiGet(key, "/v1/projects/"+project+"/clusters?kind=burst", &bursts)
+	project, bursts := s.groupedShoot(key, "Ceremony")
 	if len(bursts.Items) == 0 {
 		t.Fatal("the grouping run made no burst of the seeded shoot")
 	}
@@ -162,4 +171,140 @@ func TestReviewABurst(t *testing.T) {
 		t.Error("the review is wider than a phone's screen")
 	}
 	b.viewShot("review-05-phone")
+}
+
+// stripFlags is, for each photo of the group shown, the flag its tile in
+// the strip shows: "picked", "rejected" or "".
+const stripFlags = `Object.fromEntries([...document.querySelectorAll('#group-members li')].map((li) => [li.dataset.asset, li.dataset.flag]))`
+
+// TestReviewDecides accepts a burst's best shot with "pick the winner,
+// reject the rest" on: the strip and the API show the best shot picked and
+// every other photo rejected at once, and one Ctrl+Z puts them all back;
+// then P and X in the review flag the photo with the focus, as in the grid.
+func TestReviewDecides(t *testing.T) {
+	t.Parallel()
+	chrome := chromium(t)
+	s, key := gridStack(t, "review-decides-stack.log")
+	project, bursts := s.groupedShoot(key, "Reception")
+	if len(bursts.Items) < 2 {
+		t.Fatalf("the grouping run made %d bursts of the seeded shoot; want two or more", len(bursts.Items))
+	}
+	// The first burst of three photos or more, so that two are rejected.
+	at := 0
+	for at < len(bursts.Items)-1 && len(bursts.Items[at].Assets) < 3 {
+		at++
+	}
+	if at == len(bursts.Items)-1 {
+		at = 0 // the last burst has no next one to go on to
+	}
+	burst := bursts.Items[at]
+	if len(burst.Assets) < 2 {
+		t.Fatalf("burst %s has %d photos; want two or more", burst.ID, len(burst.Assets))
+	}
+	want := map[string]string{} // each photo's flag once the best shot is accepted
+	unflagged := map[string]string{}
+	for _, m := range burst.Assets {
+		want[m.AssetID] = "rejected"
+		unflagged[m.AssetID] = ""
+	}
+	want[burst.WinnerAssetID] = "picked"
+	flagOf := func(r *myRating) string {
+		switch {
+		case r != nil && r.Picked && !r.Rejected:
+			return "picked"
+		case r != nil && r.Rejected && !r.Picked:
+			return "rejected"
+		case r == nil || (!r.Picked && !r.Rejected):
+			return ""
+		}
+		return "both"
+	}
+	// apiHas waits until the API's ratings of the burst's photos are as
+	// wanted.
+	apiHas := func(what string, want map[string]string) {
+		t.Helper()
+		var got map[string]*myRating
+		s.waitFor(what, func() bool {
+			got = s.ratings(key, project)
+			for id, f := range want {
+				if flagOf(got[id]) != f {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	b := newBrowser(t, chrome)
+	b.logErrors()
+	stripShows := func(what string, want map[string]string) {
+		t.Helper()
+		js, err := json.Marshal(want) // its keys sorted
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.waitJS(what, `document.querySelector('#group')?.dataset.cluster === `+jsq(burst.ID)+` &&
+			JSON.stringify(Object.fromEntries(Object.entries(`+stripFlags+`).sort())) === `+jsq(string(js)))
+	}
+	b.run("a laptop's screen", chromedp.EmulateViewport(1280, 800))
+	b.signIn(s.url+"/#/projects/"+project+"/review", key)
+	b.waitJS("the first burst drawn", `document.querySelector('#group')?.dataset.cluster === `+jsq(bursts.Items[0].ID))
+	b.run("focus the group's photos", chromedp.Focus(chromedp.CSS(`#group-members li[aria-selected="true"]`)))
+	for i := 1; i <= at; i++ {
+		b.key("the next burst", kb.ArrowDown)
+		b.waitJS("the next burst", `document.querySelector('#group').dataset.cluster === `+jsq(bursts.Items[i].ID))
+	}
+	stripShows("the strip to show no flags", unflagged)
+
+	// The setting, kept in the browser.
+	b.run("turn on pick the winner, reject the rest", chromedp.Click(chromedp.CSS("#group-accept-flags input")))
+	b.waitJS("the setting kept", `JSON.parse(localStorage.getItem('lightbox.cull') || '{}').acceptFlags === true`)
+
+	b.run("focus the group's photos", chromedp.Focus(chromedp.CSS(`#group-members li[aria-selected="true"]`)))
+	b.key("accept the best shot", "a")
+	b.waitJS("the next burst", `document.querySelector('#group').dataset.cluster === `+jsq(bursts.Items[at+1].ID))
+	apiHas("the API to hold the best shot picked and the rest rejected", want)
+	b.key("back to the first burst", kb.ArrowUp)
+	stripShows("the strip to show the best shot picked and the rest rejected", want)
+	b.shot("review-decides-01-accepted")
+
+	b.key("undo", "z", chromedp.ModifierCtrl)
+	stripShows("the strip to show every flag undone", unflagged)
+	apiHas("the API to hold every flag undone", unflagged)
+
+	// P and X on the photo with the focus; the focus stays (no moving on
+	// after a flag unless asked).
+	first := eval[string](b, `document.activeElement.dataset.asset`)
+	b.key("pick the photo with the focus", "p")
+	b.key("the next photo of the group", kb.ArrowRight)
+	second := eval[string](b, `document.activeElement.dataset.asset`)
+	if second == first {
+		t.Fatal("the focus did not move to the group's next photo")
+	}
+	b.key("reject it", "x")
+	b.key("give it three stars", "3")
+	flagged := map[string]string{}
+	for id := range unflagged {
+		flagged[id] = ""
+	}
+	flagged[first], flagged[second] = "picked", "rejected"
+	stripShows("the strip to show the pick and the reject", flagged)
+	b.waitJS("the strip to show the stars", `document.querySelector('#group-members li[data-asset="`+second+`"] .stars').textContent === '★★★☆☆'`)
+	apiHas("the API to hold the pick and the reject", flagged)
+	s.waitFor("the API to hold the three stars", func() bool {
+		r := s.ratings(key, project)[second]
+		return r != nil && r.Rating != nil && *r.Rating == 3
+	})
+	b.shot("review-decides-02-keys")
+
+	// The keys' help, opened in the review, lists the shared keys and the setting.
+	b.key("the keys", "?")
+	b.waitJS("the keys' help", `document.querySelector('#keys-help[open]') !== null`)
+	help := b.text("#keys-help")
+	for _, w := range []string{"Pick", "Reject", "3 stars", "Red label", "Undo", "Accept the best shot",
+		"In group review, accepting the best shot picks it and rejects the rest"} {
+		if !strings.Contains(help, w) {
+			t.Errorf("the help does not say %q:\n%s", w, help)
+		}
+	}
+	b.viewShot("review-decides-03-help")
 }

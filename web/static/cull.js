@@ -66,7 +66,9 @@
 //
 // Settings (kept in the browser)
 //   settings.advance: move to the next photo after a flag (P, X, U); settings.preload: load the
-//   next and previous photos ahead in the loupe. setSetting(name, value), onSettingsChange(fn).
+//   next and previous photos ahead in the loupe; settings.acceptFlags: accepting a group's best
+//   shot in group review picks it and rejects the group's other photos. setSetting(name, value),
+//   onSettingsChange(fn).
 
 import { api, ApiError, newKey, sleep, waitFor } from './api.js';
 import { announce } from './ui.js';
@@ -163,7 +165,7 @@ export function marksText(m) {
 // ---- settings --------------------------------------------------------------
 
 const SETTINGS_KEY = 'lightbox.cull';
-export const settings = { advance: false, preload: true };
+export const settings = { advance: false, preload: true, acceptFlags: false };
 try {
   Object.assign(settings, JSON.parse(localStorage.getItem(SETTINGS_KEY) || '{}'));
 } catch { /* defaults */ }

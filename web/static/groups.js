@@ -4,18 +4,20 @@
 // is accepted (the group marked reviewed) or another chosen, the group
 // titled; each change is shown at once, sent at once and rolled back with
 // a message when refused. The flag, star and label keys work on the photo
-// with the focus as in the grid, and the strip shows each photo's marks.
-// The server keeps a person's choices through every later grouping run,
-// under the group's same id, so the view follows cluster.updated by
-// reading its groups again. Groups are read a page at a time as the review
-// reaches them: a project of 100,000 photos has tens of thousands.
+// with the focus as in the grid, the strip shows each photo's marks, and
+// accepting can pick the best shot and reject the rest in one undoable
+// step (the acceptFlags setting). The server keeps a person's choices
+// through every later grouping run, under the group's same id, so the view
+// follows cluster.updated by reading its groups again. Groups are read a
+// page at a time as the review reaches them: a project of 100,000 photos
+// has tens of thousands.
 
 import { api, ApiError } from './api.js';
 import { h, clear, announce, when, plural } from './ui.js';
 import * as cull from './cull.js';
 import { liveEvents } from './model.js';
 import { Thumbs, previewUrl } from './images.js';
-import { keyLabel } from './keys.js';
+import { keyLabel, settingBox } from './keys.js';
 
 export const KINDS = [['moment', 'Moments'], ['burst', 'Bursts'], ['duplicate_group', 'Duplicate groups']];
 const KIND_ONE = { moment: 'Moment', burst: 'Burst', duplicate_group: 'Duplicate group' };
@@ -99,12 +101,15 @@ export function reviewView(root, model, teardown) {
       focusMembers();
     }
   });
+  const acceptFlags = settingBox('acceptFlags', 'Accepting picks the best shot and rejects the rest');
+  acceptFlags.id = 'group-accept-flags';
   const note = h('p', { class: 'muted', id: 'group-note' });
   const group = h('article', { class: 'group-review', id: 'group', 'aria-labelledby': 'group-title', hidden: true },
     h('div', { class: 'title-row' }, h('div', {}, title, dates), reviewedBadge),
     h('div', { class: 'group-stage' }, winnerFig.el, focusFig.el),
     members,
-    h('div', { class: 'group-actions' }, acceptButton, chooseButton, reviewedButton, titleForm));
+    h('div', { class: 'group-actions' }, acceptButton, chooseButton, reviewedButton, titleForm),
+    h('div', { class: 'group-actions' }, acceptFlags));
 
   clear(root, h('section', { class: 'card', 'aria-labelledby': 'review-h' },
     h('div', { class: 'title-row' }, h('h2', { id: 'review-h' }, 'Review groups'), kindBox),
@@ -405,7 +410,15 @@ export function reviewView(root, model, teardown) {
     if (!c) return;
     const list = sorted(c);
     const w = list.find((m) => m.role === 'winner');
-    announce(`Accepted${w ? ` ${rowOf(w.assetId).name} as the best shot` : ''}; the group is reviewed.`);
+    const name = w && rowOf(w.assetId).name;
+    if (w && cull.settings.acceptFlags) {
+      // One change, so one undo puts every photo of the group back.
+      cull.applyEach(list.map((m) => ({ assetId: m.assetId, picked: m === w, rejected: m !== w })),
+        { label: `Picked ${name}, rejected ${plural(list.length - 1, 'photo')}` });
+      announce(`Accepted ${name} as the best shot: picked it, rejected ${plural(list.length - 1, 'other photo')}; the group is reviewed.`);
+    } else {
+      announce(`Accepted${w ? ` ${name} as the best shot` : ''}; the group is reviewed.`);
+    }
     if (!c.reviewed) setReviewed(c, true);
     const keep = members.contains(document.activeElement);
     next(1).then(() => { if (keep) focusMembers(); });
@@ -476,6 +489,7 @@ export function reviewView(root, model, teardown) {
     for (const off of offs) off();
     popScope();
     offMarks();
+    acceptFlags.detach();
     cull.detach();
     liveEvents.removeEventListener('cluster.updated', onClusters);
     model.removeEventListener('change', onRows);

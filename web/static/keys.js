@@ -162,7 +162,8 @@ export function showHelp() {
   }
   const close = h('button', { type: 'button', class: 'close', onclick: () => dlg.close() }, 'Close');
   const boxes = [settingBox('advance', 'Move to the next photo after a flag (P, X or U)'),
-    settingBox('preload', 'Load the next and previous photos ahead in the loupe')];
+    settingBox('preload', 'Load the next and previous photos ahead in the loupe'),
+    settingBox('acceptFlags', 'In group review, accepting the best shot picks it and rejects the rest')];
   dlg.addEventListener('close', () => boxes.forEach((b) => b.detach()), { once: true });
   clear(dlg,
     h('div', { class: 'dialog-head' }, h('h2', { id: 'keys-help-h' }, 'Keys'), close),
