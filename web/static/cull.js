@@ -10,7 +10,10 @@
 //                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
 //                                  both included), readiness: 'all'|'processing'|'cull'|'searchable'|'failed'|
 //                                  'duplicate', q: '' or words to search for, faces: 'any'|'eyesClosed'|
-//                                  'soft'|'good' (some face blinks, some face is soft, neither)}
+//                                  'soft'|'good' (some face blinks, some face is soft, neither),
+//                                  favorite: '' or 'any' or a gallery's id (the photos a client favourited,
+//                                  in any gallery of the project or in that one, as GET …/assets?clientFavorite
+//                                  lists them, read again on each gallery.updated event)}
 //   getFilter(), setFilter(patch) a q searches the server (POST /v1/projects/{id}/search with the same
 //                                  filters) and shows its best 100 matches by relevance
 //   SORTS, getSort() → {key, desc}, setSort(key, desc)   key: 'uploaded' | 'captured' | 'filename'
@@ -72,7 +75,7 @@
 
 import { api, ApiError, newKey, sleep, waitFor } from './api.js';
 import { announce } from './ui.js';
-import { CAMERAS } from './model.js';
+import { CAMERAS, liveEvents } from './model.js';
 
 // ---- small helpers ---------------------------------------------------------
 
@@ -181,7 +184,7 @@ export function setSetting(name, value) {
 
 // ---- the view ---------------------------------------------------------------
 
-export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, label: 'any', camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any' });
+export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, label: 'any', camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any', favorite: '' });
 export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time'], ['filename', 'File name']];
 
 // The options of the flag and readiness filters as numbers, the first
@@ -205,6 +208,7 @@ let view = [];
 let gen = 0; // stamps rows with their place in view (see pass), so indexOf is O(1)
 let tally = emptyCounts();
 let search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
+let favs = { key: '', ids: null }; // the client favourites the filter keeps, once read
 let queued = false;
 const viewChanged = listeners();
 export const onViewChange = viewChanged.on;
@@ -241,6 +245,8 @@ export function attach(m) {
   baseOf = null;
   search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
   if (filter.q) runSearch();
+  favs = { key: '', ids: null };
+  loadFavorites();
   // Rows change by the hundred while a project uploads or loads: a big
   // one is filtered again at most once a second for them.
   let last = 0;
@@ -255,9 +261,14 @@ export function attach(m) {
     marksChanged.emit(e.detail.ids);
     schedule();
   };
+  const onFavorite = (e) => {
+    if (e.detail.projectId === m.projectId && filter.favorite) loadFavorites(true);
+  };
   m.addEventListener('change', onChange);
   m.addEventListener('marks', onMarks);
-  teardown = [() => m.removeEventListener('change', onChange), () => m.removeEventListener('marks', onMarks), () => clearTimeout(timer)];
+  liveEvents.addEventListener('gallery.updated', onFavorite);
+  teardown = [() => m.removeEventListener('change', onChange), () => m.removeEventListener('marks', onMarks), () => clearTimeout(timer),
+    () => liveEvents.removeEventListener('gallery.updated', onFavorite)];
   recompute();
   return detach;
 }
@@ -291,6 +302,37 @@ export function setFilter(patch) {
   filter = next;
   if (filter.q) runSearch();
   else search = { q: '', busy: false, error: null, tookMs: 0, rows: null, key: '' };
+  loadFavorites();
+  recompute();
+}
+
+// loadFavorites reads the photos the favorite filter keeps, all pages of
+// them, when the filter changed or again when a client chose.
+async function loadFavorites(again = false) {
+  const key = filter.favorite ? `${model.projectId}|${filter.favorite}` : '';
+  if (!key) {
+    favs = { key: '', ids: null };
+    return;
+  }
+  if (favs.key === key && !again) return;
+  if (favs.key !== key) favs = { key, ids: null };
+  const ids = new Set();
+  try {
+    let cursor = '';
+    do {
+      const q = new URLSearchParams({ clientFavorite: filter.favorite, limit: '200' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await api('GET', `/v1/projects/${model.projectId}/assets?${q}`);
+      if (favs.key !== key) return;
+      for (const a of page.items) ids.add(a.id);
+      cursor = page.pageInfo.nextCursor || '';
+    } while (cursor);
+  } catch (err) {
+    if (favs.key !== key) return;
+    announce(`Could not read the client favourites: ${err.message}`);
+  }
+  if (favs.key !== key) return;
+  favs = { key, ids };
   recompute();
 }
 
@@ -414,6 +456,7 @@ async function walk() {
   const anyCam = !f.camera;
   const minStars = f.ratingMin;
   const wantFaces = f.faces || 'any';
+  const favIds = f.favorite ? favs.ids || new Set() : null;
   const flags = new Int32Array(3);
   const stars = new Int32Array(6);
   const labels = new Int32Array(COLOR_LABELS.length + 1); // 0: none
@@ -431,6 +474,7 @@ async function walk() {
     }
     const r = rows[i];
     if (wantFaces !== 'any' && !facesMatch(r.faces, wantFaces)) continue;
+    if (favIds && !favIds.has(r.assetId)) continue;
     const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
     const flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
     const star = (m && m.rating) || 0;
@@ -477,6 +521,7 @@ async function walk() {
   t.cameras.sort((a, b) => (a[0] < b[0] ? -1 : 1));
   t.total = rows.length;
   t.shown = out.length;
+  t.favoritesLoading = !!f.favorite && !favs.ids;
   tally = t;
 
   const focusAt = Math.max(0, focus ? indexOf(focus) : 0);

@@ -6,7 +6,8 @@
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural } from './ui.js';
-import { STAGES, ICONS } from './model.js';
+import { STAGES, ICONS, liveEvents } from './model.js';
+import { api } from './api.js';
 import { Thumbs } from './images.js';
 import { VirtualGrid } from './vlist.js';
 import { settingBox, keyLabel, showHelp, labelMenu } from './keys.js';
@@ -49,6 +50,32 @@ export function photosView(root, model, { onDetails, teardown }) {
   const labelled = h('select', { id: 'filter-label' },
     labelOptions.map(([k, text]) => h('option', { value: k, selected: k === f0.label || null }, text)));
   labelled.addEventListener('change', () => change({ label: labelled.value }));
+  // Client favourites: in any gallery of the project, or in one, each
+  // gallery with how many favourites its visitors left.
+  const favorite = h('select', { id: 'filter-client' },
+    h('option', { value: '' }, 'Anyone’s or none'), h('option', { value: 'any', selected: f0.favorite === 'any' || null }, 'In any gallery'));
+  favorite.addEventListener('change', () => change({ favorite: favorite.value }));
+  const galleryOptions = async () => {
+    const res = await api('GET', `/v1/projects/${model.projectId}/galleries?limit=100`).catch(() => null);
+    if (!res) return;
+    const want = cull.getFilter().favorite;
+    clear(favorite, h('option', { value: '' }, 'Anyone’s or none'), h('option', { value: 'any' }, 'In any gallery'),
+      res.items.map((g) => h('option', { value: g.id }, `${g.title} (${plural(g.favoriteCount, 'favourite')})`)));
+    favorite.value = want;
+  };
+  galleryOptions();
+  const onGallery = (e) => { if (e.detail.projectId === model.projectId) galleryOptions(); };
+  liveEvents.addEventListener('gallery.updated', onGallery);
+  teardown.push(() => liveEvents.removeEventListener('gallery.updated', onGallery));
+  // What the favourites filter shows, picked or labelled in one step (one undo).
+  const pickThese = h('button', {
+    type: 'button', class: 'small', id: 'pick-favorites',
+    onclick: () => cull.apply(cull.viewIds(), { picked: true, rejected: false }, { label: 'pick the client favourites' }),
+  }, 'Pick these');
+  const labelThese = labelMenu('label-favorites', () => cull.viewIds());
+  labelThese.setAttribute('aria-label', 'Label the client favourites shown');
+  labelThese.options[0].textContent = 'Label these…';
+  const favoriteActions = h('span', { class: 'field', id: 'favorite-actions', hidden: !f0.favorite || null }, pickThese, labelThese);
   const camera = h('select', { id: 'filter-camera' }, h('option', { value: '' }, 'Any camera'));
   camera.addEventListener('change', () => change({ camera: camera.value }));
   const from = h('input', { type: 'date', id: 'filter-from', value: f0.from || null });
@@ -87,6 +114,7 @@ export function photosView(root, model, { onDetails, teardown }) {
     to.value = '';
     stars.value = '0';
     labelled.value = 'any';
+    favorite.value = '';
     camera.value = '';
     faces.value = 'any';
     for (const b of ready.buttons) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
@@ -105,6 +133,7 @@ export function photosView(root, model, { onDetails, teardown }) {
       field('Faces', 'filter-faces', faces), reset));
   const filterRow = h('div', { class: 'filter-fields' }, flags.box, field('Stars', 'filter-stars', stars),
     field('Label', 'filter-label', labelled),
+    field('Client favourites', 'filter-client', favorite), favoriteActions,
     field('Sort by', 'sort', sortBy), order);
 
   // ---- the bar of actions -------------------------------------------------
@@ -265,6 +294,9 @@ export function photosView(root, model, { onDetails, teardown }) {
     [...camera.options].forEach((o) => {
       o.textContent = o.value ? `${o.value} (${(byName.get(o.value) || 0).toLocaleString()})` : `Any camera (${c.stars[0].toLocaleString()})`;
     });
+    favoriteActions.hidden = !f.favorite;
+    pickThese.disabled = !c.shown || c.favoritesLoading;
+    pickThese.textContent = f.favorite && !c.favoritesLoading ? `Pick these ${c.shown.toLocaleString()}` : 'Pick these';
     const more = ['camera', 'from', 'to'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0);
     filtersSummary.textContent = more ? `More filters (${more} on)` : 'More filters';
     const s = cull.searchState();
@@ -284,6 +316,7 @@ export function photosView(root, model, { onDetails, teardown }) {
   const offView = cull.onViewChange(() => {
     counts();
     view.refresh();
+    if (cull.counts().favoritesLoading) return; // told once the favourites are read
     if (tell && !cull.getFilter().q) announce(`${plural(cull.counts().shown, 'photo')} shown.`);
     tell = false;
   });

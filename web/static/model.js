@@ -593,7 +593,7 @@ export class ProjectModel extends EventTarget {
       this.retryConnect();
     };
     for (const name of ['asset.updated', 'job.progress', 'job.done', 'batch.updated', 'batch.completed', 'cluster.updated',
-      'export.updated', 'state_sync']) {
+      'export.updated', 'gallery.updated', 'state_sync']) {
       es.addEventListener(name, (e) => {
         if (e.lastEventId) this.lastEventId = e.lastEventId;
         let data;
