@@ -11,7 +11,8 @@ import (
 // gallery, one before the owner opens the grid and one after; the grid's
 // "Client favourites" filter shows exactly those, its count following the
 // second at once; "Pick these" picks both in one step, as the API says,
-// and one undo takes both picks back.
+// and one undo takes both picks back. The Deliver tab's gallery says who
+// chose what, and follows a third choice at once.
 func TestPickClientFavorites(t *testing.T) {
 	t.Parallel()
 	const n = 8
@@ -70,4 +71,13 @@ func TestPickClientFavorites(t *testing.T) {
 	if eval[bool](b, `import('/static/cull.js').then((c) => c.canUndo())`) {
 		t.Error("one undo left another step to undo")
 	}
+
+	card := `document.querySelector('#galleries li[data-gallery="` + g.ID + `"]')`
+	b.run("the Deliver tab", chromedp.Navigate(s.url+"/#/projects/"+project+"/deliver"))
+	b.waitJS("who chose what", card+`?.querySelector('.choices')?.textContent.startsWith('Kim Lee chose 2: ')`)
+	heart(ids[4])
+	b.waitJS("the third choice, live", card+`.querySelector('.choices').textContent.startsWith('Kim Lee chose 3: ') &&
+		`+card+`.querySelector('.fav-count').textContent === '♥ 3'`)
+	eval[bool](b, `(() => { `+card+`.scrollIntoView({ block: 'center' }); return true; })()`)
+	b.viewShot("favorites-02-deliver")
 }

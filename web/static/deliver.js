@@ -379,6 +379,14 @@ function galleriesSection(model, offs, source) {
   const list = h('ul', { class: 'galleries', id: 'galleries' });
   const moreButton = h('button', { type: 'button', class: 'small', id: 'galleries-more', hidden: true }, 'More galleries');
   let cursor = '';
+  // A client's favourite arrives as gallery.updated: its gallery's row
+  // reads its counts and who chose what again.
+  const refreshers = new Map(); // gallery id → refresh
+  const onGallery = (e) => {
+    if (e.detail.projectId === project) refreshers.get(e.detail.data.galleryId)?.();
+  };
+  liveEvents.addEventListener('gallery.updated', onGallery);
+  offs.push(() => liveEvents.removeEventListener('gallery.updated', onGallery));
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -406,6 +414,26 @@ function galleriesSection(model, offs, source) {
   // left, and the buttons that change it.
   function galleryRow(g) {
     const li = h('li', { class: 'gallery', 'data-gallery': g.id });
+    // Who chose what: "Kim Lee chose 3: a.jpg, b.jpg, c.jpg".
+    const choices = h('ul', { class: 'choices muted small', 'aria-label': `Who chose what in ${g.title}` });
+    const loadChoices = async () => {
+      if (!g.favoriteCount) return clear(choices);
+      try {
+        const res = await api('GET', `/v1/galleries/${g.id}/favorites`);
+        clear(choices, res.visitors.map((v) => {
+          const names = v.fileNames.slice(0, 5).join(', ') + (v.fileNames.length > 5 ? '…' : '');
+          return h('li', {}, `${v.name || v.email || 'A visitor who gave no name'} chose ${v.assetIds.length.toLocaleString()}: ${names}`);
+        }));
+      } catch { /* the counts still say how many */ }
+    };
+    refreshers.set(g.id, async () => {
+      try {
+        g = await api('GET', `/v1/galleries/${g.id}`);
+      } catch { return; }
+      if (!li.querySelector('form')) draw(); // not under a change being made
+      loadChoices();
+    });
+    loadChoices();
     const draw = () => {
       const facts = [plural(g.assetCount, 'photo'), g.requiresPassword ? 'password protected' : 'no password',
         g.expiresAt ? `open until ${new Date(g.expiresAt).toLocaleDateString()}` : 'no expiry',
@@ -434,7 +462,7 @@ function galleriesSection(model, offs, source) {
           toggle,
           h('button', { type: 'button', class: 'small', 'data-act': 'change', onclick: () => changeForm() }, 'Change'),
           h('button', { type: 'button', class: 'small danger', 'data-act': 'delete', onclick: () => remove() }, 'Delete')),
-        comments);
+        choices, comments);
     };
     const changeForm = () => {
       const f = galleryFields(`gallery-${g.id}`, g);
