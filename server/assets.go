@@ -220,7 +220,7 @@ func (s *Server) listAssets(c *gin.Context) {
 	}
 	filter, err := assetFilter(c)
 	if err == nil {
-		err = s.checkClientFavorite(c, id, filter.ClientFavorite)
+		err = s.checkClientFavorite(c, id, "clientFavorite", filter.ClientFavorite)
 	}
 	if err != nil {
 		fail(c, err)
@@ -276,18 +276,7 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		}
 	}
 	checkPhotoFilters(errs, "", f.Camera, f.From, f.To)
-	if v := c.Query("clientFavorite"); v != "" {
-		g, err := uuid.Parse(v)
-		if v == "any" {
-			g, err = uuid.Nil, nil
-		} else if g == uuid.Nil {
-			err = errors.New("the nil id names no gallery")
-		}
-		if err != nil {
-			errs.add("clientFavorite", clientFavoriteRule)
-		}
-		f.ClientFavorite = &g
-	}
+	f.ClientFavorite = parseClientFavorite(errs, "clientFavorite", c.Query("clientFavorite"))
 	if v := c.Query("readiness"); v != "" {
 		for _, r := range strings.Split(v, ",") {
 			status, ok := statusOf[strings.TrimSpace(r)]
@@ -316,16 +305,34 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 
 const clientFavoriteRule = "must be any or the id of a gallery of this project"
 
+// parseClientFavorite reads a clientFavorite filter: nil for none,
+// uuid.Nil for "any", or a gallery's id.
+func parseClientFavorite(errs fieldErrors, field, v string) *uuid.UUID {
+	if v == "" {
+		return nil
+	}
+	g, err := uuid.Parse(v)
+	if v == "any" {
+		g, err = uuid.Nil, nil
+	} else if g == uuid.Nil {
+		err = errors.New("the nil id names no gallery")
+	}
+	if err != nil {
+		errs.add(field, clientFavoriteRule)
+	}
+	return &g
+}
+
 // checkClientFavorite refuses a clientFavorite filter naming a gallery
 // that is not one of project's, so a filter never reads as "no favourites"
 // for a gallery the caller cannot see.
-func (s *Server) checkClientFavorite(c *gin.Context, project uuid.UUID, gallery *uuid.UUID) error {
+func (s *Server) checkClientFavorite(c *gin.Context, project uuid.UUID, field string, gallery *uuid.UUID) error {
 	if gallery == nil || *gallery == uuid.Nil {
 		return nil
 	}
 	g, err := s.store.Gallery(c.Request.Context(), principal(c).ID, *gallery)
 	if errors.Is(err, store.ErrNotFound) || err == nil && g.ProjectID != project {
-		return fieldErrors{"clientFavorite": clientFavoriteRule}.err()
+		return fieldErrors{field: clientFavoriteRule}.err()
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
+	"lightbox/store"
 )
 
 // TestClientFavoriteFilter: the owner's list keeps the photos clients
@@ -58,6 +59,22 @@ func TestClientFavoriteFilter(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.query, got, c.want)
 		}
 	}
+	// The search takes the same filter, over the photos ready for it.
+	for _, id := range assets {
+		if err := a.env.Store.SaveIngest(context.Background(), store.IngestOutput{AssetID: uuid.MustParse(id), Width: 100, Height: 80,
+			EXIF: json.RawMessage(`{}`), Quality: json.RawMessage(`{}`), HashAlgorithm: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := a.do("POST", "/v1/projects/"+project+"/search", key, map[string]any{"filters": map[string]any{"clientFavorite": first["id"]}})
+	expect(t, r, 200, "")
+	var found []string
+	for _, h := range decode[struct{ Results []struct{ AssetID string } }](t, r).Results {
+		found = append(found, h.AssetID)
+	}
+	if sorted(found) != sorted([]string{assets[0], assets[2]}) {
+		t.Errorf("search with the first gallery's favourites: %v", found)
+	}
 	if got := walkAssets(t, a, key, project, "clientFavorite=any&sort=filename", 1); sorted(got) != sorted([]string{assets[0], assets[2], assets[4]}) {
 		t.Errorf("clientFavorite=any a page at a time: %v", got)
 	}
@@ -102,5 +119,7 @@ func TestClientFavoriteFilter(t *testing.T) {
 		if r.status == 400 && fields(t, r)["clientFavorite"] != "must be any or the id of a gallery of this project" {
 			t.Errorf("%s: fields %v", what, fields(t, r))
 		}
+		expectField(t, what+" in a search", a.do("POST", "/v1/projects/"+project+"/search", key,
+			map[string]any{"filters": map[string]any{"clientFavorite": v}}), "filters.clientFavorite", "")
 	}
 }

@@ -81,8 +81,9 @@ func (s *Server) searchFiltered(c *gin.Context) {
 			EyesClosed     *bool `json:"eyesClosed"`
 			FaceOutOfFocus *bool `json:"faceOutOfFocus"`
 
-			// ColorLabel: see store.AssetFilter's ColorLabels.
-			ColorLabel []string `json:"colorLabel"`
+			// ColorLabel and ClientFavorite: see store.AssetFilter's.
+			ColorLabel     []string `json:"colorLabel"`
+			ClientFavorite string   `json:"clientFavorite"`
 		} `json:"filters"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
@@ -109,13 +110,18 @@ func (s *Server) searchFiltered(c *gin.Context) {
 	}
 	checkPhotoFilters(errs, "filters.", f.Camera, f.From, f.To)
 	checkColorLabels(errs, "filters.colorLabel", f.ColorLabels)
+	f.ClientFavorite = parseClientFavorite(errs, "filters.clientFavorite", fl.ClientFavorite)
 	for _, r := range fl.Readiness {
 		if r != store.AssetCull && r != store.AssetSearch && r != store.AssetAI {
 			errs.add("filters.readiness", "must list cull, search or ai")
 		}
 		f.Readiness = append(f.Readiness, r)
 	}
-	if err := errs.err(); err != nil {
+	err = errs.err()
+	if err == nil {
+		err = s.checkClientFavorite(c, p.ID, "filters.clientFavorite", f.ClientFavorite)
+	}
+	if err != nil {
 		fail(c, err)
 		return
 	}

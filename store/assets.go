@@ -178,6 +178,14 @@ type AssetFilter struct {
 	ClientFavorite *uuid.UUID
 }
 
+// clientFavoriteSQL is the condition of a ClientFavorite filter, the
+// filter's parameter named param, on the asset and project columns given.
+func clientFavoriteSQL(param, asset, project string) string {
+	return ` AND (` + param + `::uuid IS NULL OR EXISTS (SELECT 1 FROM gallery_favorites cf JOIN galleries cg ON cg.id = cf.gallery_id
+		WHERE cf.asset_id = ` + asset + ` AND cg.project_id = ` + project + `
+		  AND (` + param + ` = '00000000-0000-0000-0000-000000000000' OR cf.gallery_id = ` + param + `)))`
+}
+
 // AssetOrder is the order of a list of assets; ties go by id.
 type AssetOrder struct {
 	By   string // SortUploaded (the default), SortCaptured or SortFilename
@@ -260,9 +268,7 @@ func (s *Store) Assets(ctx context.Context, project uuid.UUID, f AssetFilter, af
 		  AND ($8::timestamptz IS NULL OR a.captured_at >= $8)
 		  AND ($9::timestamptz IS NULL OR a.captured_at <= $9)
 		  AND (cardinality($10::text[]) = 0 OR a.status = ANY($10))
-		  AND ($14::uuid IS NULL OR EXISTS (SELECT 1 FROM gallery_favorites cf JOIN galleries cg ON cg.id = cf.gallery_id
-		       WHERE cf.asset_id = a.id AND cg.project_id = $1
-		         AND ($14 = '00000000-0000-0000-0000-000000000000' OR cf.gallery_id = $14)))
+		 `+clientFavoriteSQL("$14", "a.id", "$1")+`
 		ORDER BY `+key+` `+dir+`, a.id `+dir+` LIMIT $2`, args...)
 	if err != nil {
 		return Page[Asset]{}, err

@@ -32,8 +32,9 @@ type SearchFilter struct {
 	EyesClosed     *bool
 	FaceOutOfFocus *bool
 
-	// ColorLabels is AssetFilter's.
-	ColorLabels []string
+	// ColorLabels and ClientFavorite are AssetFilter's.
+	ColorLabels    []string
+	ClientFavorite *uuid.UUID
 }
 
 // searchable are the states whose assets a search finds.
@@ -57,9 +58,9 @@ func (f SearchFilter) filterSQL(n int) (join, where string, args []any) {
 		AND (` + p(6) + `::timestamptz IS NULL OR a.captured_at >= ` + p(6) + `)
 		AND (` + p(7) + `::timestamptz IS NULL OR a.captured_at <= ` + p(7) + `)
 		AND (cardinality(` + p(10) + `::text[]) = 0 OR coalesce(r.color_label, '` + NoColorLabel + `') = ANY(` + p(10) + `))` +
-		faceFilters(p(8), p(9))
+		faceFilters(p(8), p(9)) + clientFavoriteSQL(p(11), "a.asset_id", "a.project_id")
 	return join, where, []any{f.User, pq.Array(states), f.Picked, f.Rejected, f.RatingMin, camera, f.From, f.To,
-		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...))}
+		f.EyesClosed, f.FaceOutOfFocus, pq.Array(append([]string{}, f.ColorLabels...)), f.ClientFavorite}
 }
 
 // containing is an ILIKE pattern that matches text holding s, or "" for

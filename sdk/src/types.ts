@@ -395,6 +395,8 @@ export interface SearchFilters {
   ratingMin?: number;
   /** Any of these labels; "none" for the photos without one. */
   colorLabel?: Array<ColorLabel | "none">;
+  /** "any": favourited by a visitor of any gallery of the project; a gallery's id: of that gallery. */
+  clientFavorite?: "any" | UUID;
   camera?: string;
   from?: ISODateTime;
   to?: ISODateTime;
