@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"lightbox/blob"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,17 +266,41 @@ func TestShareRoutesAreLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	// The whole burst, then a refusal: unknown slugs spend from it too,
-	// so guessing slugs is limited as well.
-	var r reply
-	for i := 0; ; i++ {
-		r = a.viewer("GET", "guess-"+strconv.Itoa(i), "", "", nil)
-		if r.status != 404 {
-			break
-		}
-		if i > 1000 {
-			t.Fatal("1,000 requests from one address were never limited")
-		}
+	// so guessing slugs is limited as well. Eight at a time, so that a
+	// busy machine's slow answers never let the budget refill (5 a
+	// second) as fast as it is spent.
+	var (
+		mu      sync.Mutex
+		refused *reply
+		sent    int
+		wg      sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				mu.Lock()
+				stop := refused != nil || sent >= 2000
+				sent++
+				mu.Unlock()
+				if stop {
+					return
+				}
+				r := a.viewer("GET", fmt.Sprintf("guess-%d-%d", w, i), "", "", nil)
+				if r.status != 404 {
+					mu.Lock()
+					if refused == nil {
+						refused = &r
+					}
+					mu.Unlock()
+				}
+			}
+		})
 	}
+	wg.Wait()
+	if refused == nil {
+		t.Fatal("2,000 requests from one address were never limited")
+	}
+	r := *refused
 	expect(t, r, 429, "rate_limited")
 	if limit := r.header.Get("X-RateLimit-Limit"); limit != "100" || r.header.Get("Retry-After") == "" {
 		t.Errorf("limit %q, Retry-After %q", limit, r.header.Get("Retry-After"))
