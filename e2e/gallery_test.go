@@ -18,29 +18,9 @@ import (
 func TestClientGalleryInABrowser(t *testing.T) {
 	t.Parallel()
 	chrome := chromium(t)
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(artifacts, "gallery-stack.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	s := startStack(t, logFile, nil)
-	key := s.user("ana@example.org", false)
-	var project struct{ ID string }
-	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Harbour wedding"}, &project); code != 201 {
-		t.Fatalf("create project: %d", code)
-	}
-	dir := filepath.Join(testenv.Corpus(t), "photos")
-	var assets []string
-	for _, name := range []string{"wood.jpg", "dune.jpg", "storm.jpg"} {
-		id, _ := s.upload(key, project.ID, filepath.Join(dir, name))
-		assets = append(assets, id)
-	}
-	s.waitReady(key, project.ID, len(assets))
+	s, key, project, assets := photographedWedding(t, "gallery", "wood.jpg", "dune.jpg", "storm.jpg")
 	var g struct{ ID, ShareSlug string }
-	if code := s.call("POST", "/v1/projects/"+project.ID+"/galleries", key, map[string]any{
+	if code := s.call("POST", "/v1/projects/"+project+"/galleries", key, map[string]any{
 		"title": "Ana & Ben, proofs", "password": "harbour-2026", "assetIds": assets}, &g); code != 201 {
 		t.Fatalf("create gallery: %d", code)
 	}
@@ -101,4 +81,32 @@ func TestClientGalleryInABrowser(t *testing.T) {
 	// and shows their favourite.
 	b.run("reload", chromedp.Reload())
 	b.waitJS("the favourite after a reload", `document.querySelector(`+strconv.Quote(first+" button.fav")+`)?.getAttribute('aria-pressed') === 'true'`)
+}
+
+// photographedWedding starts a stack logging to artifacts/NAME-stack.log,
+// with a photographer, a project of theirs and the corpus photos named,
+// uploaded and processed; it returns their asset ids in order.
+func photographedWedding(t *testing.T, name string, photos ...string) (s *stack, key, project string, assets []string) {
+	t.Helper()
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(artifacts, name+"-stack.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	s = startStack(t, logFile, nil)
+	key = s.user("ana@example.org", false)
+	var p struct{ ID string }
+	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Harbour wedding"}, &p); code != 201 {
+		t.Fatalf("create project: %d", code)
+	}
+	dir := filepath.Join(testenv.Corpus(t), "photos")
+	for _, photo := range photos {
+		id, _ := s.upload(key, p.ID, filepath.Join(dir, photo))
+		assets = append(assets, id)
+	}
+	s.waitReady(key, p.ID, len(assets))
+	return s, key, p.ID, assets
 }

@@ -1,15 +1,11 @@
 package e2e_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-
-	"lightbox/internal/testenv"
 )
 
 // TestTwoClientsChooseInABrowser is two people choosing from one gallery
@@ -20,29 +16,9 @@ import (
 func TestTwoClientsChooseInABrowser(t *testing.T) {
 	t.Parallel()
 	chrome := chromium(t)
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(artifacts, "visitors-stack.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	s := startStack(t, logFile, nil)
-	key := s.user("ana@example.org", false)
-	var project struct{ ID string }
-	if code := s.call("POST", "/v1/projects", key, map[string]any{"title": "Harbour wedding"}, &project); code != 201 {
-		t.Fatalf("create project: %d", code)
-	}
-	dir := filepath.Join(testenv.Corpus(t), "photos")
-	var assets []string
-	for _, name := range []string{"wood.jpg", "dune.jpg", "storm.jpg", "blinds.jpg", "kite-2560x1600.jpg"} {
-		id, _ := s.upload(key, project.ID, filepath.Join(dir, name))
-		assets = append(assets, id)
-	}
-	s.waitReady(key, project.ID, len(assets))
+	s, key, project, assets := photographedWedding(t, "visitors", "wood.jpg", "dune.jpg", "storm.jpg", "blinds.jpg", "kite-2560x1600.jpg")
 	var g struct{ ID, ShareSlug string }
-	if code := s.call("POST", "/v1/projects/"+project.ID+"/galleries", key, map[string]any{
+	if code := s.call("POST", "/v1/projects/"+project+"/galleries", key, map[string]any{
 		"title": "Choose three", "password": "harbour-2026", "assetIds": assets, "selectionLimit": 3}, &g); code != 201 {
 		t.Fatalf("create gallery: %d", code)
 	}
