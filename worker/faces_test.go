@@ -127,6 +127,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
 	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	h.explainFaces(svc)
 	project, off := h.project(), h.project()
 	h.facesOn(project, true)
 	want := h.finalizeFaces(project, faceDemo, noPeople)
@@ -180,6 +181,7 @@ func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 	t.Parallel()
 	svc := testenv.StartFaces(t, "ML_WORKERS=2")
 	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint(), "CLUSTER_DELAY": "1s"})
+	h.explainFaces(svc)
 	project, off := h.project(), h.project()
 	// Detection itself is TestFacesThroughARunningWorker's.
 	want := h.finalizeFaces(project, faceDemo[:2], noPeople[:1])
@@ -362,6 +364,7 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 	svc := testenv.StartFaces(t, "ML_WORKERS=1")
 	// Scans record cluster runs of their own project; they wait an hour.
 	h := newHarness(t, map[string]string{"FACES_SECRET": svc.Secret, "FACES_URL": svc.Endpoint() + "?tiles=off", "WORKER_CONCURRENCY": "1", "CLUSTER_DELAY": "1h"})
+	h.explainFaces(svc)
 	ctx := context.Background()
 	scanned, other := h.project(), h.project()
 	h.facesOn(scanned, true)
@@ -454,4 +457,31 @@ func TestFaceScanStepsAsideWhileOtherWorkWaits(t *testing.T) {
 	if w := run(); w.Cause == nil {
 		t.Fatalf("with only a paused queue's ingest waiting the scan %v, want it to go ahead and wait for a provider", w)
 	}
+}
+
+// explainFaces logs, when t fails, what became of every faces job and what
+// the sidecar printed, so a scan that never ends says where it stopped.
+func (h *harness) explainFaces(svc *testenv.FaceService) {
+	h.t.Cleanup(func() {
+		if !h.t.Failed() {
+			return
+		}
+		var rows []struct {
+			Type    string  `db:"type"`
+			Status  string  `db:"status"`
+			Attempt int     `db:"attempt"`
+			Code    *string `db:"error_code"`
+			Message *string `db:"error_message"`
+			Next    *string `db:"next_run_at"`
+		}
+		if err := h.env.DB.Select(&rows, `SELECT type, status, attempt, error_code, error_message, next_run_at::text
+			FROM jobs WHERE status <> 'done' ORDER BY type, created_at`); err != nil {
+			h.t.Logf("jobs: %v", err)
+		}
+		for _, r := range rows {
+			h.t.Logf("job %s %s attempt %d: %s %s (next %s)", r.Type, r.Status, r.Attempt,
+				deref(r.Code), deref(r.Message), deref(r.Next))
+		}
+		h.t.Logf("face sidecar:\n%s", svc.Log())
+	})
 }
