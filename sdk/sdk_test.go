@@ -31,6 +31,17 @@ func TestContract(t *testing.T) {
 	run(t, ".", nil, "node", "--test", "--test-reporter=spec", "test/contract.test.mjs")
 }
 
+// TestOpenAPIYAMLLints runs Redocly's lint, as the ecosystem's tools read
+// an OpenAPI document, on server/openapi.yaml itself (the server serves
+// it as JSON, which forgives what YAML parsers refuse): no error, and
+// nothing sent anywhere.
+func TestOpenAPIYAMLLints(t *testing.T) {
+	node(t)
+	run(t, ".", map[string]string{"REDOCLY_TELEMETRY": "off", "REDOCLY_SDK_TELEMETRY": "off",
+		"REDOCLY_SUPPRESS_UPDATE_NOTICE": "true", "REDOCLY_SUPPRESS_NOTIFICATIONS": "true"},
+		filepath.Join("node_modules", ".bin", "redocly"), "lint", "--format=stylish", filepath.Join("..", "server", "openapi.yaml"))
+}
+
 // TestAgainstServer packs the SDK, installs the tarball into an empty app,
 // starts a server and a worker, and runs the app's tests (test/*.mjs,
 // and every example of README.md) against them.
