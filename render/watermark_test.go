@@ -10,8 +10,8 @@ import (
 	"lightbox/render"
 )
 
-func TestWatermarkKeepsTheSizeAndMarksEveryBand(t *testing.T) {
-	const w, h = 900, 600
+// gradient is a w×h JPEG of a soft gradient.
+func gradient(t testing.TB, w, h int) []byte {
 	src := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
@@ -22,11 +22,18 @@ func TestWatermarkKeepsTheSizeAndMarksEveryBand(t *testing.T) {
 	if err := jpeg.Encode(&in, src, &jpeg.Options{Quality: 90}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := render.Watermark(in.Bytes(), "© ana", 90)
+	return in.Bytes()
+}
+
+// markedBox is the box of the pixels m drew on src: those it changed by
+// far more than a JPEG's second encoding does.
+func markedBox(t *testing.T, src []byte, m render.Mark) (box image.Rectangle, size image.Rectangle) {
+	t.Helper()
+	out, err := render.Watermark(src, m, 90)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := jpeg.Decode(bytes.NewReader(in.Bytes()))
+	plain, _ := jpeg.Decode(bytes.NewReader(src))
 	marked, err := jpeg.Decode(bytes.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
@@ -34,24 +41,37 @@ func TestWatermarkKeepsTheSizeAndMarksEveryBand(t *testing.T) {
 	if marked.Bounds() != plain.Bounds() {
 		t.Fatalf("size %v, want %v", marked.Bounds(), plain.Bounds())
 	}
-	// Every horizontal third holds brighter pixels than the plain image:
-	// the text runs from top to bottom.
-	for band := range 3 {
-		changed := 0
-		for y := band * h / 3; y < (band+1)*h/3; y++ {
-			for x := range w {
-				pr, pg, pb, _ := plain.At(x, y).RGBA()
-				mr, mg, mb, _ := marked.At(x, y).RGBA()
-				if (mr+mg+mb)/3 > (pr+pg+pb)/3+0x1800 {
-					changed++
-				}
+	b := plain.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			pr, pg, pb, _ := plain.At(x, y).RGBA()
+			mr, mg, mb, _ := marked.At(x, y).RGBA()
+			if d := int(mr+mg+mb)/3 - int(pr+pg+pb)/3; d > 0x1800 || d < -0x1800 {
+				box = box.Union(image.Rect(x, y, x+1, y+1))
 			}
 		}
-		if changed < w*h/3/100 {
-			t.Errorf("band %d: %d pixels brightened, want at least 1%%", band, changed)
-		}
 	}
-	if _, err := render.Watermark([]byte("not a jpeg"), "x", 80); err == nil {
+	return box, b
+}
+
+// A mark is drawn once where its gallery asks, not across the photo.
+func TestWatermarkIsOneMarkInTheCornerOrTheCenter(t *testing.T) {
+	src := gradient(t, 900, 600)
+	box, b := markedBox(t, src, render.Mark{Text: "© ana"})
+	if box.Empty() || box.Min.X < b.Dx()/2 || box.Min.Y < b.Dy()*3/4 {
+		t.Errorf("the corner mark covers %v of %v, want a box in the bottom right", box, b)
+	}
+	box, b = markedBox(t, src, render.Mark{Text: "© ana", Position: render.MarkCenter, Opacity: 0.6})
+	mid := image.Pt(b.Dx()/2, b.Dy()/2)
+	if !mid.In(box) || box.Min.X < b.Dx()/20 || box.Max.X > b.Dx()*19/20 || box.Min.Y < b.Dy()/4 || box.Max.Y > b.Dy()*3/4 {
+		t.Errorf("the centred mark covers %v of %v, want a box around the middle", box, b)
+	}
+	// A long text is narrowed to fit.
+	box, b = markedBox(t, src, render.Mark{Text: "© Ana Lima Photography, Lisbon and Porto, since 2009"})
+	if box.Min.X < b.Dx()/2-b.Dx()/20 {
+		t.Errorf("a long corner mark covers %v of %v, more than about half the width", box, b)
+	}
+	if _, err := render.Watermark([]byte("not a jpeg"), render.Mark{Text: "x"}, 80); err == nil {
 		t.Error("a file that is not a JPEG was watermarked")
 	}
 }
@@ -68,7 +88,7 @@ func BenchmarkWatermark(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := render.Watermark(in.Bytes(), "© ana", 82); err != nil {
+		if _, err := render.Watermark(in.Bytes(), render.Mark{Text: "© ana"}, 82); err != nil {
 			b.Fatal(err)
 		}
 	}

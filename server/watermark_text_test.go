@@ -46,7 +46,7 @@ func TestWatermarkShowsTheGalleryNotTheOwnersAddress(t *testing.T) {
 	plain := read(blob.DerivedKey(uuid.MustParse(photo), blob.KindPreview))
 	drawnWith := func(text string) []byte {
 		t.Helper()
-		b, err := render.Watermark(plain, text, imaging.DefaultPreviewQuality)
+		b, err := render.Watermark(plain, render.Mark{Text: text}, imaging.DefaultPreviewQuality)
 		if err != nil {
 			t.Fatal(err)
 		}

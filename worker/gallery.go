@@ -69,7 +69,7 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	marked, err := render.Watermark(src, item.Text, imaging.DefaultPreviewQuality)
+	marked, err := render.Watermark(src, render.Mark{Text: item.Text}, imaging.DefaultPreviewQuality)
 	if err != nil {
 		return badInput("corrupt_image", "The photo's preview cannot be read: %v.", err)
 	}
