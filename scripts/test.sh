@@ -25,7 +25,7 @@
 # same CPU. Where the time went: artifacts/test-times.txt for the main
 # pass, artifacts/test-times-plain.txt for the one without -race.
 #
-#   PKG=./... RACE=-race NORACE_PKG="./faults/ ./sdk/ ./imaging/" TIMEOUT=20m scripts/test.sh
+#   PKG=./... RACE=-race NORACE_PKG="./faults/ ./sdk/ ./imaging/" TIMEOUT=30m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -33,7 +33,7 @@ PKG=${PKG:-./...}
 RACE=${RACE-}
 PLAIN_PKG=${PLAIN_PKG-}
 NORACE_PKG=${NORACE_PKG-}
-TIMEOUT=${TIMEOUT:-20m}
+TIMEOUT=${TIMEOUT:-30m}
 PKG_PARALLEL=${PKG_PARALLEL:-4}
 TEST_PARALLEL=${TEST_PARALLEL:-6}
 SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/}

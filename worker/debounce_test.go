@@ -67,7 +67,7 @@ func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
 		h.finalize(project, fmt.Sprintf("%02d.jpg", i), append(append([]byte{}, small...), byte(i), byte(i>>8)))
 	}
 	h.run()
-	testenv.Eventually(h.t, "50 assets to be search-ready", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "50 assets to be search-ready", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'search'`) == 50
 	})
 	q, err := h.in.GetQueueInfo("low")
@@ -78,7 +78,7 @@ func TestFiftyReadyAssetsMakeOneClusterTask(t *testing.T) {
 	if err := h.in.RunTask("low", tasks[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(h.t, "the run to make them ai-ready", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the run to make them ai-ready", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai'`) == 50
 	})
 	// The identical copies form one duplicate group with one winner.
@@ -105,7 +105,7 @@ func TestRateLimitedEmbeddingDoesNotSpendRetries(t *testing.T) {
 	h.run()
 	// The handler makes the asset search-ready; the middleware records the
 	// job's end after it returns, so wait for both.
-	testenv.Eventually(h.t, "the asset to be search-ready and its embed job ended", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the asset to be search-ready and its embed job ended", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE id = $1 AND status = 'search'`, asset) == 1 &&
 			h.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND type = 'asset:embed' AND status IN ('done', 'failed')`, asset) == 1
 	})

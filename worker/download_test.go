@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -47,7 +46,7 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 // job's state is written, which can come after the assets' own.
 func (h *harness) waitImportsSettled() {
 	h.t.Helper()
-	testenv.Eventually(h.t, "imports to settle", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "imports to settle", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('pending_upload', 'uploaded', 'cull')`) == 0 &&
 			h.count(`SELECT count(*) FROM batches WHERE kind = 'import' AND status = 'running'`) == 0
 	})
@@ -147,7 +146,7 @@ func TestImportRefusesLoopbackWithoutTheAllowlist(t *testing.T) {
 	project := h.project()
 	ids := h.importURLs(project, srv.URL+"/wood.jpg")
 	h.run()
-	testenv.Eventually(h.t, "the import to fail", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the import to fail", patience, func() bool {
 		st, _ := h.importStatus(ids[0])
 		return st == "failed"
 	})

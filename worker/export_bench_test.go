@@ -129,7 +129,7 @@ func BenchmarkExportQueueWait(b *testing.B) {
 			if err := tasks.Enqueue(context.Background(), h.queue, task); err != nil {
 				b.Fatal(err)
 			}
-			testenv.Eventually(h.t, "the export", 5*time.Minute, func() bool { return h.export(id).Status == "done" })
+			testenv.Eventually(h.t, "the export", patience, func() bool { return h.export(id).Status == "done" })
 			return h.export(id).StartedAt.Sub(enqueued)
 		}
 		var empty, behind []time.Duration

@@ -678,7 +678,7 @@ func TestExportRunsAheadOfQueuedIngests(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run()
-	testenv.Eventually(h.t, "the export", 10*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the export", patience, func() bool {
 		s := h.export(id).Status
 		return s == "done" || s == "failed"
 	})

@@ -136,7 +136,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 		h.finalize(off, d.name, readDemo(t, d.name))
 	}
 	h.run()
-	testenv.Eventually(h.t, "every photo's faces", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every photo's faces", patience, func() bool {
 		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) == len(want) &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
@@ -156,7 +156,7 @@ func TestFacesThroughARunningWorker(t *testing.T) {
 
 	// A project that did not opt in gets no faces job, once its photos
 	// are as far along as the others.
-	testenv.Eventually(h.t, "the other project's photos to be processed", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the other project's photos to be processed", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND status IN ('search', 'ai')`, off) == 3
 	})
 	if n := h.count(`SELECT count(*) FROM jobs WHERE project_id = $1 AND type = 'asset:faces'`, off); n != 0 {
@@ -189,7 +189,7 @@ func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 		h.finalize(off, d.name, readDemo(t, d.name))
 	}
 	h.run()
-	testenv.Eventually(h.t, "every photo ingested", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every photo ingested", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('cull', 'search', 'ai')`) == len(want)+2
 	})
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type IN ('asset:faces', 'project:faces')`); n != 0 {
@@ -197,7 +197,7 @@ func TestFacesOfPhotosAlreadyInAProjectSwitchedOn(t *testing.T) {
 	}
 
 	h.facesOn(project, true)
-	testenv.Eventually(h.t, "the faces of the photos already in the project", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the faces of the photos already in the project", patience, func() bool {
 		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) == len(want) &&
 			h.count(`SELECT count(*) FROM jobs WHERE type IN ('asset:faces', 'project:faces') AND status <> 'done'`) == 0
 	})
@@ -243,17 +243,17 @@ func TestFacesWaitOutASidecarKilledMidBatch(t *testing.T) {
 	}
 	h.run()
 	scanned := func() int { return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, project) }
-	testenv.Eventually(h.t, "the first photo's faces", 5*time.Minute, func() bool { return scanned() > 0 })
+	testenv.Eventually(h.t, "the first photo's faces", patience, func() bool { return scanned() > 0 })
 	svc.Kill()
 	if n := scanned(); n == len(ids) {
 		t.Fatalf("every photo was done before the sidecar was killed")
 	}
 	// The jobs left wait for it, saying why, without spending attempts.
-	testenv.Eventually(h.t, "a faces job waiting for the sidecar", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "a faces job waiting for the sidecar", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status = 'queued' AND error_code = 'service_unavailable'`) > 0
 	})
 	testenv.StartFaces(t, "ML_WORKERS=1", "ML_PORT="+port, "ML_SECRET="+svc.Secret)
-	testenv.Eventually(h.t, "every photo's faces once the sidecar is back", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every photo's faces once the sidecar is back", patience, func() bool {
 		return scanned() == len(ids) && h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND status <> 'done'`) == 0
 	})
 	if n := h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:faces' AND attempt <> 1`); n != 0 {
@@ -327,7 +327,7 @@ func TestFacesPickTheBurstFrameWithSharpFaces(t *testing.T) {
 	var why string
 	// Once both frames' faces are in, each has a face signal above the
 	// none of a frame without a scan.
-	testenv.Eventually(h.t, "a burst ranked on both frames' faces", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "a burst ranked on both frames' faces", patience, func() bool {
 		err := h.env.DB.QueryRow(`SELECT c.winner_asset_id, array_to_string(c.why_winner, ',') FROM clusters c
 			WHERE c.project_id = $1 AND c.kind = 'burst' AND (SELECT count(*) FROM cluster_assets ca
 				WHERE ca.cluster_id = c.id AND (ca.signals->>'facesInFocus')::float8 > 0) = 2`, project).Scan(&winner, &why)
@@ -408,7 +408,7 @@ func TestFaceScansNeverHoldUpEmbeddingsOrClusterRuns(t *testing.T) {
 	}
 	photo := h.finalize(other, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
 	h.run()
-	testenv.Eventually(h.t, "every scan, the cluster run and the embedding", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every scan, the cluster run and the embedding", patience, func() bool {
 		return h.count(`SELECT count(*) FROM face_scans WHERE project_id = $1`, scanned) == scans &&
 			h.count(`SELECT count(*) FROM cluster_runs WHERE project_id = $1 AND done_run >= $2`, other, run.Run) == 1 &&
 			h.count(`SELECT count(*) FROM embeddings WHERE asset_id = $1`, photo) == 1

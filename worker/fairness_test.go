@@ -56,17 +56,17 @@ func smallBehindBig(t testing.TB, window string, size int) (ahead int, small tim
 	big := h.finalizeBatch(h.owner, project, photo, size)
 	start := time.Now()
 	h.run()
-	testenv.Eventually(h.t, "the big batch to be under way", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the big batch to be under way", patience, func() bool {
 		return h.count(`SELECT completed FROM batches WHERE id = $1`, big) > 0
 	})
 	late := h.finalizeBatch(h.owner, project, photo, 5)
 	before := h.count(`SELECT completed FROM batches WHERE id = $1`, big)
-	testenv.Eventually(h.t, "the small batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the small batch to complete", patience, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
 	small = time.Since(start)
 	ahead = h.count(`SELECT completed FROM batches WHERE id = $1`, big) - before
-	testenv.Eventually(h.t, "the big batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the big batch to complete", patience, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, big) == 1
 	})
 	return ahead, small
@@ -108,16 +108,16 @@ func userBehindUser(t testing.TB, userWindow string, size int) (ahead int, small
 	}
 	start := time.Now()
 	h.run()
-	testenv.Eventually(h.t, "the big upload to be under way", 5*time.Minute, func() bool { return done() > 0 })
+	testenv.Eventually(h.t, "the big upload to be under way", patience, func() bool { return done() > 0 })
 	other, theirs := h.env.Project(t)
 	late := h.finalizeBatch(other, theirs, photo, 5)
 	before := done()
-	testenv.Eventually(h.t, "the other user's batch to complete", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the other user's batch to complete", patience, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed'`, late) == 1
 	})
 	small = time.Since(start)
 	ahead = done() - before
-	testenv.Eventually(h.t, "the big upload to complete", 5*time.Minute, func() bool { return done() == 10*per })
+	testenv.Eventually(h.t, "the big upload to complete", patience, func() bool { return done() == 10*per })
 	return ahead, small
 }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -61,7 +60,7 @@ func TestEveryFormatThroughARunningWorker(t *testing.T) {
 		ids[name] = h.finalize(project, filepath.Base(name), data)
 	}
 	h.run()
-	testenv.Eventually(h.t, "every file to finish", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every file to finish", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0 &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})
@@ -144,7 +143,7 @@ func TestHostileExifThroughARunningWorker(t *testing.T) {
 	}
 	h.run()
 	warm := h.finalize(project, "warm-up.jpg", readCorpus(t, "odd/orientation-1.jpg"))
-	testenv.Eventually(h.t, "the warm-up photo", 2*time.Minute, func() bool { return h.asset(warm).JobStatus == "done" })
+	testenv.Eventually(h.t, "the warm-up photo", patience, func() bool { return h.asset(warm).JobStatus == "done" })
 	goroutines, heap := testenv.Settle()
 
 	var ids []uuid.UUID
@@ -152,7 +151,7 @@ func TestHostileExifThroughARunningWorker(t *testing.T) {
 		ids = append(ids, h.finalize(project, "exif-ifd-cycle.jpg", append([]byte(nil), data...)))
 		data = append(data, 0) // a different checksum, so none is a duplicate
 	}
-	testenv.Eventually(h.t, "the hostile files", 2*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the hostile files", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})
 	for _, id := range ids {
@@ -163,7 +162,7 @@ func TestHostileExifThroughARunningWorker(t *testing.T) {
 	// Wait for the worker's own goroutines (embedding, progress) to settle.
 	var g int
 	var hp uint64
-	testenv.Eventually(h.t, "goroutines and heap to return", 2*time.Minute, func() bool {
+	testenv.Eventually(h.t, "goroutines and heap to return", patience, func() bool {
 		g, hp = testenv.Settle()
 		return g <= goroutines+2 && hp <= heap+64<<20
 	})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -43,7 +42,7 @@ func TestJobStatesLostWithTheWorkerAreRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := h.startBinary(testenv.Binary(t, "lightbox/cmd/worker"), keyFile)
-	testenv.Eventually(h.t, "the ingest to complete in Asynq", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to complete in Asynq", patience, func() bool {
 		_, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
 		return errors.Is(err, asynq.ErrTaskNotFound) &&
 			h.count(`SELECT count(*) FROM assets WHERE id = $1 AND status IN ('cull', 'search', 'ai')`, asset) == 1
@@ -61,10 +60,10 @@ func TestJobStatesLostWithTheWorkerAreRepaired(t *testing.T) {
 	h.exec(`UPDATE jobs SET enqueued_at = now() - interval '3 minutes', updated_at = now() - interval '3 minutes' WHERE id = $1`, job)
 	h.sweep()
 	h.run()
-	testenv.Eventually(h.t, "the job to end done", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the job to end done", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND status = 'done' AND attempt = 1`, job) == 1
 	})
-	testenv.Eventually(h.t, "the batch to count it", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the batch to count it", patience, func() bool {
 		return h.count(`SELECT count(*) FROM batches WHERE id = $1 AND status = 'completed' AND completed = 1 AND failed = 0`, batch) == 1
 	})
 	if n := h.count(`SELECT count(*) FROM asset_files WHERE asset_id = $1 AND kind IN ('thumbnail', 'preview')`, asset); n != 2 {

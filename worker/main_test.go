@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 	testenv.Parallel(4)
 	os.Exit(m.Run())
 }
+
+// patience bounds each wait for the pipeline to reach a state. It only
+// catches a hang: on two cores running the whole suite under -race, a
+// dozen photos through a worker have taken past five minutes.
+const patience = 15 * time.Minute
 
 // harness is a worker on a test's own Postgres database and Redis database.
 type harness struct {

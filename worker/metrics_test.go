@@ -3,7 +3,6 @@ package worker_test
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"lightbox/internal/procs"
 	"lightbox/internal/testenv"
@@ -23,7 +22,7 @@ func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
 	h.run()
 	url := "http://" + addr + "/metrics"
 	status := 0
-	testenv.Eventually(h.t, "the metrics listener", time.Minute, func() bool {
+	testenv.Eventually(h.t, "the metrics listener", patience, func() bool {
 		res, err := http.Get(url) // Run opens it in the background
 		if err == nil {
 			res.Body.Close()
@@ -40,7 +39,7 @@ func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {
 	done := map[string]string{"type": "asset:ingest", "outcome": "done"}
 	failed := map[string]string{"type": "asset:ingest", "outcome": "failed"}
 	var m testenv.Metrics
-	testenv.Eventually(h.t, "two ingests done and one failed", 3*time.Minute, func() bool {
+	testenv.Eventually(h.t, "two ingests done and one failed", patience, func() bool {
 		m = testenv.Scrape(t, url, "Bearer "+token)
 		return m.Value(runs, done) == 2 && m.Value(runs, failed) == 1
 	})

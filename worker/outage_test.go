@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -81,7 +80,7 @@ func TestDatabaseOutageIsWaitedOutWithoutSpendingRetries(t *testing.T) {
 	h.runWorkerOn(st)
 	id := tasks.IngestID(asset)
 	var info *asynq.TaskInfo
-	testenv.Eventually(h.t, "the ingest to run into the outage", 2*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to run into the outage", patience, func() bool {
 		info, err = h.in.GetTaskInfo("default", id)
 		return err == nil && info.LastErr != ""
 	})
@@ -91,7 +90,7 @@ func TestDatabaseOutageIsWaitedOutWithoutSpendingRetries(t *testing.T) {
 	}
 
 	pg.Up()
-	testenv.Eventually(h.t, "the ingest to end once the database is back", 3*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to end once the database is back", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest' AND status = 'done'`, asset) == 1
 	})
 	var attempt int

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -107,7 +106,7 @@ func TestEveryCorpusFileThroughARunningWorker(t *testing.T) {
 		}
 	}
 	h.run()
-	testenv.Eventually(h.t, "every file to finish", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every file to finish", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status IN ('uploaded', 'cull', 'search')`) == 0 &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('queued', 'running')`) == 0
 	})

@@ -96,7 +96,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	}
 
 	first := start()
-	testenv.Eventually(h.t, "the first worker to process some assets", 5*time.Minute, func() bool { return culled() >= 10 })
+	testenv.Eventually(h.t, "the first worker to process some assets", patience, func() bool { return culled() >= 10 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: no shutdown, leases left behind
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	// An asset whose results were saved just before the kill is already
 	// cull; its task still comes back once its lease expires and must end
 	// done, so wait for the jobs, not only the assets.
-	testenv.Eventually(h.t, "every ingest to end after the kill", 6*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every ingest to end after the kill", patience, func() bool {
 		return culled() == 100 && h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status = 'done'`) == 100
 	})
 
@@ -164,7 +164,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 		}
 		first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
 		var running []uuid.UUID
-		testenv.EventuallyEvery(h.t, "an ingest to run", 5*time.Minute, 10*time.Millisecond, func() bool {
+		testenv.EventuallyEvery(h.t, "an ingest to run", patience, 10*time.Millisecond, func() bool {
 			running = nil
 			if err := h.env.DB.Select(&running, `SELECT id FROM jobs WHERE type = 'asset:ingest' AND status = 'running'`); err != nil {
 				t.Fatal(err)
@@ -204,7 +204,7 @@ func TestStoppedWorkerHandsBackItsTasks(t *testing.T) {
 	}
 
 	h.startBinary(bin, keyFile)
-	testenv.Eventually(h.t, "every ingest to end", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "every ingest to end", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE type = 'asset:ingest' AND status IN ('done', 'failed')`) == n
 	})
 	if f := h.count(`SELECT count(*) FROM assets WHERE status = 'failed'`); f != 0 {
@@ -234,7 +234,7 @@ func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
 	bin := testenv.Binary(t, "lightbox/cmd/worker")
 
 	first := h.startBinary(bin, keyFile, "SHUTDOWN_TIMEOUT=1ms")
-	testenv.Eventually(h.t, "the export to write its archive", 5*time.Minute, func() bool { return h.export(id).Progress > 0 })
+	testenv.Eventually(h.t, "the export to write its archive", patience, func() bool { return h.export(id).Progress > 0 })
 	stopBinary(t, first)
 	e := h.export(id)
 	if e.Status == "done" {
@@ -245,7 +245,7 @@ func TestStoppedWorkerHandsBackAnExport(t *testing.T) {
 	}
 
 	h.startBinary(bin, keyFile)
-	testenv.Eventually(h.t, "the export to end", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the export to end", patience, func() bool {
 		s := h.export(id).Status
 		return s == "done" || s == "failed"
 	})
@@ -317,7 +317,7 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 	}
 
 	h.startBinary(bin, keyFile, "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
-	testenv.Eventually(h.t, "the delivery to end", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the delivery to end", patience, func() bool {
 		d := h.delivery(job.ID)
 		return d.Status != store.DeliveryPending && d.JobStatus != "running" && d.JobStatus != "queued"
 	})
@@ -354,13 +354,13 @@ func TestKilledWorkersTaskComesBackOnceItsHeartbeatIsGone(t *testing.T) {
 	asset := h.importURLs(project, src.URL+"/wood.jpg")[0]
 
 	first := h.startBinary(testenv.Binary(t, "lightbox/cmd/worker"), chainKeyFile(t), "DOWNLOAD_ALLOW_NETS=127.0.0.1/32")
-	testenv.Eventually(h.t, "the first worker to start the download", 2*time.Minute, func() bool { return requests.Load() >= 1 })
+	testenv.Eventually(h.t, "the first worker to start the download", patience, func() bool { return requests.Load() >= 1 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: its lease is left behind
 		t.Fatal(err)
 	}
 	first.Wait()
 	h.run()
-	testenv.Eventually(h.t, "the photo to be downloaded and processed", 4*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the photo to be downloaded and processed", patience, func() bool {
 		st, _ := h.importStatus(asset)
 		return st == "search" || st == "ai" || st == "failed"
 	})
@@ -397,7 +397,7 @@ func TestJobAWorkerEndedButNeverRecordedRunsOnceItsHeartbeatLapses(t *testing.T)
 		t.Fatal(err)
 	}
 	h.run()
-	testenv.Eventually(h.t, "the job to run again and end", 2*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the job to run again and end", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs WHERE id = $1 AND status = 'done'`, job) == 1
 	})
 	if st, _ := h.importStatus(asset); st != "search" && st != "ai" && st != "cull" {

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -40,7 +39,7 @@ func TestResizedAndReencodedCopiesFormADuplicateGroup(t *testing.T) {
 		}
 	}
 	h.run()
-	testenv.Eventually(h.t, "all assets to be clustered", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "all assets to be clustered", patience, func() bool {
 		return h.count(`SELECT count(*) FROM assets WHERE status = 'ai'`) == 9
 	})
 	if n := h.count(`SELECT count(*) FROM clusters WHERE kind = 'duplicate_group'`); n != 3 {

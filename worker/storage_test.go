@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"lightbox/blob"
 	"lightbox/internal/testenv"
@@ -31,7 +30,7 @@ func TestIngestWaitsOutABucketOutage(t *testing.T) {
 	proxy.Down()
 	h.run()
 
-	testenv.Eventually(h.t, "the ingest to wait for storage", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to wait for storage", patience, func() bool {
 		var code string
 		h.env.DB.Get(&code, `SELECT coalesce(error_code, '') FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 		return code == "service_unavailable"
@@ -45,7 +44,7 @@ func TestIngestWaitsOutABucketOutage(t *testing.T) {
 	}
 
 	proxy.Up()
-	testenv.Eventually(h.t, "the ingest to finish once the bucket is back", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to finish once the bucket is back", patience, func() bool {
 		return h.asset(asset).JobStatus == "done"
 	})
 	if a := h.asset(asset); a.Status == "failed" || a.Width == nil {
@@ -91,7 +90,7 @@ func TestIngestWaitsOutAFullDisk(t *testing.T) {
 	f.Close()
 	h.run()
 
-	testenv.Eventually(h.t, "the ingest to wait for room", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to wait for room", patience, func() bool {
 		var code string
 		h.env.DB.Get(&code, `SELECT coalesce(error_code, '') FROM jobs WHERE asset_id = $1 AND type = 'asset:ingest'`, asset)
 		info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
@@ -106,7 +105,7 @@ func TestIngestWaitsOutAFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(h.t, "the ingest to finish once there is room", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the ingest to finish once there is room", patience, func() bool {
 		return h.asset(asset).JobStatus == "done"
 	})
 }

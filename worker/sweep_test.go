@@ -213,7 +213,7 @@ func TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything(t *testing.T) {
 	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(running)); err == nil {
 		t.Fatal("a job recorded as running went back before live workers could say they run it")
 	}
-	testenv.Eventually(h.t, "the running job's task to come back once no live worker lists it", 2*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the running job's task to come back once no live worker lists it", patience, func() bool {
 		h.sweep()
 		_, err := h.in.GetTaskInfo("default", tasks.IngestID(running))
 		return err == nil

@@ -161,7 +161,7 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 	// keeps the test from waiting out the backoff.
 	queue, taskID := tasks.QueueOf(tasks.TypeWebhook), tasks.WebhookID(job.ID)
 	for attempt := 1; attempt <= 2; attempt++ {
-		testenv.Eventually(h.t, "a failed attempt waiting to retry", 5*time.Minute, func() bool {
+		testenv.Eventually(h.t, "a failed attempt waiting to retry", patience, func() bool {
 			info, err := h.in.GetTaskInfo(queue, taskID)
 			d := h.delivery(job.ID)
 			// The job's row follows the task a few milliseconds later;
@@ -180,7 +180,7 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 	}
 	// The delivery's row is written by the handler, its job's states a
 	// moment later by the worker's job writer: wait for both.
-	testenv.Eventually(h.t, "the delivery to succeed and its job to end", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the delivery to succeed and its job to end", patience, func() bool {
 		d := h.delivery(job.ID)
 		return d.Status == store.DeliveryDone && d.JobStatus != "running" && d.JobStatus != "queued"
 	})
@@ -218,7 +218,7 @@ func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
 	h.run()
 
 	// The delivery row is done inside the handler, its job just after it.
-	testenv.Eventually(h.t, "the batch's delivery and its job", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the batch's delivery and its job", patience, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) > 0 &&
 			h.count(`SELECT count(*) FROM jobs WHERE type = 'webhook:deliver' AND status = 'done'`) > 0
 	})
@@ -264,7 +264,7 @@ func TestAssetFailureIsDelivered(t *testing.T) {
 	bad := h.finalize(project, "empty.jpg", nil)
 	h.run()
 
-	testenv.Eventually(h.t, "the asset.failed delivery", 5*time.Minute, func() bool { return len(rcv.deliveries()) > 0 })
+	testenv.Eventually(h.t, "the asset.failed delivery", patience, func() bool { return len(rcv.deliveries()) > 0 })
 	got := rcv.deliveries()[0]
 	var data struct {
 		AssetID   uuid.UUID
@@ -289,7 +289,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run()
-	testenv.Eventually(h.t, "the delivery to fail", 5*time.Minute, func() bool { return h.delivery(job.ID).JobStatus == "failed" })
+	testenv.Eventually(h.t, "the delivery to fail", patience, func() bool { return h.delivery(job.ID).JobStatus == "failed" })
 	if d := h.delivery(job.ID); d.Status != store.DeliveryFailed || d.Attempts != 1 || *d.ResponseStatus != http.StatusGone {
 		t.Fatalf("delivery %+v, want failed after one attempt", d)
 	}
@@ -306,7 +306,7 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(h.t, "the second ping", 5*time.Minute, func() bool { return h.delivery(again.ID).Status == store.DeliveryDone })
+	testenv.Eventually(h.t, "the second ping", patience, func() bool { return h.delivery(again.ID).Status == store.DeliveryDone })
 	if n := h.count(`SELECT count(*) FROM webhooks WHERE id = $1 AND disabled_at IS NULL`, hook.ID); n != 1 {
 		t.Fatal("the webhook is still disabled after a ping got through")
 	}
@@ -345,7 +345,7 @@ func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
 	bad := h.finalize(project, "empty.jpg", nil)
 	h.run()
 
-	testenv.Eventually(h.t, "both reports to be refused", 5*time.Minute, func() bool { return refused() == 2 })
+	testenv.Eventually(h.t, "both reports to be refused", patience, func() bool { return refused() == 2 })
 	allow()
 	// Fresh events are left alone: their own path may still be telling them.
 	h.sweep()
@@ -359,7 +359,7 @@ func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
 	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 2 {
 		t.Fatalf("the sweep recorded %d deliveries, want batch.completed and asset.failed", n)
 	}
-	testenv.Eventually(h.t, "both deliveries", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "both deliveries", patience, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 2
 	})
 	h.sweep()
@@ -396,7 +396,7 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 		t.Fatalf("%d deliveries refused, want the export's", n)
 	}
 	allow()
-	testenv.Eventually(h.t, "the export's job to end", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the export's job to end", patience, func() bool {
 		return h.count(`SELECT count(*) FROM jobs j JOIN exports e ON e.job_id = j.id WHERE e.id = $1 AND j.status = 'done'`, id) == 1
 	})
 	h.sweep()
@@ -412,7 +412,7 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 		t.Fatalf("the sweeps recorded %d deliveries, want the export's one", n)
 	}
 	h.run()
-	testenv.Eventually(h.t, "the delivery", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "the delivery", patience, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 1
 	})
 	got := exportReports(rcv)
@@ -433,7 +433,7 @@ func TestExpiredExportIsReported(t *testing.T) {
 	h.exec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
 	h.sweep()
 	h.run()
-	testenv.Eventually(h.t, "two deliveries", 5*time.Minute, func() bool {
+	testenv.Eventually(h.t, "two deliveries", patience, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'done'`) == 2
 	})
 	var states []string
