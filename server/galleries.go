@@ -15,8 +15,11 @@ package server
 //     gallery:render job, in a batch of kind "gallery"; adding photos or
 //     turning the watermark on starts one, and the answer names it as
 //     renderBatchId. The previews show watermarkText, or the title when it
-//     is null: never anything of the owner's account. A change of what
-//     they show draws them all again.
+//     is null: never anything of the owner's account, once, in the corner
+//     or the center (watermarkPosition) at watermarkOpacity. A change of
+//     any of the three draws them all again.
+//   - showFileNames lets clients see each photo's file name; without it
+//     the page numbers them.
 
 import (
 	"crypto/rand"
@@ -33,7 +36,9 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/internal/password"
+	"lightbox/internal/ptr"
 	"lightbox/jobs"
+	"lightbox/render"
 	"lightbox/store"
 )
 
@@ -62,7 +67,10 @@ type galleryJSON struct {
 	AllowDownloads bool       `json:"allowDownloads"`
 	// SelectionLimit is how many photos one visitor may choose; null for
 	// no limit.
-	SelectionLimit *int `json:"selectionLimit"`
+	SelectionLimit    *int    `json:"selectionLimit"`
+	ShowFileNames     bool    `json:"showFileNames"`
+	WatermarkPosition string  `json:"watermarkPosition"`
+	WatermarkOpacity  float64 `json:"watermarkOpacity"`
 	// RequiresPassword is what the public answer calls requiresAuth: the
 	// KILO SDK (seed 002) names the two sides differently.
 	RequiresPassword bool `json:"requiresPassword"`
@@ -81,6 +89,7 @@ func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 	return galleryJSON{ID: g.ID, ProjectID: g.ProjectID, Title: g.Title, ShareSlug: g.Slug,
 		ShareURL: strings.TrimRight(s.cfg.PublicURL, "/") + "/s/" + g.Slug, RequiresPassword: g.PasswordHash != nil,
 		Watermark: g.Watermark, WatermarkText: g.WatermarkText, AllowDownloads: g.AllowDownloads, SelectionLimit: g.SelectionLimit,
+		ShowFileNames: g.ShowFileNames, WatermarkPosition: g.WatermarkPosition, WatermarkOpacity: g.WatermarkOpacity,
 		AssetCount:    g.AssetCount,
 		FavoriteCount: g.FavoriteCount, CommentsCount: g.CommentsCount,
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
@@ -113,7 +122,11 @@ func (s *Server) createGallery(c *gin.Context) {
 		WatermarkText  *string    `json:"watermarkText"`
 		AllowDownloads bool       `json:"allowDownloads"`
 		SelectionLimit *int       `json:"selectionLimit"`
-		AssetIDs       []string   `json:"assetIds"`
+		ShowFileNames  bool       `json:"showFileNames"`
+		// Null or left out: the defaults.
+		WatermarkPosition *string  `json:"watermarkPosition"`
+		WatermarkOpacity  *float64 `json:"watermarkOpacity"`
+		AssetIDs          []string `json:"assetIds"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		fail(c, err)
@@ -128,6 +141,8 @@ func (s *Server) createGallery(c *gin.Context) {
 	checkExpiry(errs, in.ExpiresAt)
 	checkMarkText(errs, in.WatermarkText)
 	checkSelectionLimit(errs, in.SelectionLimit)
+	checkMarkPosition(errs, in.WatermarkPosition)
+	checkMarkOpacity(errs, in.WatermarkOpacity)
 	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -138,7 +153,8 @@ func (s *Server) createGallery(c *gin.Context) {
 		return
 	}
 	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
-		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads, SelectionLimit: in.SelectionLimit}
+		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads, SelectionLimit: in.SelectionLimit,
+		ShowFileNames: in.ShowFileNames, WatermarkPosition: ptr.Value(in.WatermarkPosition), WatermarkOpacity: ptr.Value(in.WatermarkOpacity)}
 	if g.PasswordHash, err = s.hashPassword(c, in.Password); err != nil {
 		fail(c, err)
 		return
@@ -190,6 +206,10 @@ func (s *Server) patchGallery(c *gin.Context) {
 		WatermarkText  optional[string]    `json:"watermarkText"`
 		AllowDownloads optional[bool]      `json:"allowDownloads"`
 		SelectionLimit optional[int]       `json:"selectionLimit"`
+		ShowFileNames  optional[bool]      `json:"showFileNames"`
+		// Null is no position or opacity: refused.
+		WatermarkPosition optional[string]  `json:"watermarkPosition"`
+		WatermarkOpacity  optional[float64] `json:"watermarkOpacity"`
 	}
 	if err := decodeJSON(c, &in); err != nil {
 		fail(c, err)
@@ -208,7 +228,8 @@ func (s *Server) patchGallery(c *gin.Context) {
 	for name, f := range map[string]struct {
 		in  optional[bool]
 		out **bool
-	}{"watermark": {in.Watermark, &patch.Watermark}, "allowDownloads": {in.AllowDownloads, &patch.AllowDownloads}} {
+	}{"watermark": {in.Watermark, &patch.Watermark}, "allowDownloads": {in.AllowDownloads, &patch.AllowDownloads},
+		"showFileNames": {in.ShowFileNames, &patch.ShowFileNames}} {
 		if f.in.Set && f.in.Value == nil {
 			errs.add(name, "must be true or false")
 		}
@@ -228,6 +249,20 @@ func (s *Server) patchGallery(c *gin.Context) {
 	if in.SelectionLimit.Set {
 		checkSelectionLimit(errs, in.SelectionLimit.Value)
 		patch.SelectionLimit = &in.SelectionLimit.Value
+	}
+	if in.WatermarkPosition.Set {
+		if in.WatermarkPosition.Value == nil {
+			errs.add("watermarkPosition", markPositionProblem)
+		}
+		checkMarkPosition(errs, in.WatermarkPosition.Value)
+		patch.WatermarkPosition = in.WatermarkPosition.Value
+	}
+	if in.WatermarkOpacity.Set {
+		if in.WatermarkOpacity.Value == nil {
+			errs.add("watermarkOpacity", markOpacityProblem)
+		}
+		checkMarkOpacity(errs, in.WatermarkOpacity.Value)
+		patch.WatermarkOpacity = in.WatermarkOpacity.Value
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)
@@ -411,6 +446,28 @@ func checkMarkText(errs fieldErrors, text *string) {
 	n := utf8.RuneCountInString(strings.TrimSpace(*text))
 	if n == 0 || n > maxMarkText || strings.ContainsFunc(*text, unicode.IsControl) {
 		errs.add("watermarkText", "must be one line of 1 to 100 characters, or null for the title")
+	}
+}
+
+// The watermark's opacities: below the least it cannot be seen.
+const minMarkOpacity, maxMarkOpacity = 0.05, 1.0
+
+const (
+	markPositionProblem = `must be "corner" or "center"`
+	markOpacityProblem  = "must be a number from 0.05 to 1"
+)
+
+// checkMarkPosition checks where the watermark goes, when given.
+func checkMarkPosition(errs fieldErrors, pos *string) {
+	if pos != nil && *pos != render.MarkCorner && *pos != render.MarkCenter {
+		errs.add("watermarkPosition", markPositionProblem)
+	}
+}
+
+// checkMarkOpacity checks the watermark's opacity, when given.
+func checkMarkOpacity(errs fieldErrors, o *float64) {
+	if o != nil && !(*o >= minMarkOpacity && *o <= maxMarkOpacity) {
+		errs.add("watermarkOpacity", markOpacityProblem)
 	}
 }
 

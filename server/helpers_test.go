@@ -473,6 +473,7 @@ type shareReply struct {
 	Token          string
 	ExpiresAt      *time.Time
 	AllowDownloads bool
+	ShowFileNames  bool
 	Assets         []struct {
 		AssetID       string
 		PreviewURL    *string
@@ -481,6 +482,8 @@ type shareReply struct {
 		CommentsCount int
 		Favorited     bool
 		OriginalURL   *string
+		FileName      *string
+		Width, Height *int
 	}
 }
 

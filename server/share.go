@@ -161,6 +161,12 @@ type shareAssetJSON struct {
 	CommentsCount int     `json:"commentsCount"`
 	Favorited     bool    `json:"favorited"` // by this viewer
 	OriginalURL   *string `json:"originalUrl,omitempty"`
+	// FileName is there when the gallery shows file names.
+	FileName *string `json:"fileName,omitempty"`
+	// Width and Height are the preview's, for a page to lay the photos out
+	// in their own shape before they arrive; null until ingest made it.
+	Width  *int `json:"width"`
+	Height *int `json:"height"`
 }
 
 type shareJSON struct {
@@ -172,6 +178,7 @@ type shareJSON struct {
 	Token          string     `json:"token,omitempty"`
 	ExpiresAt      *time.Time `json:"expiresAt"`
 	AllowDownloads bool       `json:"allowDownloads"`
+	ShowFileNames  bool       `json:"showFileNames"`
 	// SelectionLimit is how many photos one visitor may choose (null: no
 	// limit); Chosen how many the caller's visitor has.
 	SelectionLimit *int `json:"selectionLimit"`
@@ -200,7 +207,7 @@ func (s *Server) getShare(c *gin.Context) {
 	ctx := c.Request.Context()
 	g, v := shareGallery(c), shareViewer(c)
 	out := shareJSON{Title: g.Title, RequiresAuth: g.PasswordHash != nil, ExpiresAt: utcPtr(g.ExpiresAt), AllowDownloads: g.AllowDownloads,
-		SelectionLimit: g.SelectionLimit, Visitor: toVisitorJSON(v)}
+		ShowFileNames: g.ShowFileNames, SelectionLimit: g.SelectionLimit, Visitor: toVisitorJSON(v)}
 	if g.PasswordHash != nil && v == nil {
 		c.JSON(http.StatusOK, out)
 		return
@@ -232,7 +239,11 @@ func (s *Server) getShare(c *gin.Context) {
 	assets := make([]shareAssetJSON, len(items))
 	out.Assets = &assets
 	for i, it := range items {
-		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited}
+		a := shareAssetJSON{AssetID: it.AssetID, FavoriteCount: it.Favorites, CommentsCount: it.Comments, Favorited: it.Favorited,
+			Width: it.Width, Height: it.Height}
+		if g.ShowFileNames {
+			a.FileName = &it.FileName
+		}
 		if it.Favorited {
 			out.Chosen++
 		}

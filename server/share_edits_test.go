@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"testing"
+
+	"lightbox/internal/ptr"
 )
 
 // TestGalleriesShowEachPhotosNewestEdit: a client's gallery shows a photo
@@ -25,6 +27,10 @@ func TestGalleriesShowEachPhotosNewestEdit(t *testing.T) {
 			t.Fatalf("gallery %v shows %+v", g["title"], s.Assets)
 		}
 		b := a.image(*s.Assets[0].PreviewURL).Bounds()
+		// The size the answer gives is the one shown, for the page's layout.
+		if got := s.Assets[0]; got.Width == nil || got.Height == nil || *got.Width != b.Dx() || *got.Height != b.Dy() {
+			t.Errorf("gallery %v says %d×%d, shows %v", g["title"], ptr.Value(got.Width), ptr.Value(got.Height), b.Size())
+		}
 		return b.Dx(), b.Dy()
 	}
 	if w, h := shown(marked); w != 2048 || h != 1280 {

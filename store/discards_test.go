@@ -36,7 +36,7 @@ func TestListedDiscardIsNeverNamed(t *testing.T) {
 	if _, err := st.FinishExport(ctx, e.ID, run, archive, 1, nil); !errors.Is(err, store.ErrDiscardDue) {
 		t.Errorf("an export named an archive the sweeper listed for deletion: %v, want ErrDiscardDue", err)
 	}
-	if err := st.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], preview, "Proofs"); !errors.Is(err, store.ErrDiscardDue) {
+	if err := st.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], preview, proofs); !errors.Is(err, store.ErrDiscardDue) {
 		t.Errorf("a gallery named a preview the sweeper listed for deletion: %v, want ErrDiscardDue", err)
 	}
 }

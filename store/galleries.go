@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -27,7 +28,12 @@ type Gallery struct {
 	WatermarkText  *string    `db:"watermark_text"` // nil draws the title
 	AllowDownloads bool       `db:"allow_downloads"`
 	SelectionLimit *int       `db:"selection_limit"` // how many photos one visitor may choose; nil for no limit
-	AssetCount     int        `db:"asset_count"`
+	ShowFileNames  bool       `db:"show_file_names"` // clients see each photo's file name
+	// Where the watermark goes ("corner" or "center") and its ink's
+	// opacity, 0.05 to 1; CreateGallery takes zero for the defaults.
+	WatermarkPosition string  `db:"watermark_position"`
+	WatermarkOpacity  float64 `db:"watermark_opacity"`
+	AssetCount        int     `db:"asset_count"`
 	// What viewers left, for the owner's answers (zero in the public ones).
 	FavoriteCount int       `db:"favorite_count"`
 	CommentsCount int       `db:"comments_count"`
@@ -38,12 +44,28 @@ type Gallery struct {
 // Expired reports whether the gallery's expiry has passed at now.
 func (g *Gallery) Expired(now time.Time) bool { return g.ExpiresAt != nil && !now.Before(*g.ExpiresAt) }
 
-// markText is the SQL of the text drawn across g's watermarked previews.
-const markText = `coalesce(g.watermark_text, g.title)`
+// The watermark of a gallery created without a position or an opacity,
+// as the migration that added them gave the galleries before.
+const (
+	DefaultMarkPosition = "corner"
+	DefaultMarkOpacity  = 0.3
+)
+
+// Mark is what a gallery's watermarked previews show, and how: a change
+// of any of it draws them again.
+type Mark struct {
+	Text     string  `db:"text"` // the gallery's watermark text, or its title
+	Position string  `db:"position"`
+	Opacity  float64 `db:"opacity"`
+}
+
+// markColumns is the SQL of g's Mark.
+const markColumns = `coalesce(g.watermark_text, g.title) AS text, g.watermark_position AS position, g.watermark_opacity AS opacity`
 
 const galleryColumns = `
 	SELECT g.id, g.project_id, p.owner_user_id, g.title, g.slug, g.password_hash, g.auth_version, g.expires_at,
-	       g.watermark, g.watermark_text, g.allow_downloads, g.selection_limit, g.created_at, g.updated_at,
+	       g.watermark, g.watermark_text, g.allow_downloads, g.selection_limit, g.show_file_names,
+	       g.watermark_position, g.watermark_opacity, g.created_at, g.updated_at,
 	       (SELECT count(*) FROM gallery_assets ga WHERE ga.gallery_id = g.id) AS asset_count`
 
 const galleryFrom = `
@@ -69,6 +91,11 @@ type GalleryInput struct {
 	WatermarkText  **string
 	AllowDownloads *bool
 	SelectionLimit **int
+	ShowFileNames  *bool
+	// A position or an opacity draws every watermarked preview again, as a
+	// text does.
+	WatermarkPosition *string
+	WatermarkOpacity  *float64
 }
 
 // GalleryChange is a gallery after a change, with the photos that need a
@@ -90,9 +117,11 @@ func (s *Store) CreateGallery(ctx context.Context, g *Gallery, assets []uuid.UUI
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
 		_, err := tx.db.ExecContext(ctx, `
-			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, watermark_text, allow_downloads, selection_limit)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.WatermarkText, g.AllowDownloads, g.SelectionLimit)
+			INSERT INTO galleries (id, project_id, title, slug, password_hash, expires_at, watermark, watermark_text, allow_downloads,
+				selection_limit, show_file_names, watermark_position, watermark_opacity)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			g.ID, g.ProjectID, g.Title, g.Slug, g.PasswordHash, g.ExpiresAt, g.Watermark, g.WatermarkText, g.AllowDownloads,
+			g.SelectionLimit, g.ShowFileNames, cmp.Or(g.WatermarkPosition, DefaultMarkPosition), cmp.Or(g.WatermarkOpacity, DefaultMarkOpacity))
 		var pqErr *pq.Error
 		if errors.As(err, &pqErr) && pqErr.Code == "23505" {
 			return ErrSlugTaken
@@ -174,15 +203,15 @@ func (s *Store) GalleryBySlug(ctx context.Context, slug string) (*Gallery, error
 }
 
 // UpdateGallery changes owner's gallery id. A new or removed password ends
-// every viewer token given before; a new text to draw makes every
-// watermarked preview stale (discarded, and named in the change); turning
-// the watermark on, or a new text while it is on, names the photos that
-// have no watermarked preview, to be rendered.
+// every viewer token given before; a new Mark (text, position or opacity)
+// makes every watermarked preview stale (discarded, and named in the
+// change); turning the watermark on, or a new Mark while it is on, names
+// the photos that have no watermarked preview, to be rendered.
 func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in GalleryInput) (*GalleryChange, error) {
 	var out *GalleryChange
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var before string
-		err := tx.db.GetContext(ctx, &before, `SELECT `+markText+` FROM galleries g JOIN projects p ON p.id = g.project_id
+		var before Mark
+		err := tx.db.GetContext(ctx, &before, `SELECT `+markColumns+` FROM galleries g JOIN projects p ON p.id = g.project_id
 			WHERE g.id = $1 AND p.owner_user_id = $2 FOR UPDATE OF g`, id, owner)
 		if err != nil {
 			return notFound(err)
@@ -201,7 +230,7 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 		if setText {
 			text = *in.WatermarkText
 		}
-		var after string
+		var after Mark
 		err = tx.db.GetContext(ctx, &after, `UPDATE galleries g SET
 				title = coalesce($2, title),
 				password_hash = CASE WHEN $3 THEN $4 ELSE password_hash END,
@@ -211,9 +240,12 @@ func (s *Store) UpdateGallery(ctx context.Context, owner, id uuid.UUID, in Galle
 				allow_downloads = coalesce($8, allow_downloads),
 				watermark_text = CASE WHEN $9 THEN $10::text ELSE watermark_text END,
 				selection_limit = CASE WHEN $11 THEN $12::int ELSE selection_limit END,
+				show_file_names = coalesce($13, show_file_names),
+				watermark_position = coalesce($14, watermark_position),
+				watermark_opacity = coalesce($15, watermark_opacity),
 				updated_at = now()
-			WHERE id = $1 RETURNING `+markText, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads, setText, text,
-			setLimit, limit)
+			WHERE id = $1 RETURNING `+markColumns, id, in.Title, setHash, hash, setExpires, expires, in.Watermark, in.AllowDownloads, setText, text,
+			setLimit, limit, in.ShowFileNames, in.WatermarkPosition, in.WatermarkOpacity)
 		if err != nil {
 			return err
 		}
@@ -268,7 +300,7 @@ func (s *Store) RedrawAsset(ctx context.Context, asset uuid.UUID) ([]*GalleryCha
 }
 
 // staleWatermarks forgets the watermarked previews of gallery, drawn with
-// a text it no longer has, and returns their keys, discarded: the caller
+// a Mark it no longer has, and returns their keys, discarded: the caller
 // deletes them, or else the sweeper does.
 func (s *Store) staleWatermarks(ctx context.Context, gallery uuid.UUID) ([]string, error) {
 	var keys []string
@@ -359,8 +391,8 @@ func (s *Store) galleryRenders(ctx context.Context, id uuid.UUID) (*GalleryChang
 // GalleryRender is what gallery:render needs to know of one photo in a
 // gallery.
 type GalleryRender struct {
+	Mark                // to draw
 	Watermark   bool    `db:"watermark"`
-	Text        string  `db:"text"` // to draw: the gallery's watermark text, or its title
 	AssetStatus string  `db:"asset_status"`
 	Rendered    *string `db:"watermark_key"`
 }
@@ -370,7 +402,7 @@ type GalleryRender struct {
 func (s *Store) GalleryRenderItem(ctx context.Context, gallery, asset uuid.UUID) (*GalleryRender, error) {
 	r := &GalleryRender{}
 	err := s.db.GetContext(ctx, r, `
-		SELECT g.watermark, `+markText+` AS text, a.status AS asset_status, ga.watermark_key
+		SELECT g.watermark, `+markColumns+`, a.status AS asset_status, ga.watermark_key
 		FROM gallery_assets ga
 		JOIN galleries g ON g.id = ga.gallery_id
 		JOIN assets a ON a.id = ga.asset_id
@@ -378,25 +410,25 @@ func (s *Store) GalleryRenderItem(ctx context.Context, gallery, asset uuid.UUID)
 	return r, notFound(err)
 }
 
-// ErrMarkChanged says the gallery's watermark text changed while a
-// preview was drawn with the one before.
-var ErrMarkChanged = errors.New("store: the gallery's watermark text changed")
+// ErrMarkChanged says the gallery's watermark (its text, position or
+// opacity) changed while a preview was drawn with the one before.
+var ErrMarkChanged = errors.New("store: the gallery's watermark changed")
 
 // SetWatermarkKey records the watermarked preview of asset in gallery,
-// drawn with text, which its render discarded before writing it (see
+// drawn with mark, which its render discarded before writing it (see
 // DiscardAfter): the discard goes in the same transaction. ErrNotFound
 // when the photo is no longer in the gallery or another render is
-// recorded, ErrMarkChanged when the gallery draws another text now,
+// recorded, ErrMarkChanged when the gallery draws another mark now,
 // ErrDiscardDue when the sweeper may be deleting the file; the discard
 // then stays.
-func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key, text string) error {
+func (s *Store) SetWatermarkKey(ctx context.Context, gallery, asset uuid.UUID, key string, mark Mark) error {
 	return s.WithTx(ctx, func(tx *Store) error {
-		var current string
-		// The gallery's row first, as a change of its text takes it.
-		if err := tx.db.GetContext(ctx, &current, `SELECT `+markText+` FROM galleries g WHERE g.id = $1 FOR SHARE`, gallery); err != nil {
+		var current Mark
+		// The gallery's row first, as a change of its mark takes it.
+		if err := tx.db.GetContext(ctx, &current, `SELECT `+markColumns+` FROM galleries g WHERE g.id = $1 FOR SHARE`, gallery); err != nil {
 			return notFound(err)
 		}
-		if current != text {
+		if current != mark {
 			return ErrMarkChanged
 		}
 		res, err := tx.db.ExecContext(ctx, `UPDATE gallery_assets SET watermark_key = $3
@@ -511,9 +543,14 @@ type GalleryItem struct {
 	ContentType  string    `db:"content_type"`
 	WatermarkKey *string   `db:"watermark_key"`
 	Edited       bool      `db:"edited"` // its newest edit is rendered: show that preview
-	Favorites    int       `db:"favorites"`
-	Comments     int       `db:"comments"`
-	Favorited    bool      `db:"favorited"` // by the viewer asking
+	FileName     string    `db:"filename"`
+	// The size of the preview shown (the edit's, when Edited); nil until
+	// ingest made it.
+	Width     *int `db:"width_px"`
+	Height    *int `db:"height_px"`
+	Favorites int  `db:"favorites"`
+	Comments  int  `db:"comments"`
+	Favorited bool `db:"favorited"` // by the viewer asking
 }
 
 // GalleryItems lists a gallery's photos in the order they were added,
@@ -523,8 +560,8 @@ type GalleryItem struct {
 func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uuid.UUID) ([]GalleryItem, error) {
 	var out []GalleryItem
 	err := s.db.SelectContext(ctx, &out, `
-		SELECT ga.asset_id, a.status, a.blob_key, a.content_type, ga.watermark_key,
-		       EXISTS (SELECT 1 FROM asset_files ef WHERE ef.asset_id = ga.asset_id AND ef.kind = 'edit_preview') AS edited,
+		SELECT ga.asset_id, a.status, a.blob_key, a.content_type, ga.watermark_key, a.filename,
+		       coalesce(shown.kind = 'edit_preview', false) AS edited, shown.width_px, shown.height_px,
 		       (SELECT count(DISTINCT `+chooser+`) FROM gallery_favorites f JOIN gallery_viewers fv ON fv.id = f.viewer_id
 		        WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id) AS favorites,
 		       (SELECT count(*) FROM gallery_comments c WHERE c.gallery_id = ga.gallery_id AND c.asset_id = ga.asset_id) AS comments,
@@ -533,6 +570,9 @@ func (s *Store) GalleryItems(ctx context.Context, gallery uuid.UUID, viewer *uui
 		               WHERE f.gallery_id = ga.gallery_id AND f.asset_id = ga.asset_id
 		                 AND (fv.id = me.id OR fv.visitor_key = me.visitor_key)) AS favorited
 		FROM gallery_assets ga JOIN assets a ON a.id = ga.asset_id
+		LEFT JOIN LATERAL (SELECT f.kind, f.width_px, f.height_px FROM asset_files f
+		                   WHERE f.asset_id = ga.asset_id AND f.kind IN ('edit_preview', 'preview')
+		                   ORDER BY f.kind = 'edit_preview' DESC LIMIT 1) shown ON true
 		WHERE ga.gallery_id = $1 AND a.status NOT IN ('failed', 'duplicate') ORDER BY ga.seq`, gallery, viewer)
 	return out, err
 }

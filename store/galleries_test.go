@@ -29,6 +29,10 @@ func addAssets(env *testenv.Env, id uuid.UUID, assets []uuid.UUID) (*store.Galle
 	})
 }
 
+// proofs is the mark of a gallery galleryOf made: its title, where and as
+// light as a gallery is by default.
+var proofs = store.Mark{Text: "Proofs", Position: store.DefaultMarkPosition, Opacity: store.DefaultMarkOpacity}
+
 // galleryOf records a gallery of project holding assets.
 func galleryOf(t *testing.T, env *testenv.Env, project uuid.UUID, slug string, watermark bool, assets ...uuid.UUID) *store.GalleryChange {
 	t.Helper()
@@ -78,7 +82,7 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg", "Proofs"); err != nil {
+		if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, "galleries/x/"+a.String()+".jpg", proofs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,14 +95,14 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 		t.Fatalf("%d discards left once every render was recorded (%v)", left, err)
 	}
 	// A second render of a photo already rendered is not recorded.
-	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[2], "galleries/x/other.jpg", "Proofs"); !errors.Is(err, store.ErrNotFound) {
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[2], "galleries/x/other.jpg", proofs); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a second render was recorded: %v", err)
 	}
 	keys, err := env.Store.RemoveGalleryAssets(ctx, g.Gallery.ID, assets[:1])
 	if err != nil || len(keys) != 1 || keys[0] != "galleries/x/"+assets[0].String()+".jpg" {
 		t.Fatalf("removed keys %v, %v", keys, err)
 	}
-	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k", "Proofs"); !errors.Is(err, store.ErrNotFound) {
+	if err := env.Store.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], "k", proofs); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a render of a removed photo was recorded: %v", err)
 	}
 	// Its file is the sweeper's to delete should the caller's delete fail.
@@ -132,33 +136,34 @@ func TestGalleryRendersAreRecordedOnce(t *testing.T) {
 }
 
 // A gallery draws its title on its previews, or the text its owner sets;
-// a new text makes every preview drawn with the old one stale, and a
-// render of the old text in flight is not recorded.
-func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
+// a new text, position or opacity makes every preview drawn with the old
+// one stale, and a render of the old mark in flight is not recorded.
+func TestANewWatermarkMakesThePreviewsStale(t *testing.T) {
 	env := testenv.New(t)
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	assets := env.Upload(t, project, testenv.Files(2)...)
 	g := galleryOf(t, env, project, "proofs", true, assets...)
-	text := func() string {
+	drawn := func() store.Mark {
 		t.Helper()
 		r, err := env.Store.GalleryRenderItem(ctx, g.Gallery.ID, assets[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r.Text
+		return r.Mark
 	}
-	record := func(a uuid.UUID, key, text string) error {
+	text := func() string { return drawn().Text }
+	record := func(a uuid.UUID, key string, m store.Mark) error {
 		if err := env.Store.DiscardAfter(ctx, []string{key}, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		return env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, key, text)
+		return env.Store.SetWatermarkKey(ctx, g.Gallery.ID, a, key, m)
 	}
-	if text() != "Proofs" {
-		t.Fatalf("drawn %q, want the title", text())
+	if drawn() != proofs {
+		t.Fatalf("drawn %+v, want the title in the corner at 0.3", drawn())
 	}
 	for _, a := range assets {
-		if err := record(a, "galleries/old/"+a.String(), "Proofs"); err != nil {
+		if err := record(a, "galleries/old/"+a.String(), proofs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,11 +185,36 @@ func TestANewWatermarkTextMakesThePreviewsStale(t *testing.T) {
 	if text() != mark {
 		t.Fatalf("drawn %q, want %q", text(), mark)
 	}
-	if err := record(assets[0], "galleries/late/"+assets[0].String(), "Proofs"); !errors.Is(err, store.ErrMarkChanged) {
+	if err := record(assets[0], "galleries/late/"+assets[0].String(), proofs); !errors.Is(err, store.ErrMarkChanged) {
 		t.Fatalf("a render of the old text: %v, want ErrMarkChanged", err)
 	}
-	if err := record(assets[0], "galleries/new/"+assets[0].String(), mark); err != nil {
+	if err := record(assets[0], "galleries/new/"+assets[0].String(), drawn()); err != nil {
 		t.Fatal(err)
+	}
+	// File names shown change nothing drawn.
+	yes := true
+	if ch, err = update(env, owner, g.Gallery.ID, store.GalleryInput{ShowFileNames: &yes}); err != nil ||
+		len(ch.Stale) != 0 || !ch.Gallery.ShowFileNames {
+		t.Fatalf("file names shown: %+v, %v; want nothing stale", ch, err)
+	}
+	// The centre, or another opacity: stale again, and the old one's
+	// render is not recorded.
+	center, light := "center", 0.15
+	for _, in := range []store.GalleryInput{{WatermarkPosition: &center}, {WatermarkOpacity: &light}} {
+		before := drawn()
+		env.FinishJobs(t, project, tasks.TypeGallery)
+		if ch, err = update(env, owner, g.Gallery.ID, in); err != nil || len(ch.Stale) != 1 || len(ch.ToRender) != 2 {
+			t.Fatalf("%+v: %+v, %v; want the drawn preview stale and both to draw", in, ch, err)
+		}
+		if err := record(assets[0], "galleries/late/"+uuid.NewString(), before); !errors.Is(err, store.ErrMarkChanged) {
+			t.Fatalf("a render of %+v after %+v: %v, want ErrMarkChanged", before, in, err)
+		}
+		if err := record(assets[0], "galleries/new/"+uuid.NewString(), drawn()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := drawn(); m.Position != center || m.Opacity != light || m.Text != mark {
+		t.Fatalf("drawn %+v", m)
 	}
 	// Back to the title: stale again.
 	var none *string
@@ -377,7 +407,7 @@ func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
 			recordErr := make(chan error, 1)
 			go func() {
 				recordErr <- env.Store.WithTx(ctx, func(tx *store.Store) error {
-					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key, "Proofs"); err != nil {
+					if err := tx.SetWatermarkKey(ctx, g.Gallery.ID, assets[0], key, proofs); err != nil {
 						return err
 					}
 					// The one backend writing this test's gallery_assets.

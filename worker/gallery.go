@@ -20,12 +20,11 @@ import (
 func init() { handle(tasks.TypeGallery, (*Worker).galleryRender) }
 
 // galleryRender makes a photo's watermarked preview for a gallery from its
-// plain preview (its newest edit's, when it has one), with the text the gallery names (its title unless its
-// owner set another), stores it under the gallery's own key and records
-// it. A
-// photo taken out of the gallery, or a gallery whose watermark was turned
-// off, needs nothing; a preview ingest has not made yet is waited for
-// through the retries.
+// plain preview (its newest edit's, when it has one), with the mark the
+// gallery names (its text, or its title; where; how light), stores it
+// under the gallery's own key and records it. A photo taken out of the
+// gallery, or a gallery whose watermark was turned off, needs nothing; a
+// preview ingest has not made yet is waited for through the retries.
 //
 // Each run writes under a key of its own, a discard until the photo's row
 // names it, so a file no row keeps (the run died before recording it, the
@@ -69,7 +68,7 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	marked, err := render.Watermark(src, render.Mark{Text: item.Text}, imaging.DefaultPreviewQuality)
+	marked, err := render.Watermark(src, render.Mark(item.Mark), imaging.DefaultPreviewQuality)
 	if err != nil {
 		return badInput("corrupt_image", "The photo's preview cannot be read: %v.", err)
 	}
@@ -81,14 +80,14 @@ func (w *Worker) galleryRender(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	err = w.st.SetWatermarkKey(ctx, p.GalleryID, p.AssetID, key, item.Text)
+	err = w.st.SetWatermarkKey(ctx, p.GalleryID, p.AssetID, key, item.Mark)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// Taken out of the gallery meanwhile, or another run's is recorded:
 		// nobody will show this one.
 		return w.blobs.Delete(ctx, key)
 	case errors.Is(err, store.ErrMarkChanged):
-		// The owner changed the text while this drew the old one; the
+		// The owner changed the mark while this drew the old one; the
 		// retry draws the new one.
 		if err := w.blobs.Delete(ctx, key); err != nil {
 			return err

@@ -424,8 +424,14 @@ export interface Gallery {
   updatedAt: ISODateTime;
   /** The batch of watermark renders this change started. */
   renderBatchId?: UUID;
-  /** The text drawn across watermarked previews; null draws the title. */
+  /** The text drawn on watermarked previews; null draws the title. */
   watermarkText: string | null;
+  /** Where the watermark goes. */
+  watermarkPosition: WatermarkPosition;
+  /** The opacity of the watermark's ink, 0.05 to 1. */
+  watermarkOpacity: number;
+  /** Clients see each photo's file name; otherwise the page numbers them. */
+  showFileNames: boolean;
   /** Favourites its viewers marked, all photos together. */
   favoriteCount: number;
   /** Comments its viewers left, all photos together. */
@@ -441,10 +447,16 @@ export interface CreateGalleryRequest {
   expiresAt?: ISODateTime | null;
   watermark?: boolean;
   allowDownloads?: boolean;
-  /** Beyond the seed: the text drawn across watermarked previews (1 to 100 characters); null draws the title. */
+  /** Beyond the seed: the text drawn on watermarked previews (1 to 100 characters); null draws the title. */
   watermarkText?: string | null;
   /** Beyond the seed: how many photos one visitor may choose (1 to 10,000); null for no limit. */
   selectionLimit?: number | null;
+  /** Beyond the seed: show clients each photo's file name (default false). */
+  showFileNames?: boolean;
+  /** Beyond the seed: where the watermark goes (default "corner"). */
+  watermarkPosition?: WatermarkPosition;
+  /** Beyond the seed: the watermark's opacity, 0.05 to 1 (default 0.3). */
+  watermarkOpacity?: number;
 }
 
 export interface UpdateGalleryRequest {
@@ -457,7 +469,16 @@ export interface UpdateGalleryRequest {
   watermarkText?: string | null;
   /** Beyond the seed: how many photos one visitor may choose; null for no limit. */
   selectionLimit?: number | null;
+  /** Beyond the seed: show clients each photo's file name. */
+  showFileNames?: boolean;
+  /** Beyond the seed: a change draws every watermarked preview again. */
+  watermarkPosition?: WatermarkPosition;
+  /** Beyond the seed: 0.05 to 1; a change draws every watermarked preview again. */
+  watermarkOpacity?: number;
 }
+
+/** Where a gallery's watermark goes: small in the bottom right corner, or larger across the middle. */
+export type WatermarkPosition = "corner" | "center";
 
 /** Who chose what in a gallery (GET /galleries/{id}/favorites). */
 export interface GalleryFavoritesResponse {
@@ -499,11 +520,18 @@ export interface PublicGalleryResponse {
     favorited: boolean;
     /** With allowDownloads. */
     originalUrl?: string;
+    /** With showFileNames. */
+    fileName?: string;
+    /** The preview's size in pixels, to lay photos out in their own shape; null until it is made. */
+    width: number | null;
+    height: number | null;
   }>;
 
   // Beyond the seed.
   expiresAt: ISODateTime | null;
   allowDownloads: boolean;
+  /** Each photo comes with its fileName. */
+  showFileNames: boolean;
   /** How many photos one visitor may choose; null for no limit. */
   selectionLimit: number | null;
   /** How many this viewer's visitor has chosen. */

@@ -94,7 +94,7 @@ export const places = {
 
 // Types that are parts of others, checked where they are used.
 export const bare = new Set(["UUID", "ISODateTime", "ISODate", "Cursor", "Paged", "ProjectStatus",
-  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "ColorLabel", "GalleryVisitor"]);
+  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "ColorLabel", "GalleryVisitor", "WatermarkPosition"]);
 
 const formats = { UUID: "uuid", ISODateTime: "date-time", ISODate: "date" };
 
