@@ -28,7 +28,7 @@ import (
 // suite runs real processes on two busy cores, and Asynq gives a killed
 // worker's tasks back only after their lease (30 s) and its cutoff (30 s)
 // have passed, on a recoverer that looks once a minute.
-const patience = 6 * time.Minute
+const patience = 12 * time.Minute
 
 // httpClient times out so a killed server fails a call rather than
 // hanging it.

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,16 +62,49 @@ func needML(t testing.TB) {
 	}
 }
 
+// faceTurn lets the tests of one process run face sidecars one test at a
+// time: each sidecar loads its models (some 300 MB) and detects on every
+// core, and five tests' sidecars at once on two busy cores made each so
+// slow that their waits ran out. A test starting a second sidecar (one
+// that replaces a killed one) already holds the turn.
+var faceTurn = struct {
+	sync.Mutex
+	holder testing.TB
+	free   chan struct{}
+}{free: make(chan struct{}, 1)}
+
+// takeFaceTurn waits for t's turn to run face sidecars, held until t ends.
+func takeFaceTurn(t testing.TB) {
+	faceTurn.Lock()
+	held := faceTurn.holder == t
+	faceTurn.Unlock()
+	if held {
+		return
+	}
+	faceTurn.free <- struct{}{}
+	faceTurn.Lock()
+	faceTurn.holder = t
+	faceTurn.Unlock()
+	t.Cleanup(func() {
+		faceTurn.Lock()
+		faceTurn.holder = nil
+		faceTurn.Unlock()
+		<-faceTurn.free
+	})
+}
+
 var listening = regexp.MustCompile(`listening on (http://[0-9.]+:[0-9]+)`)
 
 // StartFaces runs the face sidecar with node on a free loopback port and a
 // secret of its own (or env's ML_SECRET), with env ("ML_WORKERS=1", ...)
 // added to the test's environment, and waits, minutes at most, until its
-// models are loaded. It skips t when Node is not installed. The sidecar is
-// stopped when t ends.
+// models are loaded. It skips t when Node is not installed. One test of a
+// process at a time runs sidecars: t first waits for its turn. The sidecar
+// is stopped when t ends.
 func StartFaces(t testing.TB, env ...string) *FaceService {
 	t.Helper()
 	needML(t)
+	takeFaceTurn(t)
 	secret := rand.Text() + rand.Text()
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "ML_SECRET="); ok {
