@@ -107,6 +107,10 @@ func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	finder, err := boot.Faces(cfg) // nil without FACES_URL
+	if err != nil {
+		t.Fatal(err)
+	}
 	pub, key, _ := ed25519.GenerateKey(nil)
 
 	srv := server.New(server.Deps{
@@ -116,6 +120,7 @@ func startStack(t testing.TB, logTo *os.File, extra map[string]string) *stack {
 	})
 	w, err := worker.New(worker.Deps{
 		Config: cfg, Store: env.Store, Blobs: blobs, Redis: rdb, Logger: log, Engine: engine, Embedder: embedder,
+		Faces: finder, FacesRatePerMinute: cfg.FacesRatePerMin,
 		Flusher: &chain.Flusher{Store: env.Store, Key: key, Ledger: ledger, Logger: log},
 	})
 	if err != nil {
