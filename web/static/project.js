@@ -13,6 +13,7 @@ import { Thumbs } from './images.js';
 import { photosView } from './grid.js';
 import { reviewView, reviewGroup } from './groups.js';
 import { deliverView } from './deliver.js';
+import { exposureFacts } from './exif.js';
 import './edit.js';
 
 const open = new Map(); // project id → {model, uploader}
@@ -559,28 +560,24 @@ async function showDetails(row, state) {
   const fileList = files.status === 'fulfilled' ? files.value.files : [];
   const preview = fileList.find((f) => f.kind === 'preview') || fileList.find((f) => f.kind === 'thumbnail');
   const fl = a.flags || {};
+  // What a photographer reads first: the exposure, the lens and the time.
+  const exposure = exposureFacts(a).map(([k, v]) => [k, v || '—']);
   const facts = [
+    a.cameraMake || a.cameraModel ? ['Camera', cameraName(a.cameraMake, a.cameraModel)] : null,
+    a.widthPx ? ['Size', `${a.widthPx} × ${a.heightPx} px, ${bytes(a.byteSize)}`] : ['Size', bytes(a.byteSize)],
+    a.gps ? ['GPS', `${a.gps.lat.toFixed(5)}, ${a.gps.lon.toFixed(5)}`] : null,
+    ['Type', a.contentType],
     ['Stage', `${STAGES[stageOf({ local: 'done', status: fl.status })]} (${fl.readiness})`],
     fl.errorCode ? ['Error', `${fl.errorCode}: ${fl.errorMessage || ''}`] : null,
     fl.metadataWarning ? ['Metadata warning', fl.metadataWarning] : null,
-    ['Captured', a.capturedAt ? when(a.capturedAt) + (a.capturedOffset ? ` (${a.capturedOffset})` : '') : 'unknown'],
-    a.widthPx ? ['Size', `${a.widthPx} × ${a.heightPx} px, ${bytes(a.byteSize)}`] : ['Size', bytes(a.byteSize)],
-    a.cameraMake || a.cameraModel ? ['Camera', cameraName(a.cameraMake, a.cameraModel)] : null,
-    a.lensModel ? ['Lens', a.lensModel] : null,
-    a.focalLengthMm ? ['Focal length', `${a.focalLengthMm} mm`] : null,
-    a.aperture ? ['Aperture', `ƒ/${a.aperture}`] : null,
-    a.shutterSpeed ? ['Shutter', `${a.shutterSpeed} s`] : null,
-    a.iso ? ['ISO', String(a.iso)] : null,
-    a.gps ? ['GPS', `${a.gps.lat.toFixed(5)}, ${a.gps.lon.toFixed(5)}`] : null,
-    ['Type', a.contentType],
-    ['SHA-256', a.checksumSha256 || ''],
     ['Uploaded', when(a.createdAt)],
   ].filter(Boolean);
+  const dl = (rows, attrs) => h('dl', attrs, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 
   const sections = [
-    h('div', { class: 'details-top' },
-      preview ? h('img', { src: preview.url, alt: `Preview of ${a.filename}`, class: 'preview' }) : h('p', { class: 'muted' }, 'No preview yet.'),
-      h('dl', { class: 'facts', id: 'exif' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+    h('div', { class: 'details-top exif-first' },
+      h('div', {}, dl(exposure, { class: 'facts exposure', id: 'exif' }), dl(facts, { class: 'facts', id: 'details-facts' })),
+      preview ? h('img', { src: preview.url, alt: `Preview of ${a.filename}`, class: 'preview' }) : h('p', { class: 'muted' }, 'No preview yet.')),
   ];
   // Only a file whose bytes the server kept can be processed again.
   if (fl.status === 'failed' && !UPLOAD_ERRORS.has(fl.errorCode)) {
@@ -600,22 +597,28 @@ async function showDetails(row, state) {
       },
     }, 'Process again')));
   }
+  // The file's own record, below and folded (open once, open after).
+  const tech = [h('dl', { class: 'facts mono', id: 'details-hash' }, h('dt', {}, 'SHA-256'), h('dd', {}, a.checksumSha256 || ''))];
   if (a.exif && Object.keys(a.exif).length) {
-    sections.push(h('details', {}, h('summary', {}, 'All metadata (EXIF)'), h('pre', {}, JSON.stringify(a.exif, null, 2))));
+    tech.push(h('details', {}, h('summary', {}, 'All metadata (EXIF)'), h('pre', {}, JSON.stringify(a.exif, null, 2))));
   }
   if (a.quality && Object.keys(a.quality).length) {
-    sections.push(h('details', {}, h('summary', {}, 'Quality signals'), h('pre', {}, JSON.stringify(a.quality, null, 2))));
+    tech.push(h('details', {}, h('summary', {}, 'Quality signals'), h('pre', {}, JSON.stringify(a.quality, null, 2))));
   }
-  sections.push(h('h3', {}, 'Files'), fileList.length
+  tech.push(h('h3', {}, 'Files'), fileList.length
     ? table(['Kind', 'Type', 'Size', 'Pixels', ''], fileList.map((f) => [f.kind, f.contentType, bytes(f.byteSize),
       f.widthPx ? `${f.widthPx} × ${f.heightPx}` : '', h('a', { href: f.url, target: '_blank', rel: 'noopener' }, 'Open')]))
     : h('p', { class: 'muted' }, 'No files yet.'));
   const jobList = jobs.status === 'fulfilled' ? jobs.value.items : [];
-  sections.push(h('h3', {}, 'Jobs'), jobList.length
+  tech.push(h('h3', {}, 'Jobs'), jobList.length
     ? table(['Type', 'Status', 'Attempt', 'Error', 'Updated'], jobList.map((j) => [j.type, j.status, String(j.attempt),
       j.errorCode ? `${j.errorCode}: ${j.error || ''}` : '', when(j.updatedAt)]))
     : h('p', { class: 'muted' }, 'No jobs.'));
-  sections.push(h('h3', {}, 'Attestation'), attestation(att));
+  tech.push(h('h3', {}, 'Attestation'), attestation(att));
+  const more = h('details', { id: 'details-tech', open: localStorage.getItem('lightbox.details.tech') === 'open' || null },
+    h('summary', {}, 'Hashes, files, jobs and attestation'), tech);
+  more.addEventListener('toggle', () => localStorage.setItem('lightbox.details.tech', more.open ? 'open' : 'closed'));
+  sections.push(more);
   clear(body, sections);
 }
 
