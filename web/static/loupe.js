@@ -1,14 +1,14 @@
 // The loupe: one photo full-window, its preview at once and its original
 // at 100 % on Z (panned by dragging, touch or the arrow keys), ←/→ through
 // cull.js's view with the neighbours' previews loaded and decoded ahead,
-// the EXIF line and the photo's flags and colour label, buttons for touch,
-// a swipe to move on at a phone's width, and side panels other modules
-// register (cull.registerLoupePanel). It plugs itself into cull.js as
-// 'loupe'.
+// a filmstrip of the view below it, the EXIF line and the photo's flags
+// and colour label, buttons for touch, a swipe to move on at a phone's
+// width, and side panels other modules register (cull.registerLoupePanel).
+// It plugs itself into cull.js as 'loupe'.
 
 import * as cull from './cull.js';
 import { h, clear, announce, when } from './ui.js';
-import { previewUrl, fullSize, forget, onFilesChange } from './images.js';
+import { previewUrl, fullSize, forget, onFilesChange, Thumbs } from './images.js';
 import { cameraName } from './model.js';
 import { labelMenu } from './keys.js';
 
@@ -53,7 +53,7 @@ function build() {
         labelMenu('loupe-set-label', () => (cur ? [cur] : [])),
         el.zoom, button('Details', 'i'), el.toggles, el.close)),
     h('div', { class: 'loupe-main' }, el.stage, el.panels),
-    el.exif);
+    el.exif, buildStrip());
   dlg.addEventListener('close', closed);
   // Esc is the loupe's key (back from 100 % first); the dialog's own
   // cancel comes after it for the same press.
@@ -75,6 +75,7 @@ export function open(id) {
     dlg.showModal();
     popScope = cull.pushScope({ name: 'loupe', targets: () => (cur ? [cur] : []), advance: () => step(1) });
     toggles();
+    strip.thumbs = new Thumbs();
   }
   show(id);
   el.stage.focus({ preventScroll: true });
@@ -98,6 +99,11 @@ function closed() {
   el.panels.hidden = true;
   cur = null;
   cache.clear();
+  if (strip.thumbs) strip.thumbs.stop();
+  strip.thumbs = null;
+  strip.track.replaceChildren();
+  strip.shown.clear();
+  strip.spare = [];
   cull.loupeShows(null);
 }
 
@@ -122,6 +128,7 @@ function show(id) {
     for (const k of [...cache.keys()]) if (k !== id) cache.delete(k);
   }
   describe(row);
+  refreshStrip(true);
   cull.loupeShows(id);
   for (const m of mounted.values()) if (m.api && m.api.show) m.api.show(id);
 }
@@ -228,7 +235,11 @@ function marks() {
   el.label.textContent = m.colorLabel ? cull.LABEL_NAMES[m.colorLabel] : '';
 }
 
-cull.onMarksChange((ids) => { if (cur && ids.includes(cur)) marks(); });
+cull.onMarksChange((ids) => {
+  if (!cur) return;
+  if (ids.includes(cur)) marks();
+  repaintStrip(ids);
+});
 
 // A photo whose files changed (its edit rendered) is loaded again; the
 // one shown changes once the new preview is decoded.
@@ -246,6 +257,7 @@ cull.onViewChange(() => {
   if (!cur) return;
   const row = cull.rowOf(cur);
   if (row) describe(row);
+  refreshStrip(false);
 });
 
 // ---- 100 % and pan --------------------------------------------------------------
@@ -375,6 +387,134 @@ function toggles() {
     });
     return b;
   }));
+}
+
+// ---- filmstrip -------------------------------------------------------------------
+
+// The filmstrip is one row of thumbnails of the whole view, virtualised:
+// a track as wide as every thumbnail would be, and elements only for those
+// in sight and a few either side, kept per photo so that a step moves the
+// strip rather than redraws it. Thousands of photos cost a few dozen
+// elements.
+const strip = { el: null, track: null, shown: new Map(), spare: [], thumbs: null, queued: false, follow: false, pitch: 0 };
+const STRIP_AROUND = 8; // thumbnails drawn beyond each side of those in sight
+
+function buildStrip() {
+  strip.track = h('div', { class: 'filmstrip-track' });
+  strip.el = h('nav', { class: 'filmstrip', id: 'filmstrip', 'aria-label': 'Filmstrip' }, strip.track);
+  strip.el.addEventListener('scroll', () => refreshStrip(false), { passive: true });
+  strip.el.addEventListener('click', (e) => {
+    const b = e.target.closest('.fthumb');
+    if (!b || !b.dataset.asset) return;
+    show(b.dataset.asset);
+    el.stage.focus({ preventScroll: true });
+  });
+  new ResizeObserver(() => {
+    strip.pitch = 0;
+    refreshStrip(true);
+  }).observe(strip.el);
+  return strip.el;
+}
+
+// pitch is a thumbnail's width and the gap after it, as the CSS sets it
+// (read again when the strip's size changes).
+function pitch() {
+  if (!strip.pitch) strip.pitch = parseFloat(getComputedStyle(strip.el).getPropertyValue('--fs-pitch')) || 76;
+  return strip.pitch;
+}
+
+// refreshStrip draws the strip at the next frame; follow: with the photo
+// shown kept in sight (after a resize).
+function refreshStrip(follow) {
+  strip.follow = strip.follow || follow;
+  if (strip.queued) return;
+  strip.queued = true;
+  requestAnimationFrame(() => {
+    strip.queued = false;
+    drawStrip(strip.follow);
+    strip.follow = false;
+  });
+}
+
+// drawStrip draws the thumbnails in sight; follow scrolls the photo shown
+// into the middle first when it is not well inside the strip. It runs once
+// a frame at most (refreshStrip): a held arrow key lays the strip out once
+// per frame, not once per photo.
+function drawStrip(follow) {
+  if (!dlg || !dlg.open || !cur) return;
+  const rows = cull.viewRows();
+  const n = rows.length;
+  const p = pitch();
+  const width = strip.el.clientWidth;
+  strip.track.style.width = `${n * p}px`;
+  const at = cull.indexOf(cur);
+  if (follow && at >= 0) {
+    const x = at * p;
+    const left = strip.el.scrollLeft;
+    if (x < left + p / 2 || x + p > left + width - p / 2) strip.el.scrollLeft = Math.max(0, x - (width - p) / 2);
+  }
+  const left = strip.el.scrollLeft;
+  const first = Math.max(0, Math.floor(left / p) - STRIP_AROUND);
+  const last = Math.min(n, Math.ceil((left + width) / p) + STRIP_AROUND);
+  const want = new Set();
+  for (let i = first; i < last; i++) want.add(rows[i].assetId);
+  for (const [id, b] of strip.shown) {
+    if (want.has(id)) continue;
+    strip.shown.delete(id);
+    b.hidden = true;
+    strip.spare.push(b);
+  }
+  for (let i = first; i < last; i++) {
+    const row = rows[i];
+    let b = strip.shown.get(row.assetId);
+    if (!b) {
+      b = strip.spare.pop() || makeThumb();
+      b.hidden = false;
+      strip.shown.set(row.assetId, b);
+    }
+    paintThumb(b, row, i, n, p);
+  }
+  // Spares beyond a screenful are of no further use.
+  while (strip.spare.length > 2 * STRIP_AROUND) strip.spare.pop().remove();
+}
+
+function makeThumb() {
+  const img = h('img', { alt: '', draggable: 'false', decoding: 'async' });
+  const flag = h('span', { class: 'fthumb-flag', 'aria-hidden': 'true' });
+  const b = h('button', { type: 'button', class: 'fthumb' }, img, flag);
+  b.parts = { img, flag };
+  strip.track.append(b);
+  return b;
+}
+
+function paintThumb(b, row, i, n, p) {
+  const m = cull.marksOf(row.assetId);
+  const flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+  const current = row.assetId === cur;
+  const state = `${row.assetId}|${i}|${n}|${p}|${flag}|${current}|${row.name}`;
+  if (b.state === state) return;
+  b.state = state;
+  b.dataset.asset = row.assetId;
+  b.dataset.flag = flag;
+  b.style.transform = `translateX(${i * p}px)`;
+  b.tabIndex = current ? 0 : -1;
+  if (current) b.setAttribute('aria-current', 'true');
+  else b.removeAttribute('aria-current');
+  b.parts.flag.textContent = m.picked ? '✓' : m.rejected ? '✕' : '';
+  b.setAttribute('aria-label', `${row.name || 'Photo'}, ${(i + 1).toLocaleString()} of ${n.toLocaleString()}${m.picked ? ', picked' : m.rejected ? ', rejected' : ''}`);
+  b.title = row.name || '';
+  if (strip.thumbs) strip.thumbs.watch(b.parts.img, row);
+}
+
+// repaintStrip redraws the thumbnails of photos whose flags changed.
+function repaintStrip(ids) {
+  const n = cull.viewRows().length;
+  const p = pitch();
+  for (const id of ids) {
+    const b = strip.shown.get(id);
+    const i = cull.indexOf(id);
+    if (b && i >= 0) paintThumb(b, cull.rowOf(id), i, n, p);
+  }
 }
 
 // ---- keys ------------------------------------------------------------------------------
