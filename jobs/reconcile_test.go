@@ -228,9 +228,7 @@ func TestReconcileHandsOverJobsOfBatchesNoLongerRunning(t *testing.T) {
 			h.env.FinishJob(h.t, batch[1].ID)
 			h.env.FailJob(h.t, batch[0].ID, 3, "boom")
 			// The operator runs the archived task again; the worker starts it.
-			if _, err := h.env.Store.JobStarted(context.Background(), batch[0].ID, 1); err != nil {
-				h.t.Fatal(err)
-			}
+			h.env.RecordJob(h.t, store.JobState{ID: batch[0].ID, Status: store.JobRunning, Attempt: 1})
 			return batch[0]
 		}},
 	} {

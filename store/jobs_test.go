@@ -31,18 +31,18 @@ func TestJobStateTransitions(t *testing.T) {
 	_, ids := batchOf(t, env, owner, project, 1)
 	id := ids[0]
 
-	j, err := env.Store.JobStarted(ctx, id, 1)
-	if err != nil || j.Status != store.JobRunning || j.Attempt != 1 || j.EnqueuedAt == nil {
-		t.Fatalf("started: %+v %v", j, err)
+	j := env.RecordJob(t, store.JobState{ID: id, Status: store.JobRunning, Attempt: 1})
+	if j == nil || j.Status != store.JobRunning || j.Attempt != 1 || j.EnqueuedAt == nil {
+		t.Fatalf("started: %+v", j)
 	}
 	next := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
-	j, err = env.Store.JobRetrying(ctx, id, next, "timeout", "took too long")
-	if err != nil || j.Status != store.JobQueued || j.NextRunAt == nil || !j.NextRunAt.Equal(next) || *j.ErrorCode != "timeout" {
-		t.Fatalf("retrying: %+v %v", j, err)
+	j = env.RecordJob(t, store.JobState{ID: id, Status: store.JobQueued, Attempt: 1, NextRun: next, Code: "timeout", Message: "took too long"})
+	if j == nil || j.Status != store.JobQueued || j.NextRunAt == nil || !j.NextRunAt.Equal(next) || *j.ErrorCode != "timeout" {
+		t.Fatalf("retrying: %+v", j)
 	}
-	j, err = env.Store.JobStarted(ctx, id, 2)
-	if err != nil || j.Status != store.JobRunning || j.Attempt != 2 || j.NextRunAt != nil || j.ErrorCode != nil {
-		t.Fatalf("started again: %+v %v", j, err)
+	j = env.RecordJob(t, store.JobState{ID: id, Status: store.JobRunning, Attempt: 2})
+	if j == nil || j.Status != store.JobRunning || j.Attempt != 2 || j.NextRunAt != nil || j.ErrorCode != nil {
+		t.Fatalf("started again: %+v", j)
 	}
 	j, b, err := env.Store.JobFinished(ctx, id, store.JobDone, "", "")
 	if err != nil || j.Status != store.JobDone || j.Progress != 1 {
@@ -51,8 +51,8 @@ func TestJobStateTransitions(t *testing.T) {
 	if b == nil || b.Status != "completed" || b.Completed != 1 || b.CompletedAt == nil {
 		t.Fatalf("batch after the only job finished: %+v", b)
 	}
-	if _, err := env.Store.JobStarted(ctx, uuid.New(), 1); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("starting an unknown job: %v", err)
+	if j := env.RecordJob(t, store.JobState{ID: uuid.New(), Status: store.JobRunning, Attempt: 1}); j != nil {
+		t.Fatalf("starting an unknown job wrote %+v", j)
 	}
 }
 
@@ -99,9 +99,7 @@ func TestCancelBatch(t *testing.T) {
 	owner, project := env.Project(t)
 	batch, ids := batchOf(t, env, owner, project, 3)
 	env.FinishJob(t, ids[0])
-	if _, err := env.Store.JobStarted(ctx, ids[1], 1); err != nil {
-		t.Fatal(err)
-	}
+	env.RecordJob(t, store.JobState{ID: ids[1], Status: store.JobRunning, Attempt: 1})
 
 	canceled, b, err := env.Store.CancelBatch(ctx, batch)
 	if err != nil {
@@ -119,8 +117,11 @@ func TestCancelBatch(t *testing.T) {
 	if _, _, err := env.Store.JobFinished(ctx, ids[1], store.JobDone, "", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("finishing a canceled job: %v", err)
 	}
-	if j, err := env.Store.JobStarted(ctx, ids[2], 1); err != nil || j.Status != store.JobCanceled {
-		t.Fatalf("starting a canceled job: %+v %v", j, err)
+	if j := env.RecordJob(t, store.JobState{ID: ids[2], Status: store.JobRunning, Attempt: 1}); j != nil {
+		t.Fatalf("starting a canceled job wrote %+v", j)
+	}
+	if j, err := env.Store.JobByID(ctx, ids[2]); err != nil || j.Status != store.JobCanceled {
+		t.Fatalf("a canceled job after a start: %+v %v", j, err)
 	}
 	if b, _ := env.Store.Batch(ctx, owner, batch); b.Status != "cancelled" {
 		t.Fatalf("batch %+v", b)

@@ -34,29 +34,6 @@ func (s *Store) JobStatus(ctx context.Context, id uuid.UUID) (string, error) {
 	return status, notFound(stmt.GetContext(ctx, &status, id))
 }
 
-// JobStarted records that attempt (1-based) of a job began. A job already
-// canceled stays so and the caller should stop.
-func (s *Store) JobStarted(ctx context.Context, id uuid.UUID, attempt int) (*Job, error) {
-	j := &Job{}
-	err := s.db.GetContext(ctx, j, `
-		UPDATE jobs j SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE 'running' END,
-			attempt = $2, next_run_at = NULL, error_code = NULL, error_message = NULL,
-			enqueued_at = coalesce(j.enqueued_at, now()), updated_at = now()
-		WHERE j.id = $1
-		RETURNING `+jobColumns, id, attempt)
-	return j, notFound(err)
-}
-
-// JobRetrying records a failed attempt that will run again at next.
-func (s *Store) JobRetrying(ctx context.Context, id uuid.UUID, next time.Time, code, message string) (*Job, error) {
-	j := &Job{}
-	err := s.db.GetContext(ctx, j, `
-		UPDATE jobs j SET status = 'queued', next_run_at = $2, error_code = $3, error_message = $4, updated_at = now()
-		WHERE j.id = $1 AND j.status <> 'canceled'
-		RETURNING `+jobColumns, id, next, code, message)
-	return j, notFound(err)
-}
-
 // JobFinished records a job's end, done or failed, and brings its batch's
 // counters and status up to date in the same transaction. Counters are
 // recounted from the jobs, so a task that runs twice or a retried job

@@ -113,13 +113,26 @@ func (e *Env) Tx(t testing.TB, fn func(tx *store.Store) error) {
 	}
 }
 
+// RecordJob writes one state of a job as the worker's tracker does
+// (store.RecordJobStates) and returns the job as written, or nil when it
+// was canceled or does not exist.
+func (e *Env) RecordJob(t testing.TB, st store.JobState) *store.Job {
+	t.Helper()
+	jobs, _, err := e.Store.RecordJobStates(context.Background(), []store.JobState{st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return &jobs[0]
+}
+
 // FinishJob records a job run to success, as the worker does.
 func (e *Env) FinishJob(t testing.TB, job uuid.UUID) *store.Batch {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.Store.JobStarted(ctx, job, 1); err != nil {
-		t.Fatal(err)
-	}
+	e.RecordJob(t, store.JobState{ID: job, Status: store.JobRunning, Attempt: 1})
 	_, b, err := e.Store.JobFinished(ctx, job, store.JobDone, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +145,7 @@ func (e *Env) FinishJob(t testing.TB, job uuid.UUID) *store.Batch {
 func (e *Env) FailJob(t testing.TB, job uuid.UUID, attempts int, code string) *store.Batch {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.Store.JobStarted(ctx, job, attempts); err != nil {
-		t.Fatal(err)
-	}
+	e.RecordJob(t, store.JobState{ID: job, Status: store.JobRunning, Attempt: attempts})
 	j, b, err := e.Store.JobFinished(ctx, job, store.JobFailed, code, "it failed")
 	if err != nil {
 		t.Fatal(err)
