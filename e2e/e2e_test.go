@@ -44,7 +44,7 @@ const artifacts = "../artifacts/e2e"
 // answer) and every browser action. It only catches a hang: `make test`
 // runs these tests beside the rest of the suite on two busy cores, where
 // the pipeline can take minutes to get through 50 photos.
-const patience = 5 * time.Minute
+const patience = 10 * time.Minute
 
 // pipelinePatience bounds the wait for a whole upload to become searchable.
 const pipelinePatience = 10 * time.Minute
