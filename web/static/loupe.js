@@ -2,15 +2,18 @@
 // at 100 % on Z (panned by dragging, touch or the arrow keys), ←/→ through
 // cull.js's view with the neighbours' previews loaded and decoded ahead,
 // a filmstrip of the view below it, the EXIF line and the photo's flags
-// and colour label, buttons for touch, a swipe to move on at a phone's
-// width, and side panels other modules register (cull.registerLoupePanel).
-// It plugs itself into cull.js as 'loupe'.
+// and colour label, its faces marked on it (F) and its quality signals
+// over it, buttons for touch, a swipe to move on at a phone's width, and
+// side panels other modules register (cull.registerLoupePanel). It plugs
+// itself into cull.js as 'loupe'.
 
 import * as cull from './cull.js';
-import { h, clear, announce, when } from './ui.js';
+import { api } from './api.js';
+import { h, clear, announce, plural } from './ui.js';
 import { previewUrl, fullSize, forget, onFilesChange, Thumbs } from './images.js';
 import { cameraName } from './model.js';
 import { labelMenu } from './keys.js';
+import { shutterText, apertureText, isoText, focalText, capturedText } from './exif.js';
 
 let dlg = null;
 let el = {}; // the loupe's parts
@@ -37,6 +40,8 @@ function build() {
   // that opened the loupe, and close it again.
   el.stage = h('div', { class: 'loupe-stage', id: 'loupe-stage', tabindex: '-1', 'aria-label': 'Photo' });
   el.zimg = h('img', { alt: '', class: 'zoom-img', draggable: 'false' });
+  el.faces = h('div', { class: 'face-layer', id: 'loupe-faces', 'aria-hidden': 'true' });
+  el.signals = h('div', { class: 'loupe-signals', id: 'loupe-signals' });
   el.panels = h('aside', { class: 'loupe-panels', hidden: true, 'aria-label': 'Panels' });
   el.toggles = h('span', { class: 'loupe-toggles' });
   el.close = h('button', { type: 'button', class: 'small', id: 'loupe-close', onclick: () => close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc'));
@@ -52,13 +57,14 @@ function build() {
         button('Pick', 'p', { id: 'loupe-pick' }), button('Reject', 'x', { id: 'loupe-reject' }), button('Clear flag', 'u'), stars,
         labelMenu('loupe-set-label', () => (cur ? [cur] : [])),
         el.zoom, button('Details', 'i'), el.toggles, el.close)),
-    h('div', { class: 'loupe-main' }, el.stage, el.panels),
+    h('div', { class: 'loupe-main' }, h('div', { class: 'loupe-view' }, el.stage, el.signals), el.panels),
     el.exif, buildStrip());
   dlg.addEventListener('close', closed);
   // Esc is the loupe's key (back from 100 % first); the dialog's own
   // cancel comes after it for the same press.
   dlg.addEventListener('cancel', (e) => { if (escTaken) e.preventDefault(); });
   wireStage();
+  new ResizeObserver(() => placeFaces()).observe(el.stage);
   document.body.append(dlg);
 }
 
@@ -99,6 +105,8 @@ function closed() {
   el.panels.hidden = true;
   cur = null;
   cache.clear();
+  clearTimeout(factsTimer);
+  facts.clear();
   if (strip.thumbs) strip.thumbs.stop();
   strip.thumbs = null;
   strip.track.replaceChildren();
@@ -118,16 +126,19 @@ function show(id) {
   setZoom(false);
   const e = entry(row);
   el.msg.textContent = '';
-  el.stage.replaceChildren(e.img, el.msg);
+  clear(el.faces);
+  el.stage.replaceChildren(e.img, el.faces, el.msg);
   e.ready.then((ok) => {
     if (cur !== id) return;
     if (!ok) el.msg.textContent = noPreview(row);
+    placeFaces();
     if (cull.settings.preload) ahead();
   });
   if (!cull.settings.preload) {
     for (const k of [...cache.keys()]) if (k !== id) cache.delete(k);
   }
   describe(row);
+  loadFacts(id);
   refreshStrip(true);
   cull.loupeShows(id);
   for (const m of mounted.values()) if (m.api && m.api.show) m.api.show(id);
@@ -216,10 +227,13 @@ function describe(row) {
   const n = cull.viewRows().length;
   el.pos.textContent = i >= 0 ? `${(i + 1).toLocaleString()} of ${n.toLocaleString()}` : 'no longer in this view';
   marks();
+  // The capture time needs the offset the list leaves out: it comes with
+  // the photo's own answer (loadFacts).
+  const full = facts.get(row.assetId);
   const bits = [
-    cameraName(a.cameraMake, a.cameraModel), a.lensModel, a.focalLengthMm ? `${a.focalLengthMm} mm` : '',
-    a.aperture ? `ƒ/${a.aperture}` : '', a.shutterSpeed ? `${a.shutterSpeed} s` : '', a.iso ? `ISO ${a.iso}` : '',
-    a.capturedAt ? when(a.capturedAt) : '', a.widthPx ? `${a.widthPx} × ${a.heightPx}` : '',
+    shutterText(a.shutterSpeed), apertureText(a.aperture), isoText(a.iso), focalText(a.focalLengthMm), a.lensModel,
+    cameraName(a.cameraMake, a.cameraModel), full && full.asset ? capturedText(full.asset.capturedAt, full.asset.capturedOffset) : '',
+    a.widthPx ? `${a.widthPx} × ${a.heightPx}` : '',
   ].filter(Boolean);
   el.exif.textContent = bits.length ? bits.join(' · ') : 'No camera data.';
 }
@@ -237,7 +251,15 @@ function marks() {
 
 cull.onMarksChange((ids) => {
   if (!cur) return;
-  if (ids.includes(cur)) marks();
+  if (ids.includes(cur)) {
+    marks();
+    // The faces found since the photo was shown (asset:faces ended).
+    const f = facts.get(cur);
+    if (f && f.facesKey !== facesKey(cull.rowOf(cur))) {
+      facts.delete(cur);
+      loadFacts(cur);
+    }
+  }
   repaintStrip(ids);
 });
 
@@ -251,6 +273,7 @@ onFilesChange((ids) => {
   e.ready.then((ok) => {
     const old = el.stage.querySelector('img.preview-img');
     if (ok && cur === id && !zoomed && old && old !== e.img) old.replaceWith(e.img);
+    if (cur === id) paintFaces();
   });
 });
 cull.onViewChange(() => {
@@ -273,7 +296,10 @@ async function setZoom(on, fx = 0.5, fy = 0.5) {
   el.zoom.setAttribute('aria-pressed', String(on));
   if (!on) {
     const e = cur && cache.get(cur);
-    if (e && el.zimg.isConnected) el.stage.replaceChildren(e.img, el.msg);
+    if (e && el.zimg.isConnected) {
+      el.stage.replaceChildren(e.img, el.faces, el.msg);
+      placeFaces();
+    }
     el.zimg.removeAttribute('src');
     return;
   }
@@ -517,6 +543,149 @@ function repaintStrip(ids) {
   }
 }
 
+// ---- faces and signals -----------------------------------------------------------
+
+// What the list does not carry, asked for once the photo has been on
+// screen a moment (a held arrow key asks for none of the photos it passes):
+// the photo's own answer (its quality signals, the capture time's offset)
+// and, when faces were found in it, their boxes.
+const facts = new Map(); // asset id → {asset, faces, facesKey}, most recent last
+let factsTimer = 0;
+let faceMarks = localStorage.getItem('lightbox.loupe.faceMarks') !== 'off';
+
+const facesKey = (row) => JSON.stringify((row && row.faces) || null);
+
+function loadFacts(id) {
+  clearTimeout(factsTimer);
+  paintSignals();
+  paintFaces();
+  if (facts.has(id)) return;
+  factsTimer = setTimeout(async () => {
+    const row = cull.rowOf(id);
+    if (cur !== id || !row) return;
+    const key = facesKey(row);
+    const [asset, faces] = await Promise.allSettled([
+      api('GET', `/v1/assets/${id}`),
+      row.faces && row.faces.count > 0 ? api('GET', `/v1/assets/${id}/faces`) : Promise.resolve(null),
+    ]);
+    facts.set(id, { asset: asset.status === 'fulfilled' ? asset.value : null, faces: faces.status === 'fulfilled' ? faces.value : null, facesKey: key });
+    while (facts.size > 50) facts.delete(facts.keys().next().value);
+    if (cur !== id) return;
+    describe(row);
+    paintSignals();
+    paintFaces();
+  }, 150);
+}
+
+// Names of the judgements the API may give in quality.warnings.
+const WARNINGS = {
+  blurry: 'Blurred', motion_blur: 'Motion blur', underexposed: 'Dark', overexposed: 'Bright', misfire: 'Misfire',
+  eyes_closed: 'Eyes closed', face_soft: 'Soft face',
+};
+
+// qualityWarnings is what the photo's quality signals say, as
+// [{key, text, title}]: the API's own judgements when it gives them, else
+// read from its measures: a sharpness (variance of the Laplacian at 1024
+// px) below 50 is usually a blurred photo (imaging.Quality), though a
+// smooth subject measures low too, hence "maybe"; a mean luminance below
+// 0.2 or a fifth of the pixels black is dark, above 0.85 or a tenth white
+// is bright.
+function qualityWarnings(q) {
+  if (!q) return [];
+  if (Array.isArray(q.warnings)) return q.warnings.map((w) => ({ key: w, text: WARNINGS[w] || w.replace(/_/g, ' '), title: '' }));
+  const out = [];
+  const pct = (v) => `${Math.round(v * 100)} %`;
+  if (typeof q.sharpness === 'number' && q.sharpness < 50) {
+    out.push({ key: 'blurry', text: 'Maybe blurred', title: `Sharpness ${Math.round(q.sharpness)}: below 50 is usually blurred` });
+  }
+  if ((typeof q.meanLuminance === 'number' && q.meanLuminance < 0.2) || q.shadowsClipped > 0.2) {
+    out.push({ key: 'underexposed', text: 'Dark', title: `Mean brightness ${pct(q.meanLuminance || 0)}, ${pct(q.shadowsClipped || 0)} of pixels black` });
+  }
+  if (q.meanLuminance > 0.85 || q.highlightsClipped > 0.1) {
+    out.push({ key: 'overexposed', text: 'Bright', title: `Mean brightness ${pct(q.meanLuminance || 0)}, ${pct(q.highlightsClipped || 0)} of pixels white` });
+  }
+  return out;
+}
+
+// paintSignals writes the line over the photo: its warnings, its faces,
+// and the switch for the face marks.
+function paintSignals() {
+  const row = cur && cull.rowOf(cur);
+  if (!row) return;
+  const f = facts.get(cur);
+  const q = f && f.asset && f.asset.quality;
+  const chips = qualityWarnings(q).map((w) => h('span', { class: 'signal', 'data-signal': w.key, title: w.title || null }, w.text));
+  const fs = row.faces;
+  if (fs && fs.count > 0) {
+    if (fs.eyesClosed && !chips.some((c) => c.dataset.signal === 'eyes_closed')) {
+      chips.push(h('span', { class: 'signal', 'data-signal': 'eyes_closed' }, `Eyes closed: ${fs.eyesClosed} of ${fs.count}`));
+    }
+    if (fs.outOfFocus && !chips.some((c) => c.dataset.signal === 'face_soft')) {
+      chips.push(h('span', { class: 'signal', 'data-signal': 'face_soft' }, `Soft face: ${fs.outOfFocus} of ${fs.count}`));
+    }
+  }
+  const quiet = !chips.length && q ? h('span', { class: 'signal', 'data-signal': 'none' }, 'No blur or exposure flagged') : null;
+  const faces = fs && fs.count > 0 ? [
+    h('span', { class: 'signal', 'data-signal': 'faces' }, plural(fs.count, 'face')),
+    h('button', {
+      type: 'button', class: 'small', id: 'loupe-face-marks', 'aria-pressed': String(faceMarks), 'aria-keyshortcuts': 'F',
+      title: 'Show or hide the face marks (F)', onclick: () => toggleFaceMarks(),
+    }, 'Face marks', h('kbd', { 'aria-hidden': 'true' }, 'F')),
+  ] : null;
+  clear(el.signals, chips, quiet, faces);
+  el.signals.dataset.facts = f ? cur : ''; // the photo whose own answer the line has read
+}
+
+// paintFaces draws a box over each face found, marked when its eyes are
+// closed or it is soft. The boxes are fractions of the preview the faces
+// were found in, which is the one shown unless the photo has an edit.
+function paintFaces() {
+  clear(el.faces);
+  const row = cur && cull.rowOf(cur);
+  const f = row && facts.get(cur);
+  const found = f && f.faces;
+  el.faces.hidden = !faceMarks;
+  if (!found || found.status !== 'done' || !found.faces.length || row.edited) return;
+  el.faces.dataset.asset = cur;
+  for (const face of found.faces) {
+    const b = face.box;
+    const eyes = face.eyesClosed ? 'closed' : face.eyeOpenness ? 'open' : '';
+    const labels = [face.eyesClosed ? 'Eyes closed' : '', face.outOfFocus ? 'Soft' : ''].filter(Boolean);
+    const open = face.eyeOpenness ? `eyes ${Math.round(face.eyeOpenness.left * 100)} % and ${Math.round(face.eyeOpenness.right * 100)} % open` : '';
+    const box = h('div', {
+      class: 'face-box', 'data-eyes': eyes, 'data-soft': face.outOfFocus ? 'true' : null,
+      title: [labels.join(', '), open, `sharpness ${Math.round(face.sharpness)}`].filter(Boolean).join('; '),
+    }, labels.length ? h('span', { class: 'face-label' }, labels.join(' · ')) : null);
+    // Through the CSSOM: the page's content policy refuses style attributes.
+    Object.assign(box.style, { left: `${b.x * 100}%`, top: `${b.y * 100}%`, width: `${b.w * 100}%`, height: `${b.h * 100}%` });
+    el.faces.append(box);
+  }
+  placeFaces();
+}
+
+// placeFaces lays the faces' layer exactly over the photo as drawn.
+function placeFaces() {
+  if (!dlg || zoomed) return;
+  const img = el.stage.querySelector('img.preview-img');
+  if (!img || !img.naturalWidth || !el.faces.isConnected) return;
+  const s = el.stage.getBoundingClientRect();
+  const r = img.getBoundingClientRect();
+  const st = el.faces.style;
+  st.left = `${r.left - s.left - el.stage.clientLeft}px`;
+  st.top = `${r.top - s.top - el.stage.clientTop}px`;
+  st.width = `${r.width}px`;
+  st.height = `${r.height}px`;
+}
+
+function toggleFaceMarks() {
+  faceMarks = !faceMarks;
+  localStorage.setItem('lightbox.loupe.faceMarks', faceMarks ? 'on' : 'off');
+  el.faces.hidden = !faceMarks;
+  const b = el.signals.querySelector('#loupe-face-marks');
+  if (b) b.setAttribute('aria-pressed', String(faceMarks));
+  announce(faceMarks ? 'Face marks shown.' : 'Face marks hidden.');
+}
+
 // ---- keys ------------------------------------------------------------------------------
 
 const LOUPE = { scopes: ['loupe'] };
@@ -529,6 +698,7 @@ cull.registerKey('pageup', 'Previous photo', () => step(-1), LOUPE);
 cull.registerKey('home', 'First photo', () => jump(-1), LOUPE);
 cull.registerKey('end', 'Last photo', () => jump(1), LOUPE);
 cull.registerKey('z', 'Zoom to 100 % and back', () => setZoom(!zoomed), LOUPE);
+cull.registerKey('f', 'Show or hide the face marks', () => toggleFaceMarks(), LOUPE);
 let escTaken = false;
 cull.registerKey('escape', 'Back from 100 %, or close the loupe', () => {
   escTaken = true;
