@@ -19,7 +19,7 @@ PLAIN_PKG ?=
 # C, which -race slows tenfold and has nothing to find in; and the browser
 # tests, whose server and worker code the race pass covers in their own
 # packages (see scripts/test.sh).
-NORACE_PKG ?= ./faults/ ./sdk/ ./imaging/ ./embed/ ./render/ ./e2e/
+NORACE_PKG ?= ./faults/ ./sdk/ ./imaging/ ./embedding/ ./render/ ./e2e/
 TIMEOUT ?= 30m
 # How many packages' tests run at once, and which start first: the suite
 # mostly waits, so more than the cores (see scripts/test.sh).

@@ -33,7 +33,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/chain"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/events"
 	"lightbox/imaging"
 	"lightbox/internal/retryafter"
@@ -703,7 +703,7 @@ func (a *app) newWorker(blobs blob.Store) *worker.Worker {
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
 	w, err := worker.New(worker.Deps{Config: a.cfg, Store: a.env.Store, Blobs: blobs, Redis: a.env.Redis, Logger: quiet,
-		Engine: engine, Embedder: embed.Builtin{}, Flusher: &chain.Flusher{Store: a.env.Store, Key: key, Ledger: ledger, Logger: quiet}})
+		Engine: engine, Embedder: embedding.Builtin{}, Flusher: &chain.Flusher{Store: a.env.Store, Key: key, Ledger: ledger, Logger: quiet}})
 	if err != nil {
 		a.t.Fatal(err)
 	}

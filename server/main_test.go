@@ -19,7 +19,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/config"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/internal/boot"
 	"lightbox/internal/testenv"
 	"lightbox/server"
@@ -66,7 +66,7 @@ type options struct {
 	logTo    io.Writer
 	signer   blob.URLSigner // the disk backend's, leading to this app, by default
 	store    blob.Store     // the disk backend under dataDir by default
-	texts    embed.TextEmbedder
+	texts    embedding.TextEmbedder
 	model    string                          // the embedding model /similar compares; testEmbedModel by default
 	now      func() time.Time                // the sign-in throttle's clock; time.Now by default
 	queue    *asynq.Client                   // the server's queue client; one on queueURL by default

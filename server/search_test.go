@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/internal/testenv"
 	"lightbox/store"
 )
@@ -95,8 +95,8 @@ func meanColour(img image.Image) []float32 {
 	return sum[:]
 }
 
-func (p *clipProvider) embedder(t *testing.T, timeout time.Duration) *embed.HTTP {
-	h, err := embed.NewHTTP(embed.HTTPConfig{URL: p.URL, Model: testEmbedModel, Dim: 3, Timeout: timeout})
+func (p *clipProvider) embedder(t *testing.T, timeout time.Duration) *embedding.HTTP {
+	h, err := embedding.NewHTTP(embedding.HTTPConfig{URL: p.URL, Model: testEmbedModel, Dim: 3, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func solid(t *testing.T, name string, c color.RGBA) photo {
 
 // colourPhotos uploads a blue photo named red-barn.jpg, a red poppy and a
 // green field, and embeds them through the provider as the worker does.
-func colourPhotos(t *testing.T, a *app, key, project string, e embed.Embedder) map[string]string {
+func colourPhotos(t *testing.T, a *app, key, project string, e embedding.Embedder) map[string]string {
 	ps := []photo{
 		solid(t, "red-barn.jpg", color.RGBA{20, 20, 220, 255}),
 		solid(t, "poppy.jpg", color.RGBA{220, 20, 20, 255}),

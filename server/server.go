@@ -21,7 +21,7 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/events"
 	"lightbox/internal/guess"
 	"lightbox/internal/mail"
@@ -47,7 +47,7 @@ type Deps struct {
 	EmbedModel string
 	// TextEmbedder puts a search's words in EmbedModel's space; nil when
 	// the embedder has no text side, and search matches words only.
-	TextEmbedder embed.TextEmbedder
+	TextEmbedder embedding.TextEmbedder
 	// ChainKeys verify the attestation chain: the signing key's public
 	// half and the retired keys older attestations name.
 	ChainKeys chain.Keys
@@ -71,7 +71,7 @@ type Server struct {
 	locks      *redislock.Client // one PUT at a time per upload, one chain verification per user
 	jobs       *jobs.Dispatcher
 	embedModel string
-	texts      embed.TextEmbedder
+	texts      embedding.TextEmbedder
 	vectors    *similar.Index // the vectors /similar ranks, kept in memory
 	chainKeys  chain.Keys
 	hub        *events.Hub

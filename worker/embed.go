@@ -16,7 +16,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -43,7 +43,7 @@ func (w *Worker) embedAsset(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	vec, err := w.embedder.Embed(ctx, img)
-	var limited *embed.RateLimitedError
+	var limited *embedding.RateLimitedError
 	if errors.As(err, &limited) {
 		return tasks.RateLimited("embedding provider", max(limited.RetryAfter, time.Second))
 	}

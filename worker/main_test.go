@@ -17,7 +17,7 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/faces"
 	"lightbox/imaging"
 	"lightbox/internal/testenv"
@@ -130,12 +130,12 @@ func (h *harness) count(sql string, args ...any) int {
 }
 
 // embedder is the HTTP provider when the test names one, else the built-in.
-func embedder(t testing.TB, vars map[string]string) embed.Embedder {
+func embedder(t testing.TB, vars map[string]string) embedding.Embedder {
 	t.Helper()
 	if vars["EMBED_URL"] == "" {
-		return embed.Builtin{}
+		return embedding.Builtin{}
 	}
-	e, err := embed.NewHTTP(embed.HTTPConfig{URL: vars["EMBED_URL"], Model: vars["EMBED_MODEL"], Dim: 4})
+	e, err := embedding.NewHTTP(embedding.HTTPConfig{URL: vars["EMBED_URL"], Model: vars["EMBED_MODEL"], Dim: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

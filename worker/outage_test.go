@@ -13,7 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/imaging"
 	"lightbox/internal/testenv"
 	"lightbox/store"
@@ -37,7 +37,7 @@ func (h *harness) runWorkerOn(st *store.Store) {
 	}
 	h.t.Cleanup(func() { ledger.Close() })
 	w, err := worker.New(worker.Deps{Config: h.cfg, Store: st, Blobs: h.blobs, Redis: h.env.Redis, Logger: quiet,
-		Engine: engine, Embedder: embed.Builtin{}, Flusher: &chain.Flusher{Store: st, Key: key, Ledger: ledger, Logger: quiet}})
+		Engine: engine, Embedder: embedding.Builtin{}, Flusher: &chain.Flusher{Store: st, Key: key, Ledger: ledger, Logger: quiet}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/events"
 	"lightbox/faces"
 	"lightbox/imaging"
@@ -41,9 +41,9 @@ type Deps struct {
 	Redis  *redis.Client
 	// Engine does the pixel work of ingest.
 	Engine imaging.Engine
-	// Embedder makes the vectors of asset:embed. When it calls an outside
+	// Embedder makes the vectors of asset:embedding. When it calls an outside
 	// provider, EmbedRatePerMinute bounds the calls of all workers together.
-	Embedder           embed.Embedder
+	Embedder           embedding.Embedder
 	EmbedRatePerMinute int
 	// Faces finds the faces of asset:faces; nil when this worker has no
 	// provider. FacesRatePerMinute bounds the calls of all workers together.
@@ -67,7 +67,7 @@ type Worker struct {
 	sched *asynq.Scheduler
 
 	engine     imaging.Engine
-	embedder   embed.Embedder
+	embedder   embedding.Embedder
 	limiter    *redis_rate.Limiter
 	embedLimit *redis_rate.Limit
 	faces      faces.Provider

@@ -24,7 +24,7 @@ import (
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/faces"
 	"lightbox/imaging"
 	"lightbox/internal/redisconn"
@@ -223,11 +223,11 @@ func Engine(cfg *config.Config) (imaging.Engine, error) {
 }
 
 // Embedder is the HTTP provider at EMBED_URL, or the built-in descriptor.
-func Embedder(cfg *config.Config) (embed.Embedder, error) {
+func Embedder(cfg *config.Config) (embedding.Embedder, error) {
 	if cfg.EmbedURL == "" {
-		return embed.Builtin{}, nil
+		return embedding.Builtin{}, nil
 	}
-	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim})
+	return embedding.NewHTTP(embedding.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim})
 }
 
 // Faces is the face provider at FACES_URL, or nil when there is none: the
@@ -245,11 +245,11 @@ const textTimeout = 5 * time.Second
 
 // TextEmbedder is the provider's text side when EMBED_TEXT says it has
 // one, and nil otherwise.
-func TextEmbedder(cfg *config.Config) (embed.TextEmbedder, error) {
+func TextEmbedder(cfg *config.Config) (embedding.TextEmbedder, error) {
 	if !cfg.EmbedText {
 		return nil, nil
 	}
-	return embed.NewHTTP(embed.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim, Timeout: textTimeout})
+	return embedding.NewHTTP(embedding.HTTPConfig{URL: cfg.EmbedURL, Model: cfg.EmbedModel, Dim: cfg.EmbedDim, Timeout: textTimeout})
 }
 
 // Ledger is the HTTP ledger at CHAIN_LEDGER_URL, or the local append-only

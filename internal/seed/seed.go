@@ -22,14 +22,14 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"lightbox/embed"
+	"lightbox/embedding"
 	"lightbox/imaging"
 	"lightbox/internal/testenv"
 )
 
 // Model is the embedding model of the seeded vectors: the built-in
 // embedder's, with its dimension.
-const Model = embed.BuiltinModel
+const Model = embedding.BuiltinModel
 
 // DefaultSize is the number of assets Size gives without LIGHTBOX_SCALE_ASSETS.
 const DefaultSize = 100_000
@@ -267,7 +267,7 @@ func Photos(tb testing.TB) []Photo {
 		if err != nil {
 			tb.Fatalf("%s: %v", e.Name(), err)
 		}
-		vec, err := embed.Builtin{}.Embed(ctx, res.Image)
+		vec, err := embedding.Builtin{}.Embed(ctx, res.Image)
 		if err != nil {
 			tb.Fatal(err)
 		}

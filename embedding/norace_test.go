@@ -1,6 +1,6 @@
 //go:build !race
 
-package embed
+package embedding
 
 // raceDetector says the tests run under -race, where decoding and
 // resampling photos in pure Go run about twenty times slower.

@@ -1,4 +1,4 @@
-// Package embed turns an image into a fixed-length vector, so that photos
+// Package embedding turns an image into a fixed-length vector, so that photos
 // can be compared with Cosine for "more like this".
 //
 // Two Embedders are provided:
@@ -17,7 +17,7 @@
 // Vectors from different models are not comparable; store them with
 // Model(). Every vector returned here is L2-normalised, so Cosine is a plain
 // dot product.
-package embed
+package embedding
 
 import (
 	"context"
