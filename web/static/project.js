@@ -144,16 +144,16 @@ function uploadTab(root, state, project) {
   const folderInput = h('input', { type: 'file', id: 'folder-input', multiple: true, webkitdirectory: true, class: 'visually-hidden' });
   const skippedNote = h('p', { class: 'muted', id: 'skipped' });
 
-  const add = (entries) => {
+  const add = async (entries) => {
     if (!entries.length) return;
     if (!state.uploader) state.uploader = new Uploader(model);
-    const skipped = state.uploader.add(entries);
+    watchUploader();
+    const skipped = await state.uploader.add(entries);
     const added = entries.length - skipped.length;
     announce(`Added ${plural(added, 'file')} to upload.`);
     skippedNote.textContent = skipped.length
       ? `Skipped ${plural(skipped.length, 'file')}: ${skipped.slice(0, 3).map((s) => `${s.name} (${s.why})`).join(', ')}${skipped.length > 3 ? ', …' : ''}`
       : '';
-    watchUploader();
   };
   fileInput.addEventListener('change', () => {
     add([...fileInput.files].map((file) => ({ file, path: file.name })));

@@ -35,11 +35,31 @@ export const ACCEPT = Object.entries(TYPES)
   .flatMap(([t, { exts, alias = [] }]) => [t, ...alias, ...exts])
   .join(',');
 
+// BY_TYPE and BY_EXT find a file's content type by what the browser says
+// it is, or else by its name's extension.
+const BY_TYPE = new Map();
+const BY_EXT = new Map();
+for (const [t, { exts, alias = [] }] of Object.entries(TYPES)) {
+  for (const x of [t, ...alias]) if (!BY_TYPE.has(x)) BY_TYPE.set(x, t);
+  for (const e of exts) if (!BY_EXT.has(e.toLowerCase())) BY_EXT.set(e.toLowerCase(), t);
+}
+
 export function typeOf(file) {
-  for (const [t, { alias = [] }] of Object.entries(TYPES)) if (file.type === t || alias.includes(file.type)) return t;
+  const t = BY_TYPE.get(file.type);
+  if (t) return t;
   const name = file.name.toLowerCase();
-  for (const [t, { exts }] of Object.entries(TYPES)) if (exts.some((e) => name.endsWith(e))) return t;
-  return '';
+  const dot = name.lastIndexOf('.');
+  return (dot >= 0 && BY_EXT.get(name.slice(dot))) || '';
+}
+
+// SLICE_MS is the longest the uploader takes the page's thread for at a
+// time while it reads the files chosen.
+const SLICE_MS = 10;
+
+// yieldToPage lets the page draw and answer input before going on.
+function yieldToPage() {
+  if (globalThis.scheduler && scheduler.yield) return scheduler.yield();
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 const MAX_ATTEMPTS = 8;
@@ -137,6 +157,8 @@ export class Uploader extends EventTarget {
     this.holdUntil = 0;
     this.chunkCap = MAX_CHUNK; // lowered when one chunk is more than the rate budget holds
     this.seen = new Set();
+    this.adding = 0; // add calls whose files are not all rows yet
+    this.added = Promise.resolve(); // the last of them
     this.hasher = new HashPool((row, sha, error) => this.hashed(row, sha, error));
     this.stopped = '';
     this.flushTimer = null;
@@ -144,29 +166,49 @@ export class Uploader extends EventTarget {
 
   // busy is true while any file is still on its way up.
   get busy() {
-    return this.prepareQ.length + this.readyQ.length + this.finalizeQ.length + this.active + this.finalizing > 0 ||
+    return this.prepareQ.length + this.readyQ.length + this.finalizeQ.length + this.active + this.finalizing + this.adding > 0 ||
       this.preparing;
   }
 
-  // add queues files ({file, path}); it answers what it skipped and why.
+  // add queues files ({file, path}); it resolves to what it skipped and
+  // why. The files become rows a slice at a time, in the order chosen,
+  // yielding to the page between slices: a browser answers the first
+  // question about a chosen file's size with a synchronous call, about a
+  // millisecond, so choosing thousands at once must not ask them all in
+  // one task.
   add(entries) {
     const skipped = [];
-    for (const { file, path } of entries) {
-      const id = `${path || file.name}|${file.size}|${file.lastModified}`;
-      if (file.name.startsWith('.')) continue; // .DS_Store and the like
-      if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); continue; }
-      const type = typeOf(file);
-      if (!type) { skipped.push({ name: file.name, why: `not one of ${FORMAT_NAMES}` }); continue; }
-      if (file.size === 0) { skipped.push({ name: file.name, why: 'empty' }); continue; }
-      this.seen.add(id);
-      const row = this.model.addLocal(file, file.name);
-      row.type = type;
-      this.prepareQ.push(row);
-      this.hasher.add(row);
-    }
-    this.model.changed();
-    this.pump();
-    return skipped;
+    this.adding++;
+    const added = this.added.then(async () => {
+      let i = 0;
+      while (i < entries.length) {
+        const until = performance.now() + SLICE_MS;
+        for (; i < entries.length && performance.now() < until; i++) this.addOne(entries[i], skipped);
+        this.model.changed();
+        this.pump();
+        if (i < entries.length) await yieldToPage();
+      }
+    }).finally(() => {
+      this.adding--;
+      this.dispatchEvent(new Event('change'));
+    });
+    this.added = added.catch(() => {});
+    return added.then(() => skipped);
+  }
+
+  addOne({ file, path }, skipped) {
+    if (file.name.startsWith('.')) return; // .DS_Store and the like
+    const { size } = file;
+    const id = `${path || file.name}|${size}|${file.lastModified}`;
+    if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); return; }
+    const type = typeOf(file);
+    if (!type) { skipped.push({ name: file.name, why: `not one of ${FORMAT_NAMES}` }); return; }
+    if (size === 0) { skipped.push({ name: file.name, why: 'empty' }); return; }
+    this.seen.add(id);
+    const row = this.model.addLocal(file, file.name);
+    row.type = type;
+    this.prepareQ.push(row);
+    this.hasher.add(row);
   }
 
   pump() {
