@@ -56,8 +56,10 @@ const (
 	ExportUpdated  Name = "export.updated"
 	BatchUpdated   Name = "batch.updated"
 	BatchCompleted Name = "batch.completed"
-	// GalleryUpdated says a visitor changed what they chose in one of the
-	// project's galleries; its data is {galleryId, assetId, favorite}.
+	// GalleryUpdated says one of the project's galleries changed: its data
+	// is {galleryId}, with assetId and favorite when a visitor chose a
+	// photo or took it back, assetId and commentId when one commented, and
+	// deleted: true when the owner deleted it.
 	GalleryUpdated Name = "gallery.updated"
 	// StateSync is the snapshot a server writes to one client whose
 	// Last-Event-ID cannot be replayed. It is never published.

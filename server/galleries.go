@@ -35,6 +35,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/internal/password"
 	"lightbox/internal/ptr"
 	"lightbox/jobs"
@@ -95,10 +96,11 @@ func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 
-// answerGalleryChange deletes the previews a change made stale and answers
-// with the gallery.
+// answerGalleryChange deletes the previews a change made stale, tells the
+// project's streams, and answers with the gallery.
 func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.GalleryChange) {
 	s.deleteWatermarks(c, ch.Stale)
+	s.galleryChanged(c, ch.Gallery.ProjectID, ch.Gallery.ID, nil)
 	out := s.toGalleryJSON(ch.Gallery)
 	out.RenderBatchID = ch.BatchID
 	c.JSON(status, out)
@@ -341,6 +343,7 @@ func (s *Server) removeGalleryAssets(c *gin.Context) {
 	// A render still running writes its preview after this; it finds the
 	// photo gone and deletes what it wrote.
 	s.deleteWatermarks(c, keys)
+	s.galleryChanged(c, g.ProjectID, g.ID, nil)
 	if g, err = s.store.Gallery(ctx, principal(c).ID, g.ID); err != nil {
 		fail(c, err)
 		return
@@ -372,19 +375,30 @@ func (s *Server) listGalleries(c *gin.Context) {
 // watermarked previews are deleted (a render still running finds the
 // gallery gone and deletes what it wrote).
 func (s *Server) deleteGallery(c *gin.Context) {
-	ctx := c.Request.Context()
-	id, err := pathID(c, "id")
+	g, err := s.ownGallery(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	keys, err := s.store.DeleteGallery(ctx, principal(c).ID, id)
+	keys, err := s.store.DeleteGallery(c.Request.Context(), principal(c).ID, g.ID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	s.deleteWatermarks(c, keys)
+	s.galleryChanged(c, g.ProjectID, g.ID, map[string]any{"deleted": true})
 	c.Status(http.StatusNoContent)
+}
+
+// galleryChanged publishes gallery.updated on the project's streams:
+// {galleryId} and what more says of the change. The owner's pages read
+// the gallery again (or drop it, when deleted is true).
+func (s *Server) galleryChanged(c *gin.Context, project, gallery uuid.UUID, more map[string]any) {
+	data := map[string]any{"galleryId": gallery}
+	for k, v := range more {
+		data[k] = v
+	}
+	s.publish(c, events.GalleryUpdated, project, uuid.Nil, data)
 }
 
 // deleteWatermarks deletes watermarked previews no longer wanted; one that

@@ -52,7 +52,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/events"
 	"lightbox/internal/guess"
 	"lightbox/internal/password"
 	"lightbox/internal/ptr"
@@ -460,8 +459,7 @@ func (s *Server) shareFavorite(c *gin.Context) {
 		fail(c, notInGallery(err))
 		return
 	}
-	s.publish(c, events.GalleryUpdated, shareGallery(c).ProjectID, uuid.Nil,
-		map[string]any{"galleryId": v.GalleryID, "assetId": asset, "favorite": *in.Favorite})
+	s.galleryChanged(c, shareGallery(c).ProjectID, v.GalleryID, map[string]any{"assetId": asset, "favorite": *in.Favorite})
 	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n, "chosen": chosen})
 }
 
@@ -494,6 +492,7 @@ func (s *Server) shareComment(c *gin.Context) {
 		fail(c, notInGallery(err))
 		return
 	}
+	s.galleryChanged(c, shareGallery(c).ProjectID, v.GalleryID, map[string]any{"assetId": asset, "commentId": cm.ID})
 	c.JSON(http.StatusCreated, gin.H{"commentId": cm.ID, "comment": toCommentJSON(*cm), "commentsCount": n})
 }
 
