@@ -176,10 +176,36 @@ function keyForm(done) {
   return form;
 }
 
-// userBar shows who is signed in and a sign-out button in the header.
+// The app's colours: a neutral dark grey, or light when chosen, whatever
+// the system prefers; theme.js applies the choice kept here before the
+// page is drawn. A page that does not load theme.js follows the system.
+const THEME_KEY = 'lightbox.theme';
+export const theme = () => (document.documentElement.dataset.theme === 'light' ? 'light' : 'dark');
+
+export function setTheme(name) {
+  document.documentElement.dataset.theme = name;
+  try { localStorage.setItem(THEME_KEY, name); } catch { /* for this page only */ }
+}
+
+// themeButton switches the light theme on and off, on pages with themes.
+function themeButton() {
+  if (!document.documentElement.dataset.theme) return null;
+  const b = h('button', {
+    type: 'button', class: 'small', id: 'theme-light', 'aria-pressed': String(theme() === 'light'), 'aria-label': 'Light theme', title: 'Light or dark colours',
+  }, h('span', { 'aria-hidden': 'true' }, '◐'), h('span', { class: 'theme-word', 'aria-hidden': 'true' }, ' Light'));
+  b.addEventListener('click', () => {
+    setTheme(theme() === 'light' ? 'dark' : 'light');
+    b.setAttribute('aria-pressed', String(theme() === 'light'));
+  });
+  return b;
+}
+
+// userBar shows who is signed in, the light theme's switch and a sign-out
+// button in the header.
 export function userBar(el, user, onSignOut) {
   clear(el,
-    h('span', { class: 'who' }, user.email, user.isAdmin ? ' (admin)' : ''),
+    h('span', { class: 'who', title: user.email }, user.email, user.isAdmin ? ' (admin)' : ''),
+    themeButton(),
     h('button', {
       type: 'button', class: 'link', id: 'sign-out',
       onclick: async () => {
