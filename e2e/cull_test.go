@@ -284,7 +284,8 @@ func TestCullByKeyboard(t *testing.T) {
 	})()`)
 	b.shot("cull-06-compare")
 	before := []myRating{want[0], want[1], want[2]}
-	b.key("keep the second", "2")
+	b.key("choose the second", kb.ArrowRight)
+	b.key("keep it", "k")
 	b.waitJS("compare closed", `!document.querySelector('#compare[open]')`)
 	want[0].Picked, want[0].Rejected = false, true
 	want[1].Picked, want[1].Rejected = true, false
@@ -569,7 +570,7 @@ func TestLoupe(t *testing.T) {
 	b.key("the keys", "?")
 	b.waitJS("the keys' help", `document.querySelector('#keys-help[open]') !== null`)
 	help := b.text("#keys-help")
-	for _, want := range []string{"Pick", "Reject", "Zoom to 100 %", "Keep photo 1, reject the others", "Undo", "Move to the next photo after a flag"} {
+	for _, want := range []string{"Pick", "Reject", "Zoom to 100 %", "Keep the photo chosen, reject the others", "Undo", "Move to the next photo after a flag"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("the help does not say %q:\n%s", want, help)
 		}

@@ -1,7 +1,9 @@
-// Compare: two to four photos side by side, zoomed to 100 % and panned
-// together; one key keeps one of them, picked, and rejects the others, as
-// one change that Ctrl/Cmd-Z undoes. It plugs itself into cull.js as
-// 'compare'.
+// Compare: two to four photos side by side, each at full brightness
+// whatever its flag, zoomed to 100 % and panned together (by dragging,
+// ↑/↓ and Shift+←/→). ←/→ choose one; the shared keys (flags, 1–5 stars,
+// labels) mark the one chosen, and K or its Keep button keeps it, picked,
+// and rejects the others, as one change that Ctrl/Cmd-Z undoes. It plugs
+// itself into cull.js as 'compare'.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural } from './ui.js';
@@ -24,7 +26,8 @@ function build() {
   dlg = h('dialog', { id: 'compare', class: 'compare', 'aria-labelledby': 'compare-h', 'aria-describedby': 'compare-help', 'data-cull-keys': '' },
     h('div', { class: 'loupe-bar' },
       h('div', { class: 'loupe-title' }, el.title,
-        h('span', { id: 'compare-help', class: 'muted small' }, 'The number of a photo, or K for the one with the focus, keeps it and rejects the others. ←/→ move the focus.')),
+        h('span', { id: 'compare-help', class: 'muted small' },
+          '←/→ choose a photo; K keeps it and rejects the others; P, X, U, 0 to 5 and 6 to 9 mark it.')),
       h('div', { class: 'loupe-tools' }, el.zoom,
         h('button', { type: 'button', class: 'small', id: 'compare-close', onclick: () => close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc')))),
     el.panes);
@@ -66,18 +69,21 @@ function pane(id, k) {
   if (!row) return null;
   const img = h('img', { alt: `Preview of ${row.name}`, draggable: 'false' });
   const msg = h('p', { class: 'loupe-msg' });
-  const stage = h('div', { class: 'pane-stage' }, img, msg);
+  // The flag as a mark over the photo, never by dimming it: a rejected
+  // frame's exposure is still judged beside the others.
+  const badge = h('span', { class: 'pane-badge', 'aria-hidden': 'true' });
+  const stage = h('div', { class: 'pane-stage' }, img, badge, msg);
   const marks = h('span', { class: 'pane-marks' });
   const label = h('span', { class: 'label-chip' });
   const keep = h('button', {
     type: 'button', class: 'small primary', 'data-keep': String(k + 1), onclick: () => keepOne(k),
     'aria-label': `Keep photo ${k + 1}, ${row.name}, and reject the others`,
   },
-    'Keep this one', h('kbd', { 'aria-hidden': 'true' }, String(k + 1)));
+    'Keep this one', h('kbd', { 'aria-hidden': 'true' }, 'K'));
   const figure = h('figure', { class: 'pane', tabindex: '-1', 'data-asset': id, 'aria-label': `Photo ${k + 1}: ${row.name}` },
     h('figcaption', {}, h('span', { class: 'pane-num' }, String(k + 1)), ' ', h('span', { class: 'pane-name' }, row.name), ' ', marks, ' ', label),
     stage, keep);
-  const p = { id, row, el: figure, img, stage, marks, label, msg };
+  const p = { id, row, el: figure, img, stage, marks, label, msg, badge };
   previewUrl(row).then((url) => {
     if (url) img.src = url;
     else msg.textContent = 'No preview.';
@@ -94,6 +100,7 @@ function paintMarks(p) {
   const m = cull.marksOf(p.id);
   p.marks.textContent = [m.picked ? '✓ Picked' : m.rejected ? '✕ Rejected' : '', cull.starText(m.rating || 0)].filter(Boolean).join(' · ');
   p.el.dataset.flag = m.picked ? 'picked' : m.rejected ? 'rejected' : '';
+  p.badge.textContent = m.picked ? '✓' : m.rejected ? '✕' : '';
   p.label.dataset.label = m.colorLabel || '';
   p.label.textContent = m.colorLabel ? cull.LABEL_NAMES[m.colorLabel] : '';
 }
@@ -203,15 +210,17 @@ function pan(dx, dy) {
   p.stage.scrollTop += dy * p.stage.clientHeight * 0.2;
 }
 
+// 1 to 5 are the stars here too (keys.js): a photo is kept by K or its
+// button, never by its number.
 const COMPARE = { scopes: ['compare'] };
-for (let k = 1; k <= 4; k++) {
-  cull.registerKey(String(k), `Keep photo ${k}, reject the others`, () => keepOne(k - 1), COMPARE);
-}
-cull.registerKey('k', 'Keep the photo with the focus, reject the others', () => keepOne(focusAt), COMPARE);
-cull.registerKey('arrowright', 'Focus the next photo (at 100 %: pan)', () => (zoomed ? pan(1, 0) : focusPane(focusAt + 1)), COMPARE);
-cull.registerKey('arrowleft', 'Focus the previous photo (at 100 %: pan)', () => (zoomed ? pan(-1, 0) : focusPane(focusAt - 1)), COMPARE);
-cull.registerKey('arrowdown', 'At 100 %: pan', () => zoomed && pan(0, 1), COMPARE);
-cull.registerKey('arrowup', 'At 100 %: pan', () => zoomed && pan(0, -1), COMPARE);
+cull.registerKey('k', 'Keep the photo chosen, reject the others', () => keepOne(focusAt), COMPARE);
+// ←/→ choose a photo at 100 % too, where all of them show the same place.
+cull.registerKey('arrowright', 'Choose the next photo', () => focusPane(focusAt + 1), COMPARE);
+cull.registerKey('arrowleft', 'Choose the previous photo', () => focusPane(focusAt - 1), COMPARE);
+cull.registerKey('arrowdown', 'At 100 %: pan down', () => zoomed && pan(0, 1), COMPARE);
+cull.registerKey('arrowup', 'At 100 %: pan up', () => zoomed && pan(0, -1), COMPARE);
+cull.registerKey('shift+arrowright', 'At 100 %: pan right', () => zoomed && pan(1, 0), COMPARE);
+cull.registerKey('shift+arrowleft', 'At 100 %: pan left', () => zoomed && pan(-1, 0), COMPARE);
 cull.registerKey('z', 'Zoom all to 100 % and back, panned together', () => setZoom(!zoomed), COMPARE);
 cull.registerKey('escape', 'Close compare', () => close(), COMPARE);
 

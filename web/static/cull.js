@@ -60,6 +60,7 @@
 //   keyTable()                    what is registered, for the help
 //   pushScope({name, targets(), advance()}) → pop   the view that has the keys (last pushed wins)
 //   activeScope(), targets()      the scope on top; the photos its keys act on
+//   openScopes()                  the names of the scopes pushed, the first first
 //   registerLoupePanel({id, title, mount(el, {assetId, row, stage}) → {show(assetId)?, destroy()?}}) → off
 //                                 stage: the element the photo is drawn in, for a panel that draws on it
 //   loupePanels()
@@ -901,6 +902,7 @@ export function pushScope(scope) {
 }
 
 export const activeScope = () => scopes[scopes.length - 1] || null;
+export const openScopes = () => scopes.map((s) => s.name);
 
 export function targets() {
   const s = activeScope();

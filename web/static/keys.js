@@ -1,7 +1,8 @@
 // The culling views' keyboard: one keydown listener that hands each key to
 // what cull.js has registered for the view on top (grid, loupe or
 // compare, group review), the keys every view shares (flags, stars,
-// colour labels, undo), and the `?` help that lists them all with the culling settings.
+// colour labels, undo), and the `?` help that says what each key does in
+// each view, with the culling settings.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural } from './ui.js';
@@ -130,7 +131,24 @@ cull.registerKey('c', 'Compare the selected photos (2 to 4), or the photo with t
 cull.registerKey('mod+z', 'Undo the last change of flags, stars or labels', () => cull.undo());
 cull.registerKey('?', 'Show these keys', () => showHelp());
 
-const SCOPE_NAMES = { grid: 'the grid', loupe: 'the loupe', compare: 'compare', 'group review': 'group review' };
+const VIEW_NAMES = [['grid', 'In the grid'], ['loupe', 'In the loupe'], ['compare', 'In compare'], ['group review', 'In group review']];
+
+// keysOf lists what each key does in view, as keyFor resolves it (a
+// view's own key over a shared one): one meaning per key, keys with the
+// same meaning together, the view's own before those every view shares.
+function keysOf(view) {
+  const out = [];
+  const seen = new Set();
+  for (const k of cull.keyTable()) {
+    if (!k.scopes.includes(view) || seen.has(k.key)) continue;
+    seen.add(k.key);
+    const { description, scopes } = cull.keyFor(k.key, view);
+    const same = out.find((x) => x.description === description);
+    if (same) same.keys.push(k.key);
+    else out.push({ keys: [k.key], description, shared: scopes.length === cull.SCOPES.length });
+  }
+  return [...out.filter((k) => !k.shared), ...out.filter((k) => k.shared)];
+}
 
 // settingsForm is the culling settings as checkboxes, for the help and
 // the grid's bar.
@@ -144,22 +162,18 @@ export function settingBox(name, label) {
   return el;
 }
 
-// showHelp lists every key registered, grouped by where it works.
+// showHelp lists what every key does in each view open now, and in the
+// loupe and compare from the grid, with the culling settings.
 export function showHelp() {
   let dlg = document.getElementById('keys-help');
   if (!dlg) {
     dlg = h('dialog', { id: 'keys-help', 'aria-labelledby': 'keys-help-h' });
     document.body.append(dlg);
   }
-  const groups = new Map();
-  for (const k of cull.keyTable()) {
-    const where = cull.SCOPES.every((s) => k.scopes.includes(s)) ? 'Everywhere' : `In ${k.scopes.map((s) => SCOPE_NAMES[s] || s).join(' and ')}`;
-    if (!groups.has(where)) groups.set(where, []);
-    const list = groups.get(where);
-    const same = list.find((x) => x.description === k.description);
-    if (same) same.keys.push(k.key);
-    else list.push({ keys: [k.key], description: k.description });
-  }
+  // The views open, and the loupe and compare the grid opens.
+  const open = cull.openScopes();
+  if (open.includes('grid')) open.push('loupe', 'compare');
+  const views = VIEW_NAMES.filter(([v]) => open.includes(v));
   const close = h('button', { type: 'button', class: 'close', onclick: () => dlg.close() }, 'Close');
   const boxes = [settingBox('advance', 'Move to the next photo after a flag (P, X or U)'),
     settingBox('preload', 'Load the next and previous photos ahead in the loupe'),
@@ -168,10 +182,11 @@ export function showHelp() {
   clear(dlg,
     h('div', { class: 'dialog-head' }, h('h2', { id: 'keys-help-h' }, 'Keys'), close),
     h('div', { class: 'details-body' },
-      [...groups].map(([where, list]) => [h('h3', {}, where),
-        h('dl', { class: 'facts keys-list' }, list.map((k) => [
+      h('div', { class: 'keys-views' }, views.map(([view, title]) => h('section', { 'data-view': view, 'aria-label': title },
+        h('h3', {}, title),
+        h('dl', { class: 'facts keys-list' }, keysOf(view).map((k) => [
           h('dt', {}, k.keys.map((key, i) => [i ? ' ' : '', h('kbd', {}, keyLabel(key))])),
-          h('dd', {}, k.description)]))]),
+          h('dd', {}, k.description)]))))),
       h('p', { class: 'muted' }, 'Purple, or no label, from the Label menu on the grid’s bar or the loupe’s.'),
       h('h3', {}, 'Settings'), h('div', { class: 'settings' }, boxes)));
   if (!dlg.open) dlg.showModal();
