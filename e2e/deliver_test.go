@@ -109,7 +109,8 @@ func TestDeliverThePicks(t *testing.T) {
 	// The client favourites one and comments on another.
 	client.run("favourite the first", chromedp.Click(chromedp.CSS(`#grid li[data-asset="`+picks[0]+`"] .fav`)))
 	client.waitJS("the favourite counted", `document.querySelector('#grid li[data-asset="`+picks[0]+`"] .fav-count').textContent === '1'`)
-	client.run("comment on the second", chromedp.SendKeys(chromedp.CSS(`#grid li[data-asset="`+picks[1]+`"] textarea`), "This one in the album, please."),
+	client.run("comment on the second", chromedp.Click(chromedp.CSS(`#grid li[data-asset="`+picks[1]+`"] .comment-open`)),
+		chromedp.SendKeys(chromedp.CSS(`#grid li[data-asset="`+picks[1]+`"] textarea`), "This one in the album, please."),
 		chromedp.Click(chromedp.CSS(`#grid li[data-asset="`+picks[1]+`"] .comment-send`)))
 	client.waitJS("the comment sent", `document.querySelector('#grid li[data-asset="`+picks[1]+`"] .mine li')?.textContent === 'This one in the album, please.'`)
 

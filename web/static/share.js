@@ -1,9 +1,10 @@
 // A client's view of a gallery at /s/{slug}: who is choosing (a name, an
-// email if they like) and the password when it has one, then the photos,
-// each with a favourite toggle and comments, and how many may be chosen.
-// The viewer token lives in the browser's localStorage, so a client who
-// closes the tab and comes back finds their hearts, and goes out as a
-// Bearer header.
+// email if they like) and the password when it has one, then the photos in
+// rows that keep each one's shape, each with a heart and comments on
+// demand; an enlarged view (arrow keys, swipe, Escape) and a slideshow
+// (space pauses, Escape ends). The viewer token lives in the browser's
+// localStorage, so a client who closes the tab and comes back finds their
+// hearts, and goes out as a Bearer header.
 
 import { api } from './api.js';
 import { h, clear, announce, plural } from './ui.js';
@@ -12,6 +13,9 @@ const slug = decodeURIComponent(location.pathname.split('/')[2] || '');
 const base = `/v1/share/${encodeURIComponent(slug)}`;
 const tokenKey = `lightbox-viewer:${slug}`;
 const main = document.getElementById('main');
+
+// How long the slideshow shows each photo.
+const slideMs = 4000;
 
 let token = localStorage.getItem(tokenKey);
 let refresh; // timer while watermarked previews are being made
@@ -46,6 +50,7 @@ let named = false;
 // favourite or comment: the photographer reads who chose what.
 function viewerToken() {
   if (named) return Promise.resolve();
+  viewer.close();
   const form = document.getElementById('who-form');
   form?.scrollIntoView({ block: 'center' });
   document.getElementById('who-name')?.focus();
@@ -75,6 +80,11 @@ function selectionLine(g) {
     `Choose up to ${plural(g.selectionLimit, 'photo')} · ${left} left`);
 }
 
+// state is the gallery as last loaded; sent holds the comments this page
+// sent, by photo, shown under the photo's comment box.
+let state;
+const sent = new Map();
+
 async function load() {
   clearTimeout(refresh);
   let g;
@@ -85,35 +95,38 @@ async function load() {
     const msg = err.status === 404 ? 'There is no gallery at this address.'
       : err.code === 'gallery_expired' ? 'This gallery has expired. Ask the photographer for a new link.'
       : `The gallery cannot be shown: ${err.message}`;
+    viewer.close();
     clear(main, h('p', { class: 'card narrow', id: 'message', role: 'alert' }, msg));
     return;
   }
   document.title = g.title;
   if (g.token) keepToken(g.token);
   if (!g.assets) {
+    viewer.close();
     passwordForm(g);
     return;
   }
   named = !!g.visitor;
   state = g;
+  g.assets.forEach((a, i) => { a.label = a.fileName || `Photo ${i + 1}`; });
+  const n = g.assets.length;
   clear(main,
     h('div', { class: 'title-row' }, h('h1', { id: 'title' }, g.title),
       g.expiresAt ? h('p', { class: 'muted' }, `Open until ${new Date(g.expiresAt).toLocaleDateString()}`) : null),
     g.visitor ? h('p', { class: 'muted', id: 'visitor' }, `Choosing as ${g.visitor.name}`) : whoForm(),
-    selectionLine(g),
-    g.assets.length ? null : h('p', { class: 'muted', id: 'message' }, 'There are no photos in this gallery yet.'),
+    h('div', { class: 'gallery-tools' }, selectionLine(g),
+      n ? h('p', { class: 'muted', id: 'count' }, plural(n, 'photo')) : null,
+      n ? h('button', { type: 'button', id: 'slideshow', onclick: () => viewer.open(0, true) }, '▶ Slideshow') : null),
+    n ? null : h('p', { class: 'muted', id: 'message' }, 'There are no photos in this gallery yet.'),
     h('ul', { class: 'gallery-grid', id: 'grid' }, g.assets.map(photo)));
+  viewer.reload();
   if (g.assets.some((a) => a.pending)) refresh = setTimeout(load, 5000);
 }
-
-// state is the gallery as last loaded, for the selection line.
-let state;
 
 function updateSelection(chosen) {
   if (!state) return;
   state.chosen = chosen;
-  const line = selectionLine(state);
-  document.getElementById('selection')?.replaceWith(line);
+  document.getElementById('selection')?.replaceWith(selectionLine(state));
 }
 
 // whoForm asks a viewer of a gallery without a password who is choosing.
@@ -170,51 +183,298 @@ function passwordForm(g) {
   who.name.focus();
 }
 
-function photo(a, i) {
-  const label = `Photo ${i + 1}`;
-  const picture = !a.pending
-    ? h('img', { src: a.previewUrl, alt: label, loading: 'lazy' })
-    : h('div', { class: 'pending' }, 'Preparing this photo…');
-  const favCount = h('span', { class: 'fav-count' }, String(a.favoriteCount));
-  const fav = h('button', { type: 'button', class: 'fav small', 'aria-pressed': String(!!a.favorited),
-    'aria-label': `Favourite ${label.toLowerCase()}` }, '♥ Favourite');
-  fav.addEventListener('click', async () => {
-    const on = fav.getAttribute('aria-pressed') !== 'true';
-    fav.disabled = true;
-    try {
-      await viewerToken();
-      const res = await call('POST', '/favorite', { assetId: a.assetId, favorite: on });
-      fav.setAttribute('aria-pressed', String(res.favorite));
-      favCount.textContent = String(res.favoriteCount);
-      updateSelection(res.chosen);
-      announce(res.favorite ? `${label} is a favourite.` : `${label} is no longer a favourite.`);
-    } catch (err) {
-      announce(err.message, 'error');
-    } finally {
-      fav.disabled = false;
-    }
-  });
-  const comments = h('span', { class: 'comments-count' }, plural(a.commentsCount, 'comment'));
+// label is what a photo is called on the page: its file name when the
+// photographer shows them, else its place (set by load).
+const label = (a) => a.label;
+
+// ratio is a photo's width over its height, from the answer until the
+// image itself says.
+function ratio(a) {
+  return a.width && a.height ? a.width / a.height : 3 / 2;
+}
+
+// say tells the viewer what happened, in the enlarged view when it is
+// open (the page behind it is out of reach) and on the page.
+function say(msg, kind = 'info') {
+  announce(msg, kind);
+  viewer.say(msg, kind);
+}
+
+// favourite sets whether the visitor chose a, then shows it wherever a is.
+async function favourite(a, on) {
+  try {
+    await viewerToken();
+    const res = await call('POST', '/favorite', { assetId: a.assetId, favorite: on });
+    a.favorited = res.favorite;
+    a.favoriteCount = res.favoriteCount;
+    updateSelection(res.chosen);
+    say(res.favorite ? `${label(a)} is a favourite.` : `${label(a)} is no longer a favourite.`);
+  } catch (err) {
+    say(err.message, 'error');
+  }
+  shown(a);
+}
+
+// heart is a photo's favourite toggle and count, kept by shown(). A click
+// while one is on its way does nothing; the button stays enabled, so the
+// keyboard's focus stays on it.
+function heart(a, attrs = {}) {
+  const count = h('span', { class: 'fav-count' });
+  let busy = false;
+  const button = h('button', { type: 'button', class: 'fav', ...attrs, onclick: async () => {
+    if (busy) return;
+    busy = true;
+    await favourite(a, button.getAttribute('aria-pressed') !== 'true');
+    busy = false;
+  } }, h('span', { class: 'glyph', 'aria-hidden': 'true' }, '♡'), ' ', count);
+  return button;
+}
+
+// bubble is a speech bubble, drawn in the text's colour.
+function bubble() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('class', 'icon');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', 'M4 4h16v12H10l-5 4v-4H4z');
+  svg.append(path);
+  return svg;
+}
+
+// comments is a photo's comment button and the box it opens, with what
+// this page sent; a short button says it with a bubble alone.
+function comments(a, id, short = false) {
+  const text = h('textarea', { class: 'comment-text', id, maxlength: '2000', rows: '3' });
   const mine = h('ul', { class: 'mine' });
-  const text = h('textarea', { class: 'comment-text', maxlength: '2000', 'aria-label': `Comment on ${label.toLowerCase()}` });
-  const form = h('form', { onsubmit: async (e) => {
+  const send = h('button', { type: 'submit', class: 'small primary comment-send' }, 'Send');
+  let busy = false;
+  const form = h('form', { class: 'comment-box', hidden: true, onsubmit: async (e) => {
     e.preventDefault();
-    if (!text.value.trim()) return;
+    if (!text.value.trim() || busy) return;
+    busy = true;
     try {
       await viewerToken();
       const res = await call('POST', '/comment', { assetId: a.assetId, text: text.value });
-      comments.textContent = plural(res.commentsCount, 'comment');
-      mine.append(h('li', {}, res.comment.text));
+      a.commentsCount = res.commentsCount;
+      sent.set(a.assetId, [...(sent.get(a.assetId) || []), res.comment.text]);
       text.value = '';
-      announce('Your comment was sent.');
+      say('Your comment was sent.');
     } catch (err) {
-      announce(err.message, 'error');
+      say(err.message, 'error');
     }
-  } }, text, h('div', { class: 'buttons' }, h('button', { type: 'submit', class: 'small comment-send' }, 'Comment')));
-  return h('li', { class: 'photo', 'data-asset': a.assetId }, picture,
-    h('div', { class: 'acts' }, fav, favCount, comments,
-      a.originalUrl ? h('a', { href: a.originalUrl, download: '' }, 'Download') : null),
-    mine, form);
+    busy = false;
+    shown(a);
+  } },
+  h('label', { for: id, class: 'visually-hidden' }, 'Your comment'), text, mine,
+  h('div', { class: 'buttons' }, send,
+    h('button', { type: 'button', class: 'small', onclick: () => toggle(false) }, 'Close')));
+  const count = h('span', { class: 'comments-count' });
+  const open = h('button', { type: 'button', class: 'comment-open', 'aria-expanded': 'false', onclick: () => toggle(form.hidden) },
+    bubble(), short ? null : ' Comment', count);
+  const toggle = (on) => {
+    form.hidden = !on;
+    open.setAttribute('aria-expanded', String(on));
+    if (on) text.focus();
+  };
+  return { open, form };
 }
+
+// shown makes every place a shows its hearts and comments as they are.
+function shown(a) {
+  for (const el of document.querySelectorAll(`[data-asset="${a.assetId}"]`)) paint(el, a);
+}
+
+// paint shows a's hearts and comments in el.
+function paint(el, a) {
+  for (const fav of el.querySelectorAll('.fav')) {
+    fav.setAttribute('aria-pressed', String(!!a.favorited));
+    fav.querySelector('.glyph').textContent = a.favorited ? '♥' : '♡';
+    fav.setAttribute('aria-label', `Favourite ${label(a)}: ${plural(a.favoriteCount, 'heart')}`);
+    fav.querySelector('.fav-count').textContent = String(a.favoriteCount);
+  }
+  for (const c of el.querySelectorAll('.comments-count')) {
+    c.textContent = a.commentsCount ? String(a.commentsCount) : '';
+    c.closest('button').setAttribute('aria-label', `Comment on ${label(a)}: ${plural(a.commentsCount, 'comment')} so far`);
+  }
+  for (const mine of el.querySelectorAll('.mine')) {
+    mine.replaceChildren(...(sent.get(a.assetId) || []).map((t) => h('li', {}, t)));
+  }
+}
+
+// photo is a's place in the rows: as wide as its shape makes it at the
+// row's height (share.css), opening the enlarged view.
+function photo(a, i) {
+  const name = label(a);
+  const open = h('button', { type: 'button', class: 'open', 'aria-label': `Open ${name}`, onclick: () => viewer.open(i) },
+    a.pending ? h('span', { class: 'pending' }, 'Preparing this photo…')
+      : h('img', { src: a.previewUrl, alt: name, loading: 'lazy', decoding: 'async', width: a.width, height: a.height,
+        onload: (e) => fitShape(e.target.closest('li'), e.target) }));
+  const c = comments(a, `comment-${a.assetId}`, true);
+  const li = h('li', { class: 'photo', 'data-asset': a.assetId }, open,
+    h('div', { class: 'acts' }, h('span', { class: 'name', title: name }, name), heart(a), c.open,
+      a.originalUrl ? h('a', { href: a.originalUrl, download: '', class: 'download', 'aria-label': `Download ${name}` }, '↓') : null),
+    c.form);
+  // Through the CSSOM: the page's policy refuses style attributes.
+  li.style.setProperty('--r', String(ratio(a)));
+  paint(li, a);
+  return li;
+}
+
+// fitShape corrects a photo's place to the shape of the image that came,
+// should the answer not have known it.
+function fitShape(li, img) {
+  if (!img.naturalWidth || !img.naturalHeight) return;
+  const r = img.naturalWidth / img.naturalHeight;
+  if (Math.abs(r / parseFloat(li.style.getPropertyValue('--r')) - 1) > 0.005) li.style.setProperty('--r', String(r));
+}
+
+// viewer is the enlarged view: one photo on the whole window, with its
+// heart and comments; a slideshow is the same view, moving by itself.
+const viewer = (() => {
+  let index = -1;
+  let playing = false;
+  let timer;
+  let current; // the asset shown
+  const img = h('img', { class: 'shown', alt: '' });
+  const pending = h('p', { class: 'pending', hidden: true }, 'Preparing this photo…');
+  const pos = h('span', { class: 'pos', id: 'viewer-pos' });
+  const name = h('h2', { class: 'name', id: 'viewer-name' });
+  const play = h('button', { type: 'button', class: 'play', id: 'viewer-play', onclick: () => setPlaying(!playing) });
+  const close = h('button', { type: 'button', class: 'close', id: 'viewer-close', 'aria-label': 'Close', onclick: () => end() }, '✕');
+  const prev = h('button', { type: 'button', class: 'step prev', 'aria-label': 'Previous photo', onclick: () => step(-1) }, '‹');
+  const next = h('button', { type: 'button', class: 'step next', 'aria-label': 'Next photo', onclick: () => step(1) }, '›');
+  const progress = h('div', { class: 'progress', 'aria-hidden': 'true' });
+  const status = h('p', { class: 'viewer-status', role: 'status', 'aria-live': 'polite' });
+  const stage = h('div', { class: 'stage' }, img, pending, prev, next);
+  const acts = h('div', { class: 'viewer-acts' });
+  const dlg = h('dialog', { class: 'viewer', id: 'viewer', 'aria-labelledby': 'viewer-name', tabindex: '-1' },
+    h('div', { class: 'viewer-bar' }, pos, name, play, close), progress, stage, acts, status);
+  document.body.append(dlg);
+
+  img.addEventListener('load', () => schedule());
+  img.addEventListener('error', () => schedule());
+
+  // Swipe: a touch (or pen) that moves mostly sideways by a sixth of the
+  // width, or 60 px, goes to the next or the previous photo.
+  let start = null;
+  stage.addEventListener('pointerdown', (e) => {
+    if (e.pointerType === 'mouse' || e.target.closest('button')) return;
+    start = { x: e.clientX, y: e.clientY, id: e.pointerId };
+  });
+  stage.addEventListener('pointerup', (e) => {
+    if (!start || e.pointerId !== start.id) return;
+    const dx = e.clientX - start.x, dy = e.clientY - start.y;
+    start = null;
+    if (Math.abs(dx) > Math.min(60, stage.clientWidth / 6) && Math.abs(dx) > 1.5 * Math.abs(dy)) step(dx < 0 ? 1 : -1);
+  });
+  stage.addEventListener('pointercancel', () => { start = null; });
+
+  // On the document: a key goes to the view wherever the focus is.
+  document.addEventListener('keydown', (e) => {
+    if (!dlg.open || e.target.closest?.('textarea, input') || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === 'ArrowRight') step(1);
+    else if (e.key === 'ArrowLeft') step(-1);
+    else if (e.key === ' ' && !e.target.closest?.('button, a')) setPlaying(!playing);
+    else return;
+    e.preventDefault();
+  });
+  // Escape (the dialog's cancel) ends the view, or the slideshow.
+  dlg.addEventListener('close', () => {
+    clearTimeout(timer);
+    playing = false;
+    index = -1;
+    current = null;
+    dlg.removeAttribute('data-show');
+    delete dlg.dataset.asset;
+    delete dlg.dataset.index;
+    document.documentElement.classList.remove('viewing');
+  });
+
+  function end() { if (dlg.open) dlg.close(); }
+
+  function step(by) {
+    const n = state?.assets.length || 0;
+    if (!n || index < 0) return;
+    show((index + by + n) % n);
+  }
+
+  function setPlaying(on) {
+    playing = on;
+    dlg.dataset.playing = String(on);
+    play.textContent = on ? '❚❚ Pause' : '▶ Play';
+    play.setAttribute('aria-label', on ? 'Pause the slideshow' : 'Play the slideshow');
+    progress.classList.remove('run');
+    clearTimeout(timer);
+    if (on) schedule();
+  }
+
+  // schedule starts the slideshow's clock once the photo shown is in.
+  function schedule() {
+    clearTimeout(timer);
+    if (!playing || !dlg.open || (!img.complete && !current?.pending)) return;
+    progress.classList.remove('run');
+    void progress.offsetWidth; // restart the bar's animation
+    progress.style.animationDuration = `${slideMs}ms`;
+    progress.classList.add('run');
+    timer = setTimeout(() => step(1), slideMs);
+  }
+
+  function show(i) {
+    const a = state.assets[i];
+    index = i;
+    current = a;
+    dlg.dataset.index = String(i);
+    dlg.dataset.asset = a.assetId;
+    pos.textContent = `${i + 1} / ${state.assets.length}`;
+    name.textContent = label(a);
+    pending.hidden = !a.pending;
+    img.hidden = a.pending;
+    if (!a.pending) {
+      img.alt = label(a);
+      if (img.getAttribute('src') !== a.previewUrl) img.src = a.previewUrl;
+    }
+    const c = comments(a, 'viewer-comment');
+    const hadFocus = acts.contains(document.activeElement);
+    acts.replaceChildren(h('div', { class: 'viewer-tools' }, heart(a, { id: 'viewer-fav' }), c.open,
+      a.originalUrl ? h('a', { href: a.originalUrl, download: '', class: 'download' }, 'Download') : null, c.form));
+    c.open.id = 'viewer-comment-open';
+    if (hadFocus) dlg.focus();
+    shown(a);
+    status.textContent = '';
+    // The next photo arrives before it is asked for.
+    const after = state.assets[(i + 1) % state.assets.length];
+    if (!after.pending) new Image().src = after.previewUrl;
+    schedule();
+  }
+
+  return {
+    open(i, slideshow = false) {
+      if (!state?.assets.length) return;
+      if (!dlg.open) dlg.showModal();
+      document.documentElement.classList.add('viewing');
+      if (slideshow) dlg.dataset.show = '';
+      else dlg.removeAttribute('data-show');
+      setPlaying(slideshow);
+      show(i);
+      // The keys go to the view: arrows, space, Escape.
+      dlg.focus();
+    },
+    close: end,
+    // reload shows the same photo from the gallery as loaded again.
+    reload() {
+      if (!dlg.open || !current) return;
+      const i = state.assets.findIndex((a) => a.assetId === current.assetId);
+      if (i < 0) end();
+      else show(i);
+    },
+    say(msg, kind) {
+      if (!dlg.open) return;
+      status.textContent = msg;
+      status.dataset.kind = kind;
+    },
+  };
+})();
 
 load();
