@@ -6,7 +6,7 @@
 // itself into cull.js as 'compare'.
 
 import * as cull from './cull.js';
-import { h, clear, announce, plural } from './ui.js';
+import { h, clear, announce, plural, givesKeysBack } from './ui.js';
 import { previewUrl, fullSize } from './images.js';
 import { keyLabel } from './keys.js';
 
@@ -32,6 +32,7 @@ function build() {
         h('button', { type: 'button', class: 'small', id: 'compare-close', onclick: () => close() }, 'Close', h('kbd', { 'aria-hidden': 'true' }, 'Esc')))),
     el.panes);
   dlg.addEventListener('close', closed);
+  givesKeysBack(dlg, () => focusPane(focusAt, true));
   document.body.append(dlg);
 }
 

@@ -13,7 +13,7 @@
 // has tens of thousands.
 
 import { api, ApiError } from './api.js';
-import { h, clear, announce, when, plural } from './ui.js';
+import { h, clear, announce, when, plural, givesKeysBack } from './ui.js';
 import * as cull from './cull.js';
 import { liveEvents } from './model.js';
 import { Thumbs, previewUrl } from './images.js';
@@ -111,7 +111,7 @@ export function reviewView(root, model, teardown) {
     h('div', { class: 'group-actions' }, acceptButton, chooseButton, reviewedButton, titleForm),
     h('div', { class: 'group-actions' }, acceptFlags));
 
-  clear(root, h('section', { class: 'card', 'aria-labelledby': 'review-h' },
+  const section = h('section', { class: 'card', 'aria-labelledby': 'review-h' },
     h('div', { class: 'title-row' }, h('h2', { id: 'review-h' }, 'Review groups'), kindBox),
     h('p', { class: 'muted small keys-help', id: 'group-help' },
       '←/→ move through the group’s photos; W or Enter makes the one with the focus the best shot; A accepts the best shot and ' +
@@ -119,7 +119,10 @@ export function reviewView(root, model, teardown) {
       'clears the flag of the photo with the focus, 0 to 5 set its stars, 6 to 9 its colour label, Ctrl+Z undoes; ? lists every key.'),
     h('div', { class: 'review-nav', role: 'toolbar', 'aria-label': 'Groups' }, prevButton, pos, nextButton,
       h('span', { class: 'check' }, onlyBox, h('label', { for: 'review-unreviewed' }, 'Only groups not reviewed'))),
-    note, group));
+    note, group);
+  clear(root, section);
+  // After a click on a button the keys go on to the group's photos.
+  givesKeysBack(section, () => { if (!group.hidden) focusMembers(); });
 
   // ---- reading the groups -----------------------------------------------------
   const current = () => st.items[st.at] || null;

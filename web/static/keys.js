@@ -1,8 +1,8 @@
 // The culling views' keyboard: one keydown listener that hands each key to
 // what cull.js has registered for the view on top (grid, loupe or
-// compare, group review), the keys every view shares (flags, stars,
-// colour labels, undo), and the `?` help that says what each key does in
-// each view, with the culling settings.
+// compare, group review) unless a focused control uses it, the keys every
+// view shares (flags, stars, colour labels, undo), and the `?` help that
+// says what each key does in each view, with the culling settings.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural } from './ui.js';
@@ -37,26 +37,50 @@ export function keyLabel(key) {
   }).join(MAC ? '' : '+');
 }
 
-// Keys a focused control uses itself: a button's Enter, a link's Space.
-const CONTROL_KEYS = new Set(['enter', 'space', 'arrowleft', 'arrowright', 'arrowup', 'arrowdown', 'home', 'end', 'pageup', 'pagedown']);
+const MOVES = new Set(['arrowleft', 'arrowright', 'arrowup', 'arrowdown', 'home', 'end', 'pageup', 'pagedown']);
+
+// controlTakes reports whether the focused control t uses key itself: a
+// text field or a menu every key, a slider its arrows, a check box its
+// Space, a button, a link or a summary their Enter and Space. Every other
+// key goes to the photos, so that a click on a bar leaves them the arrows.
+function controlTakes(t, key) {
+  if (t.closest('textarea, select, [contenteditable]:not([contenteditable="false"])')) return true;
+  const input = t.closest('input');
+  if (input) {
+    switch (input.type) {
+      case 'checkbox': return key === 'space';
+      case 'radio': return key === 'space' || MOVES.has(key);
+      case 'range': return MOVES.has(key);
+      case 'button': case 'submit': case 'reset': return key === 'enter' || key === 'space';
+      default: return true; // text, search, date, …
+    }
+  }
+  return !!t.closest('button, a[href], summary') && (key === 'enter' || key === 'space');
+}
 
 function onKeyDown(e) {
   if (e.defaultPrevented || e.isComposing) return;
   const t = e.target instanceof Element ? e.target : document.body;
-  // Typing, or another dialog (a photo's details) on top: not ours.
-  if (t.closest('input, textarea, select, [contenteditable]:not([contenteditable="false"])')) return;
+  // Another dialog (a photo's details) on top: not ours.
   const dlg = t.closest('dialog');
   if (dlg && !dlg.hasAttribute('data-cull-keys')) return;
   const scope = cull.activeScope();
   if (!scope) return;
   const key = keyOf(e);
-  if (CONTROL_KEYS.has(key) && t.closest('button, a[href], summary') && !t.closest('[data-cull-keys]')) return;
+  if (controlTakes(t, key)) return;
   const entry = cull.keyFor(key, scope.name);
   if (!entry) return;
   e.preventDefault();
+  taken = e.key;
   entry.fn({ scope: scope.name, targets: scope.targets(), event: e });
 }
 document.addEventListener('keydown', onKeyDown);
+// A key taken above has no other effect, even when its character comes
+// as an event of its own (as from some input methods and automation):
+// Space would scroll the page.
+let taken = null;
+document.addEventListener('keypress', (e) => { if (e.key === taken) e.preventDefault(); });
+document.addEventListener('keyup', () => { taken = null; });
 
 // mark applies a flag or stars to the photos the keys act on, says so,
 // and after a flag moves on when the setting asks and there was one photo.

@@ -200,6 +200,36 @@ function themeButton() {
   return b;
 }
 
+// givesKeysBack hands the keyboard back (back()) after a pointer has used
+// a control in root: a click on a button or a check box, a choice in a
+// menu or on a slider. The keys then go to the photos at once, not to the
+// control, which would take Space, Enter and the arrows for itself. What
+// was used by keyboard keeps the focus, and so do text fields and what
+// opens a panel. It returns how to stop.
+export function givesKeysBack(root, back) {
+  let pointer = false;
+  const done = (e) => {
+    const t = e.target;
+    if (!pointer || !(t instanceof Element) || !t.closest('button, input, select, label') || t.closest('[aria-expanded]')) return;
+    if (t.matches('input:not([type=checkbox], [type=radio], [type=range], [type=button]), textarea')) return;
+    // A select takes its choice with change; its click only opens it.
+    if (e.type === 'click' && t.closest('select')) return;
+    pointer = false;
+    back();
+  };
+  const down = () => { pointer = true; };
+  const key = () => { pointer = false; };
+  root.addEventListener('pointerdown', down, true);
+  root.addEventListener('keydown', key, true);
+  root.addEventListener('click', done);
+  root.addEventListener('change', done);
+  return () => {
+    for (const [type, fn, capture] of [['pointerdown', down, true], ['keydown', key, true], ['click', done, false], ['change', done, false]]) {
+      root.removeEventListener(type, fn, capture);
+    }
+  };
+}
+
 // userBar shows who is signed in, the light theme's switch and a sign-out
 // button in the header.
 export function userBar(el, user, onSignOut) {
