@@ -365,8 +365,10 @@ export function photosView(root, model, { onDetails, teardown }) {
   counts();
 }
 
+// makeTile is a tile: the photo whole in a square frame (letterboxed, as
+// Lightroom's grid draws it), and under it one line of its marks and name.
 function makeTile() {
-  const img = h('img', { alt: '', loading: 'lazy', width: 160, height: 120, draggable: 'false' });
+  const img = h('img', { alt: '', loading: 'lazy', draggable: 'false' });
   const flag = h('span', { class: 'flag' });
   const stars = h('span', { class: 'stars' });
   const label = h('span', { class: 'label-mark' });
@@ -375,7 +377,8 @@ function makeTile() {
   const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
   const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
-    img, caption, h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, face, badge));
+    h('span', { class: 'frame' }, img),
+    h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, face, caption, badge));
   li.parts = { img, flag, stars, label, edit, face, caption, badge };
   return li;
 }

@@ -156,7 +156,7 @@ export class VirtualGrid extends Drawn {
       this.render(0, el);
       this.rowHeight = el.offsetHeight + gap;
     }
-    const rowH = this.rowHeight || tileWidth * 0.75 + 80 + gap;
+    const rowH = this.rowHeight || tileWidth + 30 + gap; // a square and a line, until measured
     const rows = Math.ceil(n / cols);
     this.list.style.height = `${Math.max(0, rows * rowH - gap)}px`;
 
