@@ -200,7 +200,7 @@ func TestCullByKeyboard(t *testing.T) {
 	b.logErrors()
 	b.signIn(s.url+"/#/projects/"+project+"/photos", key)
 	b.waitJS("the grid to list every photo", fmt.Sprintf(`document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (%d)'`, n))
-	b.run("move on after a flag", chromedp.Click(chromedp.CSS("#setting-advance")))
+	b.run("move on after a flag", chromedp.Click(chromedp.CSS("#more-actions")), chromedp.Click(chromedp.CSS("#setting-advance")))
 	b.shot("cull-01-grid")
 
 	// Into the grid by Tab alone.
@@ -336,6 +336,17 @@ func (b *browser) setField(sel, value string) {
 		el.dispatchEvent(new Event('change', { bubbles: true })); return true; })()`)
 }
 
+// moreFilters clicks sel among the grid's filters that fold away, showing
+// them first.
+func (b *browser) moreFilters(what, sel string) {
+	b.t.Helper()
+	b.waitJS("the grid's filters", `!!document.querySelector('#filters-toggle')`)
+	if !eval[bool](b, `document.querySelector('#filters-toggle').getAttribute('aria-expanded') === 'true'`) {
+		b.run("show the filters", chromedp.Click(chromedp.CSS("#filters-toggle")))
+	}
+	b.run(what, chromedp.Click(chromedp.CSS(sel)))
+}
+
 // waitView waits until the grid shows exactly want, in that order, as the
 // page's own culling state has it.
 func (b *browser) waitView(what string, want []string) {
@@ -413,12 +424,12 @@ func TestGridFiltersMatchTheAPI(t *testing.T) {
 			b.setField("#sort", "filename")
 		}, "camera=" + url.QueryEscape(camera) + "&from=" + url.QueryEscape(iso(days[0], false)) + "&to=" + url.QueryEscape(iso(days[1], true)) + "&sort=filename&order=desc"},
 		{"failed", func() {
-			b.run("reset", chromedp.Click(chromedp.CSS("#filter-reset")))
-			b.run("failed", chromedp.Click(chromedp.CSS(`button[data-filter="failed"]`)))
+			b.moreFilters("reset", "#filter-reset")
+			b.moreFilters("failed", `button[data-filter="failed"]`)
 		}, "readiness=failed&sort=filename&order=desc"},
 		{"rejected, searchable, by name", func() {
 			b.run("rejected", chromedp.Click(chromedp.CSS(`button[data-flag="rejected"]`)))
-			b.run("searchable", chromedp.Click(chromedp.CSS(`button[data-filter="searchable"]`)))
+			b.moreFilters("searchable", `button[data-filter="searchable"]`)
 			b.run("forwards", chromedp.Click(chromedp.CSS("#sort-order")))
 		}, "rejected=true&readiness=search,ai&sort=filename"},
 	}
@@ -435,7 +446,7 @@ func TestGridFiltersMatchTheAPI(t *testing.T) {
 	}
 
 	// Counts follow a change made elsewhere (another client of the API).
-	b.run("reset", chromedp.Click(chromedp.CSS("#filter-reset")))
+	b.moreFilters("reset", "#filter-reset")
 	b.setField("#sort", "uploaded")
 	picked := len(s.walkIDs(key, project, "picked=true"))
 	b.waitJS("the picked count", fmt.Sprintf(`document.querySelector('button[data-flag="picked"]').textContent === 'Picked (%d)'`, picked))

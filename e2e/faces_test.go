@@ -21,7 +21,7 @@ func TestGridMarksBlinksAndSoftFaces(t *testing.T) {
 	br := newBrowser(t, chrome)
 	br.signIn(s.url+"/#/projects/"+project+"/photos", key)
 	// Faces are switched on in the page, and the project says so.
-	br.run("switch faces on", chromedp.Click(chromedp.CSS("#detect-faces")))
+	br.moreFilters("switch faces on", "#detect-faces")
 	br.waitJS("faces on", `document.querySelector('#detect-faces-note').textContent.includes('searched for faces')`)
 	var p struct{ DetectFaces bool }
 	if code := s.call("GET", "/v1/projects/"+project, key, nil, &p); code != 200 || !p.DetectFaces {

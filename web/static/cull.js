@@ -71,7 +71,8 @@
 // Settings (kept in the browser)
 //   settings.advance: move to the next photo after a flag (P, X, U); settings.preload: load the
 //   next and previous photos ahead in the loupe; settings.acceptFlags: accepting a group's best
-//   shot in group review picks it and rejects the group's other photos. setSetting(name, value),
+//   shot in group review picks it and rejects the group's other photos; settings.tileSize: the
+//   grid's least tile width in px (0: as the screen's size suits). setSetting(name, value),
 //   onSettingsChange(fn).
 
 import { api, ApiError, newKey, sleep, waitFor } from './api.js';
@@ -169,7 +170,7 @@ export function marksText(m) {
 // ---- settings --------------------------------------------------------------
 
 const SETTINGS_KEY = 'lightbox.cull';
-export const settings = { advance: false, preload: true, acceptFlags: false };
+export const settings = { advance: false, preload: true, acceptFlags: false, tileSize: 0 };
 try {
   Object.assign(settings, JSON.parse(localStorage.getItem(SETTINGS_KEY) || '{}'));
 } catch { /* defaults */ }

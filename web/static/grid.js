@@ -1,11 +1,15 @@
 // The photo grid of a project: filters that combine, sorts, text search
-// and live counts over cull.js's view; tiles that show each photo's flag,
-// stars, colour label and edit mark; selection by click, Shift-click, Ctrl/Cmd-click
-// and keys; a bar of the culling actions for pointer and touch. Only the
-// tiles in view exist (vlist.js), so 100,000 photos scroll as 100 do.
+// and live counts over cull.js's view; tiles that show each whole photo in
+// a square, letterboxed, with its flag, stars, colour label and edit mark,
+// at a size the user sets; selection by click, Shift-click, Ctrl/Cmd-click
+// and keys; a bar of the culling actions for pointer and touch. The bars
+// stay compact (one line each on a laptop, one scrolling line on a phone,
+// the filters used less in a drawer) and hide at F, leaving the photos
+// alone. Only the tiles in view exist (vlist.js), so 100,000 photos scroll
+// as 100 do.
 
 import * as cull from './cull.js';
-import { h, clear, announce, plural } from './ui.js';
+import { h, clear, announce, plural, toggled, givesKeysBack } from './ui.js';
 import { STAGES, ICONS, liveEvents } from './model.js';
 import { api } from './api.js';
 import { Thumbs } from './images.js';
@@ -16,12 +20,13 @@ import './compare.js';
 
 const READINESS = [['all', 'All'], ['processing', 'Processing'], ['cull', 'Ready to cull'], ['searchable', 'Searchable'],
   ['failed', 'Failed'], ['duplicate', 'Duplicates']];
-const FLAGS = [['any', 'Any flag'], ['picked', 'Picked'], ['rejected', 'Rejected'], ['unflagged', 'Unflagged']];
+const FLAGS = [['any', 'Any'], ['picked', 'Picked'], ['rejected', 'Rejected'], ['unflagged', 'Unflagged']];
 const FACES = [['any', 'Any faces'], ['eyesClosed', 'Eyes closed'], ['soft', 'Soft faces'], ['good', 'Eyes open, faces sharp']];
 
 // photosView fills root with the grid of model's photos. onDetails(row)
-// opens a photo's details; teardown collects what to undo on leaving.
-export function photosView(root, model, { onDetails, teardown }) {
+// opens a photo's details; teardown collects what to undo on leaving;
+// extras are the project's own controls to show among the filters.
+export function photosView(root, model, { onDetails, teardown, extras = [] }) {
   cull.attach(model);
   const thumbs = new Thumbs();
   const f0 = cull.getFilter();
@@ -86,7 +91,8 @@ export function photosView(root, model, { onDetails, teardown }) {
   const faces = h('select', { id: 'filter-faces' }, FACES.map(([k, text]) => h('option', { value: k, selected: k === f0.faces || null }, text)));
   faces.addEventListener('change', () => change({ faces: faces.value }));
   const sortBy = h('select', { id: 'sort' }, cull.SORTS.map(([k, text]) => h('option', { value: k, selected: k === s0.key || null }, text)));
-  const order = h('button', { type: 'button', id: 'sort-order', 'aria-pressed': String(s0.desc), class: 'small' }, 'Reverse order');
+  const order = h('button', { type: 'button', id: 'sort-order', 'aria-pressed': String(s0.desc), class: 'small', title: 'Reverse order' },
+    h('span', { 'aria-hidden': 'true' }, '⇅'), h('span', { class: 'visually-hidden' }, 'Reverse order'));
   sortBy.addEventListener('change', () => { cull.setSort(sortBy.value, order.getAttribute('aria-pressed') === 'true'); toTop(); });
   order.addEventListener('click', () => {
     const desc = order.getAttribute('aria-pressed') !== 'true';
@@ -101,7 +107,8 @@ export function photosView(root, model, { onDetails, teardown }) {
     typing = setTimeout(() => change({ q: q.value }), 400);
   });
   const searchForm = h('form', { role: 'search', class: 'photo-search inline', 'aria-label': 'Search the photos' },
-    h('label', { for: 'photo-search', class: 'visually-hidden' }, 'Search'), q, h('button', { type: 'submit', class: 'small' }, 'Search'));
+    h('label', { for: 'photo-search', class: 'visually-hidden' }, 'Search'), q,
+    h('button', { type: 'submit', class: 'small', 'aria-label': 'Search' }, h('span', { 'aria-hidden': 'true' }, '⌕')));
   searchForm.addEventListener('submit', (e) => {
     e.preventDefault();
     clearTimeout(typing);
@@ -121,20 +128,27 @@ export function photosView(root, model, { onDetails, teardown }) {
     for (const b of flags.buttons) b.setAttribute('aria-pressed', String(b.dataset.flag === 'any'));
     change({ ...cull.FILTER_DEFAULTS });
   });
-  const field = (label, id, el) => h('span', { class: 'field' }, h('label', { for: id }, label), el);
+  const field = (label, id, el, hide) => h('span', { class: 'field' }, h('label', { for: id, class: hide ? 'visually-hidden' : null }, label), el);
 
-  // The filters used most stay in sight; the others fold away under a
-  // summary that says how many are on, open at first on a wide screen.
-  const filtersSummary = h('summary', { id: 'filters-summary' }, 'More filters');
-  const filtersBox = h('details', { class: 'filters-box', open: window.innerWidth > 900 || null },
-    filtersSummary,
-    h('div', { class: 'filter-fields' }, ready.box,
+  // The filters used most stay in sight on a wide screen, on one line; the
+  // others open in a panel under it. On a phone all of them open in one
+  // drawer. The button says how many of those folded away are on.
+  const moreOn = h('span', {});
+  const allOn = h('span', {});
+  const filtersToggle = h('button', { type: 'button', class: 'small', id: 'filters-toggle' },
+    h('span', { class: 'wide-only' }, 'More filters', moreOn), h('span', { class: 'narrow-only' }, 'Filters', allOn));
+  const filtersDone = h('button', { type: 'button', class: 'small narrow-only', id: 'filters-done' }, 'Done');
+  const filterPanel = h('div', { class: 'filter-panel', id: 'filter-panel', role: 'group', 'aria-label': 'Filters' },
+    h('div', { class: 'filters-main' }, flags.box, field('Stars', 'filter-stars', stars, true),
+      field('Label', 'filter-label', labelled, true), field('Sort by', 'sort', sortBy, true), order, searchForm, favoriteActions),
+    h('div', { class: 'filters-more' }, ready.box,
+      field('Client favourites', 'filter-client', favorite),
       field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
-      field('Faces', 'filter-faces', faces), reset));
-  const filterRow = h('div', { class: 'filter-fields' }, flags.box, field('Stars', 'filter-stars', stars),
-    field('Label', 'filter-label', labelled),
-    field('Client favourites', 'filter-client', favorite), favoriteActions,
-    field('Sort by', 'sort', sortBy), order);
+      field('Faces', 'filter-faces', faces), extras, h('span', { class: 'buttons' }, reset, filtersDone)));
+  const filters = toggled(filtersToggle, filterPanel);
+  filtersDone.addEventListener('click', () => filters.set(false));
+
+  const status = h('span', { class: 'view-status', id: 'view-status' });
 
   // ---- the bar of actions -------------------------------------------------
   const selStatus = h('span', { id: 'selection-status', class: 'sel-status', 'aria-live': 'polite' });
@@ -159,16 +173,35 @@ export function photosView(root, model, { onDetails, teardown }) {
   const selectAllButton = h('button', { type: 'button', class: 'small', id: 'select-all', onclick: () => cull.selectAll() }, 'Select all');
   const clearButton = h('button', { type: 'button', class: 'small', id: 'select-none', onclick: () => cull.clearSelection() }, 'Select none');
   const advance = settingBox('advance', 'Next photo after a flag');
+  // What is used less waits under More on a wide screen; a phone's bar
+  // scrolls, and shows it in line.
+  const moreToggle = h('button', { type: 'button', class: 'small menu-toggle', id: 'more-actions' }, 'More', h('span', { 'aria-hidden': 'true' }, ' ▾'));
+  const morePanel = h('div', { class: 'menu-panel', id: 'more-actions-panel', role: 'group', 'aria-label': 'More actions' },
+    barButton('Details', 'i', 'show-details'),
+    // What other views register for the grid (edit, export, share).
+    cull.keyTable().filter((k) => k.button && k.scopes.includes('grid')).map((k) => barButton(k.button.label, k.key, k.button.id)),
+    several, selectAllButton, clearButton, advance);
+  const moreMenu = toggled(moreToggle, morePanel);
+  morePanel.addEventListener('click', (e) => { if (e.target.closest('button, input')) moreMenu.set(false); });
   const bar = h('div', { class: 'cullbar', role: 'toolbar', 'aria-label': 'Culling' },
     selStatus,
     barButton('Open', 'enter', 'open-loupe'), barButton('Pick', 'p', 'pick'), barButton('Reject', 'x', 'reject'),
-    barButton('Clear flag', 'u', 'unflag'), setStars, labelMenu('set-label', () => cull.targets()), barButton('Compare', 'c', 'compare'), barButton('Details', 'i', 'show-details'),
-    several, selectAllButton, clearButton,
-    // What other views register for the grid (export, share, edit).
-    cull.keyTable().filter((k) => k.button && k.scopes.includes('grid')).map((k) => barButton(k.button.label, k.key, k.button.id)),
+    barButton('Clear flag', 'u', 'unflag'), setStars, labelMenu('set-label', () => cull.targets()), barButton('Compare', 'c', 'compare'),
     h('button', { type: 'button', class: 'small', id: 'undo', onclick: () => cull.undo(), title: `Undo (${keyLabel('mod+z')})` }, 'Undo'),
-    advance,
+    h('span', { class: 'menu' }, moreToggle, morePanel));
+
+  // The grid's own controls: the tiles' size, the photos alone, the keys.
+  const size = h('input', { type: 'range', id: 'tile-size', min: 80, max: 400, step: 10, title: 'Size of the photos (- and =)' });
+  const full = h('button', { type: 'button', class: 'small', id: 'full-grid', 'aria-pressed': 'false', title: 'Only the photos, without the bars (F)' },
+    'Photos only');
+  const fullExit = h('button', { type: 'button', class: 'small', id: 'full-grid-exit', title: 'Show the bars again (F)' },
+    'Show the bars', h('kbd', { 'aria-hidden': 'true' }, 'F'));
+  const tools = h('div', { class: 'grid-tools', id: 'grid-tools' }, status,
+    h('label', { for: 'tile-size', class: 'visually-hidden' }, 'Size of the photos'), size, full,
     h('button', { type: 'button', class: 'small', id: 'show-keys', onclick: () => showHelp(), title: 'Every key (?)' }, 'Keys', h('kbd', { 'aria-hidden': 'true' }, '?')));
+  bar.append(tools);
+  const filterBar = h('div', { class: 'filterbar' }, filterPanel, filtersToggle);
+  const head = h('div', { class: 'cull-head', id: 'cull-head' }, bar, filterBar);
 
   // ---- the grid -------------------------------------------------------------
   const grid = h('ul', {
@@ -176,7 +209,6 @@ export function photosView(root, model, { onDetails, teardown }) {
     'aria-describedby': 'grid-help', 'data-cull-keys': '',
   });
   const note = h('p', { class: 'muted', id: 'grid-note' });
-  const status = h('p', { class: 'view-status', id: 'view-status' });
   const view = new VirtualGrid(grid, {
     count: () => cull.viewRows().length,
     make: makeTile,
@@ -193,7 +225,8 @@ export function photosView(root, model, { onDetails, teardown }) {
   const draw = view.draw.bind(view);
   view.draw = () => { draw(); roving(); };
 
-  const inset = () => bar.getBoundingClientRect().height + 8;
+  // The bars stay at the window's top as the page scrolls.
+  const inset = () => head.getBoundingClientRect().height + 6;
   // focusTile brings a photo's tile into view and gives it the focus.
   function focusTile(id) {
     const i = cull.indexOf(id);
@@ -297,8 +330,11 @@ export function photosView(root, model, { onDetails, teardown }) {
     favoriteActions.hidden = !f.favorite;
     pickThese.disabled = !c.shown || c.favoritesLoading;
     pickThese.textContent = f.favorite && !c.favoritesLoading ? `Pick these ${c.shown.toLocaleString()}` : 'Pick these';
-    const more = ['camera', 'from', 'to'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0);
-    filtersSummary.textContent = more ? `More filters (${more} on)` : 'More filters';
+    // Those folded away on a wide screen; on a phone, every one.
+    const more = ['camera', 'from', 'to', 'favorite'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0);
+    const main = (f.flag !== 'any' ? 1 : 0) + (f.ratingMin ? 1 : 0) + (f.label !== 'any' ? 1 : 0) + (f.q ? 1 : 0);
+    moreOn.textContent = more ? ` (${more} on)` : '';
+    allOn.textContent = more + main ? ` (${more + main} on)` : '';
     const s = cull.searchState();
     status.textContent = s.q
       ? (s.busy ? `Searching for “${s.q}”…` : s.error ? `The search failed: ${s.error}`
@@ -332,10 +368,45 @@ export function photosView(root, model, { onDetails, teardown }) {
   const offLoupe = cull.onLoupeChange((id) => { if (!id && cull.focusedId()) focusTile(cull.focusedId()); });
 
   function toTop() {
-    // Back to the filters if the page was further down the grid.
-    const top = bar.parentElement.getBoundingClientRect().top + window.scrollY;
+    // Back to the first photos if the page was further down the grid.
+    const top = root.getBoundingClientRect().top + window.scrollY;
     if (window.scrollY > top) window.scrollTo(0, top);
   }
+
+  // ---- the tiles' size, the photos alone ----------------------------------------
+  const sizeNow = () => view.minWidth || parseFloat(getComputedStyle(grid).getPropertyValue('--tile-min')) || 180;
+  function setSize(px, keep) {
+    px = Math.max(Number(size.min), Math.min(Number(size.max), Math.round(px)));
+    grid.style.setProperty('--tile-min', `${px}px`);
+    size.value = String(px);
+    view.relayout();
+    if (keep) cull.setSetting('tileSize', px);
+  }
+  size.addEventListener('input', () => setSize(Number(size.value), false));
+  size.addEventListener('change', () => setSize(Number(size.value), true));
+  const sizeBy = (d) => () => setSize(sizeNow() + d * Number(size.step) * 2, true);
+  key('=', 'Bigger photos', sizeBy(1));
+  key('+', 'Bigger photos', sizeBy(1));
+  key('-', 'Smaller photos', sizeBy(-1));
+
+  const setFull = (on) => {
+    document.body.classList.toggle('full-grid', on);
+    full.setAttribute('aria-pressed', String(on));
+    view.refresh();
+  };
+  full.addEventListener('click', () => setFull(true));
+  fullExit.addEventListener('click', () => setFull(false));
+  key('f', 'Only the photos, without the bars (F again shows them)', () => setFull(!document.body.classList.contains('full-grid')));
+
+  // After a click on a bar the keys go on to the photos: to the photo
+  // with the focus when it is in sight, else to the page.
+  const giveBack = () => {
+    const el = view.elementAt(cull.indexOf(cull.focusedId())) || view.pool.find((x) => !x.hidden && x.tabIndex === 0);
+    const r = el && el.getBoundingClientRect();
+    if (r && r.bottom > inset() && r.top < window.innerHeight) el.focus({ preventScroll: true });
+    else if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
+  };
+  const keysBack = [head, fullExit, document.querySelector('header.top')].filter(Boolean).map((el) => givesKeysBack(el, giveBack));
   // A filter's outcome is said once the view has been worked out again.
   let tell = false;
   function change(patch) {
@@ -345,8 +416,11 @@ export function photosView(root, model, { onDetails, teardown }) {
   }
 
   teardown.push(() => {
-    for (const off of [...offs, popScope, offView, offSel, offMarks, offLoupe]) off();
+    for (const off of [...offs, ...keysBack, popScope, offView, offSel, offMarks, offLoupe]) off();
     advance.detach();
+    filters.detach();
+    moreMenu.detach();
+    document.body.classList.remove('full-grid');
     clearTimeout(typing);
     cull.closeLoupe();
     view.destroy();
@@ -354,14 +428,15 @@ export function photosView(root, model, { onDetails, teardown }) {
     cull.detach();
   });
 
-  clear(root, h('section', { class: 'card', 'aria-labelledby': 'photos-h' },
-    h('div', { class: 'grid-head' }, h('h2', { id: 'photos-h' }, 'Photos'), status, searchForm),
-    filterRow,
-    filtersBox,
-    bar,
+  clear(root, h('section', { class: 'photos', 'aria-labelledby': 'photos-h' },
+    h('h2', { id: 'photos-h', class: 'visually-hidden' }, 'Photos'),
+    head,
     h('p', { class: 'visually-hidden', id: 'grid-help' },
-      'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars, 6 to 9 colour labels; question mark lists every key.'),
-    note, grid));
+      'Arrow keys move; Shift with an arrow selects; Space selects; Enter opens; P picks, X rejects, 0 to 5 set stars, 6 to 9 colour labels; ' +
+      'F shows only the photos; question mark lists every key.'),
+    note, grid, fullExit));
+  if (cull.settings.tileSize) setSize(cull.settings.tileSize, false);
+  else size.value = String(sizeNow());
   counts();
 }
 

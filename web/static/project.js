@@ -13,6 +13,7 @@ import { Thumbs } from './images.js';
 import { photosView } from './grid.js';
 import { reviewView, reviewGroup } from './groups.js';
 import { deliverView } from './deliver.js';
+import { followFaces } from './facenote.js';
 import { exposureFacts } from './exif.js';
 import './edit.js';
 
@@ -38,7 +39,14 @@ function projectState(id) {
   return p;
 }
 
+// The page's header holds the project's name and tabs; main says which
+// tab it shows, for the styles (the photos and the review take the whole
+// width).
+const context = () => document.getElementById('context');
+
 export function leaveProject() {
+  clear(context());
+  delete document.getElementById('main').dataset.view;
   if (!current) return;
   for (const fn of current.teardown) fn();
   current.model.stop();
@@ -88,17 +96,23 @@ export async function showProject(main, id, tab) {
   current.teardown.push(() => state.model.removeEventListener('live', showLive));
   showLive();
 
+  const tabs = h('nav', { class: 'tabs', 'aria-label': 'Project' },
+    TABS.map(([k, label]) => h('a', { href: `#/projects/${id}/${k}`, 'aria-current': k === tab ? 'page' : null, id: `tab-${k}` }, label)));
+  clear(context(), h('span', { class: 'crumb', 'aria-hidden': 'true' }, '›'), h('h1', { title: project.title }, project.title), tabs, live);
+  // On a phone the tabs scroll sideways: the one shown in sight.
+  const shown = tabs.querySelector('[aria-current]');
+  if (shown && tabs.scrollWidth > tabs.clientWidth) tabs.scrollLeft += shown.getBoundingClientRect().left - tabs.getBoundingClientRect().left - 8;
+  main.dataset.view = tab;
+  // What the project says of itself is for the upload; its faces switch
+  // sits there and among the photos' filters.
+  const upload = tab === 'upload' || !TABS.some(([k]) => k === tab);
   clear(main,
-    h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Projects'), ' › '),
-    h('div', { class: 'title-row' }, h('h1', {}, project.title), live),
-    project.description ? h('p', { class: 'muted' }, project.description) : null,
-    facesToggle(project),
-    project.status !== 'active' ? h('p', { class: 'notice' }, `This project is ${project.status}: it takes no new files.`) : null,
-    h('nav', { class: 'tabs', 'aria-label': 'Project' },
-      TABS.map(([k, label]) => h('a', { href: `#/projects/${id}/${k}`, 'aria-current': k === tab ? 'page' : null, id: `tab-${k}` }, label))),
+    upload && project.description ? h('p', { class: 'muted description' }, project.description) : null,
+    upload ? facesToggle(project) : null,
+    upload && project.status !== 'active' ? h('p', { class: 'notice' }, `This project is ${project.status}: it takes no new files.`) : null,
     body);
 
-  if (tab === 'photos') photosTab(body, state);
+  if (tab === 'photos') photosTab(body, state, project);
   else if (tab === 'groups') groupsTab(body, state);
   else if (tab === 'review') reviewView(body, state.model, current.teardown);
   else if (tab === 'deliver') deliverView(body, state.model, current.teardown);
@@ -111,6 +125,8 @@ export async function showProject(main, id, tab) {
 function facesToggle(project) {
   const box = h('input', { type: 'checkbox', id: 'detect-faces', checked: project.detectFaces || null });
   const note = h('span', { class: 'muted', id: 'detect-faces-note', role: 'status' });
+  const faces = followFaces(note, projectState(project.id).model, () => project.detectFaces);
+  current.teardown.push(faces.stop);
   box.addEventListener('change', async () => {
     const on = box.checked;
     if (!on && !confirm('Switching faces off deletes every face found in this project. Switch them off?')) {
@@ -121,7 +137,8 @@ function facesToggle(project) {
     try {
       const p = await api('PATCH', `/v1/projects/${project.id}`, { detectFaces: on });
       project.detectFaces = p.detectFaces;
-      note.textContent = on ? 'The project\'s photos are being searched for faces.' : 'Faces are off, and the faces found were deleted.';
+      if (on) faces.show();
+      else note.textContent = 'Faces are off, and the faces found were deleted.';
     } catch (e) {
       box.checked = !on;
       note.textContent = `Faces could not be switched ${on ? 'on' : 'off'}: ${e.message}`;
@@ -129,7 +146,7 @@ function facesToggle(project) {
       box.disabled = false;
     }
   });
-  return h('p', { class: 'check' }, box,
+  return h('p', { class: 'check faces-toggle' }, box,
     h('label', { for: 'detect-faces' }, 'Find faces: mark blinks and soft faces (detection only; nobody is recognised)'), ' ', note);
 }
 
@@ -462,8 +479,8 @@ function tile(row, thumbs, onOpen) {
 
 // ---- Photos ---------------------------------------------------------------
 
-function photosTab(root, state) {
-  photosView(root, state.model, { onDetails: (row) => showDetails(row, state), teardown: current.teardown });
+function photosTab(root, state, project) {
+  photosView(root, state.model, { onDetails: (row) => showDetails(row, state), teardown: current.teardown, extras: [facesToggle(project)] });
 }
 
 // ---- Moments and duplicates -----------------------------------------------

@@ -200,6 +200,32 @@ function themeButton() {
   return b;
 }
 
+// toggled makes button show and hide panel (aria-expanded on the one,
+// data-open on the other). A press outside both, or Esc, hides it again.
+// It returns set(open) and detach().
+export function toggled(button, panel) {
+  button.setAttribute('aria-expanded', 'false');
+  if (panel.id) button.setAttribute('aria-controls', panel.id);
+  const set = (open) => {
+    if (open === (button.getAttribute('aria-expanded') === 'true')) return;
+    button.setAttribute('aria-expanded', String(open));
+    panel.toggleAttribute('data-open', open);
+  };
+  button.addEventListener('click', () => set(button.getAttribute('aria-expanded') !== 'true'));
+  const outside = (e) => {
+    if (!button.contains(e.target) && !panel.contains(e.target)) set(false);
+  };
+  document.addEventListener('pointerdown', outside, true);
+  panel.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape' || button.getAttribute('aria-expanded') !== 'true') return;
+    e.preventDefault();
+    e.stopPropagation();
+    set(false);
+    button.focus();
+  });
+  return { set, detach: () => document.removeEventListener('pointerdown', outside, true) };
+}
+
 // givesKeysBack hands the keyboard back (back()) after a pointer has used
 // a control in root: a click on a button or a check box, a choice in a
 // menu or on a slider. The keys then go to the photos at once, not to the

@@ -136,7 +136,7 @@ export class VirtualGrid extends Drawn {
   draw() {
     const n = this.count();
     const width = this.list.clientWidth || 800;
-    if (this.width !== width) {
+    if (this.width !== width) { // read once a width, not each frame
       const css = getComputedStyle(this.list);
       this.minWidth = parseFloat(css.getPropertyValue('--tile-min')) || 160;
       this.gap = parseFloat(css.getPropertyValue('--tile-gap')) || 12;
@@ -207,6 +207,13 @@ export class VirtualGrid extends Drawn {
     const bottom = top + rowH - (this.gap || 0);
     if (top < window.scrollY + inset) window.scrollTo(0, top - inset);
     else if (bottom > window.scrollY + window.innerHeight) window.scrollTo(0, bottom - window.innerHeight);
+    this.draw();
+  }
+
+  // relayout reads --tile-min and --tile-gap again, as changed since, and
+  // draws the tiles at their new size at once.
+  relayout() {
+    this.width = 0;
     this.draw();
   }
 
