@@ -80,9 +80,12 @@ function selectionLine(g) {
     `Choose up to ${plural(g.selectionLimit, 'photo')} · ${left} left`);
 }
 
-// state is the gallery as last loaded; sent holds the comments this page
-// sent, by photo, shown under the photo's comment box.
+// state is the gallery as last loaded, its photos by id in byId: the
+// buttons find their photo there when pressed, so that a button drawn
+// before a reload acts on the photo as it is now. sent holds the comments
+// this page sent, by photo, shown under the photo's comment box.
 let state;
+let byId = new Map();
 const sent = new Map();
 
 async function load() {
@@ -109,6 +112,7 @@ async function load() {
   named = !!g.visitor;
   state = g;
   g.assets.forEach((a, i) => { a.label = a.fileName || `Photo ${i + 1}`; });
+  byId = new Map(g.assets.map((a) => [a.assetId, a]));
   const n = g.assets.length;
   clear(main,
     h('div', { class: 'title-row' }, h('h1', { id: 'title' }, g.title),
@@ -215,16 +219,16 @@ async function favourite(a, on) {
   shown(a);
 }
 
-// heart is a photo's favourite toggle and count, kept by shown(). A click
-// while one is on its way does nothing; the button stays enabled, so the
-// keyboard's focus stays on it.
-function heart(a, attrs = {}) {
+// heart is photo id's favourite toggle and count, kept by shown(). A
+// click while one is on its way does nothing; the button stays enabled,
+// so the keyboard's focus stays on it.
+function heart(id, attrs = {}) {
   const count = h('span', { class: 'fav-count' });
   let busy = false;
   const button = h('button', { type: 'button', class: 'fav', ...attrs, onclick: async () => {
     if (busy) return;
     busy = true;
-    await favourite(a, button.getAttribute('aria-pressed') !== 'true');
+    await favourite(byId.get(id), button.getAttribute('aria-pressed') !== 'true');
     busy = false;
   } }, h('span', { class: 'glyph', 'aria-hidden': 'true' }, '♡'), ' ', count);
   return button;
@@ -243,9 +247,10 @@ function bubble() {
   return svg;
 }
 
-// comments is a photo's comment button and the box it opens, with what
-// this page sent; a short button says it with a bubble alone.
-function comments(a, id, short = false) {
+// comments is photo asset's comment button and the box it opens (its
+// text box's id is id), with what this page sent; a short button says it
+// with a bubble alone.
+function comments(asset, id, short = false) {
   const text = h('textarea', { class: 'comment-text', id, maxlength: '2000', rows: '3' });
   const mine = h('ul', { class: 'mine' });
   const send = h('button', { type: 'submit', class: 'small primary comment-send' }, 'Send');
@@ -254,6 +259,7 @@ function comments(a, id, short = false) {
     e.preventDefault();
     if (!text.value.trim() || busy) return;
     busy = true;
+    const a = byId.get(asset);
     try {
       await viewerToken();
       const res = await call('POST', '/comment', { assetId: a.assetId, text: text.value });
@@ -311,9 +317,9 @@ function photo(a, i) {
     a.pending ? h('span', { class: 'pending' }, 'Preparing this photo…')
       : h('img', { src: a.previewUrl, alt: name, loading: 'lazy', decoding: 'async', width: a.width, height: a.height,
         onload: (e) => fitShape(e.target.closest('li'), e.target) }));
-  const c = comments(a, `comment-${a.assetId}`, true);
+  const c = comments(a.assetId, `comment-${a.assetId}`, true);
   const li = h('li', { class: 'photo', 'data-asset': a.assetId }, open,
-    h('div', { class: 'acts' }, h('span', { class: 'name', title: name }, name), heart(a), c.open,
+    h('div', { class: 'acts' }, h('span', { class: 'name', title: name }, name), heart(a.assetId), c.open,
       a.originalUrl ? h('a', { href: a.originalUrl, download: '', class: 'download', 'aria-label': `Download ${name}` }, '↓') : null),
     c.form);
   // Through the CSSOM: the page's policy refuses style attributes.
@@ -421,7 +427,8 @@ const viewer = (() => {
     timer = setTimeout(() => step(1), slideMs);
   }
 
-  function show(i) {
+  // place makes photo i the one shown, and says where it is.
+  function place(i) {
     const a = state.assets[i];
     index = i;
     current = a;
@@ -429,15 +436,25 @@ const viewer = (() => {
     dlg.dataset.asset = a.assetId;
     pos.textContent = `${i + 1} / ${state.assets.length}`;
     name.textContent = label(a);
+    return a;
+  }
+
+  // picture shows a's image, or that it is being made.
+  function picture(a) {
     pending.hidden = !a.pending;
     img.hidden = a.pending;
     if (!a.pending) {
       img.alt = label(a);
       if (img.getAttribute('src') !== a.previewUrl) img.src = a.previewUrl;
     }
-    const c = comments(a, 'viewer-comment');
+  }
+
+  function show(i) {
+    const a = place(i);
+    picture(a);
+    const c = comments(a.assetId, 'viewer-comment');
     const hadFocus = acts.contains(document.activeElement);
-    acts.replaceChildren(h('div', { class: 'viewer-tools' }, heart(a, { id: 'viewer-fav' }), c.open,
+    acts.replaceChildren(h('div', { class: 'viewer-tools' }, heart(a.assetId, { id: 'viewer-fav' }), c.open,
       a.originalUrl ? h('a', { href: a.originalUrl, download: '', class: 'download' }, 'Download') : null, c.form));
     c.open.id = 'viewer-comment-open';
     if (hadFocus) dlg.focus();
@@ -463,11 +480,19 @@ const viewer = (() => {
     },
     close: end,
     // reload shows the same photo from the gallery as loaded again.
+    // reload follows the gallery as loaded again: the same photo, its
+    // image once it is made; its tools stay, with what is being written.
     reload() {
       if (!dlg.open || !current) return;
-      const i = state.assets.findIndex((a) => a.assetId === current.assetId);
-      if (i < 0) end();
-      else show(i);
+      const was = current;
+      const i = state.assets.findIndex((a) => a.assetId === was.assetId);
+      if (i < 0) {
+        end();
+        return;
+      }
+      const a = place(i);
+      if (was.pending && !a.pending) picture(a);
+      shown(a);
     },
     say(msg, kind) {
       if (!dlg.open) return;
