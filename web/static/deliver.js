@@ -115,9 +115,14 @@ export function deliverView(root, model, teardown) {
   const exportsPart = exportsSection(model, offs, ask && ask.form === 'export' ? ask.source : null);
   const galleriesPart = galleriesSection(model, offs, ask && ask.form === 'gallery' ? ask.source : null);
   clear(root, exportsPart.el, galleriesPart.el);
+  // A flag set elsewhere arrives as marks, not as a change of the rows.
   const onChange = () => { exportsPart.counts(); galleriesPart.counts(); };
   model.addEventListener('change', onChange);
-  offs.push(() => model.removeEventListener('change', onChange));
+  model.addEventListener('marks', onChange);
+  offs.push(() => {
+    model.removeEventListener('change', onChange);
+    model.removeEventListener('marks', onChange);
+  });
   teardown.push(() => { for (const off of offs) off(); });
   if (ask) (ask.form === 'export' ? exportsPart : galleriesPart).focus();
 }
@@ -246,22 +251,31 @@ function exportsSection(model, offs, source) {
     }
   }
 
-  // Progress comes as export.updated; without the stream, unfinished
-  // exports are asked after every few seconds.
+  // Progress comes as export.updated. Without the stream, unfinished
+  // exports are asked after every few seconds; after events were missed
+  // (state_sync), at once.
   const onEvent = (e) => {
     const d = e.detail.data;
     const row = d && rows.get(d.exportId);
     if (row) paint(row, { status: d.status, progress: d.progress, error: d.error, skipped: d.skipped });
   };
-  liveEvents.addEventListener('export.updated', onEvent);
-  offs.push(() => liveEvents.removeEventListener('export.updated', onEvent));
-  let timer = null;
-  const poll = async () => {
+  const ask = async () => {
     const open = [...rows.values()].filter((r) => r.ex.status === 'queued' || r.ex.status === 'running');
     for (const r of open) {
       try { paint(r, await api('GET', `/v1/exports/${r.ex.id}`)); } catch { /* the next round asks again */ }
     }
-    timer = setTimeout(poll, model.live === 'live' ? 15000 : 3000);
+  };
+  const onSync = (e) => { if (e.detail.projectId === project) ask(); };
+  liveEvents.addEventListener('export.updated', onEvent);
+  liveEvents.addEventListener('state_sync', onSync);
+  offs.push(() => {
+    liveEvents.removeEventListener('export.updated', onEvent);
+    liveEvents.removeEventListener('state_sync', onSync);
+  });
+  let timer = null;
+  const poll = async () => {
+    if (model.live !== 'live') await ask();
+    timer = setTimeout(poll, 3000);
   };
   timer = setTimeout(poll, 3000);
   offs.push(() => clearTimeout(timer));
@@ -379,14 +393,42 @@ function galleriesSection(model, offs, source) {
   const list = h('ul', { class: 'galleries', id: 'galleries' });
   const moreButton = h('button', { type: 'button', class: 'small', id: 'galleries-more', hidden: true }, 'More galleries');
   let cursor = '';
-  // A client's favourite arrives as gallery.updated: its gallery's row
-  // reads its counts and who chose what again.
-  const refreshers = new Map(); // gallery id → refresh
+  // Every change of a gallery, here, in another tab or by a client,
+  // arrives as gallery.updated: a listed gallery's row reads it again (its
+  // counts, who chose what), a new one is listed, a deleted one leaves.
+  // After events were missed (state_sync), every row reads its gallery
+  // again and the newest are listed.
+  const shown = new Map(); // gallery id → {li, refresh}
   const onGallery = (e) => {
-    if (e.detail.projectId === project) refreshers.get(e.detail.data.galleryId)?.();
+    if (e.detail.projectId !== project) return;
+    const { galleryId, deleted } = e.detail.data;
+    if (deleted) unlist(galleryId);
+    else if (shown.has(galleryId)) shown.get(galleryId).refresh();
+    else api('GET', `/v1/galleries/${galleryId}`).then(upsert, () => {});
+  };
+  const onSync = (e) => {
+    if (e.detail.projectId !== project) return;
+    for (const { refresh } of shown.values()) refresh();
+    api('GET', `/v1/projects/${project}/galleries?limit=20`).then((page) => {
+      for (const g of page.items.reverse()) if (!shown.has(g.id)) upsert(g);
+    }, () => {});
   };
   liveEvents.addEventListener('gallery.updated', onGallery);
-  offs.push(() => liveEvents.removeEventListener('gallery.updated', onGallery));
+  liveEvents.addEventListener('state_sync', onSync);
+  offs.push(() => {
+    liveEvents.removeEventListener('gallery.updated', onGallery);
+    liveEvents.removeEventListener('state_sync', onSync);
+  });
+  // upsert shows g: its row drawn again, or a new row at the top.
+  const upsert = (g) => {
+    if (shown.has(g.id)) shown.get(g.id).refresh(g);
+    else list.prepend(galleryRow(g));
+  };
+  const unlist = (id) => {
+    shown.get(id)?.li.remove();
+    shown.delete(id);
+    if (!list.children.length && !cursor) list.append(h('li', { class: 'muted', id: 'no-galleries' }, 'No galleries yet.'));
+  };
 
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -397,7 +439,7 @@ function galleriesSection(model, offs, source) {
       const body = { ...fields.values(), assetIds };
       if (body.password === null) delete body.password;
       const g = await api('POST', `/v1/projects/${project}/galleries`, body);
-      list.prepend(galleryRow(g));
+      upsert(g);
       clear(made, h('p', {}, `“${g.title}” is made with ${plural(g.assetCount, 'photo')}: `,
         h('a', { href: g.shareUrl, target: '_blank', rel: 'noopener', id: 'gallery-made-link' }, g.shareUrl), ' ',
         h('button', { type: 'button', class: 'small', id: 'gallery-made-copy', onclick: () => copyLink(g.shareUrl) }, 'Copy link')));
@@ -426,13 +468,24 @@ function galleriesSection(model, offs, source) {
         }));
       } catch { /* the counts still say how many */ }
     };
-    refreshers.set(g.id, async () => {
+    // refresh draws the gallery again, as given or as the API has it now.
+    const refresh = async (fresh) => {
       try {
-        g = await api('GET', `/v1/galleries/${g.id}`);
-      } catch { return; }
-      if (!li.querySelector('form')) draw(); // not under a change being made
+        g = fresh || await api('GET', `/v1/galleries/${g.id}`);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) unlist(g.id);
+        return;
+      }
       loadChoices();
-    });
+      if (li.querySelector('form, .confirm')) return; // under a change being made
+      // Drawn again as it was: the comments open (read afresh), the focus kept.
+      const open = li.querySelector('[data-act="comments"]')?.getAttribute('aria-expanded') === 'true';
+      const focused = li.contains(document.activeElement) ? document.activeElement.dataset.act : '';
+      draw();
+      if (open) li.querySelector('[data-act="comments"]').click();
+      if (focused) focusAct(focused);
+    };
+    shown.set(g.id, { li, refresh });
     loadChoices();
     const draw = () => {
       const facts = [plural(g.assetCount, 'photo'), g.requiresPassword ? 'password protected' : 'no password',
@@ -507,7 +560,7 @@ function galleriesSection(model, offs, source) {
       try {
         await api('DELETE', `/v1/galleries/${g.id}`);
         const next = li.nextElementSibling || li.previousElementSibling;
-        li.remove();
+        unlist(g.id);
         announce(`“${g.title}” is deleted.`);
         const b = next && next.querySelector('[data-act="copy"]');
         if (b) b.focus();
@@ -544,7 +597,7 @@ function galleriesSection(model, offs, source) {
     moreButton.hidden = true;
     try {
       const page = await api('GET', `/v1/projects/${project}/galleries?limit=20${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`);
-      for (const g of page.items) list.append(galleryRow(g));
+      for (const g of page.items) if (!shown.has(g.id)) list.append(galleryRow(g));
       cursor = (page.pageInfo && page.pageInfo.nextCursor) || '';
       moreButton.hidden = !cursor;
       if (!list.children.length) list.append(h('li', { class: 'muted', id: 'no-galleries' }, 'No galleries yet.'));
