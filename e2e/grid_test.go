@@ -448,6 +448,12 @@ func checkFilters(t *testing.T, when, text string) {
 // user, whose API key it returns.
 func gridStack(tb testing.TB, logName string) (*stack, string) {
 	tb.Helper()
+	return gridStackWith(tb, logName, nil)
+}
+
+// gridStackWith is gridStack with extra settings (startStack's).
+func gridStackWith(tb testing.TB, logName string, extra map[string]string) (*stack, string) {
+	tb.Helper()
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		tb.Fatal(err)
 	}
@@ -456,7 +462,7 @@ func gridStack(tb testing.TB, logName string) (*stack, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { logFile.Close() }) // after the stack has stopped
-	s := startStack(tb, logFile, nil)
+	s := startStack(tb, logFile, extra)
 	return s, s.user("grid@example.org", false)
 }
 
