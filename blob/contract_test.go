@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // backends runs f against every backend, each on its own empty store;

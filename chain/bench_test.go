@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
-	"lightbox/internal/wait"
 	"lightbox/store"
+	"lightbox/wait"
 )
 
 // ledgerLatency is the remote log's round trip the figures assume.

@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 type fixture struct {

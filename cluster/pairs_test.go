@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/seed"
+	"lightbox/testsupport/seed"
 )
 
 // allPairs is the grouping closePairs replaces: every pair compared.

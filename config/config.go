@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"lightbox/internal/password"
-	"lightbox/internal/redisconn"
+	"lightbox/abuse/password"
+	"lightbox/redisconn"
 	"lightbox/tasks"
 )
 
@@ -31,7 +31,7 @@ import (
 // names the variable it comes from in its comment.
 type Config struct {
 	DatabaseURL string // DATABASE_URL
-	RedisURL    string // REDIS_URL: redis://, rediss:// or redis-sentinel:// (see internal/redisconn)
+	RedisURL    string // REDIS_URL: redis://, rediss:// or redis-sentinel:// (see redisconn)
 	HTTPAddr    string // HTTP_ADDR
 	PublicURL   string // PUBLIC_URL, the absolute base of links handed to clients
 	DataDir     string // DATA_DIR, blobs and development keys live below it
@@ -64,7 +64,7 @@ type Config struct {
 	// server checks at once (argon2id, 64 MiB each); a try finding them all
 	// busy waits briefly in line, galleries taking turns, or is refused
 	// with 429. Default: sized from the cores and memory (see
-	// internal/password).
+	// abuse/password).
 	PasswordHashes int // PASSWORD_HASHES
 	// PasswordOwnerHashes is how many gallery passwords set by owners one
 	// server hashes at once, on slots of their own, so that owners never

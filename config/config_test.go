@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"lightbox/abuse/password"
 	"lightbox/config"
-	"lightbox/internal/password"
 	"lightbox/tasks"
 )
 

@@ -25,10 +25,10 @@ import (
 
 	"lightbox/blob"
 	"lightbox/chain"
+	"lightbox/cmd/boot"
 	"lightbox/config"
-	"lightbox/internal/boot"
-	"lightbox/internal/testenv"
 	"lightbox/server"
+	"lightbox/testsupport/testenv"
 )
 
 // TestCopyBlobsToS3 moves an install that ran on disk to a bucket with

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"lightbox/internal/seed"
+	"lightbox/testsupport/seed"
 )
 
 // BenchmarkCull100k culls on a project of seed.Size photos (100,000 unless

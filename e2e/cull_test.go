@@ -19,8 +19,8 @@ import (
 	"github.com/lib/pq"
 
 	"lightbox/blob"
-	"lightbox/internal/seed"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 // listIDs is the project's asset ids in upload order, through the API.

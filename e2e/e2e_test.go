@@ -29,10 +29,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
+	"lightbox/cmd/boot"
 	"lightbox/config"
-	"lightbox/internal/boot"
-	"lightbox/internal/testenv"
 	"lightbox/server"
+	"lightbox/testsupport/testenv"
 	"lightbox/worker"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
-	"lightbox/internal/seed"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 // perfProbe runs in every new document before the page's own scripts: it

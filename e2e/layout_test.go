@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // layoutFigures is what measureLayout reads off the photo grid.

@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // apiFaces is GET /v1/assets/{id}/faces as the test reads it.

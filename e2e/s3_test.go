@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 
 	"github.com/chromedp/chromedp"
 )

@@ -21,8 +21,8 @@ import (
 	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/internal/redisconn"
-	"lightbox/internal/testenv"
+	"lightbox/redisconn"
+	"lightbox/testsupport/testenv"
 )
 
 // The topology of the failover test: its own primary, replica and three

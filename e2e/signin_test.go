@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestSignInWithAMailedCode is a photographer signing in to the app as a

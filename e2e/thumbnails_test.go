@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestGridShowsThumbnailsBeforePhotosAreReady runs a worker that serves

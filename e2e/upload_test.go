@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 	"lightbox/uploader"
 )
 

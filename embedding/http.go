@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"time"
 
-	"lightbox/internal/retryafter"
+	"lightbox/retryafter"
 )
 
 // HTTPConfig configures an HTTP embedder.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // benchRate is how many events a second the benchmarks publish: a busy

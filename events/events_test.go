@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"lightbox/events"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: hubs,

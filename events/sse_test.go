@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // message is one thing a client read off an SSE stream: an event, or a

@@ -26,7 +26,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"lightbox/faces"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // demo is the six group photos and the faces each holds, counted by eye.

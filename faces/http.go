@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/image/draw"
 
-	"lightbox/internal/retryafter"
+	"lightbox/retryafter"
 )
 
 // HTTPConfig configures an HTTP provider.

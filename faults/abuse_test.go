@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procs"
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procs"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // thumbnailLatencies uploads ps one after another as a client does and

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // patience bounds every wait for a state. It only catches a hang: the

@@ -1,5 +1,5 @@
 // Package faults holds Lightbox's fault suite: real server and worker
-// processes (see internal/procs) sharing one Postgres, one Redis and one
+// processes (see testsupport/procs) sharing one Postgres, one Redis and one
 // bucket, with no shared filesystem, taken through an ingest while a
 // process is killed, Redis restarts or loses everything, Postgres stops,
 // the blob disk fills or the ledger goes down. After each fault every

@@ -16,9 +16,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/internal/procs"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/procs"
+	"lightbox/testsupport/testenv"
 )
 
 // form is how hard the suite pushes: the short form runs in `make test`,

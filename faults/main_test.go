@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestMain(m *testing.M) {

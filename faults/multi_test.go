@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procs"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procs"
+	"lightbox/testsupport/testenv"
 )
 
 // ingestsDone is how many ingests a worker finished, by its own metrics.

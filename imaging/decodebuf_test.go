@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // A decode into memory an earlier photo left behind gives the pixels a

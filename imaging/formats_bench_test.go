@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkFormats makes the thumbnail and the preview of the shared

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // formatCase is one file of the shared formats/ directory and what must

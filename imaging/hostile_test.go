@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestHostileExifCycle processes a JPEG whose EXIF directories point at

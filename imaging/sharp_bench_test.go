@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procstat"
+	"lightbox/testsupport/procstat"
 )
 
 // sharp is the benchmarks' second baseline: Immich's engine, sharp

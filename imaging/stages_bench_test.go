@@ -12,7 +12,7 @@ import (
 
 	"github.com/davidbyttow/govips/v2/vips"
 
-	"lightbox/internal/procstat"
+	"lightbox/testsupport/procstat"
 )
 
 // BenchmarkStages times each step the vips engine takes to make a 12 MP

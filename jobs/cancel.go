@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
-	"lightbox/internal/wait"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/wait"
 )
 
 // CancelBatch cancels batch b's jobs that have not ended: the waiting

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
+	"lightbox/testsupport/testenv"
 )
 
 // TestMarkOutlastsRememberedAnswers: a worker that saw a project unmarked

@@ -10,10 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 type harness struct {

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"lightbox/internal/queuestate"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/tasks/queuestate"
 )
 
 // Watch timing. Each worker looks this often for a Redis that lost its

@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
-	"lightbox/internal/testenv"
 	"lightbox/render"
+	"lightbox/testsupport/testenv"
 )
 
 func newEngine(t *testing.T) imaging.Engine {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procs"
+	"lightbox/testsupport/procs"
 )
 
 // tree is a copy of the scripts in a folder of its own, whose .data the

@@ -7,7 +7,7 @@
 #
 # PLAIN_PKG's tests run in both passes. NORACE_PKG's run in the pass
 # without -race alone: tests that drive Lightbox's own binaries as
-# processes of their own, built without -race (see internal/procs), where
+# processes of their own, built without -race (see testsupport/procs), where
 # -race would only check their harness; pixel arithmetic in Go and C, which
 # -race makes ten times slower and has nothing to find in; and the browser
 # tests, whose server and worker code the race pass covers in their own
@@ -37,7 +37,7 @@ TIMEOUT=${TIMEOUT:-30m}
 PKG_PARALLEL=${PKG_PARALLEL:-4}
 TEST_PARALLEL=${TEST_PARALLEL:-6}
 SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/}
-FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./internal/jsonbody:FuzzDecode}
+FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./server/jsonbody:FuzzDecode}
 # A count of inputs, not a duration: a duration can end a run mid-input, which
 # go test reports as a failure ("context deadline exceeded").
 FUZZTIME=${FUZZTIME:-20000x}

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procs"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procs"
+	"lightbox/testsupport/testenv"
 )
 
 // patience bounds each wait; it only catches a hang on two busy cores.

@@ -21,8 +21,8 @@ import (
 
 	"lightbox/blob"
 	"lightbox/events"
-	"lightbox/internal/ptr"
 	"lightbox/jobs"
+	"lightbox/ptr"
 	"lightbox/store"
 )
 

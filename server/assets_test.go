@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/seed"
+	"lightbox/testsupport/seed"
 )
 
 // listed is one asset as a test of the list's filters and orders knows it.

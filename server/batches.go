@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 	"lightbox/store"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {

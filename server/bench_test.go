@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkUploadFlow prepares 1,000 files, PUTs 1,000 real photos with 8

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // elsewhere signs URLs that lead to another service, as an object store's

@@ -20,7 +20,7 @@ import (
 	"github.com/bsm/redislock"
 
 	"lightbox/chain"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestChainEndpoints(t *testing.T) {

@@ -43,7 +43,7 @@ func TestErrorCodesAreCatalogued(t *testing.T) {
 	statuses := httpStatuses(t)
 	answered := map[pair]bool{}
 	files, _ := filepath.Glob("*.go")
-	more, _ := filepath.Glob("../internal/jsonbody/*.go")
+	more, _ := filepath.Glob("jsonbody/*.go")
 	for _, name := range append(files, more...) {
 		if strings.HasSuffix(name, "_test.go") {
 			continue

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 const appOrigin = "https://app.example.com"

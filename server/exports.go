@@ -25,8 +25,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/ptr"
 	"lightbox/jobs"
+	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
 )

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // smallPhotos are n distinct 64×40 JPEGs of about a kilobyte.

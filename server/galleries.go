@@ -35,10 +35,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/abuse/password"
 	"lightbox/events"
-	"lightbox/internal/password"
-	"lightbox/internal/ptr"
 	"lightbox/jobs"
+	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // markedShare is the share of the pixels of r where marked differs from

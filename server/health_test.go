@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestReadyz(t *testing.T) {

@@ -36,9 +36,9 @@ import (
 	"lightbox/embedding"
 	"lightbox/events"
 	"lightbox/imaging"
-	"lightbox/internal/retryafter"
-	"lightbox/internal/testenv"
+	"lightbox/retryafter"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 	"lightbox/worker"
 )
 

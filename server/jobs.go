@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 	"lightbox/store"
 	"lightbox/tasks"
 )

@@ -18,11 +18,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/blob"
+	"lightbox/cmd/boot"
 	"lightbox/config"
 	"lightbox/embedding"
-	"lightbox/internal/boot"
-	"lightbox/internal/testenv"
 	"lightbox/server"
+	"lightbox/testsupport/testenv"
 )
 
 func TestMain(m *testing.M) {

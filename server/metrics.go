@@ -11,9 +11,9 @@ import (
 	asynqmetrics "github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"lightbox/abuse/password"
 	"lightbox/chain"
-	"lightbox/internal/metrics"
-	"lightbox/internal/password"
+	"lightbox/metrics"
 	"lightbox/store"
 )
 

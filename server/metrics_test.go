@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestMetricsNeedAnAdminOrTheToken(t *testing.T) {

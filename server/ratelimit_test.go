@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestTwoServersShareOneUploadBudget(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestEventsReachClientsOfTwoServers(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // TestQueuesAreListedAgainOneSweepAfterRedisLosesItsData empties the

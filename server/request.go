@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/internal/jsonbody"
+	"lightbox/server/jsonbody"
 	"lightbox/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkS3Upload PUTs the same real photos with 8 concurrent clients

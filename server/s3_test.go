@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 	"lightbox/worker"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/seed"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkScaleProject seeds one project with seed.Size assets (100,000

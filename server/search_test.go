@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/embedding"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // clipProvider is a small CLIP-style provider: an image's vector is its

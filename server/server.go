@@ -18,15 +18,15 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/abuse/guess"
+	"lightbox/abuse/password"
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
 	"lightbox/embedding"
 	"lightbox/events"
-	"lightbox/internal/guess"
-	"lightbox/internal/mail"
-	"lightbox/internal/password"
 	"lightbox/jobs"
+	"lightbox/server/mail"
 	"lightbox/similar"
 	"lightbox/store"
 )

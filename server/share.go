@@ -13,7 +13,7 @@ package server
 //     sent none: favourites and comments need one, so each viewer
 //     favourites a photo once.
 //   - Passwords tried are counted before they are checked, in one Redis
-//     step (internal/guess). Ten wrong ones for one gallery from one
+//     step (abuse/guess). Ten wrong ones for one gallery from one
 //     address lock that address out of the gallery for 15 minutes (429
 //     too_many_attempts): the tenth answers 429, and so does the right
 //     password until then, without a hash. A gallery tried 30 times in an
@@ -51,10 +51,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/abuse/guess"
+	"lightbox/abuse/password"
 	"lightbox/blob"
-	"lightbox/internal/guess"
-	"lightbox/internal/password"
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 	"lightbox/store"
 )
 

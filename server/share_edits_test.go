@@ -3,7 +3,7 @@ package server_test
 import (
 	"testing"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // TestGalleriesShowEachPhotosNewestEdit: a client's gallery shows a photo

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // setPassword PATCHes the password of key's gallery id to pw; safe from

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // TestPasswordFloodKeepsTheServerUnder300MiBAndOthersP99Under250ms sends

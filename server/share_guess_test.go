@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/argon2"
 
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // lightHash is an argon2id hash of pw in the form the server stores, with

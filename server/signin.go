@@ -15,7 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/internal/guess"
+	"lightbox/abuse/guess"
 	"lightbox/store"
 )
 
@@ -40,7 +40,7 @@ var (
 )
 
 // Tries of sign-in codes are counted before each is checked, across
-// challenges, and slowed down (internal/guess), never locked out:
+// challenges, and slowed down (abuse/guess), never locked out:
 //   - per mailbox from one client address: a run of logins and wrong codes
 //     from one address gets 8 tries in its first hour, then about 1 an hour;
 //   - per mailbox from anywhere: loose enough that one address's run never

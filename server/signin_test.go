@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestSignInByMailedCode(t *testing.T) {

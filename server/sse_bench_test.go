@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // sseRate is how many events a second BenchmarkSSEOverHTTP publishes: a

@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // TestFinalizeQueuesThumbnailsAheadOfIngest: with THUMBNAILS_FIRST (the

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 type putResult struct {

@@ -19,9 +19,9 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 func TestUploadFlowEnqueuesTypedTasks(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/hibiken/asynqmon"
 
 	"lightbox/imaging/formats"
-	"lightbox/internal/redisconn"
+	"lightbox/redisconn"
 	"lightbox/web"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/internal/netguard"
 	"lightbox/jobs"
+	"lightbox/netguard"
 	"lightbox/store"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestWebhookRequestValidation(t *testing.T) {

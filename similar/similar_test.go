@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"lightbox/internal/seed"
-	"lightbox/internal/testenv"
 	"lightbox/similar"
 	"lightbox/store"
+	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 func TestSameRankingAsSQLAndKeptFresh(t *testing.T) {

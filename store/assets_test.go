@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // An upload takes bytes while it is pending, under a row lock that orders it

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // chainAsset records a project with one uploaded asset of 12 bytes.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // TestListedDiscardIsNeverNamed has a sweeper whose clock runs ten minutes

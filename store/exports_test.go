@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // startedExport records an export with its job, running as trackJobs

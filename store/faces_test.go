@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // Unscanned lists the processed photos of a project that detects faces

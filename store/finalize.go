@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // FinalizeItem is a client's claim that an upload is complete.

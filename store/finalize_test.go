@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // finalize accepts items in project, into batch when not nil, with their

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // update changes a gallery with the renders it needs, as the server does.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // IdempotencyWindow is how long an answer stays replayable.

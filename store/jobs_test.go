@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // batchOf finalizes n distinct files as one batch and returns it with its jobs.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // Job states.

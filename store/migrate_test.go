@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 func TestMigrateTwiceAppliesNothingNew(t *testing.T) {

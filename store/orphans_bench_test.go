@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/seed"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkOrphanCheck checks every key of a seeded project (seed.Size

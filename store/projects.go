@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/ptr"
+	"lightbox/ptr"
 )
 
 // Project groups the assets of one shoot or job.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // TestChangesOverTheSameAssetsAtOnce sends two requests' worth of changes

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // Stored bytes follow an asset through its life: nothing while in flight,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // A key's last use is recorded at most once a minute, so a busy client does

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // hookOf records a webhook of owner listening to events.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/retryafter"
-	"lightbox/internal/wait"
+	"lightbox/retryafter"
+	"lightbox/wait"
 )
 
 // maxAttempts bounds the tries of one request that keeps failing for

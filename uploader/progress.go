@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"lightbox/internal/wait"
+	"lightbox/wait"
 )
 
 // tracker follows the project's event stream and tells how far the

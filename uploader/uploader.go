@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"lightbox/internal/wait"
+	"lightbox/wait"
 )
 
 // Options say what to upload where.

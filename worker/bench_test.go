@@ -18,10 +18,10 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // benchPhotos is how many photos the pipeline benchmark ingests;

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 func TestClusterDebounceSchedulesOneRunAndAnotherDuringIt(t *testing.T) {

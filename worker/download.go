@@ -18,7 +18,7 @@ import (
 
 	"lightbox/blob"
 	"lightbox/imaging/formats"
-	"lightbox/internal/netguard"
+	"lightbox/netguard"
 	"lightbox/store"
 	"lightbox/tasks"
 )

@@ -12,10 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // importURLs records and enqueues an import of urls, as the API does.

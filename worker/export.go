@@ -15,12 +15,12 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/imaging"
-	"lightbox/internal/ptr"
-	"lightbox/internal/queuestate"
 	"lightbox/jobs"
+	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/tasks/queuestate"
 )
 
 // errExportCanceled stops a build whose export was canceled meanwhile.

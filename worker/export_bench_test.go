@@ -18,10 +18,10 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
 	"lightbox/render"
 	"lightbox/tasks"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // BenchmarkExport measures the export of 200 photos with the web preset

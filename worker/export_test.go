@@ -23,11 +23,11 @@ import (
 
 	"lightbox/blob"
 	"lightbox/events"
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // ready records an uploaded photo and runs its ingest, so it has its

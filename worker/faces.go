@@ -14,10 +14,10 @@ import (
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/faces"
-	"lightbox/internal/queuestate"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/tasks/queuestate"
 )
 
 // facesRetry is how long a task waits for a face provider that does not

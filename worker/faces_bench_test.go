@@ -12,8 +12,8 @@ import (
 	"golang.org/x/image/draw"
 
 	"lightbox/chain"
-	"lightbox/internal/procstat"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procstat"
+	"lightbox/testsupport/testenv"
 )
 
 // groupPhotos are the six demo group photos enlarged to 12 MP (4000 on the

@@ -19,10 +19,10 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/image/draw"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // faceDemo is the six group photos @vladmandic/face-api ships in its

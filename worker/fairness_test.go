@@ -13,9 +13,9 @@ import (
 	"github.com/lib/pq"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // finalizeBatch records n uploaded copies of data in owner's project as

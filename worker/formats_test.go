@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // formatsWant is what each file of the shared formats/ directory must give

@@ -9,8 +9,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // TestJobStatesLostWithTheWorkerAreRepaired kills a worker after its task

@@ -20,7 +20,7 @@ import (
 	"lightbox/embedding"
 	"lightbox/faces"
 	"lightbox/imaging"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 	"lightbox/worker"
 )
 

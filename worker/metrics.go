@@ -10,8 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"lightbox/internal/metrics"
 	"lightbox/jobs"
+	"lightbox/metrics"
 	"lightbox/tasks"
 )
 

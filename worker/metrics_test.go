@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"lightbox/internal/procs"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/procs"
+	"lightbox/testsupport/testenv"
 )
 
 func TestWorkerMetricsCountTasksByTypeAndOutcome(t *testing.T) {

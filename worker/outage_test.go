@@ -15,9 +15,9 @@ import (
 	"lightbox/chain"
 	"lightbox/embedding"
 	"lightbox/imaging"
-	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 	"lightbox/worker"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // finalize records an uploaded asset with its ingest job and enqueues it,

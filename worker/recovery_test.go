@@ -20,11 +20,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"lightbox/chain"
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // startBinary starts the worker binary bin on the harness's services with

@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/imaging"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestResizedAndReencodedCopiesFormADuplicateGroup runs real photos and

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/seed"
 	"lightbox/tasks"
+	"lightbox/testsupport/seed"
 )
 
 // BenchmarkScaleCluster times one project:cluster run, through the worker's

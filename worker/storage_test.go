@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // TestIngestWaitsOutABucketOutage cuts the bucket off before the worker

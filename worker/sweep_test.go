@@ -12,9 +12,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
-	"lightbox/internal/testenv"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // finalizeWithoutEnqueue records an uploaded asset and its ingest job the

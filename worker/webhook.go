@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/netguard"
 	"lightbox/jobs"
+	"lightbox/netguard"
 	"lightbox/store"
 	"lightbox/tasks"
 )

@@ -20,11 +20,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/testenv"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // received is one delivery as an endpoint saw it.

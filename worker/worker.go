@@ -27,8 +27,8 @@ import (
 	"lightbox/events"
 	"lightbox/faces"
 	"lightbox/imaging"
-	"lightbox/internal/redisconn"
 	"lightbox/jobs"
+	"lightbox/redisconn"
 	"lightbox/store"
 	"lightbox/tasks"
 )

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"lightbox/blob"
+	"lightbox/cmd/boot"
 	"lightbox/config"
-	"lightbox/internal/boot"
 	"lightbox/store"
 )
 

@@ -37,7 +37,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
-	"lightbox/internal/boot"
+	"lightbox/cmd/boot"
 	"lightbox/store"
 )
 

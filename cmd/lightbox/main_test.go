@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestCommandLineIsParsedBeforeConnecting runs the built binary with

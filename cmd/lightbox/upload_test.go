@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // hostile is a loopback server that speaks the upload API as a server

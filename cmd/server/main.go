@@ -7,7 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/boot"
+	"lightbox/cmd/boot"
 	"lightbox/server"
 )
 

@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"lightbox/chain"
+	"lightbox/cmd/boot"
 	"lightbox/imaging"
-	"lightbox/internal/boot"
 	"lightbox/worker"
 )
 

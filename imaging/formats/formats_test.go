@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // TestSniff names every shared format file from its first few KiB, as URL

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"lightbox/internal/password"
+	"lightbox/abuse/password"
 )
 
 func TestHashAndVerify(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/internal/testenv"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // fatal stands in for a test's t to see what a helper fails it with.

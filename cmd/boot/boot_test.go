@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"lightbox/cmd/boot"
 	"lightbox/config"
-	"lightbox/internal/boot"
 )
 
 // TestChainKeyByValue: CHAIN_KEY is the key itself, so processes on

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"lightbox/internal/netguard"
+	"lightbox/netguard"
 )
 
 // The addresses an attacker would aim an import at: every one must be refused

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/password"
-	"lightbox/internal/testenv"
+	"lightbox/abuse/password"
+	"lightbox/testsupport/testenv"
 )
 
 // waiting waits for n callers in p's line.

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"testing"
 
-	"lightbox/internal/metrics"
-	"lightbox/internal/testenv"
+	"lightbox/metrics"
+	"lightbox/testsupport/testenv"
 )
 
 func TestTokenMatches(t *testing.T) {

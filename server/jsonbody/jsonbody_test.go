@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"lightbox/internal/jsonbody"
+	"lightbox/server/jsonbody"
 )
 
 // Each refusal names its code and, for a value at fault, the field's path.

@@ -27,7 +27,7 @@ import (
 	"lightbox/embedding"
 	"lightbox/faces"
 	"lightbox/imaging"
-	"lightbox/internal/redisconn"
+	"lightbox/redisconn"
 	"lightbox/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/jsonbody"
+	"lightbox/server/jsonbody"
 )
 
 // codes are the answers Decode may give, by code.

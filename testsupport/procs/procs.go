@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // Patience bounds every wait for a process to answer. It only catches a

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // Stack is a set of Lightbox servers and workers sharing what separate

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"lightbox/internal/redisconn"
+	"lightbox/redisconn"
 )
 
 func TestParseSentinel(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/guess"
-	"lightbox/internal/testenv"
+	"lightbox/abuse/guess"
+	"lightbox/testsupport/testenv"
 )
 
 func TestAnAddressIsRefusedPastItsGuesses(t *testing.T) {

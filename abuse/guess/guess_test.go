@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/guess"
-	"lightbox/internal/testenv"
+	"lightbox/abuse/guess"
+	"lightbox/testsupport/testenv"
 )
 
 var rule = guess.Rule{Free: 3, Base: time.Minute, Max: 10 * time.Minute, Forget: time.Hour}

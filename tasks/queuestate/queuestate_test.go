@@ -9,8 +9,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/internal/queuestate"
-	"lightbox/internal/testenv"
+	"lightbox/tasks/queuestate"
+	"lightbox/testsupport/testenv"
 )
 
 // quietLogger keeps Asynq's complaints about a Redis cut off out of the

@@ -24,7 +24,7 @@ import (
 
 	"lightbox/embedding"
 	"lightbox/imaging"
-	"lightbox/internal/testenv"
+	"lightbox/testsupport/testenv"
 )
 
 // Model is the embedding model of the seeded vectors: the built-in

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"lightbox/internal/retryafter"
+	"lightbox/retryafter"
 )
 
 func TestParse(t *testing.T) {
