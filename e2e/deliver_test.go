@@ -127,17 +127,29 @@ func TestDeliverThePicks(t *testing.T) {
 	b.setField(`#galleries .gallery-change input[id$="-title"]`, "")
 	b.run("retitle it", chromedp.SendKeys(chromedp.CSS(`#galleries .gallery-change input[id$="-title"]`), "Ana & Ben, proofs"),
 		chromedp.Click(chromedp.CSS(`#galleries .gallery-change input[id$="-downloads"]`)),
-		chromedp.Click(chromedp.CSS(`#galleries .gallery-change button[type="submit"]`)))
-	b.waitJS("the new title listed", `document.querySelector('#galleries li.gallery h3')?.textContent === 'Ana & Ben, proofs' &&
-		document.querySelector('#galleries li.gallery').textContent.includes('downloads allowed')`)
+		chromedp.Click(chromedp.CSS(`#galleries .gallery-change input[id$="-file-names"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#galleries .gallery-change input[id$="-selection-limit"]`), "3"),
+		chromedp.Click(chromedp.CSS(`#galleries .gallery-change input[id$="-watermark"]`)))
+	b.setField(`#galleries .gallery-change select[id$="-watermark-position"]`, "center")
+	b.setField(`#galleries .gallery-change input[id$="-watermark-opacity"]`, "50")
+	b.run("save the change", chromedp.Click(chromedp.CSS(`#galleries .gallery-change button[type="submit"]`)))
+	b.waitJS("the new title and settings listed", `(() => { const g = document.querySelector('#galleries li.gallery');
+		return g?.querySelector('h3')?.textContent === 'Ana & Ben, proofs' && g.textContent.includes('downloads allowed') &&
+			g.textContent.includes('file names shown') && g.textContent.includes('choose up to 3'); })()`)
 	var g struct {
-		Title          string
-		AllowDownloads bool
-		ShareSlug      string
+		Title             string
+		AllowDownloads    bool
+		ShowFileNames     bool
+		SelectionLimit    *int
+		Watermark         bool
+		WatermarkPosition string
+		WatermarkOpacity  float64
+		ShareSlug         string
 	}
 	gid := eval[string](b, `document.querySelector('#galleries li.gallery').dataset.gallery`)
 	s.apiGet(key, "/v1/galleries/"+gid, &g)
-	if g.Title != "Ana & Ben, proofs" || !g.AllowDownloads {
+	if g.Title != "Ana & Ben, proofs" || !g.AllowDownloads || !g.ShowFileNames || g.SelectionLimit == nil || *g.SelectionLimit != 3 ||
+		!g.Watermark || g.WatermarkPosition != "center" || g.WatermarkOpacity != 0.5 {
 		t.Errorf("after the change the API has %+v", g)
 	}
 	b.run("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateTouch))

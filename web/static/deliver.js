@@ -310,8 +310,19 @@ function galleryFields(prefix, g = null) {
   const watermark = h('input', { type: 'checkbox', id: id('watermark'), checked: (g && g.watermark) || null });
   const markText = h('input', { id: id('watermark-text'), maxlength: 100, autocomplete: 'off', value: g && g.watermarkText ? g.watermarkText : null,
     placeholder: 'The gallery’s title' });
+  const markPlace = h('select', { id: id('watermark-position') },
+    h('option', { value: 'corner', selected: !g || g.watermarkPosition !== 'center' || null }, 'In the corner'),
+    h('option', { value: 'center', selected: (g && g.watermarkPosition === 'center') || null }, 'In the centre'));
+  const markOpacity = h('input', { id: id('watermark-opacity'), type: 'range', min: 5, max: 100, step: 5,
+    value: String(Math.round(100 * (g && g.watermarkOpacity != null ? g.watermarkOpacity : 0.3))) });
   const downloads = h('input', { type: 'checkbox', id: id('downloads'), checked: (g && g.allowDownloads) || null });
-  const sync = () => { markText.disabled = !watermark.checked; password.disabled = dropPassword.checked; };
+  const names = h('input', { type: 'checkbox', id: id('file-names'), checked: (g && g.showFileNames) || null });
+  const limit = h('input', { id: id('selection-limit'), type: 'number', min: 1, max: 10000, step: 1, inputmode: 'numeric',
+    placeholder: 'No limit', value: g && g.selectionLimit != null ? String(g.selectionLimit) : null });
+  const sync = () => {
+    markText.disabled = markPlace.disabled = markOpacity.disabled = !watermark.checked;
+    password.disabled = dropPassword.checked;
+  };
   watermark.addEventListener('change', sync);
   dropPassword.addEventListener('change', sync);
   sync();
@@ -323,8 +334,13 @@ function galleryFields(prefix, g = null) {
     h('div', {}, h('label', { for: id('expires') }, 'Open until (optional)'), expiry),
     h('div', {},
       h('span', { class: 'check' }, watermark, h('label', { for: id('watermark') }, 'Watermark the photos')),
-      h('label', { for: id('watermark-text') }, 'Watermark text'), markText),
-    h('div', {}, h('span', { class: 'check' }, downloads, h('label', { for: id('downloads') }, 'Clients may download the originals'))));
+      h('label', { for: id('watermark-text') }, 'Watermark text'), markText,
+      h('label', { for: id('watermark-position') }, 'Where'), markPlace,
+      h('label', { for: id('watermark-opacity') }, 'How strong'), markOpacity),
+    h('div', {}, h('label', { for: id('selection-limit') }, 'Clients may choose up to (optional)'), limit),
+    h('div', {},
+      h('span', { class: 'check' }, names, h('label', { for: id('file-names') }, 'Show file names')),
+      h('span', { class: 'check' }, downloads, h('label', { for: id('downloads') }, 'Clients may download the originals'))));
   return {
     el,
     title,
@@ -335,7 +351,13 @@ function galleryFields(prefix, g = null) {
         watermark: watermark.checked,
         watermarkText: watermark.checked && markText.value.trim() ? markText.value.trim() : null,
         allowDownloads: downloads.checked,
+        showFileNames: names.checked,
+        selectionLimit: limit.value ? Number(limit.value) : null,
       };
+      if (watermark.checked) {
+        v.watermarkPosition = markPlace.value;
+        v.watermarkOpacity = Number(markOpacity.value) / 100;
+      }
       if (dropPassword.checked) v.password = null;
       else if (password.value) v.password = password.value;
       if (!g) return v;
@@ -491,7 +513,8 @@ function galleriesSection(model, offs, source) {
       const facts = [plural(g.assetCount, 'photo'), g.requiresPassword ? 'password protected' : 'no password',
         g.expiresAt ? `open until ${new Date(g.expiresAt).toLocaleDateString()}` : 'no expiry',
         g.watermark ? `watermarked${g.watermarkText ? ` “${g.watermarkText}”` : ''}` : null,
-        g.allowDownloads ? 'downloads allowed' : null].filter(Boolean).join(' · ');
+        g.allowDownloads ? 'downloads allowed' : null, g.showFileNames ? 'file names shown' : null,
+        g.selectionLimit != null ? `choose up to ${g.selectionLimit}` : null].filter(Boolean).join(' · ');
       const comments = h('div', { class: 'comments', hidden: true });
       const toggle = h('button', { type: 'button', class: 'small', 'aria-expanded': 'false', 'data-act': 'comments' },
         `Comments (${g.commentsCount.toLocaleString()})`);
