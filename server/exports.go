@@ -117,8 +117,7 @@ func (s *Server) createExport(c *gin.Context) {
 	}
 
 	raw, _ := json.Marshal(settings)
-	expires := time.Now().Add(exportTTL).UTC().Truncate(time.Second)
-	e := &store.Export{ID: uuid.New(), ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, ExpiresAt: &expires}
+	e := &store.Export{ID: uuid.New(), ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, TTL: exportTTL}
 	e.AssetIDs = ids
 	err = s.store.WithUsage(ctx, principal(c).ID, func(tx *store.Store, u *store.Usage) error {
 		if err := s.checkExportQuota(u); err != nil {

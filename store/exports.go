@@ -42,7 +42,11 @@ type Export struct {
 	UpdatedAt    time.Time       `db:"updated_at"`
 	StartedAt    *time.Time      `db:"started_at"`
 	ExpiresAt    *time.Time      `db:"expires_at"`
-	RunToken     *uuid.UUID      `db:"run_token"` // the latest run's, set by StartExport
+	// TTL, when above 0, sets ExpiresAt at the insert, from the database's
+	// own clock, so the export is kept TTL after its created_at (to the
+	// second) however long the request took to reach the insert.
+	TTL      time.Duration `db:"-"`
+	RunToken *uuid.UUID    `db:"run_token"` // the latest run's, set by StartExport
 	// Plan is the assets the export covers, in the archive's order, fixed
 	// by its first run (SetExportPlan); ItemsDone of them are handled and
 	// Pages contact sheet pages drawn (ExportStep).
@@ -79,9 +83,10 @@ func (s *Store) CreateExport(ctx context.Context, e *Export) error {
 	}
 	return s.db.GetContext(ctx, e, `
 		INSERT INTO exports AS e (id, project_id, user_id, batch_id, job_id, preset, settings, asset_ids, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[],
+			CASE WHEN $10::float8 > 0 THEN date_trunc('second', now() + make_interval(secs => $10::float8)) ELSE $9::timestamptz END)
 		RETURNING `+exportColumns,
-		e.ID, e.ProjectID, e.UserID, e.BatchID, e.JobID, e.Preset, string(e.Settings), ids, e.ExpiresAt)
+		e.ID, e.ProjectID, e.UserID, e.BatchID, e.JobID, e.Preset, string(e.Settings), ids, e.ExpiresAt, e.TTL.Seconds())
 }
 
 // Export returns owner's export id.
