@@ -304,7 +304,11 @@ func TestFailoverToAReplicaMidBatch(t *testing.T) {
 	// handed over again after the primary went.
 	if late := s.count(`SELECT count(*) FROM jobs WHERE id = ANY($1) AND status = 'done' AND enqueued_at > $2`,
 		"{"+strings.Join(waiting, ",")+"}", killedAt); late != len(waiting) {
-		t.Fatalf("%d of the %d jobs waiting when the primary went were enqueued again and done", late, len(waiting))
+		var early []string
+		s.env.DB.Select(&early, `SELECT concat_ws(' ', type, status, attempt, enqueued_at, created_at, updated_at) FROM jobs
+			WHERE id = ANY($1) AND NOT (status = 'done' AND enqueued_at > $2)`, "{"+strings.Join(waiting, ",")+"}", killedAt)
+		t.Fatalf("%d of the %d jobs waiting when the primary went (at %v) were enqueued again and done; the others: %q",
+			late, len(waiting), killedAt, early)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,30 +63,42 @@ func (d *Dispatcher) Admit(ctx context.Context, log *slog.Logger, uqs ...store.U
 	return n
 }
 
-// enqueue hands jobs to the queue as they are.
+// enqueue hands jobs to the queue as they are, each once: a job whose
+// claim another caller holds is theirs to send (store.ClaimEnqueue).
 func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store.Job) int {
 	if len(jobs) == 0 {
 		return 0
 	}
+	ids := make([]uuid.UUID, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	claimed, err := d.Store.ClaimEnqueue(ctx, ids)
+	if err != nil {
+		log.Warn("claim jobs to enqueue; the sweeper will", "err", err)
+		return 0
+	}
+	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j store.Job) bool { return !slices.Contains(claimed, j.ID) })
 	ts := make([]*asynq.Task, len(jobs))
 	for i, j := range jobs {
 		ts[i] = tasks.NewOn(j.Queue, j.Type, j.Payload, j.TaskID)
 	}
-	var done []uuid.UUID
+	var failed []uuid.UUID
 	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
 		if tasks.IDInUse(err) {
 			err = d.settleIDInUse(ctx, jobs[i], ts[i])
 		}
 		if err != nil {
 			log.Warn("enqueue failed; the sweeper will retry", "job", jobs[i].ID, "err", err)
-			continue
+			failed = append(failed, jobs[i].ID)
 		}
-		done = append(done, jobs[i].ID)
 	}
-	if err := d.Store.MarkEnqueued(ctx, done); err != nil {
-		log.Warn("mark enqueued", "err", err)
+	// Left claimed, a job that was never sent would wait for the sweep to
+	// find its task missing (ReconcileAfter) rather than never handed over.
+	if err := d.Store.UnclaimEnqueue(context.WithoutCancel(ctx), failed); err != nil {
+		log.Warn("give back claims of jobs not enqueued; the sweep will find them", "err", err)
 	}
-	return len(done)
+	return len(jobs) - len(failed)
 }
 
 // settleIDInUse settles an enqueue of j that found its TaskID in use.

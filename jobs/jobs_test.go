@@ -170,9 +170,9 @@ func TestEnqueueHandsOverEachBatchUpToItsCap(t *testing.T) {
 	if !h.inQueue(lone) || queued != 3 || marked != 3 {
 		t.Errorf("in the queue: %d, marked: %d, the lone job: %v; want the batch's cap of 2 and the lone job", queued, marked, h.inQueue(lone))
 	}
-	// Enqueueing again is harmless: the TaskIDs are taken.
-	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{lone}); n != 1 {
-		t.Fatalf("a second enqueue of a waiting task counted %d", n)
+	// Enqueueing again is harmless: the job was handed over already.
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{lone}); n != 0 || !h.inQueue(lone) {
+		t.Fatalf("a second enqueue of a waiting task counted %d, its task in the queue: %v", n, h.inQueue(lone))
 	}
 }
 
@@ -221,6 +221,27 @@ func TestEnqueueLeavesAJobsOwnEndedTask(t *testing.T) {
 	h.d.Enqueue(ctx, slog.Default(), []store.Job{failed})
 	if s := h.state(failed); s != asynq.TaskStateArchived {
 		t.Errorf("the ended task is %s after an enqueue of its job, want archived", s)
+	}
+}
+
+// Two callers that read the same waiting job (a worker filling freed
+// room, the sweep) both hand it over. The first copy has run and Asynq let
+// go of its TaskID by the time the second arrives: the job is sent once.
+func TestAJobHandedOverTwiceAtOnceRunsOnce(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	j := h.exportJob()
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{j}); n != 1 {
+		t.Fatalf("the first caller handed over %d jobs, want 1", n)
+	}
+	if err := h.inspector.DeleteTask(j.Queue, j.TaskID); err != nil { // ran, and was let go
+		t.Fatal(err)
+	}
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{j}); n != 0 {
+		t.Errorf("the second caller handed over %d jobs, want 0", n)
+	}
+	if info, err := h.inspector.GetTaskInfo(j.Queue, j.TaskID); err == nil {
+		t.Errorf("the job's task is in the queue again (%s): it would run twice", info.State)
 	}
 }
 
@@ -299,8 +320,8 @@ func TestAJobSharingAnArchivedTasksIDRuns(t *testing.T) {
 
 	first := job()
 	h.d.Enqueue(ctx, slog.Default(), []store.Job{first})
-	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{first}); n != 1 {
-		t.Fatalf("enqueueing a job again: %d arrived, want 1", n)
+	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{first}); n != 0 {
+		t.Fatalf("enqueueing a job again: %d arrived, want 0 (it was handed over)", n)
 	}
 	if id, _ := owner(first); id != first.ID {
 		t.Fatalf("enqueueing a job again replaced its task: job %s, want %s", id, first.ID)

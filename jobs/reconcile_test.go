@@ -171,7 +171,7 @@ func TestReconcileRecordsATaskThatCompletedUnrecorded(t *testing.T) {
 	if _, err := client.Enqueue(tasks.New(j.Type, j.Payload, j.TaskID), asynq.Retention(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	h.env.Store.MarkEnqueued(ctx, []uuid.UUID{j.ID})
+	h.env.Store.ClaimEnqueue(ctx, []uuid.UUID{j.ID})
 	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 1, Queues: map[string]int{j.Queue: 1},
 		Logger: quietAsynq{}, TaskCheckInterval: 100 * time.Millisecond})
 	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {

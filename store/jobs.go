@@ -161,12 +161,31 @@ func idOrNull(id *uuid.UUID) *string {
 	return &s
 }
 
-// MarkEnqueued notes that jobs reached the queue.
-func (s *Store) MarkEnqueued(ctx context.Context, ids []uuid.UUID) error {
+// ClaimEnqueue notes that jobs are being handed to the queue and returns
+// the ids it noted. A job another caller claimed first is left out: two
+// callers admitting the same job at once (a worker filling freed room,
+// the sweep) send its task once. Sent without a claim, the second copy
+// would arrive after the first ran, when Asynq no longer holds its
+// TaskID, and run the job again.
+func (s *Store) ClaimEnqueue(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var claimed []uuid.UUID
+	err := s.db.SelectContext(ctx, &claimed, `UPDATE jobs SET enqueued_at = now()
+		WHERE id = ANY($1) AND enqueued_at IS NULL RETURNING id`, pq.Array(ids))
+	return claimed, err
+}
+
+// UnclaimEnqueue gives back the claims of jobs whose task could not be
+// sent, so the sweep finds them never handed over. A job that started
+// meanwhile (the send went through after all) keeps its claim.
+func (s *Store) UnclaimEnqueue(ctx context.Context, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE jobs SET enqueued_at = now() WHERE id = ANY($1) AND enqueued_at IS NULL`, pq.Array(ids))
+	_, err := s.db.ExecContext(ctx, `UPDATE jobs SET enqueued_at = NULL
+		WHERE id = ANY($1) AND status = 'queued'`, pq.Array(ids))
 	return err
 }
 

@@ -193,7 +193,7 @@ func TestAdmissibleJobsKeepBatchAndUserCaps(t *testing.T) {
 		for _, j := range jobs {
 			ids = append(ids, j.ID)
 		}
-		if err := env.Store.MarkEnqueued(ctx, ids); err != nil {
+		if _, err := env.Store.ClaimEnqueue(ctx, ids); err != nil {
 			t.Fatal(err)
 		}
 		return jobs
