@@ -11,6 +11,7 @@ import (
 
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // live is what the sweeper hands Reconcile: every job recorded as in the
@@ -178,11 +179,7 @@ func TestReconcileRecordsATaskThatCompletedUnrecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	for deadline := time.Now().Add(2 * time.Minute); h.state(j) != asynq.TaskStateCompleted; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("task never completed: %s", h.state(j))
-		}
-	}
+	testenv.Eventually(t, "the task to complete", 2*time.Minute, func() bool { return h.state(j) == asynq.TaskStateCompleted })
 
 	r, err := h.d.Reconcile(ctx, slog.Default(), h.live())
 	if err != nil || len(r.Finished) != 1 || r.Enqueued+r.Rerun != 0 {

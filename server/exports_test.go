@@ -19,23 +19,19 @@ import (
 
 	"lightbox/blob"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // waitExport polls the export until cond holds, ten times a second: under
 // the API's rate limit (20 a second), however long the wait.
 func (a *app) waitExport(key, id string, what string, cond func(exportReply) bool) exportReply {
 	a.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		e := a.export(key, id)
-		if cond(e) {
-			return e
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("timed out waiting for %s; export %+v", what, e)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var e exportReply
+	testenv.EventuallyEvery(a.t, what, 3*time.Minute, 100*time.Millisecond, func() bool {
+		e = a.export(key, id)
+		return cond(e)
+	})
+	return e
 }
 
 func TestExportRequestValidation(t *testing.T) {
@@ -316,13 +312,7 @@ func TestCancelRunningExportLeavesNoFile(t *testing.T) {
 		})
 		return out
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for len(files()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("files left by the canceled export: %v", files())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, "the canceled export's files to be removed", 5*time.Minute, func() bool { return len(files()) == 0 })
 	if info, err := inspector(t, a.env).GetTaskInfo("critical", "export:"+e.ID); err == nil && info.State == asynq.TaskStateActive {
 		t.Fatal("the canceled export is still running")
 	}

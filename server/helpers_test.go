@@ -756,20 +756,15 @@ func startServerProcess(b testing.TB, env *testenv.Env, extra map[string]string)
 			b.Logf("server log:\n%s", out)
 		}
 	})
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	testenv.Eventually(b, "the server to become ready", 3*time.Minute, func() bool {
 		res, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return serverProcess{addr: addr, pid: cmd.Process.Pid}
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the server did not become ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return serverProcess{addr: addr, pid: cmd.Process.Pid}
 }
 
 // ---- Event streams ----

@@ -95,19 +95,11 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 
 	// A worker drains the queue; Asynq's counters move.
 	w := a.startWorker()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	testenv.Eventually(t, "the default queue to be drained, with 2 tasks processed", 5*time.Minute, func() bool {
 		m = scrape()
-		if m.Value("asynq_queue_size", map[string]string{"queue": "default"}) == 0 &&
-			m.Value("asynq_tasks_processed_total", map[string]string{"queue": "default"}) >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue not drained: size %v, processed %v", m.Value("asynq_queue_size", map[string]string{"queue": "default"}),
-				m.Value("asynq_tasks_processed_total", map[string]string{"queue": "default"}))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return m.Value("asynq_queue_size", map[string]string{"queue": "default"}) == 0 &&
+			m.Value("asynq_tasks_processed_total", map[string]string{"queue": "default"}) >= 2
+	})
 	// Every metric the dashboard queries is one the server or the worker
 	// exports, so the two cannot drift apart.
 	workerScrape := httptest.NewServer(w.MetricsHandler())
@@ -120,13 +112,9 @@ func TestMetricsMoveWithRealWork(t *testing.T) {
 	}
 
 	stream.cancel()
-	deadline = time.Now().Add(5 * time.Minute)
-	for scrape().Value("lightbox_sse_connections", nil) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed stream is still counted")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, "the closed stream to be no longer counted", 5*time.Minute, func() bool {
+		return scrape().Value("lightbox_sse_connections", nil) == 0
+	})
 }
 
 // dashboardMetrics lists the metric names a Grafana dashboard's queries use:
