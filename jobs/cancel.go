@@ -13,9 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/blob"
 	"lightbox/store"
-	"lightbox/tasks"
 	"lightbox/wait"
 )
 
@@ -48,34 +46,6 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, log *slog.Logger, b *store
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
 	d.BatchEnded(ctx, log, nb)
 	return canceled, nb, nil
-}
-
-// CancelExport cancels export e when it is queued or running, with its job
-// and batch: the worker takes a canceled job to mean a canceled export, so
-// the job goes first and a build that ends meanwhile cannot be kept. It
-// returns the export as it is now and whether this call canceled it.
-func (d *Dispatcher) CancelExport(ctx context.Context, log *slog.Logger, e *store.Export) (*store.Export, bool, error) {
-	if err := d.MarkCanceling(ctx, e.ProjectID); err != nil {
-		return nil, false, err
-	}
-	if e.BatchID != nil && (e.Status == store.JobQueued || e.Status == store.JobRunning) {
-		if _, _, err := d.Store.CancelBatch(ctx, *e.BatchID); err != nil {
-			return nil, false, err
-		}
-	}
-	e, canceled, err := d.Store.CancelExport(ctx, e.ID)
-	if err != nil || (!canceled && e.Status != store.JobCanceled) {
-		return e, false, err
-	}
-	d.DropTask(log, tasks.QueueOf(tasks.TypeExport), tasks.ExportID(e.ID))
-	// A run that yielded between steps left its parts; none will run again.
-	d.DropExportParts(ctx, log, e.ID)
-	if canceled {
-		ctx, cancel := AfterCommit(ctx)
-		defer cancel()
-		d.ExportChanged(ctx, log, e)
-	}
-	return e, canceled, nil
 }
 
 // DismissJob gives up on failed job j: its task leaves the queue's
@@ -232,22 +202,4 @@ func (m *CancelMarks) MayBeCanceled(ctx context.Context, project uuid.UUID) (boo
 	}
 	m.mu.Unlock()
 	return marked, nil
-}
-
-// DropExportParts deletes what an export's steps drew (blob.ExportPartsPrefix):
-// each part is a discard from before it is written, so the export's
-// discards name them all. What a delete misses, or a late run writes
-// again, the sweeper deletes.
-func (d *Dispatcher) DropExportParts(ctx context.Context, log *slog.Logger, export uuid.UUID) {
-	keys, err := d.Store.DiscardNow(ctx, blob.ExportPartsPrefix(export))
-	if err != nil {
-		log.Warn("discard an export's parts; the sweep will delete them later", "export", export, "err", err)
-		return
-	}
-	for _, k := range keys {
-		if err := d.Blobs.Delete(ctx, k); err != nil {
-			log.Warn("delete an export's part; the sweep will", "export", export, "key", k, "err", err)
-			return
-		}
-	}
 }

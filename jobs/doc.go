@@ -2,11 +2,11 @@
 // a job is recorded with the change it belongs to (Insert), handed to Asynq
 // after the commit as the queue caps admit it, run under a Tracker that
 // records its state, cancelled, run again, and repaired by the sweep and the
-// watch when a crash or an outage lost part of it. The finalize sequence
-// that turns uploaded originals into ingest jobs, and the webhooks a job's
-// end tells, live here too. The worker keeps the Asynq server, the
-// middleware that calls Tracker.Run, and one handler per task type; the
-// task table (tasks/tasks.go) says what each type is.
+// watch when a crash or an outage lost part of it. The webhooks a job's
+// end tells live here too; the use cases that record jobs (finalize,
+// import, export, edits, galleries) are in app/. The worker keeps the
+// Asynq server, the middleware that calls Tracker.Run, and one handler per
+// task type; the task table (tasks/tasks.go) says what each type is.
 //
 // # States and hand-over
 //
@@ -71,7 +71,7 @@
 //     can write it any more, unless a row comes to name it (store/discards.go).
 //   - Rowless tasks: cluster runs and the chain flush have no job row; the
 //     sweep compares them with Asynq on their own (rowless.go). Thumbnails
-//     queued ahead of ingest (Finalize) have none either, and nothing
+//     queued ahead of ingest (app.Finalize) have none either, and nothing
 //     repeats a lost one: the ingest makes any thumbnail not made first.
 //
 // # Choices

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"maps"
@@ -9,20 +8,12 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"lightbox/blob"
 	"lightbox/store"
 	"lightbox/tasks"
 )
 
 // ErrQueueUnavailable says Redis did not answer a question about a task.
 var ErrQueueUnavailable = errors.New("the queue does not answer")
-
-// Blobs is what finalizing needs of the blob store: uploads are checked,
-// discarded copies deleted.
-type Blobs interface {
-	Stat(ctx context.Context, key string) (blob.Info, error)
-	Delete(ctx context.Context, key string) error
-}
 
 // Config is what a Dispatcher works with.
 type Config struct {
@@ -38,7 +29,6 @@ type Config struct {
 	// only on its first enqueue to it, so the long-lived Queue never does
 	// again.
 	QueueRedis asynq.RedisConnOpt
-	Blobs      Blobs
 	// Caps bound how many jobs of one batch, and of one user's batches in
 	// each queue, are handed over at once; the rest wait in Postgres until
 	// admitted (see Admit).
@@ -47,9 +37,6 @@ type Config struct {
 	// handed over at once (EXPORT_USER_RUNNING): the rest wait queued, in
 	// the order asked for. It sets Caps.ByQueue for the exports' queue.
 	ExportsPerUser int
-	// ThumbnailsFirst: Finalize queues each accepted photo's thumbnail
-	// (asset:thumbnail) ahead of its ingest.
-	ThumbnailsFirst bool
 	// Log hears of hand-overs that failed, which the sweep repeats.
 	Log *slog.Logger
 }

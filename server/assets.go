@@ -467,7 +467,7 @@ func (s *Server) reprocess(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	job, err := s.jobs.Reprocess(c.Request.Context(), logger(c), principal(c).ID, a)
+	job, err := s.app.Reprocess(c.Request.Context(), logger(c), principal(c).ID, a)
 	var dup *store.DuplicateError
 	switch {
 	case errors.Is(err, jobs.ErrQueueUnavailable):
@@ -677,7 +677,7 @@ func (s *Server) deleteAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if _, err := s.jobs.DeleteAsset(ctx, logger(c), principal(c).ID, a.ID); err != nil {
+	if _, err := s.app.DeleteAsset(ctx, logger(c), principal(c).ID, a.ID); err != nil {
 		fail(c, err)
 		return
 	}

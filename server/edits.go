@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/events"
-	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 )
@@ -171,13 +170,7 @@ func (s *Server) applyEditTo(c *gin.Context) {
 // jobs. It answers the request itself on failure, returning nil.
 func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.EditTarget) ([]store.EditVersion, []store.Job) {
 	ctx := c.Request.Context()
-	var versions []store.EditVersion
-	var rows []store.Job
-	err := s.store.WithTx(ctx, func(tx *store.Store) error {
-		var err error
-		versions, rows, err = jobs.ApplyEdits(ctx, tx, principal(c).ID, project, targets)
-		return err
-	})
+	versions, rows, err := s.app.ApplyEdits(ctx, principal(c).ID, project, targets)
 	var without *store.NoOriginalError
 	if errors.As(err, &without) {
 		err = apiError(http.StatusConflict, "not_processable",

@@ -8,7 +8,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"lightbox/app"
 	"lightbox/blob"
+	"lightbox/imaging/formats"
 	"lightbox/jobs"
 	"lightbox/store"
 )
@@ -68,8 +70,20 @@ type errorBody struct {
 // hold internals.
 func fail(c *gin.Context, err error) {
 	var e *Error
+	var (
+		quota       *app.QuotaError
+		fields      app.FieldErrors
+		unsupported *app.UnsupportedError
+	)
 	switch {
 	case errors.As(err, &e):
+	case errors.As(err, &quota):
+		e = quotaRefusal(c.Writer.Header(), quota)
+	case errors.As(err, &fields):
+		e = fieldErrors(fields).err().(*Error)
+	case errors.As(err, &unsupported):
+		e = apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Some files are of a type this service does not take; it takes "+formats.Names+".").with("fields", map[string]string(unsupported.Fields))
 	case errors.Is(err, store.ErrNotFound):
 		e = errNotFound()
 	case errors.Is(err, jobs.ErrQueueUnavailable):

@@ -25,7 +25,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/jobs"
 	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
@@ -119,13 +118,7 @@ func (s *Server) createExport(c *gin.Context) {
 	raw, _ := json.Marshal(settings)
 	e := &store.Export{ID: uuid.New(), ProjectID: p.ID, UserID: principal(c).ID, Preset: pr.Name, Settings: raw, TTL: exportTTL}
 	e.AssetIDs = ids
-	err = s.store.WithUsage(ctx, principal(c).ID, func(tx *store.Store, u *store.Usage) error {
-		if err := s.checkExportQuota(u); err != nil {
-			return err
-		}
-		return jobs.Export(ctx, tx, e)
-	})
-	if err != nil {
+	if err := s.app.Export(ctx, e); err != nil {
 		fail(c, err)
 		return
 	}
@@ -203,7 +196,7 @@ func (s *Server) cancelExport(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	e, canceled, err := s.jobs.CancelExport(ctx, logger(c), e)
+	e, canceled, err := s.app.CancelExport(ctx, logger(c), e)
 	if err != nil {
 		fail(c, err)
 		return

@@ -36,6 +36,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/abuse/password"
+	"lightbox/app"
 	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/ptr"
@@ -168,7 +169,7 @@ func (s *Server) createGallery(c *gin.Context) {
 		} else {
 			g.Slug = strings.ToLower(rand.Text()[:randomSlugLen])
 		}
-		ch, err = jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.CreateGallery(ctx, g, ids) })
+		ch, err = app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.CreateGallery(ctx, g, ids) })
 		// 50 random bits make a clash all but impossible; still, a made
 		// slug never answers slug_taken.
 		if !errors.Is(err, store.ErrSlugTaken) || in.ShareSlug != nil || try == 3 {
@@ -279,7 +280,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 		patch.PasswordHash = &hash
 	}
 	ctx := c.Request.Context()
-	ch, err := jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) {
+	ch, err := app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) {
 		return tx.UpdateGallery(ctx, principal(c).ID, g.ID, patch)
 	})
 	if err != nil {
@@ -320,7 +321,7 @@ func (s *Server) addGalleryAssets(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	ch, err := jobs.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.AddGalleryAssets(ctx, g.ID, ids) })
+	ch, err := app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.AddGalleryAssets(ctx, g.ID, ids) })
 	if err != nil {
 		fail(c, err)
 		return

@@ -11,8 +11,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
-	"lightbox/jobs"
 	"lightbox/store"
 )
 
@@ -33,8 +33,8 @@ func (s *Server) importURLs(c *gin.Context) {
 		return
 	}
 	errs := fieldErrors{}
-	if len(in.URLs) == 0 || len(in.URLs) > maxFilesPerCall {
-		errs.add("urls", fmt.Sprintf("must list 1 to %d URLs", maxFilesPerCall))
+	if len(in.URLs) == 0 || len(in.URLs) > app.MaxFilesPerCall {
+		errs.add("urls", fmt.Sprintf("must list 1 to %d URLs", app.MaxFilesPerCall))
 	}
 	items := make([]store.NewImport, len(in.URLs))
 	for i, raw := range in.URLs {
@@ -47,7 +47,7 @@ func (s *Server) importURLs(c *gin.Context) {
 		// A path may name bytes that are not UTF-8 (%ff): the name keeps
 		// the rest, its extension too.
 		name := strings.ToValidUTF8(path.Base(u.Path), "\uFFFD")
-		if name == "/" || name == "." || checkFilename(name) != "" {
+		if name == "/" || name == "." || app.CheckFilename(name) != "" {
 			name = u.Hostname()
 		}
 		items[i] = store.NewImport{AssetID: id, URL: raw, Filename: name, BlobKey: blob.OriginalKey(p.ID, id)}
@@ -59,22 +59,7 @@ func (s *Server) importURLs(c *gin.Context) {
 	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(items)) {
 		return
 	}
-	// Sizes are known only once fetched, where each download is checked;
-	// an account already full is told now.
-	u, err := s.store.Usage(c.Request.Context(), principal(c).ID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if err := s.checkImportQuota(u); err != nil {
-		fail(c, err)
-		return
-	}
-	var recorded []store.Job
-	err = s.store.WithTx(c.Request.Context(), func(tx *store.Store) error {
-		recorded, err = jobs.Import(c.Request.Context(), tx, principal(c).ID, p.ID, items)
-		return err
-	})
+	recorded, err := s.app.Import(c.Request.Context(), principal(c).ID, p.ID, items)
 	if err != nil {
 		fail(c, err)
 		return

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -205,7 +205,7 @@ func (s *Server) patchProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := jobs.UpdateProject(c.Request.Context(), s.store, principal(c).ID, id, upd)
+	p, err := app.UpdateProject(c.Request.Context(), s.store, principal(c).ID, id, upd)
 	if err != nil {
 		fail(c, err)
 		return

@@ -19,11 +19,12 @@ package server
 // requests cannot both take the last of a quota.
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"lightbox/app"
+	"lightbox/config"
 	"lightbox/store"
 )
 
@@ -45,10 +46,14 @@ type quotasJSON struct {
 	Exports       quotaJSON      `json:"exports"`
 }
 
-// quotasOf are the limits that apply to u's user; 0 is none.
-func (s *Server) quotasOf(u *store.Usage) store.Limits {
-	return u.Limits(store.Limits{Bytes: s.cfg.QuotaBytes, FilesInFlight: int64(s.cfg.QuotaFilesInFlight), Exports: int64(s.cfg.QuotaExports)})
+// quotaDefaults are the limits of a user with none of their own (QUOTA_*);
+// 0 is none.
+func quotaDefaults(c *config.Config) store.Limits {
+	return store.Limits{Bytes: c.QuotaBytes, FilesInFlight: int64(c.QuotaFilesInFlight), Exports: int64(c.QuotaExports)}
 }
+
+// quotasOf are the limits that apply to u's user; 0 is none.
+func (s *Server) quotasOf(u *store.Usage) store.Limits { return u.Limits(quotaDefaults(s.cfg)) }
 
 func limitJSON(n int64) *int64 {
 	if n == 0 {
@@ -72,15 +77,20 @@ func errQuota(status int, quota string, limit, used, requested int64, format str
 		with("quota", quota).with("limit", limit).with("used", used).with("requested", requested)
 }
 
-// checkUploadQuotas refuses files of bytes in all when they would pass the
-// user's bytes or files-in-flight quota (store.Usage.CheckUpload). It sets
-// Retry-After on h when waiting for uploads in flight to expire would help.
-func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, bytes int64) error {
-	var q *store.QuotaError
-	if err := u.CheckUpload(s.quotasOf(u), files, bytes); !errors.As(err, &q) {
-		return err
-	}
+// quotaRefusal answers q, a request refused by one of the user's quotas.
+// It sets Retry-After on h when waiting for uploads in flight to expire
+// would help.
+func quotaRefusal(h http.Header, q *app.QuotaError) *Error {
 	switch {
+	case q.For == app.ForImport:
+		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
+			"This account holds %d of the %d bytes it may; delete photos before importing more.", q.Used, q.Limit)
+	case q.For == app.ForExport && q.Quota == store.QuotaBytes:
+		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
+			"This account holds %d of the %d bytes it may, exports included; delete photos or an export first.", q.Used, q.Limit)
+	case q.For == app.ForExport:
+		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
+			"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", q.Used, q.Limit)
 	case q.Quota == store.QuotaBytes:
 		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
 			"These files need %d bytes; %d of the %d bytes this account may hold are used or on their way.", q.Requested, q.Used, q.Limit)
@@ -93,34 +103,9 @@ func (s *Server) checkUploadQuotas(h http.Header, u *store.Usage, files int, byt
 	e := errQuota(http.StatusTooManyRequests, q.Quota, q.Limit, q.Used, q.Requested,
 		"%d uploads are in flight, at most %d may be; finalize them or wait for them to expire.", q.Used, q.Limit)
 	retry := 1
-	if u.NextExpiry != nil {
-		retry = max(1, ceilSeconds(time.Until(*u.NextExpiry)))
+	if q.NextExpiry != nil {
+		retry = max(1, ceilSeconds(time.Until(*q.NextExpiry)))
 	}
 	h.Set("Retry-After", strconv.Itoa(retry))
 	return e.with("retryAfter", retry)
-}
-
-// checkExportQuota refuses one more export past the user's exports quota.
-func (s *Server) checkExportQuota(u *store.Usage) error {
-	var q *store.QuotaError
-	if err := u.CheckExport(s.quotasOf(u)); !errors.As(err, &q) {
-		return err
-	}
-	if q.Quota == store.QuotaBytes {
-		return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
-			"This account holds %d of the %d bytes it may, exports included; delete photos or an export first.", q.Used, q.Limit)
-	}
-	return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, q.Requested,
-		"This account has %d of its %d exports queued, running or kept; cancel one or wait for one to expire.", q.Used, q.Limit)
-}
-
-// checkImportQuota refuses a URL import to an account at its bytes quota
-// already (store.Usage.CheckImport).
-func (s *Server) checkImportQuota(u *store.Usage) error {
-	var q *store.QuotaError
-	if err := u.CheckImport(s.quotasOf(u)); !errors.As(err, &q) {
-		return err
-	}
-	return errQuota(http.StatusForbidden, q.Quota, q.Limit, q.Used, 0,
-		"This account holds %d of the %d bytes it may; delete photos before importing more.", q.Used, q.Limit)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/server/jsonbody"
 	"lightbox/store"
 )
@@ -110,17 +111,10 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// maxOffset bounds the UTC offsets Postgres reads, ±15:59; Go reads up to
-// ±23:59. No zone in use is beyond ±14:00.
-const maxOffset = 16 * time.Hour
-
 // checkOffset refuses a time whose UTC offset Postgres cannot read.
 func checkOffset(errs fieldErrors, field string, t *time.Time) {
-	if t == nil {
-		return
-	}
-	if _, off := t.Zone(); time.Duration(max(off, -off))*time.Second >= maxOffset {
-		errs.add(field, "must have a UTC offset from -15:59 to +15:59")
+	if msg := app.CheckOffset(t); msg != "" {
+		errs.add(field, msg)
 	}
 }
 

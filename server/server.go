@@ -20,6 +20,7 @@ import (
 
 	"lightbox/abuse/guess"
 	"lightbox/abuse/password"
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
@@ -70,6 +71,7 @@ type Server struct {
 	limits     limits
 	locks      *redislock.Client // one PUT at a time per upload, one chain verification per user
 	jobs       *jobs.Dispatcher
+	app        *app.App // the use cases handlers call
 	embedModel string
 	texts      embedding.TextEmbedder
 	vectors    *similar.Index // the vectors /similar ranks, kept in memory
@@ -127,11 +129,12 @@ func New(d Deps) *Server {
 	s.viewerHashes = password.NewPool(viewerHashes(d.Config.PasswordHashes))
 	s.ownerHashes = password.NewPool(ownerHashes(d.Config.PasswordOwnerHashes))
 	s.shareGuesses = guess.NewTurns(d.Redis, "share-pw", shareGuessLimits)
-	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Blobs: d.Blobs, Log: s.log,
-		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,
-		ThumbnailsFirst: d.Config.ThumbnailsFirst})
+	s.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: d.Queue, Inspector: d.Inspector, Redis: d.Redis, Log: s.log,
+		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	s.store = s.jobs.Store
+	s.app = app.New(app.Config{Jobs: s.jobs, Blobs: d.Blobs, Signer: d.Signer, Quotas: quotaDefaults(d.Config),
+		ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: s.log})
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
 	s.metrics = newServerMetrics(s)

@@ -12,36 +12,14 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
-	"lightbox/imaging/formats"
-	"lightbox/jobs"
 	"lightbox/store"
 )
-
-const maxFilesPerCall = 1000
-
-// uploadType names the content type recorded for an original: the
-// declared type when it names an accepted format, else the one the file
-// name's extension implies when the declared type says nothing specific
-// (browsers send application/octet-stream or an empty type for raws and
-// often for HEIC). It returns "" for anything else.
-func uploadType(declared, filename string) string {
-	if f := formats.FromContentType(declared); f != "" {
-		return f.ContentType()
-	}
-	switch declared {
-	case "", "application/octet-stream", "binary/octet-stream", "application/x-unknown", "image/x-dcraw", "image/x-raw":
-		if f := formats.FromExt(filename); f != "" {
-			return f.ContentType()
-		}
-	}
-	return ""
-}
 
 type prepareFile struct {
 	ClientFileID *string    `json:"clientFileId"`
@@ -59,23 +37,9 @@ type uploadJSON struct {
 	ExpiresAt    time.Time         `json:"expiresAt"`
 }
 
-// checkFilename refuses names that are not a plain file name.
-func checkFilename(name string) string {
-	switch {
-	case strings.TrimSpace(name) == "":
-		return "is required"
-	case len(name) > 255:
-		return "must be at most 255 bytes"
-	case strings.ContainsAny(name, `/\`):
-		return "must be a file name without folders"
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return "must not contain control characters"
-	}
-	return ""
-}
-
 // prepareUpload records the files a client is about to send and hands out
-// one signed PUT URL for each.
+// one signed PUT URL for each (app.ReserveUploads). Only files that pass
+// the checks count against the uploads rate.
 func (s *Server) prepareUpload(c *gin.Context) {
 	p, err := s.activeProject(c)
 	if err != nil {
@@ -89,79 +53,26 @@ func (s *Server) prepareUpload(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if len(in.Files) == 0 || len(in.Files) > maxFilesPerCall {
-		fail(c, fieldErrors{"files": fmt.Sprintf("must list 1 to %d files", maxFilesPerCall)}.err())
-		return
-	}
-	errs, unsupported := fieldErrors{}, fieldErrors{}
-	for i := range in.Files {
-		f := &in.Files[i]
-		at := fmt.Sprintf("files[%d].", i)
-		if msg := checkFilename(f.Filename); msg != "" {
-			errs.add(at+"filename", msg)
-		}
-		if f.ByteSize < 1 || f.ByteSize > s.cfg.MaxUploadBytes {
-			errs.add(at+"byteSize", fmt.Sprintf("must be 1 to %d bytes", s.cfg.MaxUploadBytes))
-		}
-		if f.ClientFileID != nil && len(*f.ClientFileID) > 200 {
-			errs.add(at+"clientFileId", "must be at most 200 characters")
-		}
-		checkOffset(errs, at+"capturedAt", f.CapturedAt)
-		declared := f.ContentType
-		if mt, _, err := mime.ParseMediaType(declared); err == nil {
-			declared = mt
-		}
-		if f.ContentType = uploadType(declared, f.Filename); f.ContentType == "" {
-			unsupported.add(at+"contentType", fmt.Sprintf("%q is not supported; send %s", declared, formats.Names))
-		}
-	}
-	if len(errs) > 0 {
-		for k, v := range unsupported {
-			errs.add(k, v)
-		}
-		fail(c, errs.err())
-		return
-	}
-	if len(unsupported) > 0 {
-		fail(c, apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
-			"Some files are of a type this service does not take; it takes "+formats.Names+".").with("fields", map[string]string(unsupported)))
-		return
-	}
-	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(in.Files)) {
-		return
-	}
-
-	expires := time.Now().Add(s.cfg.UploadURLTTL).UTC().Truncate(time.Second)
-	rows := make([]store.NewAsset, len(in.Files))
-	out := make([]uploadJSON, len(in.Files))
+	files := make([]app.UploadFile, len(in.Files))
 	for i, f := range in.Files {
-		id := uuid.New()
-		key := blob.OriginalKey(p.ID, id)
-		rows[i] = store.NewAsset{ID: id, ClientFileID: f.ClientFileID, Filename: f.Filename, ContentType: f.ContentType,
-			ByteSize: f.ByteSize, BlobKey: key, CapturedAt: f.CapturedAt}
-		u, err := s.signer.SignPut(c.Request.Context(), blob.Grant{Key: key, Expires: expires, MaxSize: f.ByteSize, ContentType: f.ContentType})
-		if err != nil {
-			fail(c, err)
-			return
-		}
-		out[i] = uploadJSON{
-			ClientFileID: f.ClientFileID, AssetID: id.String(), ExpiresAt: u.Expires,
-			UploadURL: u.URL, Headers: u.Headers,
-		}
+		files[i] = app.UploadFile(f)
 	}
-	var total int64
-	for _, f := range in.Files {
-		total += f.ByteSize
+	if files, err = app.CheckUploads(files, s.cfg.MaxUploadBytes); err != nil {
+		fail(c, err)
+		return
 	}
-	err = s.store.WithUsage(c.Request.Context(), principal(c).ID, func(tx *store.Store, u *store.Usage) error {
-		if err := s.checkUploadQuotas(c.Writer.Header(), u, len(in.Files), total); err != nil {
-			return err
-		}
-		return tx.AddPendingAssets(c.Request.Context(), p.ID, rows, expires)
-	})
+	if !s.allow(c, "uploads:"+principal(c).ID.String(), s.limits.uploads, len(files)) {
+		return
+	}
+	reserved, err := s.app.ReserveUploads(c.Request.Context(), principal(c).ID, p.ID, files, s.cfg.UploadURLTTL)
 	if err != nil {
 		fail(c, err)
 		return
+	}
+	out := make([]uploadJSON, len(reserved))
+	for i, r := range reserved {
+		out[i] = uploadJSON{ClientFileID: r.ClientFileID, AssetID: r.AssetID.String(), ExpiresAt: r.Expires,
+			UploadURL: r.URL, Headers: r.Headers}
 	}
 	c.JSON(http.StatusOK, gin.H{"uploads": out})
 }
@@ -405,8 +316,8 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 	errs := fieldErrors{}
-	if len(in.Assets) == 0 || len(in.Assets) > maxFilesPerCall {
-		errs.add("assets", fmt.Sprintf("must list 1 to %d assets", maxFilesPerCall))
+	if len(in.Assets) == 0 || len(in.Assets) > app.MaxFilesPerCall {
+		errs.add("assets", fmt.Sprintf("must list 1 to %d assets", app.MaxFilesPerCall))
 	}
 	items := make([]store.FinalizeItem, len(in.Assets))
 	seen := map[uuid.UUID]bool{}
@@ -425,10 +336,10 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		return
 	}
 
-	res, err := s.jobs.Finalize(c.Request.Context(), logger(c), principal(c).ID, p.ID, items, nil)
+	res, err := s.app.Finalize(c.Request.Context(), logger(c), principal(c).ID, p.ID, items, nil)
 	if err != nil {
 		switch {
-		case errors.Is(err, jobs.ErrStorage):
+		case errors.Is(err, app.ErrStorage):
 			logger(c).Error("finalize could not check the uploads", "err", err)
 			err = apiError(http.StatusServiceUnavailable, "storage_unavailable", "The uploads could not be checked in storage; retry the same call.")
 		case !errors.Is(err, store.ErrNotFound):

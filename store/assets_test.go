@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/testsupport/testenv"
 )
@@ -103,7 +103,7 @@ func createImport(t *testing.T, env *testenv.Env, owner, project uuid.UUID) ([]s
 	}
 	var downloads []store.Job
 	env.Tx(t, func(tx *store.Store) (err error) {
-		downloads, err = jobs.Import(context.Background(), tx, owner, project, items)
+		downloads, err = app.RecordImport(context.Background(), tx, owner, project, items)
 		return err
 	})
 	b, err := env.Store.Batch(context.Background(), owner, *downloads[0].BatchID)
@@ -130,7 +130,7 @@ func TestImportFinalizesIntoItsBatch(t *testing.T) {
 
 	var res *store.FinalizeResult
 	env.Tx(t, func(tx *store.Store) (err error) {
-		res, err = jobs.AcceptUploads(ctx, tx, owner, project,
+		res, err = app.AcceptUploads(ctx, tx, owner, project,
 			[]store.FinalizeItem{{AssetID: items[0].AssetID, Checksum: testenv.Checksum(data)}}, &b.ID)
 		return err
 	})
@@ -156,7 +156,7 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	create := func(ids store.UUIDs) *store.Export {
 		t.Helper()
 		e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`), AssetIDs: ids}
-		env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+		env.Tx(t, func(tx *store.Store) error { return app.RecordExport(ctx, tx, e) })
 		if e.BatchID == nil || e.JobID == nil {
 			t.Fatalf("created export %+v", e)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/testsupport/testenv"
 )
@@ -22,7 +22,7 @@ func startedExport(t *testing.T, env *testenv.Env) (e *store.Export, first, seco
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	e = &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
-	env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+	env.Tx(t, func(tx *store.Store) error { return app.RecordExport(ctx, tx, e) })
 	env.RecordJob(t, store.JobState{ID: *e.JobID, Status: store.JobRunning, Attempt: 1})
 	var runs [2]uuid.UUID
 	for i := range runs {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/testsupport/testenv"
 )
@@ -21,7 +21,7 @@ func finalize(t *testing.T, env *testenv.Env, owner, project uuid.UUID, batch *u
 	t.Helper()
 	var res *store.FinalizeResult
 	env.Tx(t, func(tx *store.Store) (err error) {
-		res, err = jobs.AcceptUploads(context.Background(), tx, owner, project, items, batch)
+		res, err = app.AcceptUploads(context.Background(), tx, owner, project, items, batch)
 		return err
 	})
 	return res

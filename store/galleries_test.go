@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/tasks"
 	"lightbox/testsupport/testenv"
@@ -17,14 +17,14 @@ import (
 
 // update changes a gallery with the renders it needs, as the server does.
 func update(env *testenv.Env, owner, id uuid.UUID, in store.GalleryInput) (*store.GalleryChange, error) {
-	return jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+	return app.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
 		return tx.UpdateGallery(context.Background(), owner, id, in)
 	})
 }
 
 // addAssets adds photos to a gallery with the renders they need.
 func addAssets(env *testenv.Env, id uuid.UUID, assets []uuid.UUID) (*store.GalleryChange, error) {
-	return jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+	return app.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
 		return tx.AddGalleryAssets(context.Background(), id, assets)
 	})
 }
@@ -37,7 +37,7 @@ var proofs = store.Mark{Text: "Proofs", Position: store.DefaultMarkPosition, Opa
 func galleryOf(t *testing.T, env *testenv.Env, project uuid.UUID, slug string, watermark bool, assets ...uuid.UUID) *store.GalleryChange {
 	t.Helper()
 	g := &store.Gallery{ID: uuid.New(), ProjectID: project, Title: "Proofs", Slug: slug, Watermark: watermark}
-	ch, err := jobs.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
+	ch, err := app.ChangeGallery(context.Background(), env.Store, func(tx *store.Store) (*store.GalleryChange, error) {
 		return tx.CreateGallery(context.Background(), g, assets)
 	})
 	if err != nil {

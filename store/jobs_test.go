@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/tasks"
 	"lightbox/testsupport/testenv"
@@ -228,7 +228,7 @@ func TestAdmissibleJobsKeepBatchAndUserCaps(t *testing.T) {
 		t.Fatalf("released %d of another user's batch, want its window of 2", len(got))
 	}
 	e := &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
-	env.Tx(t, func(tx *store.Store) error { return jobs.Export(ctx, tx, e) })
+	env.Tx(t, func(tx *store.Store) error { return app.RecordExport(ctx, tx, e) })
 	recorded, err := env.Store.JobByID(ctx, *e.JobID)
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func (w *Worker) download(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.jobs.Finalize(ctx, w.log, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}}, job.BatchID)
+	_, err = w.app.Finalize(ctx, w.log, owner, a.ProjectID, []store.FinalizeItem{{AssetID: a.ID, Checksum: info.SHA256}}, job.BatchID)
 	return err
 }
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
-	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 	"lightbox/testsupport/testenv"
@@ -28,7 +28,7 @@ func (h *harness) importURLs(project uuid.UUID, urls ...string) []uuid.UUID {
 	}
 	var recorded []store.Job
 	h.env.Tx(h.t, func(tx *store.Store) (err error) {
-		recorded, err = jobs.Import(context.Background(), tx, h.owner, project, items)
+		recorded, err = app.RecordImport(context.Background(), tx, h.owner, project, items)
 		return err
 	})
 	ids := make([]uuid.UUID, len(recorded))

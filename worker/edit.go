@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/imaging"
-	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -74,7 +74,7 @@ func (w *Worker) applyEdit(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	saved, stale, err := jobs.SaveEditRender(ctx, w.st, v.ID, preview, thumb)
+	saved, stale, err := app.SaveEditRender(ctx, w.st, v.ID, preview, thumb)
 	for _, key := range stale {
 		if err := w.blobs.Delete(ctx, key); err != nil {
 			w.log.Warn("delete a gallery's preview drawn before the edit; the sweeper will", "key", key, "err", err)

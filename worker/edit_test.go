@@ -7,7 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -25,7 +25,7 @@ func TestAnOlderEditRenderedLateLeavesTheNewerOne(t *testing.T) {
 		t.Helper()
 		var recorded []store.Job
 		h.env.Tx(t, func(tx *store.Store) (err error) {
-			_, recorded, err = jobs.ApplyEdits(ctx, tx, h.owner, project, []store.EditTarget{{AssetID: asset, Params: json.RawMessage(params)}})
+			_, recorded, err = app.RecordEdits(ctx, tx, h.owner, project, []store.EditTarget{{AssetID: asset, Params: json.RawMessage(params)}})
 			return err
 		})
 		return recorded[0]

@@ -513,8 +513,8 @@ func (b *exportBuild) putPart(ctx context.Context, key string, data []byte) erro
 }
 
 // dropParts deletes the parts once the archive holds them, or nobody
-// wants them (jobs.DropExportParts).
-func (b *exportBuild) dropParts(ctx context.Context) { b.w.jobs.DropExportParts(ctx, b.w.log, b.e.ID) }
+// wants them (app.App.DropExportParts).
+func (b *exportBuild) dropParts(ctx context.Context) { b.w.app.DropExportParts(ctx, b.w.log, b.e.ID) }
 
 // assemble puts the archive together from the parts (the originals for
 // full_res), in the plan's order, and publishes it under the run's key.

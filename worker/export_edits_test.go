@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/render"
 	"lightbox/store"
 )
@@ -74,7 +74,7 @@ func TestExportsDrawEachPhotosNewestEdit(t *testing.T) {
 		targets[i] = store.EditTarget{AssetID: a, Params: json.RawMessage(params)}
 	}
 	h.env.Tx(t, func(tx *store.Store) error {
-		_, _, err := jobs.ApplyEdits(ctx, tx, h.owner, project, targets)
+		_, _, err := app.RecordEdits(ctx, tx, h.owner, project, targets)
 		return err
 	})
 

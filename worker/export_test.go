@@ -21,9 +21,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/events"
-	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -73,7 +73,7 @@ func (h *harness) newExport(project uuid.UUID, preset string, s render.Settings,
 	for _, a := range assets {
 		e.AssetIDs = append(e.AssetIDs, a)
 	}
-	h.env.Tx(h.t, func(tx *store.Store) error { return jobs.Export(context.Background(), tx, e) })
+	h.env.Tx(h.t, func(tx *store.Store) error { return app.RecordExport(context.Background(), tx, e) })
 	return e.ID, tasks.NewTask(tasks.ExportPayload{Job: tasks.Job{JobID: *e.JobID, ProjectID: project}, ExportID: e.ID})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/image/draw"
 
+	"lightbox/app"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -50,7 +51,7 @@ func readDemo(t testing.TB, name string) []byte {
 // facesOn switches faces on for project, as PATCH detectFaces does.
 func (h *harness) facesOn(project uuid.UUID, on bool) {
 	h.t.Helper()
-	if _, err := jobs.UpdateProject(context.Background(), h.dispatcher().Store, h.owner, project, store.ProjectInput{DetectFaces: &on}); err != nil {
+	if _, err := app.UpdateProject(context.Background(), h.dispatcher().Store, h.owner, project, store.ProjectInput{DetectFaces: &on}); err != nil {
 		h.t.Fatal(err)
 	}
 }

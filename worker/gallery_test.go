@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/imaging"
-	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -30,7 +30,7 @@ import (
 // render jobs the change recorded.
 func (h *harness) changeGallery(change func(tx *store.Store) (*store.GalleryChange, error)) (*store.GalleryChange, []store.Job, error) {
 	h.t.Helper()
-	ch, err := jobs.ChangeGallery(context.Background(), h.env.Store, change)
+	ch, err := app.ChangeGallery(context.Background(), h.env.Store, change)
 	if err != nil || ch.BatchID == nil {
 		return ch, nil, err
 	}

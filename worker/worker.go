@@ -20,6 +20,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/chain"
 	"lightbox/config"
@@ -74,6 +75,7 @@ type Worker struct {
 	facesLimit *redis_rate.Limit
 	flusher    *chain.Flusher
 	jobs       *jobs.Dispatcher
+	app        *app.App // the use cases a task carries on (an import's finalize, an edit's save)
 	events     *events.Publisher
 	fetcher    *http.Client
 	hooks      *http.Client // posts webhook deliveries
@@ -118,11 +120,11 @@ func New(d Deps) (*Worker, error) {
 		w.log = slog.Default()
 	}
 	w.jobs = jobs.New(jobs.Config{Store: d.Store, Queue: w.queue, Inspector: asynq.NewInspector(redisOpt),
-		Redis: d.Redis, QueueRedis: redisOpt, Blobs: d.Blobs, Log: w.log,
-		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning,
-		ThumbnailsFirst: d.Config.ThumbnailsFirst})
+		Redis: d.Redis, QueueRedis: redisOpt, Log: w.log,
+		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	w.st = w.jobs.Store
+	w.app = app.New(app.Config{Jobs: w.jobs, Blobs: d.Blobs, ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: w.log})
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          served(d.Config),

@@ -1,10 +1,11 @@
-package formats
+package formats_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"lightbox/imaging/formats"
 	"lightbox/testsupport/testenv"
 )
 
@@ -23,15 +24,15 @@ func TestSniff(t *testing.T) {
 			t.Fatal(err)
 		}
 		head := data[:min(len(data), 8<<10)]
-		if got, want := Sniff(head), FromExt(f); got != want {
+		if got, want := formats.Sniff(head), formats.FromExt(f); got != want {
 			t.Errorf("%s: sniffed %q, extension says %q", filepath.Base(f), got, want)
 		}
 	}
 	for _, c := range []struct {
 		head string
-		want Format
-	}{{"", ""}, {"<html>", ""}, {"II*\x00\x08\x00\x00\x00\x00\x00", TIFF}, {"\x00\x00\x00\x18ftypheix\x00\x00\x00\x00mif1heix", HEIF}} {
-		if got := Sniff([]byte(c.head)); got != c.want {
+		want formats.Format
+	}{{"", ""}, {"<html>", ""}, {"II*\x00\x08\x00\x00\x00\x00\x00", formats.TIFF}, {"\x00\x00\x00\x18ftypheix\x00\x00\x00\x00mif1heix", formats.HEIF}} {
+		if got := formats.Sniff([]byte(c.head)); got != c.want {
 			t.Errorf("Sniff(%q) = %q, want %q", c.head, got, c.want)
 		}
 	}
@@ -40,17 +41,17 @@ func TestSniff(t *testing.T) {
 func TestFromContentTypeAndExt(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want Format
-	}{{"image/heic", HEIF}, {"image/heif", HEIF}, {"IMAGE/AVIF", AVIF}, {"image/x-canon-cr3", CR3}, {"application/octet-stream", ""}} {
-		if got := FromContentType(c.in); got != c.want {
+		want formats.Format
+	}{{"image/heic", formats.HEIF}, {"image/heif", formats.HEIF}, {"IMAGE/AVIF", formats.AVIF}, {"image/x-canon-cr3", formats.CR3}, {"application/octet-stream", ""}} {
+		if got := formats.FromContentType(c.in); got != c.want {
 			t.Errorf("FromContentType(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	for _, c := range []struct {
 		in   string
-		want Format
-	}{{"IMG_0001.HEIC", HEIF}, {"a.hif", HEIF}, {"b.NEF", NEF}, {"c.jxl", JXL}, {"d.psd", ""}} {
-		if got := FromExt(c.in); got != c.want {
+		want formats.Format
+	}{{"IMG_0001.HEIC", formats.HEIF}, {"a.hif", formats.HEIF}, {"b.NEF", formats.NEF}, {"c.jxl", formats.JXL}, {"d.psd", ""}} {
+		if got := formats.FromExt(c.in); got != c.want {
 			t.Errorf("FromExt(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}

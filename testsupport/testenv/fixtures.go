@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -97,7 +97,7 @@ func (e *Env) Finalize(t testing.TB, owner, project uuid.UUID, uploads ...Upload
 	}
 	var res *store.FinalizeResult
 	e.Tx(t, func(tx *store.Store) (err error) {
-		res, err = jobs.AcceptUploads(context.Background(), tx, owner, project, items, nil)
+		res, err = app.AcceptUploads(context.Background(), tx, owner, project, items, nil)
 		return err
 	})
 	return res

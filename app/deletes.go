@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -17,7 +18,7 @@ import (
 // The tasks of its jobs still waiting have nothing left to do and leave the
 // queue; a running one is cancelled, and finds the asset gone when it
 // saves at the latest. It returns the asset's project.
-func (d *Dispatcher) DeleteAsset(ctx context.Context, log *slog.Logger, owner, asset uuid.UUID) (uuid.UUID, error) {
+func (a *App) DeleteAsset(ctx context.Context, log *slog.Logger, owner, asset uuid.UUID) (uuid.UUID, error) {
 	// A task that read the asset before the delete may still write its
 	// files, until its timeout ends; the sweeper deletes them after that.
 	late := make([]string, len(blob.DerivedKinds))
@@ -26,17 +27,17 @@ func (d *Dispatcher) DeleteAsset(ctx context.Context, log *slog.Logger, owner, a
 	}
 	lateUntil := time.Now().Add(tasks.FileWritesEnd())
 	var gone *store.DeletedAsset
-	err := d.Store.WithTx(ctx, func(tx *store.Store) error {
+	err := a.store.WithTx(ctx, func(tx *store.Store) error {
 		var err error
 		if gone, err = tx.DeleteAsset(ctx, owner, asset, late, lateUntil); err != nil {
 			return err
 		}
-		_, err = Insert(ctx, tx, tasks.DeletePayload{Job: tasks.NewJob(gone.ProjectID), AssetID: asset, Keys: gone.Keys})
+		_, err = jobs.Insert(ctx, tx, tasks.DeletePayload{Job: tasks.NewJob(gone.ProjectID), AssetID: asset, Keys: gone.Keys})
 		return err
 	})
 	if err != nil {
 		return uuid.Nil, err
 	}
-	d.Drop(log, gone.LiveJobs)
+	a.Jobs.Drop(log, gone.LiveJobs)
 	return gone.ProjectID, nil
 }

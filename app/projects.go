@@ -1,10 +1,11 @@
-package jobs
+package app
 
 import (
 	"context"
 
 	"github.com/google/uuid"
 
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -25,7 +26,7 @@ func UpdateProject(ctx context.Context, st *store.Store, owner, id uuid.UUID, in
 		if p, err = tx.UpdateProject(ctx, owner, id, in); err != nil || was || !p.DetectFaces {
 			return err
 		}
-		_, err = Insert(ctx, tx, tasks.FacesScanPayload{Job: tasks.NewJob(id)})
+		_, err = jobs.Insert(ctx, tx, tasks.FacesScanPayload{Job: tasks.NewJob(id)})
 		return err
 	})
 	return p, err

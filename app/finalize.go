@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/blob"
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -21,13 +22,13 @@ import (
 // deletes the bytes of the copies it discarded and starts the chain
 // flusher for the new originals. None of these fails the call, since the
 // sweeper repeats what is lost.
-func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, project uuid.UUID,
+func (a *App) Finalize(ctx context.Context, log *slog.Logger, owner, project uuid.UUID,
 	items []store.FinalizeItem, batch *uuid.UUID) (*store.FinalizeResult, error) {
-	if err := d.recordDirectUploads(ctx, project, items); err != nil {
+	if err := a.recordDirectUploads(ctx, project, items); err != nil {
 		return nil, err
 	}
 	var res *store.FinalizeResult
-	err := d.Store.WithTx(ctx, func(tx *store.Store) error {
+	err := a.store.WithTx(ctx, func(tx *store.Store) error {
 		var err error
 		res, err = AcceptUploads(ctx, tx, owner, project, items, batch)
 		return err
@@ -36,20 +37,20 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 		return nil, err
 	}
 	// The work is recorded: what follows goes on even if the caller has gone.
-	ctx, cancel := AfterCommit(ctx)
+	ctx, cancel := jobs.AfterCommit(ctx)
 	defer cancel()
 	for _, key := range res.Discard {
-		if err := d.Blobs.Delete(ctx, key); err != nil {
+		if err := a.Blobs.Delete(ctx, key); err != nil {
 			log.Warn("discard blob", "key", key, "err", err)
 		}
 	}
 	if len(res.Accepted) > 0 {
-		if err := d.FlushChain(ctx); err != nil {
+		if err := a.Jobs.FlushChain(ctx); err != nil {
 			log.Warn("enqueue chain flush", "err", err)
 		}
 	}
-	if d.ThumbnailsFirst {
-		d.enqueueThumbnails(ctx, log, project, res.Accepted)
+	if a.ThumbnailsFirst {
+		a.enqueueThumbnails(ctx, log, project, res.Accepted)
 	}
 	return res, nil
 }
@@ -57,12 +58,12 @@ func (d *Dispatcher) Finalize(ctx context.Context, log *slog.Logger, owner, proj
 // enqueueThumbnails queues the thumbnails of newly accepted photos ahead of
 // their ingests. They have no job rows and nothing repeats a lost one: the
 // ingest makes any thumbnail that was not made first.
-func (d *Dispatcher) enqueueThumbnails(ctx context.Context, log *slog.Logger, project uuid.UUID, assets []uuid.UUID) {
+func (a *App) enqueueThumbnails(ctx context.Context, log *slog.Logger, project uuid.UUID, assets []uuid.UUID) {
 	ts := make([]*asynq.Task, len(assets))
 	for i, a := range assets {
 		ts[i] = tasks.NewTask(tasks.ThumbnailPayload{ProjectID: project, AssetID: a})
 	}
-	for i, err := range tasks.EnqueueAll(ctx, d.Queue, ts) {
+	for i, err := range tasks.EnqueueAll(ctx, a.Jobs.Queue, ts) {
 		if err != nil && !tasks.IDInUse(err) {
 			log.Warn("enqueue thumbnail; its ingest will make it", "asset", assets[i], "err", err)
 		}
@@ -82,15 +83,15 @@ func AcceptUploads(ctx context.Context, tx *store.Store, owner, project uuid.UUI
 	for i, asset := range res.Accepted {
 		ingests[i] = tasks.IngestPayload{Job: tasks.NewJob(project), AssetID: asset}
 	}
-	into := NewBatch(owner, store.BatchUpload)
+	into := jobs.NewBatch(owner, store.BatchUpload)
 	if batch != nil {
-		into = InBatch(*batch)
+		into = jobs.InBatch(*batch)
 	}
-	jobs, err := InsertMany(ctx, tx, ingests, into)
+	recorded, err := jobs.InsertMany(ctx, tx, ingests, into)
 	if err != nil {
 		return nil, err
 	}
-	answerWithJobs(res, jobs)
+	answerWithJobs(res, recorded)
 	return res, nil
 }
 
@@ -119,9 +120,9 @@ func answerWithJobs(res *store.FinalizeResult, jobs []store.Job) {
 // left alone; an archived one (failed for good) runs again rather than
 // being duplicated; otherwise a new batch and job are recorded and
 // handed over. It returns the job that will run.
-func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid.UUID, a *store.Asset) (uuid.UUID, error) {
-	queue, taskID := tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(a.ID)
-	info, err := d.Inspector.GetTaskInfo(queue, taskID)
+func (a *App) Reprocess(ctx context.Context, log *slog.Logger, owner uuid.UUID, asset *store.Asset) (uuid.UUID, error) {
+	queue, taskID := tasks.QueueOf(tasks.TypeIngest), tasks.IngestID(asset.ID)
+	info, err := a.Jobs.Inspector.GetTaskInfo(queue, taskID)
 	switch {
 	case err == nil && info.State != asynq.TaskStateCompleted:
 		p, err := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
@@ -129,11 +130,11 @@ func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid
 			return uuid.Nil, err
 		}
 		if info.State == asynq.TaskStateArchived {
-			job, err := d.Store.JobByID(ctx, p.JobID)
+			job, err := a.store.JobByID(ctx, p.JobID)
 			if err != nil {
 				return uuid.Nil, err
 			}
-			_, dups, err := d.Rerun(ctx, log, []store.Job{*job})
+			_, dups, err := a.Jobs.Rerun(ctx, log, []store.Job{*job})
 			if err != nil {
 				return uuid.Nil, err
 			}
@@ -144,15 +145,15 @@ func (d *Dispatcher) Reprocess(ctx context.Context, log *slog.Logger, owner uuid
 		return p.JobID, nil
 	case err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound):
 		log.Warn("look up ingest task", "task", taskID, "err", err)
-		return uuid.Nil, ErrQueueUnavailable
+		return uuid.Nil, jobs.ErrQueueUnavailable
 	}
 	var job store.Job
-	err = d.Store.WithTx(ctx, func(tx *store.Store) error {
-		if err := tx.Reprocess(ctx, a); err != nil {
+	err = a.store.WithTx(ctx, func(tx *store.Store) error {
+		if err := tx.Reprocess(ctx, asset); err != nil {
 			return err
 		}
-		job, err = Insert(ctx, tx, tasks.IngestPayload{Job: tasks.NewJob(a.ProjectID), AssetID: a.ID},
-			NewBatch(owner, store.BatchReprocess))
+		job, err = jobs.Insert(ctx, tx, tasks.IngestPayload{Job: tasks.NewJob(asset.ProjectID), AssetID: asset.ID},
+			jobs.NewBatch(owner, store.BatchReprocess))
 		return err
 	})
 	return job.ID, err
@@ -168,12 +169,12 @@ const statParallel = 8
 // other: an object that is not there stays upload_missing, one whose
 // checksum differs from the client's is checksum_mismatch. An object
 // larger than declared is deleted and counts as missing.
-func (d *Dispatcher) recordDirectUploads(ctx context.Context, project uuid.UUID, items []store.FinalizeItem) error {
+func (a *App) recordDirectUploads(ctx context.Context, project uuid.UUID, items []store.FinalizeItem) error {
 	ids := make([]uuid.UUID, len(items))
 	for i, it := range items {
 		ids[i] = it.AssetID
 	}
-	waiting, err := d.Store.UnrecordedUploads(ctx, project, ids)
+	waiting, err := a.store.UnrecordedUploads(ctx, project, ids)
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
@@ -188,7 +189,7 @@ func (d *Dispatcher) recordDirectUploads(ctx context.Context, project uuid.UUID,
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := d.recordDirectUpload(ctx, u); err != nil {
+			if err := a.recordDirectUpload(ctx, u); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -199,17 +200,17 @@ func (d *Dispatcher) recordDirectUploads(ctx context.Context, project uuid.UUID,
 	return errors.Join(errs...)
 }
 
-func (d *Dispatcher) recordDirectUpload(ctx context.Context, u store.UnrecordedUpload) error {
-	info, err := d.Blobs.Stat(ctx, u.BlobKey)
+func (a *App) recordDirectUpload(ctx context.Context, u store.UnrecordedUpload) error {
+	info, err := a.Blobs.Stat(ctx, u.BlobKey)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	case info.Size > u.ByteSize:
-		return d.Blobs.Delete(ctx, u.BlobKey)
+		return a.Blobs.Delete(ctx, u.BlobKey)
 	}
-	return d.Store.RecordUpload(ctx, u.ID, info.SHA256, info.Size)
+	return a.store.RecordUpload(ctx, u.ID, info.SHA256, info.Size)
 }
 
 // ErrStorage is the blob store failing while finalize checks uploads.
