@@ -149,20 +149,13 @@ func TestRemoveStaleLeavesFreshWrites(t *testing.T) {
 		if n, err := r.RemoveStale(ctx, time.Hour); err != nil || n != 0 {
 			t.Fatalf("removed %d fresh, %v", n, err)
 		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for {
+		testenv.Eventually(t, "the write in progress to be seen as stale", 5*time.Minute, func() bool {
 			n, err := r.RemoveStale(ctx, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the write in progress was never seen as stale")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return n == 1
+		})
 	})
 }
 

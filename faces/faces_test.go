@@ -306,22 +306,21 @@ func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 	// (a machine too fast) is sent again.
 	var err error
 	var ue *faces.UnavailableError
-	deadline := time.Now().Add(3 * time.Minute)
-	for !errors.As(err, &ue) && time.Now().Before(deadline) {
+	testenv.Eventually(t, "a photo refused as busy while the slow one holds the only place", 3*time.Minute, func() bool {
 		done := make(chan error, 1)
 		go func() {
 			_, err := p.Detect(ctx, slow)
 			done <- err
 		}()
-		for waiting := true; waiting; {
+		testenv.EventuallyEvery(t, "the slow photo to take the only place, or to end", 3*time.Minute, 10*time.Millisecond, func() bool {
 			select {
 			case e := <-done:
 				done <- e
-				waiting = false
-			case <-time.After(10 * time.Millisecond):
-				waiting = busy(t, svc) == 0
+				return true
+			default:
+				return busy(t, svc) != 0
 			}
-		}
+		})
 		_, err = p.Detect(ctx, photo)
 		if slowErr := <-done; slowErr != nil {
 			t.Fatalf("the slow photo: %v", slowErr)
@@ -329,7 +328,8 @@ func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 		if err != nil && !errors.As(err, &ue) {
 			t.Fatal(err)
 		}
-	}
+		return errors.As(err, &ue)
+	})
 	var se *faces.StatusError
 	if ue == nil || !errors.Is(err, faces.ErrUnavailable) || ue.RetryAfter < time.Second || !errors.As(err, &se) || se.StatusCode != 503 || se.Code != "busy" {
 		t.Fatalf("busy: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"lightbox/chain"
+	"lightbox/testsupport/testenv"
 )
 
 // result is one row of the fault table.
@@ -91,28 +92,29 @@ func settle(t testing.TB, db *sqlx.DB, fault, project string, want []photo, sinc
 	// Attestations a flush was signing when a process or Postgres went
 	// away wait chain.StaleAfter before the sweeper signs them again.
 	wait := max(patience, chain.StaleAfter+2*time.Minute)
-	deadline := time.Now().Add(wait)
-	for {
-		open := tryCount(db, `SELECT
+	settled := false
+	defer func() {
+		if settled {
+			return
+		}
+		// The wait timed out: say what is still open.
+		var open []string
+		db.Select(&open, `SELECT 'asset ' || status || ' ' || count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded' GROUP BY status
+			UNION ALL SELECT 'job ' || type || ' ' || status || ' ' || count(*) FROM jobs
+				WHERE project_id = $1 AND status IN ('queued', 'running') GROUP BY type, status
+			UNION ALL SELECT 'attestation ' || q.status || ' ' || count(*) FROM attestation_queue q JOIN assets a ON a.id = q.asset_id
+				WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed') GROUP BY q.status`, project)
+		t.Logf("%s: still open: %v", fault, open)
+	}()
+	testenv.Eventually(t, fault+": the project's work to be over", wait, func() bool {
+		return tryCount(db, `SELECT
 			(SELECT count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded') +
 			(SELECT count(*) FROM jobs WHERE project_id = $1 AND status IN ('queued', 'running')) +
 			(SELECT count(*) FROM exports WHERE project_id = $1 AND status IN ('queued', 'running')) +
 			(SELECT count(*) FROM attestation_queue q JOIN assets a ON a.id = q.asset_id
-				WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed'))`, project)
-		if open == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			var open []string
-			db.Select(&open, `SELECT 'asset ' || status || ' ' || count(*) FROM assets WHERE project_id = $1 AND status = 'uploaded' GROUP BY status
-				UNION ALL SELECT 'job ' || type || ' ' || status || ' ' || count(*) FROM jobs
-					WHERE project_id = $1 AND status IN ('queued', 'running') GROUP BY type, status
-				UNION ALL SELECT 'attestation ' || q.status || ' ' || count(*) FROM attestation_queue q JOIN assets a ON a.id = q.asset_id
-					WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed') GROUP BY q.status`, project)
-			t.Fatalf("%s: after %v, still open: %v", fault, wait, open)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+				WHERE a.project_id = $1 AND q.status IN ('pending', 'signing', 'failed'))`, project) == 0
+	})
+	settled = true
 	r := result{Fault: fault, Expected: len(want), Recover: time.Since(since)}
 
 	// Each photo counts once, however many times a retrying client sent it.

@@ -3,6 +3,7 @@ package imaging
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -41,16 +42,11 @@ func TestHostileExifCycle(t *testing.T) {
 		}
 		// Wait (with a deadline that only bounds a hang) for anything the
 		// engine started to end: a leaked parser never would.
-		var g int
-		var h uint64
-		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if g, h = testenv.Settle(); g <= goroutines && h <= heap+16<<20 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("goroutines %d → %d, heap %d → %d MiB: something is still running", goroutines, g, heap>>20, h>>20)
-			}
-		}
+		what := fmt.Sprintf("goroutines back to %d and the heap within 16 MiB of %d MiB", goroutines, heap>>20)
+		testenv.Eventually(t, what, 5*time.Minute, func() bool {
+			g, h := testenv.Settle()
+			return g <= goroutines && h <= heap+16<<20
+		})
 	})
 }
 

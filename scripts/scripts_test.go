@@ -4,8 +4,8 @@
 package scripts_test
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lightbox/testsupport/procs"
+	"lightbox/testsupport/testenv"
 )
 
 // tree is a copy of the scripts in a folder of its own, whose .data the
@@ -64,16 +65,6 @@ func pidIn(path string) int {
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-// waitFor polls cond for up to limit, which only bounds a hang.
-func waitFor(limit time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // TestWithServicesStopsAlikeOnSIGTERMAndCtrlC runs scripts/with-services.sh
 // around a command that never ends on its own, starting its own Redis and
 // PostgreSQL, then stops it as a supervisor does (SIGTERM to the script
@@ -108,8 +99,8 @@ func TestWithServicesStopsAlikeOnSIGTERMAndCtrlC(t *testing.T) {
 				}
 			}
 			cmd.Env = env
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
+			out := &testenv.LockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -119,6 +110,9 @@ func TestWithServicesStopsAlikeOnSIGTERMAndCtrlC(t *testing.T) {
 			data := filepath.Join(root, ".data")
 			redis, pg, child := 0, 0, 0
 			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the script's output:\n%s", out.String())
+				}
 				// Whatever the outcome, nothing of this test keeps running.
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				for _, pid := range []int{child, redis, pg} {
@@ -127,15 +121,13 @@ func TestWithServicesStopsAlikeOnSIGTERMAndCtrlC(t *testing.T) {
 					}
 				}
 			})
-			if !waitFor(5*time.Minute, func() bool { return pidIn(childPid) > 0 }) {
-				t.Fatalf("the command never started:\n%s", out.String())
-			}
+			testenv.Eventually(t, "the command to start", 5*time.Minute, func() bool { return pidIn(childPid) > 0 })
 			child = pidIn(childPid)
 			redis = pidIn(filepath.Join(data, "redis", "redis.pid"))
 			pg = pidIn(filepath.Join(data, "postgres", "data", "postmaster.pid"))
 			if !alive(redis) || !alive(pg) || !alive(child) {
-				t.Fatalf("before the signal: redis %d alive %v, postgres %d alive %v, command %d alive %v\n%s",
-					redis, alive(redis), pg, alive(pg), child, alive(child), out.String())
+				t.Fatalf("before the signal: redis %d alive %v, postgres %d alive %v, command %d alive %v",
+					redis, alive(redis), pg, alive(pg), child, alive(child))
 			}
 
 			target := cmd.Process.Pid
@@ -149,17 +141,16 @@ func TestWithServicesStopsAlikeOnSIGTERMAndCtrlC(t *testing.T) {
 			select {
 			case err = <-exited:
 			case <-time.After(3 * time.Minute):
-				t.Fatalf("3 minutes after %s the script still runs; redis alive %v, postgres alive %v, command alive %v\n%s",
-					c.sig, alive(redis), alive(pg), alive(child), out.String())
+				t.Fatalf("3 minutes after %s the script still runs; redis alive %v, postgres alive %v, command alive %v",
+					c.sig, alive(redis), alive(pg), alive(child))
 			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != c.status {
 				t.Errorf("the script ended with %v, want exit status %d", err, c.status)
 			}
 			for name, pid := range map[string]int{"the command": child, "Redis": redis, "PostgreSQL": pg} {
-				if !waitFor(time.Minute, func() bool { return !alive(pid) }) {
-					t.Errorf("after %s and the script's exit, %s (pid %d) still runs\n%s", c.sig, name, pid, out.String())
-				}
+				testenv.Eventually(t, fmt.Sprintf("%s (pid %d) to end after %s and the script's exit", name, pid, c.sig), time.Minute,
+					func() bool { return !alive(pid) })
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package queuestate_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -92,21 +93,14 @@ func TestAbandonedTasksAreHandedBackOnceTheirServerIsGone(t *testing.T) {
 		case <-time.After(2 * time.Minute):
 			t.Fatalf("death %d: the server never started the task", death)
 		}
-		running, err := queuestate.Running(ctx, env.Redis, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
 		// The heartbeat that lists the task comes within 5 s of its start.
-		deadline := time.Now().Add(2 * time.Minute)
-		for !running["hold:1"] && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-			if running, err = queuestate.Running(ctx, env.Redis, time.Now()); err != nil {
+		testenv.Eventually(t, fmt.Sprintf("death %d: the live server's task to be listed as running", death), 2*time.Minute, func() bool {
+			running, err := queuestate.Running(ctx, env.Redis, time.Now())
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		if !running["hold:1"] {
-			t.Fatalf("death %d: a live server's task is not listed as running", death)
-		}
+			return running["hold:1"]
+		})
 		if got, err := queuestate.HandBack(ctx, env.Redis, queues, time.Now()); err != nil || len(got) != 0 {
 			t.Fatalf("death %d: a live server's task was handed back: %v %v", death, got, err)
 		}
