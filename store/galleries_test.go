@@ -447,25 +447,21 @@ func TestWatermarkRecordedDuringADeleteIsDiscarded(t *testing.T) {
 				done <- d
 			}()
 			// The delete waits on the photo's row, which the recording holds.
-			deadline := time.Now().Add(time.Minute)
-			for {
+			testenv.Eventually(t, "the delete to wait on the recording", time.Minute, func() bool {
 				var waiting int
 				if err := env.DB.Get(&waiting, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder); err != nil {
 					t.Fatal(err)
 				}
 				if waiting > 0 {
-					break
+					return true
 				}
 				select {
 				case d := <-done:
 					t.Fatalf("the delete did not wait for the recording: %v %v", d.keys, d.err)
 				default:
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("timed out waiting for the delete to wait on the recording")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return false
+			})
 			close(commit)
 			if err := <-recordErr; err != nil {
 				t.Fatal(err)
