@@ -269,9 +269,7 @@ func rawAsynq(b *testing.B, n int) time.Duration {
 		b.Fatal(err)
 	}
 	defer srv.Shutdown()
-	for done.Load() < int64(n) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.EventuallyEvery(b, "every task to be processed", 5*time.Minute, 5*time.Millisecond, func() bool { return done.Load() >= int64(n) })
 	return time.Since(start)
 }
 
@@ -298,8 +296,8 @@ func ourQueue(b *testing.B, n int) time.Duration {
 		}
 	}
 	h.run()
-	for done.Load() < int64(n) || h.count(`SELECT count(*) FROM jobs WHERE status = 'done'`) < n {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.EventuallyEvery(b, "every task to be processed and its job recorded done", 5*time.Minute, 5*time.Millisecond, func() bool {
+		return done.Load() >= int64(n) && h.count(`SELECT count(*) FROM jobs WHERE status = 'done'`) >= n
+	})
 	return time.Since(start)
 }

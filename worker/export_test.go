@@ -351,14 +351,12 @@ func TestExportCrashMidwayIsRetriedCleanly(t *testing.T) {
 	// The attempt's context ends once it has written part of the archive,
 	// as when the worker is stopped or the task times out.
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer cancel()
-		for h.export(id).Progress == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	err := h.runExport(ctx, task)
-	if err == nil {
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- h.runExport(ctx, task) }()
+	testenv.EventuallyEvery(t, "the export to make progress", 5*time.Minute, 5*time.Millisecond, func() bool { return h.export(id).Progress > 0 })
+	cancel()
+	if err := <-ran; err == nil {
 		t.Fatal("the interrupted attempt succeeded")
 	}
 	e := h.export(id)
@@ -427,15 +425,13 @@ func TestExportCanceledWhileRunningLeavesNoFile(t *testing.T) {
 				h.readyCopy(project, "photos/kite-2560x1600.jpg", fmt.Sprintf("%02d.jpg", i))
 			}
 			id, task := h.newExport(project, "story_9x16", render.Settings{Width: 1080, Height: 1920, Quality: 90, IncludeNotReady: true})
-			go func() {
-				for h.export(id).Progress == 0 {
-					time.Sleep(5 * time.Millisecond)
-				}
-				if err := c.cancel(h, id); err != nil {
-					t.Error(err)
-				}
-			}()
-			if err := h.runExport(context.Background(), task); err != nil {
+			ran := make(chan error, 1)
+			go func() { ran <- h.runExport(context.Background(), task) }()
+			testenv.EventuallyEvery(t, "the export to make progress", 5*time.Minute, 5*time.Millisecond, func() bool { return h.export(id).Progress > 0 })
+			if err := c.cancel(h, id); err != nil {
+				t.Error(err)
+			}
+			if err := <-ran; err != nil {
 				t.Fatalf("a canceled export is not an error: %v", err)
 			}
 			if e := h.export(id); e.Status != "canceled" || e.BlobKey != nil {
