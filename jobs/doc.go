@@ -10,7 +10,8 @@
 //
 // # States and hand-over
 //
-// A job row's status, and what moves it:
+// A job row's status (store.JobStatus, whose constants say who moves a job
+// out of each), and what moves it:
 //
 //	in the caller's transaction     after the commit, detached (commit hook)
 //	---------------------------     ----------------------------------------
@@ -43,9 +44,10 @@
 //
 // # Terms
 //
-//   - Hand-over: enqueueing a recorded job's task in Asynq, under the
-//     job's TaskID, and noting it (enqueued_at). Only a handed-over job
-//     counts under the caps.
+//   - Hand-over: claiming a recorded job (enqueued_at, store.ClaimEnqueue)
+//     and enqueueing its task in Asynq under the job's TaskID; a claim
+//     whose send failed is given back. Only a handed-over job counts under
+//     the caps, and two callers admitting the same job send it once.
 //   - Queue caps (store.QueueCaps): the most jobs of one batch (BATCH_WINDOW)
 //     and of one user's batches (USER_WINDOW) handed over in one queue at
 //     once. A user queue (store.UserQueue) is one user's batch jobs in one

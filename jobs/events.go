@@ -14,14 +14,14 @@ import (
 // fetch the resource when they want all of it.
 
 type jobEvent struct {
-	JobID    uuid.UUID  `json:"jobId"`
-	AssetID  *uuid.UUID `json:"assetId"`
-	BatchID  *uuid.UUID `json:"batchId"`
-	JobType  string     `json:"jobType"`
-	Status   string     `json:"status"`
-	Progress float64    `json:"progress"`
-	Attempt  int        `json:"attempt"`
-	Error    *Failure   `json:"error"`
+	JobID    uuid.UUID       `json:"jobId"`
+	AssetID  *uuid.UUID      `json:"assetId"`
+	BatchID  *uuid.UUID      `json:"batchId"`
+	JobType  string          `json:"jobType"`
+	Status   store.JobStatus `json:"status"`
+	Progress float64         `json:"progress"`
+	Attempt  int             `json:"attempt"`
+	Error    *Failure        `json:"error"`
 }
 
 type batchEvent struct {

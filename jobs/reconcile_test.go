@@ -225,7 +225,7 @@ func TestReconcileHandsOverJobsOfBatchesNoLongerRunning(t *testing.T) {
 			h.env.FinishJob(h.t, batch[1].ID)
 			h.env.FailJob(h.t, batch[0].ID, 3, "boom")
 			// The operator runs the archived task again; the worker starts it.
-			h.env.RecordJob(h.t, store.JobState{ID: batch[0].ID, Status: store.JobRunning, Attempt: 1})
+			h.env.RecordJob(h.t, store.JobUpdate{ID: batch[0].ID, Status: store.JobRunning, Attempt: 1})
 			return batch[0]
 		}},
 	} {

@@ -39,7 +39,7 @@ type stateWriter struct {
 	t *Tracker
 
 	mu      sync.Mutex
-	pending []store.JobState
+	pending []store.JobUpdate
 	waiters []chan struct{} // closed once what was pending when they came is written
 	closed  bool
 	wake    chan struct{}
@@ -53,11 +53,11 @@ func newStateWriter(t *Tracker) *stateWriter {
 }
 
 // record hands over a job's new state.
-func (sw *stateWriter) record(c store.JobState) {
+func (sw *stateWriter) record(c store.JobUpdate) {
 	sw.mu.Lock()
 	if sw.closed {
 		sw.mu.Unlock()
-		sw.write([]store.JobState{c})
+		sw.write([]store.JobUpdate{c})
 		return
 	}
 	sw.pending = append(sw.pending, c)
@@ -91,7 +91,7 @@ func (sw *stateWriter) close() {
 
 // keep hands states back to be written after databaseRetry, before
 // anything handed over since.
-func (sw *stateWriter) keep(states []store.JobState) {
+func (sw *stateWriter) keep(states []store.JobUpdate) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.closed {
@@ -132,7 +132,7 @@ func (sw *stateWriter) run() {
 // write records changes, in the order they were handed over, and tells
 // listeners. A job's later state replaces an earlier one of the same
 // write; the events of both are sent.
-func (sw *stateWriter) write(changes []store.JobState) {
+func (sw *stateWriter) write(changes []store.JobUpdate) {
 	if len(changes) == 0 {
 		return
 	}
@@ -141,7 +141,7 @@ func (sw *stateWriter) write(changes []store.JobState) {
 	// at is where each job's state is in states; final, its last change.
 	at := make(map[uuid.UUID]int, len(changes))
 	final := make(map[uuid.UUID]int, len(changes))
-	states := make([]store.JobState, 0, len(changes))
+	states := make([]store.JobUpdate, 0, len(changes))
 	for i, c := range changes {
 		final[c.ID] = i
 		if k, ok := at[c.ID]; ok {

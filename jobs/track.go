@@ -101,7 +101,7 @@ func (tr *Tracker) Run(ctx context.Context, t *asynq.Task, next asynq.Handler) e
 	if wanted, err := tr.stillWanted(ctx, ref); !wanted || err != nil {
 		return tr.waitOut(ctx, err)
 	}
-	state := store.JobState{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
+	state := store.JobUpdate{ID: ref.JobID, Status: store.JobRunning, Attempt: retried + 1}
 	tr.states.record(state)
 
 	runErr := tr.Interrupted(ctx, next.ProcessTask(ctx, t))

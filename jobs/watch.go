@@ -105,7 +105,7 @@ func (tr *Tracker) noticeLoss(ctx context.Context, now time.Time) error {
 // statuses with Asynq (see Dispatcher.Reconcile), but the few whose
 // row just changed and those a live worker runs; and, for waiting ones,
 // the cluster runs due by now.
-func (tr *Tracker) reconcileLost(ctx context.Context, now time.Time, statuses ...string) error {
+func (tr *Tracker) reconcileLost(ctx context.Context, now time.Time, statuses ...store.JobStatus) error {
 	tr.reconcileMu.Lock()
 	defer tr.reconcileMu.Unlock()
 	live, err := queuestate.Running(ctx, tr.rdb, now)

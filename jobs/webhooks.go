@@ -61,16 +61,16 @@ func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *sto
 		return
 	}
 	data := struct {
-		ID        uuid.UUID  `json:"id"`
-		ProjectID uuid.UUID  `json:"projectId"`
-		BatchID   *uuid.UUID `json:"batchId"`
-		Preset    string     `json:"preset"`
-		Status    string     `json:"status"`
-		ByteSize  *int64     `json:"byteSize"`
-		Error     *Failure   `json:"error"`
-		UpdatedAt time.Time  `json:"updatedAt"`
+		ID        uuid.UUID       `json:"id"`
+		ProjectID uuid.UUID       `json:"projectId"`
+		BatchID   *uuid.UUID      `json:"batchId"`
+		Preset    string          `json:"preset"`
+		Status    store.JobStatus `json:"status"`
+		ByteSize  *int64          `json:"byteSize"`
+		Error     *Failure        `json:"error"`
+		UpdatedAt time.Time       `json:"updatedAt"`
 	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, FailureOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
-	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), e.Status+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
+	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), string(e.Status)+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
 		func(tx *store.Store) error { return tx.MarkExportNotified(ctx, e.ID, e.UpdatedAt) })
 }
 

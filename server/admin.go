@@ -131,7 +131,7 @@ func toAdminJobJSON(j store.AdminJob) adminJobJSON {
 
 // adminJobs lists jobs of every user, failed ones by default, newest first.
 func (s *Server) adminJobs(c *gin.Context) {
-	status := c.DefaultQuery("status", store.JobFailed)
+	status := store.JobStatus(c.DefaultQuery("status", string(store.JobFailed)))
 	if !jobStatuses[status] {
 		fail(c, fieldErrors{"status": "must be queued, running, done, failed or canceled"}.err())
 		return

@@ -61,11 +61,11 @@ func (s *Server) batchResults(c *gin.Context) {
 		return
 	}
 	type result struct {
-		JobID  string     `json:"jobId"`
-		Type   string     `json:"type"`
-		Status string     `json:"status"`
-		Error  *errorJSON `json:"error"`
-		Asset  *assetJSON `json:"asset"`
+		JobID  string          `json:"jobId"`
+		Type   string          `json:"type"`
+		Status store.JobStatus `json:"status"`
+		Error  *errorJSON      `json:"error"`
+		Asset  *assetJSON      `json:"asset"`
 	}
 	out := make([]result, len(jobs))
 	for i, j := range jobs {

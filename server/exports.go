@@ -43,7 +43,7 @@ type exportJSON struct {
 	JobID     *uuid.UUID      `json:"jobId"`
 	Preset    string          `json:"preset"`
 	Settings  json.RawMessage `json:"settings"`
-	Status    string          `json:"status"`
+	Status    store.JobStatus `json:"status"`
 	Progress  float64         `json:"progress"`
 	Skipped   json.RawMessage `json:"skipped"`
 	Error     *errorJSON      `json:"error"`

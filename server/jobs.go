@@ -15,14 +15,14 @@ import (
 )
 
 type jobJSON struct {
-	ID        string  `json:"id"`
-	ProjectID string  `json:"projectId"`
-	AssetID   *string `json:"assetId"`
-	BatchID   *string `json:"batchId"`
-	Type      string  `json:"type"`
-	Status    string  `json:"status"`
-	Progress  float64 `json:"progress"`
-	Attempt   int     `json:"attempt"`
+	ID        string          `json:"id"`
+	ProjectID string          `json:"projectId"`
+	AssetID   *string         `json:"assetId"`
+	BatchID   *string         `json:"batchId"`
+	Type      string          `json:"type"`
+	Status    store.JobStatus `json:"status"`
+	Progress  float64         `json:"progress"`
+	Attempt   int             `json:"attempt"`
 	// Error is the message and ErrorCode the stable code of the last
 	// failure: the KILO SDK reads error as a string.
 	Error     *string    `json:"error"`
@@ -50,7 +50,7 @@ func toJobJSON(j store.Job) jobJSON {
 	return out
 }
 
-var jobStatuses = map[string]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}
+var jobStatuses = map[store.JobStatus]bool{store.JobQueued: true, store.JobRunning: true, store.JobDone: true, store.JobFailed: true, store.JobCanceled: true}
 
 func (s *Server) listJobs(c *gin.Context) {
 	id, err := pathID(c, "id")
@@ -62,7 +62,7 @@ func (s *Server) listJobs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	f := store.JobFilter{Status: c.Query("status"), Type: c.Query("type")}
+	f := store.JobFilter{Status: store.JobStatus(c.Query("status")), Type: c.Query("type")}
 	errs := fieldErrors{}
 	if f.Status != "" && !jobStatuses[f.Status] {
 		errs.add("status", "must be queued, running, done, failed or canceled")

@@ -27,7 +27,7 @@ const adminJobSelect = `SELECT ` + jobColumns + `, u.email AS owner_email, coale
 	LEFT JOIN assets a ON a.id = j.asset_id`
 
 // AdminJobs lists every user's jobs in status, newest first.
-func (s *Store) AdminJobs(ctx context.Context, status string, after *Cursor, limit int) (Page[AdminJob], error) {
+func (s *Store) AdminJobs(ctx context.Context, status JobStatus, after *Cursor, limit int) (Page[AdminJob], error) {
 	var rows []AdminJob
 	afterTime, afterID := time.Now().Add(time.Hour), uuid.Max
 	if after != nil {

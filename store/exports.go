@@ -13,7 +13,7 @@ import (
 
 // ExportExpired is the state of a finished export whose file was deleted
 // after its expiry; the other states are the job states.
-const ExportExpired = "expired"
+const ExportExpired JobStatus = "expired"
 
 // ErrStaleRun is the answer to a write of an export's run that no longer
 // holds the export: a later run took it over (the first was handed back
@@ -31,7 +31,7 @@ type Export struct {
 	Preset       string          `db:"preset"`
 	Settings     json.RawMessage `db:"settings"`
 	AssetIDs     UUIDs           `db:"asset_ids"` // nil: every finalized asset of the project
-	Status       string          `db:"status"`
+	Status       JobStatus       `db:"status"`
 	Progress     float64         `db:"progress"`
 	BlobKey      *string         `db:"blob_key"`
 	ByteSize     *int64          `db:"byte_size"`
@@ -178,7 +178,7 @@ type ExportStep struct {
 // too. ErrStaleRun means a later run holds the export.
 func (s *Store) ExportProgress(ctx context.Context, id, run uuid.UUID, step ExportStep) (running bool, err error) {
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var status string
+		var status JobStatus
 		err := tx.db.GetContext(ctx, &status, `
 			UPDATE exports e SET progress = $2, items_done = $4, pages = $5, skipped = $6, updated_at = now(),
 				status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE e.status END
@@ -236,7 +236,7 @@ func (s *Store) FinishExport(ctx context.Context, id, run uuid.UUID, key string,
 // the task will run again, 'failed' when it will not, and 'canceled'
 // whatever it was asked when the job was canceled meanwhile. Errors are
 // FinishExport's.
-func (s *Store) FailExport(ctx context.Context, id, run uuid.UUID, status, code, message string, skipped []ExportSkip) (*Export, error) {
+func (s *Store) FailExport(ctx context.Context, id, run uuid.UUID, status JobStatus, code, message string, skipped []ExportSkip) (*Export, error) {
 	e := &Export{}
 	err := s.db.GetContext(ctx, e, `
 		UPDATE exports e SET status = CASE WHEN j.status = 'canceled' THEN 'canceled' ELSE $2 END,

@@ -23,7 +23,7 @@ func startedExport(t *testing.T, env *testenv.Env) (e *store.Export, first, seco
 	owner, project := env.Project(t)
 	e = &store.Export{ID: uuid.New(), ProjectID: project, UserID: owner, Preset: "web", Settings: json.RawMessage(`{}`)}
 	env.Tx(t, func(tx *store.Store) error { return app.RecordExport(ctx, tx, e) })
-	env.RecordJob(t, store.JobState{ID: *e.JobID, Status: store.JobRunning, Attempt: 1})
+	env.RecordJob(t, store.JobUpdate{ID: *e.JobID, Status: store.JobRunning, Attempt: 1})
 	var runs [2]uuid.UUID
 	for i := range runs {
 		started, ok, err := env.Store.StartExport(ctx, e.ID)

@@ -21,7 +21,7 @@ type Job struct {
 	Queue        string          `db:"queue"`
 	TaskID       string          `db:"task_id"`
 	Payload      json.RawMessage `db:"payload"`
-	Status       string          `db:"status"`
+	Status       JobStatus       `db:"status"`
 	Progress     float64         `db:"progress"`
 	Attempt      int             `db:"attempt"`
 	ErrorCode    *string         `db:"error_code"`
@@ -377,7 +377,7 @@ func (s *Store) MarkNotEnqueued(ctx context.Context, ids []uuid.UUID) error {
 
 // JobFilter narrows a job listing.
 type JobFilter struct {
-	Status string
+	Status JobStatus
 	Type   string
 }
 

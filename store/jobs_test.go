@@ -31,16 +31,16 @@ func TestJobStateTransitions(t *testing.T) {
 	_, ids := batchOf(t, env, owner, project, 1)
 	id := ids[0]
 
-	j := env.RecordJob(t, store.JobState{ID: id, Status: store.JobRunning, Attempt: 1})
+	j := env.RecordJob(t, store.JobUpdate{ID: id, Status: store.JobRunning, Attempt: 1})
 	if j == nil || j.Status != store.JobRunning || j.Attempt != 1 || j.EnqueuedAt == nil {
 		t.Fatalf("started: %+v", j)
 	}
 	next := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
-	j = env.RecordJob(t, store.JobState{ID: id, Status: store.JobQueued, Attempt: 1, NextRun: next, Code: "timeout", Message: "took too long"})
+	j = env.RecordJob(t, store.JobUpdate{ID: id, Status: store.JobQueued, Attempt: 1, NextRun: next, Code: "timeout", Message: "took too long"})
 	if j == nil || j.Status != store.JobQueued || j.NextRunAt == nil || !j.NextRunAt.Equal(next) || *j.ErrorCode != "timeout" {
 		t.Fatalf("retrying: %+v", j)
 	}
-	j = env.RecordJob(t, store.JobState{ID: id, Status: store.JobRunning, Attempt: 2})
+	j = env.RecordJob(t, store.JobUpdate{ID: id, Status: store.JobRunning, Attempt: 2})
 	if j == nil || j.Status != store.JobRunning || j.Attempt != 2 || j.NextRunAt != nil || j.ErrorCode != nil {
 		t.Fatalf("started again: %+v", j)
 	}
@@ -51,7 +51,7 @@ func TestJobStateTransitions(t *testing.T) {
 	if b == nil || b.Status != "completed" || b.Completed != 1 || b.CompletedAt == nil {
 		t.Fatalf("batch after the only job finished: %+v", b)
 	}
-	if j := env.RecordJob(t, store.JobState{ID: uuid.New(), Status: store.JobRunning, Attempt: 1}); j != nil {
+	if j := env.RecordJob(t, store.JobUpdate{ID: uuid.New(), Status: store.JobRunning, Attempt: 1}); j != nil {
 		t.Fatalf("starting an unknown job wrote %+v", j)
 	}
 }
@@ -99,7 +99,7 @@ func TestCancelBatch(t *testing.T) {
 	owner, project := env.Project(t)
 	batch, ids := batchOf(t, env, owner, project, 3)
 	env.FinishJob(t, ids[0])
-	env.RecordJob(t, store.JobState{ID: ids[1], Status: store.JobRunning, Attempt: 1})
+	env.RecordJob(t, store.JobUpdate{ID: ids[1], Status: store.JobRunning, Attempt: 1})
 
 	canceled, b, err := env.Store.CancelBatch(ctx, batch)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestCancelBatch(t *testing.T) {
 	if _, _, err := env.Store.JobFinished(ctx, ids[1], store.JobDone, "", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("finishing a canceled job: %v", err)
 	}
-	if j := env.RecordJob(t, store.JobState{ID: ids[2], Status: store.JobRunning, Attempt: 1}); j != nil {
+	if j := env.RecordJob(t, store.JobUpdate{ID: ids[2], Status: store.JobRunning, Attempt: 1}); j != nil {
 		t.Fatalf("starting a canceled job wrote %+v", j)
 	}
 	if j, err := env.Store.JobByID(ctx, ids[2]); err != nil || j.Status != store.JobCanceled {
@@ -286,7 +286,7 @@ func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
 	batch, ids := batchOf(t, env, owner, project, 4)
 	otherBatch, other := batchOf(t, env, owner, project, 1)
 
-	started := []store.JobState{{ID: ids[0], Status: store.JobRunning, Attempt: 1}, {ID: ids[1], Status: store.JobRunning, Attempt: 2}}
+	started := []store.JobUpdate{{ID: ids[0], Status: store.JobRunning, Attempt: 1}, {ID: ids[1], Status: store.JobRunning, Attempt: 2}}
 	jobs, batches, err := env.Store.RecordJobStates(ctx, started)
 	if err != nil || len(jobs) != 2 || len(batches) != 0 {
 		t.Fatalf("started: %d jobs, %d batches, %v", len(jobs), len(batches), err)
@@ -298,7 +298,7 @@ func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
 	}
 
 	next := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
-	ended := []store.JobState{
+	ended := []store.JobUpdate{
 		{ID: ids[0], Status: store.JobDone, Attempt: 1},
 		{ID: ids[1], Status: store.JobQueued, Attempt: 2, Code: "timeout", Message: "took too long", NextRun: next},
 		{ID: ids[2], Status: store.JobFailed, Attempt: 3, Code: "decode_failed", Message: "not a photo", FailAsset: true},
@@ -308,7 +308,7 @@ func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
 	if _, err := env.DB.Exec(`UPDATE jobs SET status = 'canceled' WHERE id = $1`, ids[3]); err != nil {
 		t.Fatal(err)
 	}
-	ended = append(ended, store.JobState{ID: ids[3], Status: store.JobDone, Attempt: 1})
+	ended = append(ended, store.JobUpdate{ID: ids[3], Status: store.JobDone, Attempt: 1})
 	jobs, batches, err = env.Store.RecordJobStates(ctx, ended)
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("ended: %d jobs, %v", len(jobs), err)

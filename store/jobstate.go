@@ -12,25 +12,44 @@ import (
 	"lightbox/ptr"
 )
 
-// Job states.
+// JobStatus is where a job is in its life, as its row's status says. The
+// job engine (jobs/) moves a job between them; each says who moves a job
+// out of it. An export's status reads the same words (and expired).
+type JobStatus string
+
 const (
-	JobQueued   = "queued"
-	JobRunning  = "running"
-	JobDone     = "done"
-	JobFailed   = "failed"
-	JobCanceled = "canceled"
+	// JobQueued: recorded, its task waiting to run; enqueued_at says
+	// whether it was handed to Asynq yet (the caps may hold it back). A
+	// worker starting the task makes it running (jobs.Tracker.Run); a
+	// cancel makes it canceled (jobs.Dispatcher.CancelBatch).
+	JobQueued JobStatus = "queued"
+	// JobRunning: a worker runs its task. The run's end makes it done,
+	// failed, or queued again with the time of its next run (a retry, a
+	// yield, a stopped worker), all written by jobs.Tracker.Run; a cancel
+	// makes it canceled, and a lost task queued (jobs.Dispatcher.Reconcile).
+	JobRunning JobStatus = "running"
+	// JobDone: its task succeeded. Only recording the job again
+	// (jobs.Insert of the same id) queues it once more.
+	JobDone JobStatus = "done"
+	// JobFailed: its task failed for good. A rerun queues it again
+	// (jobs.Dispatcher.Rerun), dismissing it cancels it
+	// (jobs.Dispatcher.DismissJob).
+	JobFailed JobStatus = "failed"
+	// JobCanceled: canceled with its batch, its export or by dismissal.
+	// Nothing moves it out but recording the job again.
+	JobCanceled JobStatus = "canceled"
 )
 
 // JobStatus is a job's status, read outside any transaction on a prepared
 // statement: a worker asks it before every task it runs, and a prepared
 // statement answers in one round trip where a query with parameters takes
 // two.
-func (s *Store) JobStatus(ctx context.Context, id uuid.UUID) (string, error) {
+func (s *Store) JobStatus(ctx context.Context, id uuid.UUID) (JobStatus, error) {
 	stmt, err := s.prepared(ctx, &s.stmts.jobStatus, `SELECT status FROM jobs WHERE id = $1`)
 	if err != nil {
 		return "", err
 	}
-	var status string
+	var status JobStatus
 	return status, notFound(stmt.GetContext(ctx, &status, id))
 }
 
@@ -38,7 +57,7 @@ func (s *Store) JobStatus(ctx context.Context, id uuid.UUID) (string, error) {
 // counters and status up to date in the same transaction. Counters are
 // recounted from the jobs, so a task that runs twice or a retried job
 // cannot make them drift.
-func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status, code, message string) (*Job, *Batch, error) {
+func (s *Store) JobFinished(ctx context.Context, id uuid.UUID, status JobStatus, code, message string) (*Job, *Batch, error) {
 	j := &Job{}
 	var b *Batch
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -94,12 +113,12 @@ func (s *Store) RecountBatch(ctx context.Context, id uuid.UUID) (*Batch, error) 
 	return b, err
 }
 
-// JobState is one change of a job's state for RecordJobStates.
-type JobState struct {
+// JobUpdate is one change of a job's state for RecordJobStates.
+type JobUpdate struct {
 	ID      uuid.UUID
-	Status  string // running, queued (to run again at NextRun), done or failed
-	Attempt int    // 1-based
-	Code    string // the error of a failed attempt
+	Status  JobStatus // running, queued (to run again at NextRun), done or failed
+	Attempt int       // 1-based
+	Code    string    // the error of a failed attempt
 	Message string
 	NextRun time.Time // when a queued job runs again
 	// FailAsset marks the job's asset failed with the job's error when the
@@ -112,7 +131,7 @@ type JobState struct {
 // transaction, so a batch never counts a job the jobs table does not show
 // ended. A canceled job stays canceled; it and a job that no longer exists
 // are left out of the jobs returned. A job must appear at most once.
-func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, []Batch, error) {
+func (s *Store) RecordJobStates(ctx context.Context, states []JobUpdate) ([]Job, []Batch, error) {
 	if len(states) == 0 {
 		return nil, nil, nil
 	}
@@ -124,7 +143,7 @@ func (s *Store) RecordJobStates(ctx context.Context, states []JobState) ([]Job, 
 	next := make([]string, len(states))
 	failAsset := map[uuid.UUID]bool{}
 	for i, st := range states {
-		ids[i], status[i], attempts[i], codes[i], messages[i] = st.ID, st.Status, int64(st.Attempt), st.Code, st.Message
+		ids[i], status[i], attempts[i], codes[i], messages[i] = st.ID, string(st.Status), int64(st.Attempt), st.Code, st.Message
 		if !st.NextRun.IsZero() {
 			next[i] = st.NextRun.UTC().Format(time.RFC3339Nano)
 		}

@@ -27,11 +27,11 @@ import (
 var errExportCanceled = errors.New("export canceled")
 
 type exportEvent struct {
-	ExportID uuid.UUID     `json:"exportId"`
-	Status   string        `json:"status"`
-	Progress float64       `json:"progress"`
-	Skipped  int           `json:"skipped"`
-	Error    *jobs.Failure `json:"error"`
+	ExportID uuid.UUID       `json:"exportId"`
+	Status   store.JobStatus `json:"status"`
+	Progress float64         `json:"progress"`
+	Skipped  int             `json:"skipped"`
+	Error    *jobs.Failure   `json:"error"`
 }
 
 func init() { handle(tasks.TypeExport, (*Worker).export) }

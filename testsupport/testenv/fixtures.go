@@ -116,9 +116,9 @@ func (e *Env) Tx(t testing.TB, fn func(tx *store.Store) error) {
 // RecordJob writes one state of a job as the worker's tracker does
 // (store.RecordJobStates) and returns the job as written, or nil when it
 // was canceled or does not exist.
-func (e *Env) RecordJob(t testing.TB, st store.JobState) *store.Job {
+func (e *Env) RecordJob(t testing.TB, st store.JobUpdate) *store.Job {
 	t.Helper()
-	jobs, _, err := e.Store.RecordJobStates(context.Background(), []store.JobState{st})
+	jobs, _, err := e.Store.RecordJobStates(context.Background(), []store.JobUpdate{st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (e *Env) RecordJob(t testing.TB, st store.JobState) *store.Job {
 func (e *Env) FinishJob(t testing.TB, job uuid.UUID) *store.Batch {
 	t.Helper()
 	ctx := context.Background()
-	e.RecordJob(t, store.JobState{ID: job, Status: store.JobRunning, Attempt: 1})
+	e.RecordJob(t, store.JobUpdate{ID: job, Status: store.JobRunning, Attempt: 1})
 	_, b, err := e.Store.JobFinished(ctx, job, store.JobDone, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func (e *Env) FinishJob(t testing.TB, job uuid.UUID) *store.Batch {
 func (e *Env) FailJob(t testing.TB, job uuid.UUID, attempts int, code string) *store.Batch {
 	t.Helper()
 	ctx := context.Background()
-	e.RecordJob(t, store.JobState{ID: job, Status: store.JobRunning, Attempt: attempts})
+	e.RecordJob(t, store.JobUpdate{ID: job, Status: store.JobRunning, Attempt: attempts})
 	j, b, err := e.Store.JobFinished(ctx, job, store.JobFailed, code, "it failed")
 	if err != nil {
 		t.Fatal(err)
