@@ -50,12 +50,15 @@ type App struct {
 	store *store.Store
 }
 
-// New returns an App working with c.
+// New returns an App working with c. It hears the ends c.Jobs records
+// (jobs.Hooks), to tell the webhooks subscribed to them.
 func New(c Config) *App {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	return &App{Config: c, store: c.Jobs.Store}
+	a := &App{Config: c, store: c.Jobs.Store}
+	c.Jobs.Hooks = a
+	return a
 }
 
 // Store is the store the use cases write through.

@@ -36,7 +36,7 @@ func (a *App) CancelExport(ctx context.Context, log *slog.Logger, e *store.Expor
 	if canceled {
 		ctx, cancel := jobs.AfterCommit(ctx)
 		defer cancel()
-		a.Jobs.ExportChanged(ctx, log, e)
+		a.ExportChanged(ctx, log, e)
 	}
 	return e, canceled, nil
 }

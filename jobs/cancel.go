@@ -44,7 +44,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, log *slog.Logger, b *store
 	defer cancel()
 	d.Admit(ctx, log, freed...)
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
-	d.BatchEnded(ctx, log, nb)
+	d.hooks().BatchEnded(ctx, log, nb)
 	return canceled, nb, nil
 }
 

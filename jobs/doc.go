@@ -2,9 +2,10 @@
 // a job is recorded with the change it belongs to (Insert), handed to Asynq
 // after the commit as the queue caps admit it, run under a Tracker that
 // records its state, cancelled, run again, and repaired by the sweep and the
-// watch when a crash or an outage lost part of it. The webhooks a job's
-// end tells live here too; the use cases that record jobs (finalize,
-// import, export, edits, galleries) are in app/. The worker keeps the
+// watch when a crash or an outage lost part of it. The ends it records
+// (a batch that ended, a failure that failed an asset) go to its Hooks,
+// where app/ tells the webhooks; the use cases that record jobs (finalize,
+// import, export, edits, galleries) are in app/ too. The worker keeps the
 // Asynq server, the middleware that calls Tracker.Run, and one handler per
 // task type; the task table (tasks/tasks.go) says what each type is.
 //

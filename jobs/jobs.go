@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -47,6 +49,38 @@ type Config struct {
 // worker adds a Tracker, which records each run's state.
 type Dispatcher struct {
 	Config
+	// Hooks hear of the ends the engine records; nil hears nothing.
+	Hooks Hooks
+}
+
+// Hooks hear, once committed, of the ends the engine records: a batch that
+// ended (completedAt set), a job whose failure may have failed its asset.
+// The engine calls them and knows nothing of who listens (webhooks do,
+// through app.App). Each may be told the same end again, after a crash or
+// by the sweep, and tells its listeners once.
+type Hooks interface {
+	BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch)
+	AssetFailed(ctx context.Context, log *slog.Logger, a *store.Asset, job *store.Job)
+	// NotifyMissed tells again, at most limit of each kind, ends committed
+	// before that no hook recorded hearing; it returns how many.
+	NotifyMissed(ctx context.Context, log *slog.Logger, before time.Time, limit int) (int, error)
+}
+
+// nobody hears ends when no Hooks are set.
+type nobody struct{}
+
+func (nobody) BatchEnded(context.Context, *slog.Logger, *store.Batch)              {}
+func (nobody) AssetFailed(context.Context, *slog.Logger, *store.Asset, *store.Job) {}
+func (nobody) NotifyMissed(context.Context, *slog.Logger, time.Time, int) (int, error) {
+	return 0, nil
+}
+
+// hooks are d's Hooks, or nobody.
+func (d *Dispatcher) hooks() Hooks {
+	if d.Hooks == nil {
+		return nobody{}
+	}
+	return d.Hooks
 }
 
 // New returns a Dispatcher working with c. Its Store is c.Store with a

@@ -26,7 +26,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/jobs"
+	"lightbox/app"
 	"lightbox/netguard"
 	"lightbox/store"
 )
@@ -155,13 +155,13 @@ func (s *Server) checkWebhookURL(errs fieldErrors, raw string) {
 // checkWebhookEvents returns the events named, each once, in a stable order.
 func checkWebhookEvents(errs fieldErrors, in []string) []string {
 	if len(in) == 0 {
-		errs.add("events", "must name at least one of "+strings.Join(jobs.WebhookEvents, ", "))
+		errs.add("events", "must name at least one of "+strings.Join(app.WebhookEvents, ", "))
 		return nil
 	}
 	var out []string
 	for _, e := range in {
-		if !slices.Contains(jobs.WebhookEvents, e) {
-			errs.add("events", "must each be one of "+strings.Join(jobs.WebhookEvents, ", ")+"; "+e+" is not")
+		if !slices.Contains(app.WebhookEvents, e) {
+			errs.add("events", "must each be one of "+strings.Join(app.WebhookEvents, ", ")+"; "+e+" is not")
 			return nil
 		}
 		if !slices.Contains(out, e) {
@@ -205,7 +205,7 @@ func (s *Server) testWebhook(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	job, err := s.jobs.Ping(c.Request.Context(), *w)
+	job, err := s.app.PingWebhook(c.Request.Context(), *w)
 	if err != nil {
 		fail(c, err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -33,7 +34,7 @@ func deliverTo(t *testing.T, env *testenv.Env, hooks []store.Webhook, project uu
 	var added []store.Job
 	err := env.Store.WithTx(ctx, func(tx *store.Store) error {
 		for _, h := range hooks {
-			id := jobs.DeliveryID(h.ID, event, subject, "done")
+			id := app.DeliveryID(h.ID, event, subject, "done")
 			isNew, err := tx.AddDelivery(ctx, store.Delivery{ID: id, WebhookID: h.ID, Event: event, Payload: json.RawMessage(`{}`)})
 			if err != nil || !isNew {
 				return err
@@ -57,23 +58,23 @@ func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
 	ctx := context.Background()
 	owner, project := env.Project(t)
 	other, _ := env.Project(t)
-	batches := hookOf(t, env, owner, jobs.EventBatchCompleted)
-	hookOf(t, env, owner, jobs.EventAssetFailed)
-	hookOf(t, env, other, jobs.EventBatchCompleted)
+	batches := hookOf(t, env, owner, app.EventBatchCompleted)
+	hookOf(t, env, owner, app.EventAssetFailed)
+	hookOf(t, env, other, app.EventBatchCompleted)
 
-	hooks, err := env.Store.SubscribedWebhooks(ctx, project, jobs.EventBatchCompleted)
+	hooks, err := env.Store.SubscribedWebhooks(ctx, project, app.EventBatchCompleted)
 	if err != nil || len(hooks) != 1 || hooks[0].ID != batches.ID {
 		t.Fatalf("subscribed %+v, %v; want only the owner's batch.completed hook", hooks, err)
 	}
-	added := deliverTo(t, env, hooks, project, jobs.EventBatchCompleted, "b1")
+	added := deliverTo(t, env, hooks, project, app.EventBatchCompleted, "b1")
 	if len(added) != 1 || added[0].Type != tasks.TypeWebhook || added[0].ProjectID != project {
 		t.Fatalf("added %+v", added)
 	}
-	if again := deliverTo(t, env, hooks, project, jobs.EventBatchCompleted, "b1"); len(again) != 0 {
+	if again := deliverTo(t, env, hooks, project, app.EventBatchCompleted, "b1"); len(again) != 0 {
 		t.Fatalf("the same report again added %+v", again)
 	}
 	// A ping's job belongs to no project.
-	ping := deliverTo(t, env, hooks, uuid.Nil, jobs.EventPing, "p1")
+	ping := deliverTo(t, env, hooks, uuid.Nil, app.EventPing, "p1")
 	if len(ping) != 1 {
 		t.Fatalf("ping %+v", ping)
 	}
@@ -96,7 +97,7 @@ func TestWebhookDeliveriesAreRecordedOncePerReport(t *testing.T) {
 	if err := env.Store.DisableWebhook(ctx, batches.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if hooks, _ := env.Store.SubscribedWebhooks(ctx, project, jobs.EventBatchCompleted); len(hooks) != 0 {
+	if hooks, _ := env.Store.SubscribedWebhooks(ctx, project, app.EventBatchCompleted); len(hooks) != 0 {
 		t.Fatalf("a disabled hook is still subscribed: %+v", hooks)
 	}
 	if err := env.Store.DeleteWebhook(ctx, other, batches.ID); !errors.Is(err, store.ErrNotFound) {

@@ -146,7 +146,7 @@ func (w *Worker) exportChanged(ctx context.Context, e *store.Export) {
 	ev := exportEvent{ExportID: e.ID, Status: e.Status, Progress: e.Progress, Skipped: countSkips(e.Skipped)}
 	ev.Error = jobs.FailureOf(e.ErrorCode, e.ErrorMessage)
 	w.publishExport(ctx, e, ev)
-	w.jobs.ExportChanged(ctx, w.log, e)
+	w.app.ExportChanged(ctx, w.log, e)
 }
 
 func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEvent) {

@@ -19,8 +19,8 @@ import (
 	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/app"
 	"lightbox/chain"
-	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -285,8 +285,8 @@ func TestStoppedWorkerHandsBackAWebhookDelivery(t *testing.T) {
 	defer srv.Close()
 	defer close(answer)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	hook := h.webhook(srv.URL+"/hook", secret, jobs.EventBatchCompleted)
-	job, err := h.dispatcher().Ping(context.Background(), hook)
+	hook := h.webhook(srv.URL+"/hook", secret, app.EventBatchCompleted)
+	job, err := h.app().PingWebhook(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/jobs"
 	"lightbox/netguard"
 	"lightbox/store"
@@ -69,7 +70,7 @@ func (w *Worker) deliverWebhook(ctx context.Context, t *asynq.Task) error {
 	if d.Status == store.DeliveryDone {
 		return nil // a repeated run: the endpoint has it
 	}
-	ping := d.Event == jobs.EventPing
+	ping := d.Event == app.EventPing
 	if hook.DisabledAt != nil && !ping {
 		w.recordAttempt(ctx, d.ID, store.DeliveryFailed, 0, "the webhook is disabled")
 		return badInput("webhook_disabled", "The webhook is disabled: its endpoint answered 410 Gone.")

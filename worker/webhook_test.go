@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/jobs"
 	"lightbox/render"
 	"lightbox/store"
@@ -124,6 +125,9 @@ func (h *harness) dispatcher() *jobs.Dispatcher {
 	return jobs.New(jobs.Config{Store: h.env.Store, Queue: h.queue, Inspector: h.in})
 }
 
+// app is an App on a fresh dispatcher: its use cases hand their jobs over.
+func (h *harness) app() *app.App { return app.New(app.Config{Jobs: h.dispatcher()}) }
+
 type deliveryRow struct {
 	Status         string  `db:"status"`
 	Attempts       int     `db:"attempts"`
@@ -149,8 +153,8 @@ func TestWebhookPingIsSignedAndRedeliveredAfterTwoFailures(t *testing.T) {
 	const secret = "a-secret-of-some-length"
 	rcv := newReceiver(t, secret, http.StatusInternalServerError, http.StatusInternalServerError)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	hook := h.webhook(rcv.srv.URL+"/hook", secret, jobs.EventBatchCompleted)
-	job, err := h.dispatcher().Ping(context.Background(), hook)
+	hook := h.webhook(rcv.srv.URL+"/hook", secret, app.EventBatchCompleted)
+	job, err := h.app().PingWebhook(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +215,8 @@ func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
 	const secret = "another-secret-0123"
 	rcv := newReceiver(t, secret)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32", "CLUSTER_DELAY": "1s"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted)
-	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated) // hears nothing here
+	h.webhook(rcv.srv.URL, secret, app.EventBatchCompleted)
+	h.webhook(rcv.srv.URL, secret, app.EventExportUpdated) // hears nothing here
 	project := h.project()
 	asset := h.finalize(project, "wood.jpg", readCorpus(t, "photos/wood.jpg"))
 	h.run()
@@ -248,7 +252,7 @@ func TestBatchCompletedIsDeliveredOnce(t *testing.T) {
 		t.Fatalf("no done webhook:deliver job %s in the project", got[0].ID)
 	}
 	// Reporting the same ending again delivers nothing new.
-	h.dispatcher().BatchEnded(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), &batch)
+	h.app().BatchEnded(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), &batch)
 	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
 		t.Fatalf("%d deliveries after the same report twice, want 1", n)
 	}
@@ -259,7 +263,7 @@ func TestAssetFailureIsDelivered(t *testing.T) {
 	const secret = "yet-another-secret-42"
 	rcv := newReceiver(t, secret)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventAssetFailed)
+	h.webhook(rcv.srv.URL, secret, app.EventAssetFailed)
 	project := h.project()
 	bad := h.finalize(project, "empty.jpg", nil)
 	h.run()
@@ -283,8 +287,8 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	const secret = "gone-endpoint-secret"
 	rcv := newReceiver(t, secret, http.StatusGone)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	hook := h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted)
-	job, err := h.dispatcher().Ping(context.Background(), hook)
+	hook := h.webhook(rcv.srv.URL, secret, app.EventBatchCompleted)
+	job, err := h.app().PingWebhook(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,10 +303,10 @@ func TestGoneDisablesTheWebhook(t *testing.T) {
 	// A disabled webhook hears of no events; a ping that gets through
 	// enables it again.
 	project := h.project()
-	if hooks, err := h.env.Store.SubscribedWebhooks(context.Background(), project, jobs.EventBatchCompleted); err != nil || len(hooks) != 0 {
+	if hooks, err := h.env.Store.SubscribedWebhooks(context.Background(), project, app.EventBatchCompleted); err != nil || len(hooks) != 0 {
 		t.Fatalf("subscribed %v, %v", hooks, err)
 	}
-	again, err := h.dispatcher().Ping(context.Background(), hook)
+	again, err := h.app().PingWebhook(context.Background(), hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +343,7 @@ func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
 	const secret = "refused-then-swept-secret"
 	rcv := newReceiver(t, secret)
 	h := newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventBatchCompleted, jobs.EventAssetFailed)
+	h.webhook(rcv.srv.URL, secret, app.EventBatchCompleted, app.EventAssetFailed)
 	refused, allow := h.refuseDeliveries()
 	project := h.project()
 	bad := h.finalize(project, "empty.jpg", nil)
@@ -455,7 +459,7 @@ func exportHeard(t *testing.T, secret string) (h *harness, rcv *receiver, id uui
 	t.Helper()
 	rcv = newReceiver(t, secret)
 	h = newHarness(t, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
-	h.webhook(rcv.srv.URL, secret, jobs.EventExportUpdated)
+	h.webhook(rcv.srv.URL, secret, app.EventExportUpdated)
 	project := h.project()
 	h.ready(project, "photos/wood.jpg")
 	id, task = h.newExport(project, "full_res", render.Settings{IncludeNotReady: true})

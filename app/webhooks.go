@@ -1,4 +1,4 @@
-package jobs
+package app
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
 )
@@ -35,7 +36,7 @@ func DeliveryID(hook uuid.UUID, event, subject, state string) uuid.UUID {
 
 // BatchEnded tells the owner's webhooks that batch b has ended (its
 // completedAt is set); the same ending reported again delivers nothing new.
-func (d *Dispatcher) BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch) {
+func (a *App) BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch) {
 	if b.CompletedAt == nil {
 		return
 	}
@@ -50,13 +51,13 @@ func (d *Dispatcher) BatchEnded(ctx context.Context, log *slog.Logger, b *store.
 		CreatedAt   time.Time `json:"createdAt"`
 		CompletedAt time.Time `json:"completedAt"`
 	}{b.ID, b.ProjectID, b.Kind, b.Status, b.Total, b.Completed, b.Failed, b.CreatedAt.UTC(), b.CompletedAt.UTC()}
-	d.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data,
+	a.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data,
 		func(tx *store.Store) error { return tx.MarkBatchNotified(ctx, b.ID, *b.CompletedAt) })
 }
 
 // ExportChanged tells the owner's webhooks of an export that reached a
 // final state: done, failed, canceled or expired.
-func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *store.Export) {
+func (a *App) ExportChanged(ctx context.Context, log *slog.Logger, e *store.Export) {
 	if e.Status == store.JobQueued || e.Status == store.JobRunning {
 		return
 	}
@@ -67,47 +68,47 @@ func (d *Dispatcher) ExportChanged(ctx context.Context, log *slog.Logger, e *sto
 		Preset    string          `json:"preset"`
 		Status    store.JobStatus `json:"status"`
 		ByteSize  *int64          `json:"byteSize"`
-		Error     *Failure        `json:"error"`
+		Error     *jobs.Failure   `json:"error"`
 		UpdatedAt time.Time       `json:"updatedAt"`
-	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, FailureOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
-	d.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), string(e.Status)+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
+	}{e.ID, e.ProjectID, e.BatchID, e.Preset, e.Status, e.ByteSize, jobs.FailureOf(e.ErrorCode, e.ErrorMessage), e.UpdatedAt.UTC()}
+	a.notify(ctx, log, e.ProjectID, EventExportUpdated, e.ID.String(), string(e.Status)+"@"+e.UpdatedAt.UTC().Format(time.RFC3339Nano), data,
 		func(tx *store.Store) error { return tx.MarkExportNotified(ctx, e.ID, e.UpdatedAt) })
 }
 
-// AssetFailed tells the owner's webhooks that job's failure failed asset a,
+// AssetFailed tells the owner's webhooks that job's failure failed asset,
 // when it did: the job failed for good and its type fails the asset. Any
 // other failure of job is only marked told, so the sweep passes over it.
-func (d *Dispatcher) AssetFailed(ctx context.Context, log *slog.Logger, a *store.Asset, job *store.Job) {
+func (a *App) AssetFailed(ctx context.Context, log *slog.Logger, asset *store.Asset, job *store.Job) {
 	if job.Status != store.JobFailed {
 		return
 	}
 	mark := func(tx *store.Store) error { return tx.MarkFailureNotified(ctx, job.ID, job.UpdatedAt) }
-	if a.Status != store.AssetFailed || !tasks.FailsAsset(job.Type) {
-		if err := mark(d.Store); err != nil {
+	if asset.Status != store.AssetFailed || !tasks.FailsAsset(job.Type) {
+		if err := mark(a.store); err != nil {
 			log.Warn("mark job failure told", "job", job.ID, "err", err)
 		}
 		return
 	}
 	data := struct {
-		AssetID   uuid.UUID  `json:"assetId"`
-		ProjectID uuid.UUID  `json:"projectId"`
-		Filename  string     `json:"filename"`
-		JobID     uuid.UUID  `json:"jobId"`
-		JobType   string     `json:"jobType"`
-		BatchID   *uuid.UUID `json:"batchId"`
-		Error     *Failure   `json:"error"`
-	}{a.ID, a.ProjectID, a.Filename, job.ID, job.Type, job.BatchID, FailureOf(a.ErrorCode, a.ErrorMessage)}
+		AssetID   uuid.UUID     `json:"assetId"`
+		ProjectID uuid.UUID     `json:"projectId"`
+		Filename  string        `json:"filename"`
+		JobID     uuid.UUID     `json:"jobId"`
+		JobType   string        `json:"jobType"`
+		BatchID   *uuid.UUID    `json:"batchId"`
+		Error     *jobs.Failure `json:"error"`
+	}{asset.ID, asset.ProjectID, asset.Filename, job.ID, job.Type, job.BatchID, jobs.FailureOf(asset.ErrorCode, asset.ErrorMessage)}
 	// A job run again after failing ends with a later updatedAt: a new report.
-	d.notify(ctx, log, a.ProjectID, EventAssetFailed, a.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
+	a.notify(ctx, log, asset.ProjectID, EventAssetFailed, asset.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
 }
 
-// Ping records a ping delivery to hook, and returns its job.
-func (d *Dispatcher) Ping(ctx context.Context, hook store.Webhook) (*store.Job, error) {
+// PingWebhook records a ping delivery to hook, and returns its job.
+func (a *App) PingWebhook(ctx context.Context, hook store.Webhook) (*store.Job, error) {
 	data := struct {
 		WebhookID uuid.UUID `json:"webhookId"`
 	}{hook.ID}
 	var added []store.Job
-	err := d.Store.WithTx(ctx, func(tx *store.Store) error {
+	err := a.store.WithTx(ctx, func(tx *store.Store) error {
 		var err error
 		added, err = deliver(ctx, tx, []store.Webhook{hook}, uuid.Nil, EventPing, uuid.NewString(), "", data)
 		return err
@@ -123,14 +124,14 @@ func (d *Dispatcher) Ping(ctx context.Context, hook store.Webhook) (*store.Job, 
 // with mark. An event nobody subscribed to is marked all the same.
 // Failures are logged: the event itself is recorded, and the sweep tells
 // again what was not marked (NotifyMissed).
-func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any,
+func (a *App) notify(ctx context.Context, log *slog.Logger, project uuid.UUID, event, subject, state string, data any,
 	mark func(tx *store.Store) error) {
-	hooks, err := d.Store.SubscribedWebhooks(ctx, project, event)
+	hooks, err := a.store.SubscribedWebhooks(ctx, project, event)
 	if err != nil {
 		log.Warn("find webhooks", "event", event, "project", project, "err", err)
 		return
 	}
-	err = d.Store.WithTx(ctx, func(tx *store.Store) error {
+	err = a.store.WithTx(ctx, func(tx *store.Store) error {
 		if _, err := deliver(ctx, tx, hooks, project, event, subject, state, data); err != nil {
 			return err
 		}
@@ -146,28 +147,28 @@ func (d *Dispatcher) notify(ctx context.Context, log *slog.Logger, project uuid.
 // and the record of their deliveries, and the state, once committed, is
 // not written again. It takes at most limit batches, exports and failed
 // jobs each, oldest first, and returns how many events it told.
-func (d *Dispatcher) NotifyMissed(ctx context.Context, log *slog.Logger, before time.Time, limit int) (int, error) {
+func (a *App) NotifyMissed(ctx context.Context, log *slog.Logger, before time.Time, limit int) (int, error) {
 	var errs []error
-	batches, err := d.Store.UnnotifiedBatches(ctx, before, limit)
+	batches, err := a.store.UnnotifiedBatches(ctx, before, limit)
 	errs = append(errs, err)
 	for i := range batches {
-		d.BatchEnded(ctx, log, &batches[i])
+		a.BatchEnded(ctx, log, &batches[i])
 	}
-	exports, err := d.Store.UnnotifiedExports(ctx, before, limit)
+	exports, err := a.store.UnnotifiedExports(ctx, before, limit)
 	errs = append(errs, err)
 	for i := range exports {
-		d.ExportChanged(ctx, log, &exports[i])
+		a.ExportChanged(ctx, log, &exports[i])
 	}
-	failures, err := d.Store.UnnotifiedFailures(ctx, before, limit)
+	failures, err := a.store.UnnotifiedFailures(ctx, before, limit)
 	errs = append(errs, err)
 	for i := range failures {
 		j := &failures[i]
-		a, err := d.Store.AssetByID(ctx, *j.AssetID)
+		asset, err := a.store.AssetByID(ctx, *j.AssetID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		d.AssetFailed(ctx, log, a, j)
+		a.AssetFailed(ctx, log, asset, j)
 	}
 	return len(batches) + len(exports) + len(failures), errors.Join(errs...)
 }
@@ -180,7 +181,7 @@ func deliver(ctx context.Context, tx *store.Store, hooks []store.Webhook, projec
 	payload, err := json.Marshal(data)
 	if err != nil {
 		// Report data are plain structs of strings, numbers and ids.
-		panic("jobs: encode " + event + " data: " + err.Error())
+		panic("app: encode " + event + " data: " + err.Error())
 	}
 	var sends []tasks.JobArgs
 	for _, h := range hooks {
@@ -193,5 +194,5 @@ func deliver(ctx context.Context, tx *store.Store, hooks []store.Webhook, projec
 			sends = append(sends, tasks.WebhookPayload{Job: tasks.Job{JobID: id, ProjectID: project}, DeliveryID: id})
 		}
 	}
-	return InsertMany(ctx, tx, sends)
+	return jobs.InsertMany(ctx, tx, sends)
 }
