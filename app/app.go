@@ -16,6 +16,7 @@ import (
 	"log/slog"
 
 	"lightbox/blob"
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	Signer blob.URLSigner
 	// Quotas are the limits of a user with none of their own (QUOTA_*).
 	Quotas store.Limits
+	// Events carries what the use cases changed to the project's open
+	// views; nil publishes nothing.
+	Events *events.Publisher
 	// ThumbnailsFirst: Finalize queues each accepted photo's thumbnail
 	// (asset:thumbnail) ahead of its ingest.
 	ThumbnailsFirst bool

@@ -12,13 +12,14 @@ import (
 	"github.com/hibiken/asynq"
 
 	"lightbox/app"
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/testsupport/testenv"
 )
 
 // newApp is an App on the test's own Postgres and Redis that hands over at
-// most exportsPerUser exports of one user at once.
+// most exportsPerUser exports of one user at once, and publishes events.
 func newApp(t *testing.T, env *testenv.Env, exportsPerUser int) *app.App {
 	t.Helper()
 	opt, err := asynq.ParseRedisURI(env.RedisURL)
@@ -28,7 +29,40 @@ func newApp(t *testing.T, env *testenv.Env, exportsPerUser int) *app.App {
 	client, inspector := asynq.NewClient(opt), asynq.NewInspector(opt)
 	t.Cleanup(func() { client.Close(); inspector.Close() })
 	d := jobs.New(jobs.Config{Store: env.Store, Queue: client, Inspector: inspector, Redis: env.Redis, ExportsPerUser: exportsPerUser})
-	return app.New(app.Config{Jobs: d, Quotas: store.Limits{Exports: 10}})
+	return app.New(app.Config{Jobs: d, Quotas: store.Limits{Exports: 10}, Events: events.NewPublisher(env.Redis, events.PublisherOptions{})})
+}
+
+// A deleted photo leaves the project's open views at once: the delete
+// tells them, with the asset's id.
+func TestDeletingAPhotoTellsOpenViews(t *testing.T) {
+	env := testenv.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newApp(t, env, 0)
+	owner, project := env.Project(t)
+	asset := env.Finalize(t, owner, project, testenv.Files(1)...).Assets[0].AssetID
+	hub := events.NewHub(env.Redis, slog.Default())
+	defer hub.Close()
+	sub, err := hub.Subscribe(ctx, project, events.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := a.DeleteAsset(ctx, slog.Default(), owner, asset); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-sub.Events():
+		var data struct {
+			AssetID uuid.UUID `json:"assetId"`
+			Deleted bool      `json:"deleted"`
+		}
+		if err := json.Unmarshal(ev.Data, &data); err != nil || ev.Name != events.AssetUpdated || data.AssetID != asset || !data.Deleted {
+			t.Fatalf("got %s %s (%v), want asset.updated of %s, deleted", ev.Name, ev.Data, err, asset)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no event of the delete")
+	}
 }
 
 // Canceling a user's running export hands their next waiting one over at

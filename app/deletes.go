@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -17,7 +18,8 @@ import (
 // records the asset:delete job that removes its bytes and derived files.
 // The tasks of its jobs still waiting have nothing left to do and leave the
 // queue; a running one is cancelled, and finds the asset gone when it
-// saves at the latest. It returns the asset's project.
+// saves at the latest; open views drop the photo. It returns the asset's
+// project.
 func (a *App) DeleteAsset(ctx context.Context, log *slog.Logger, owner, asset uuid.UUID) (uuid.UUID, error) {
 	// A task that read the asset before the delete may still write its
 	// files, until its timeout ends; the sweeper deletes them after that.
@@ -39,5 +41,6 @@ func (a *App) DeleteAsset(ctx context.Context, log *slog.Logger, owner, asset uu
 		return uuid.Nil, err
 	}
 	a.Jobs.Drop(log, gone.LiveJobs)
+	a.publish(ctx, log, events.AssetUpdated, gone.ProjectID, uuid.Nil, map[string]any{"assetId": asset, "deleted": true})
 	return gone.ProjectID, nil
 }

@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/google/uuid"
 
+	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -12,9 +14,10 @@ import (
 
 // ApplyEdits records a version of an edit on each target asset of project
 // (store.ApplyEdits) and the edit:apply job that renders each, in a new
-// edit batch of user's. It returns the versions and the jobs, both in the
-// targets' order.
-func (a *App) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets []store.EditTarget) ([]store.EditVersion, []store.Job, error) {
+// edit batch of user's. Open views mark the photos edited at once; the
+// render follows as jobs. It returns the versions and the jobs, both in
+// the targets' order.
+func (a *App) ApplyEdits(ctx context.Context, log *slog.Logger, user, project uuid.UUID, targets []store.EditTarget) ([]store.EditVersion, []store.Job, error) {
 	var versions []store.EditVersion
 	var recorded []store.Job
 	err := a.store.WithTx(ctx, func(tx *store.Store) error {
@@ -22,7 +25,13 @@ func (a *App) ApplyEdits(ctx context.Context, user, project uuid.UUID, targets [
 		versions, recorded, err = RecordEdits(ctx, tx, user, project, targets)
 		return err
 	})
-	return versions, recorded, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range versions {
+		a.publish(ctx, log, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": v.AssetID, "edited": true})
+	}
+	return versions, recorded, nil
 }
 
 // RecordEdits is ApplyEdits' work in tx.

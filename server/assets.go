@@ -20,7 +20,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/blob"
-	"lightbox/events"
 	"lightbox/jobs"
 	"lightbox/ptr"
 	"lightbox/store"
@@ -681,6 +680,5 @@ func (s *Server) deleteAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.publish(c, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "deleted": true})
 	c.Status(http.StatusNoContent)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/events"
 	"lightbox/render"
 	"lightbox/store"
 )
@@ -170,7 +169,7 @@ func (s *Server) applyEditTo(c *gin.Context) {
 // jobs. It answers the request itself on failure, returning nil.
 func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.EditTarget) ([]store.EditVersion, []store.Job) {
 	ctx := c.Request.Context()
-	versions, rows, err := s.app.ApplyEdits(ctx, principal(c).ID, project, targets)
+	versions, rows, err := s.app.ApplyEdits(ctx, logger(c), principal(c).ID, project, targets)
 	var without *store.NoOriginalError
 	if errors.As(err, &without) {
 		err = apiError(http.StatusConflict, "not_processable",
@@ -179,10 +178,6 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 	if err != nil {
 		fail(c, foreignAssets(err, "assetIds"))
 		return nil, nil
-	}
-	// Open views mark the photos edited at once; the render follows as jobs.
-	for _, v := range versions {
-		s.publish(c, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": v.AssetID, "edited": true})
 	}
 	return versions, rows
 }

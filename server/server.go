@@ -133,10 +133,10 @@ func New(d Deps) *Server {
 		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	s.store = s.jobs.Store
-	s.app = app.New(app.Config{Jobs: s.jobs, Blobs: d.Blobs, Signer: d.Signer, Quotas: quotaDefaults(d.Config),
-		ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: s.log})
 	s.hub = events.NewHub(d.Redis, s.log)
 	s.events = events.NewPublisher(d.Redis, events.PublisherOptions{})
+	s.app = app.New(app.Config{Jobs: s.jobs, Blobs: d.Blobs, Signer: d.Signer, Quotas: quotaDefaults(d.Config),
+		Events: s.events, ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: s.log})
 	s.metrics = newServerMetrics(s)
 	gin.SetMode(gin.ReleaseMode)
 	s.router = s.routes()

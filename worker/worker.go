@@ -124,7 +124,7 @@ func New(d Deps) (*Worker, error) {
 		Caps: store.QueueCaps{Batch: d.Config.BatchWindow, User: d.Config.UserWindow}, ExportsPerUser: d.Config.ExportUserRunning})
 	// Jobs recorded in its transactions are handed to the queue once committed.
 	w.st = w.jobs.Store
-	w.app = app.New(app.Config{Jobs: w.jobs, Blobs: d.Blobs, ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: w.log})
+	w.app = app.New(app.Config{Jobs: w.jobs, Blobs: d.Blobs, Events: w.events, ThumbnailsFirst: d.Config.ThumbnailsFirst, Log: w.log})
 	w.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     d.Config.WorkerConcurrency,
 		Queues:          served(d.Config),
