@@ -6,7 +6,7 @@
 // with a face in another photo.
 //
 // The provider is an interface. HTTP talks to any service that answers the
-// bundled sidecar's API (ml/ in this repository: Node with
+// bundled sidecar's API (faces/sidecar/ in this repository: Node with
 // @vladmandic/human on TensorFlow.js's WASM backend). Sharpness is
 // computed here, from the pixels the caller already decoded.
 package faces

@@ -348,7 +348,7 @@ func TestHTTPBusyIsUnavailableWithRetryAfter(t *testing.T) {
 // requests are answered beside them, since a request takes its place only
 // once its body has arrived.
 func TestHTTPSlowSendersHoldNoPlace(t *testing.T) {
-	// Senders are not cut off here (that is ml/'s test): they trickle for
+	// Senders are not cut off here (that is the sidecar's own test): they trickle for
 	// as long as the test runs.
 	svc := testenv.StartFaces(t, "ML_WORKERS=1", "ML_QUEUE=1", "ML_BODY_TIMEOUT_MS=3600000")
 	p := provider(t, svc.Endpoint(), svc.Secret, 0)

@@ -120,7 +120,7 @@ func (h *HTTP) Detect(ctx context.Context, jpeg []byte) (Result, error) {
 // DetectImage finds the faces in pixels the caller has decoded already,
 // sent as a binary PPM (Content-Type: image/x-portable-pixmap): the bundled
 // sidecar then skips its own JPEG decode, which is about 40 % of its CPU
-// time per photo (ml/bench.js). A provider that takes only JPEG answers
+// time per photo (sidecar/bench.js). A provider that takes only JPEG answers
 // 415, a *StatusError.
 func (h *HTTP) DetectImage(ctx context.Context, img image.Image) (Result, error) {
 	if img == nil || img.Bounds().Empty() {

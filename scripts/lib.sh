@@ -10,7 +10,7 @@
 #                    folder per bucket), credentials, versitygw.pid, .log;
 #                    started for the tests and for BLOB_BACKEND=s3 only
 #   .data/bin/       versitygw, built once from its Go module
-#   .data/ml/        the face sidecar (ml/): ml.pid (its supervisor), ml.log,
+#   .data/ml/        the face sidecar (faces/sidecar/): ml.pid (its supervisor), ml.log,
 #                    secret (its callers' shared secret, made once);
 #                    started for faces only (see ml_up)
 #
@@ -40,7 +40,7 @@ VERSITYGW_VERSION=v1.8.0
 S3_WANTED=${S3_WANTED:-}
 ML_PORT=${LIGHTBOX_ML_PORT:-57080}
 ML_DIR=$DATA/ml
-ML_SRC=$ROOT/ml
+ML_SRC=$ROOT/faces/sidecar
 
 # STARTED lists the services this process started, so that it stops those and
 # leaves alone the ones it found running.
@@ -496,7 +496,7 @@ s3_stop() {
 	term_wait "the S3 server" "$pid" 10
 }
 
-# ---- the face sidecar (ml/) --------------------------------------------------
+# ---- the face sidecar (faces/sidecar/) -----------------------------------------------
 
 # node_major prints the major version of the Node.js on PATH, 0 for none.
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
@@ -518,7 +518,7 @@ node_ok() {
 	fi
 }
 
-# ml_deps installs the sidecar's npm packages, exactly as ml/package-lock.json
+# ml_deps installs the sidecar's npm packages, exactly as faces/sidecar/package-lock.json
 # pins them, when node_modules is missing or was installed from another
 # lockfile. OMIT_DEV=1 leaves out the test-only packages.
 ml_deps() {
@@ -532,10 +532,10 @@ ml_deps() {
 	(
 		flock -w 600 8 || die "another install holds $ML_DIR/.deps.lock"
 		[ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || exit 0
-		say "installing the face sidecar's packages (npm ci in ml/)"
+		say "installing the face sidecar's packages (npm ci in faces/sidecar/)"
 		# Packages run no install scripts: none needs one.
 		(cd "$ML_SRC" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error ${OMIT_DEV:+--omit=dev}) >&2 ||
-			die "npm ci in ml/ failed: see above"
+			die "npm ci in faces/sidecar/ failed: see above"
 		echo "$want" >"$stamp"
 	) 8>"$ML_DIR/.deps.lock"
 }

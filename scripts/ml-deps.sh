@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the face sidecar's npm packages in ml/node_modules (npm ci, as
-# ml/package-lock.json pins them) when they are missing or were installed
+# Installs the face sidecar's npm packages in faces/sidecar/node_modules (npm ci, as
+# faces/sidecar/package-lock.json pins them) when they are missing or were installed
 # from another lockfile, for its tests and for `make run`.
 #
 # Without Node.js 20 and npm it says what to install and fails when

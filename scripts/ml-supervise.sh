@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs the face sidecar (ml/server.js) and starts it again whenever it
+# Runs the face sidecar (faces/sidecar/server.js) and starts it again whenever it
 # exits, waiting longer each time it dies young (up to 30 s), so a crash
 # costs the worker a short wait, never its faces. Started by ml_up in
 # lib.sh, which stops it with the sidecar by their process group.
-cd "$(dirname "${BASH_SOURCE[0]}")/../ml" || exit 1
+cd "$(dirname "${BASH_SOURCE[0]}")/../faces/sidecar" || exit 1
 trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 0' TERM INT
 pause=1
 while :; do

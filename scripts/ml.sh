@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts, stops and shows the face sidecar of this tree (ml/), on loopback
+# Starts, stops and shows the face sidecar of this tree (faces/sidecar/), on loopback
 # port LIGHTBOX_ML_PORT (57080), with its log in .data/ml/ml.log.
 #
 #   scripts/ml.sh start    install its packages if need be, start it (or

@@ -108,9 +108,9 @@ go test -json $RACE -p "$PKG_PARALLEL" -parallel "$TEST_PARALLEL" -count=1 -time
 # when scripts/ml-deps.sh installed its packages. They run after the main
 # pass: a detection has a deadline (ML_TIMEOUT_MS) that a machine busy
 # with the main pass can exceed.
-if [ "$PKG" = ./... ] && [ -f ml/node_modules/.lightbox-installed ] && node_ok >/dev/null; then
-	say "node --test in ml/"
-	(cd ml && node --test) || rc=$(first "$rc" $?)
+if [ "$PKG" = ./... ] && [ -f faces/sidecar/node_modules/.lightbox-installed ] && node_ok >/dev/null; then
+	say "node --test in faces/sidecar/"
+	(cd faces/sidecar && node --test) || rc=$(first "$rc" $?)
 fi
 wait "$beside_pid" || rc=$(first "$rc" $?)
 cat artifacts/test-beside.log

@@ -35,7 +35,7 @@ var faceDemo = []facePhoto{
 }
 
 // noPeople are corpus photos without a person in them; the face
-// sidecar's own tests (ml/test/faces.test.js) search the corpus's others.
+// sidecar's own tests (faces/sidecar/test/faces.test.js) search the corpus's others.
 var noPeople = []string{"blinds.jpg", "wood.jpg", "storm.jpg", "dune.jpg", "elephants-3840x2160-progressive.jpg",
 	"colorfulcups-2560x1600.jpg", "fallenleaf-2560x1600.jpg", "coldripple-2560x1600.jpg", "darkesthour-2560x1600.jpg"}
 

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// FaceService is the face sidecar (ml/server.js) run by one test.
+// FaceService is the face sidecar (faces/sidecar/server.js) run by one test.
 type FaceService struct {
 	// URL is where it listens, e.g. http://127.0.0.1:41234; the faces
 	// endpoint is URL + "/v1/faces".
@@ -33,11 +33,11 @@ type FaceService struct {
 // mlDir is the sidecar's folder in this repository.
 func mlDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "ml")
+	return filepath.Join(filepath.Dir(file), "..", "..", "faces", "sidecar")
 }
 
 // FaceDemo is the folder of the six group photos that @vladmandic/face-api
-// ships in its demo/ (22 faces), installed in ml/node_modules: tests read
+// ships in its demo/ (22 faces), installed in faces/sidecar/node_modules: tests read
 // them there, since their licence does not let us copy them.
 func FaceDemo(t testing.TB) string {
 	t.Helper()
@@ -58,7 +58,7 @@ func needML(t testing.TB) {
 		t.Skipf("node %q is too old or does not run (%v): the face sidecar's tests need Node.js 20 or newer", v, err)
 	}
 	if _, err := os.Stat(filepath.Join(mlDir(), "node_modules", "@vladmandic", "human", "package.json")); err != nil {
-		t.Fatalf("the face sidecar's packages are not installed in ml/node_modules: run scripts/ml-deps.sh (make test does)")
+		t.Fatalf("the face sidecar's packages are not installed in faces/sidecar/node_modules: run scripts/ml-deps.sh (make test does)")
 	}
 }
 

@@ -28,7 +28,7 @@ export function demoPhoto(name) {
   return readFileSync(path.join(demoDir, name));
 }
 
-export const corpusDir = process.env.LIGHTBOX_CORPUS || path.resolve(here, '..', '..', '..', 'shared', 'corpus');
+export const corpusDir = process.env.LIGHTBOX_CORPUS || path.resolve(here, '..', '..', '..', '..', 'shared', 'corpus');
 
 // The corpus's photographs without people (its README lists them; none
 // shows a face: kleiber-6028x3391.jpg has a blurred passer-by's legs).

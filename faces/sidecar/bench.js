@@ -1,4 +1,4 @@
-// The face sidecar's costs, printed (`npm run bench` in ml/):
+// The face sidecar's costs, printed (`npm run bench` in faces/sidecar/):
 //
 //   - CPU milliseconds per photo on one thread, for the JPEG decode alone
 //     (the baseline: every JPEG request pays it), and for detection with
