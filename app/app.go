@@ -64,6 +64,3 @@ func New(c Config) *App {
 	c.Jobs.Hooks = a
 	return a
 }
-
-// Store is the store the use cases write through.
-func (a *App) Store() *store.Store { return a.store }

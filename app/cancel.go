@@ -20,7 +20,7 @@ import (
 // returns the export as it is now and whether this call canceled it.
 func (a *App) CancelExport(ctx context.Context, log *slog.Logger, e *store.Export) (*store.Export, bool, error) {
 	if e.BatchID != nil && (e.Status == store.JobQueued || e.Status == store.JobRunning) {
-		if _, _, err := a.Jobs.CancelBatch(ctx, log, &store.Batch{ID: *e.BatchID, ProjectID: e.ProjectID}); err != nil {
+		if _, _, err := a.Jobs.CancelBatch(ctx, log, e.ProjectID, *e.BatchID); err != nil {
 			return nil, false, err
 		}
 	} else if err := a.Jobs.MarkCanceling(ctx, e.ProjectID); err != nil {

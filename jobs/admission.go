@@ -78,7 +78,11 @@ func (d *Dispatcher) enqueue(ctx context.Context, log *slog.Logger, jobs []store
 		log.Warn("claim jobs to enqueue; the sweeper will", "err", err)
 		return 0
 	}
-	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j store.Job) bool { return !slices.Contains(claimed, j.ID) })
+	mine := make(map[uuid.UUID]bool, len(claimed))
+	for _, id := range claimed {
+		mine[id] = true
+	}
+	jobs = slices.DeleteFunc(slices.Clone(jobs), func(j store.Job) bool { return !mine[j.ID] })
 	ts := make([]*asynq.Task, len(jobs))
 	for i, j := range jobs {
 		ts[i] = tasks.NewOn(j.Queue, j.Type, j.Payload, j.TaskID)

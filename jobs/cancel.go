@@ -17,17 +17,17 @@ import (
 	"lightbox/wait"
 )
 
-// CancelBatch cancels batch b's jobs that have not ended: the waiting
+// CancelBatch cancels the jobs of batch, in project, that have not ended: the waiting
 // tasks leave the queue, the running ones are cancelled and their
 // handlers see their context end. The places the batch held under its
 // user's queue caps go to the user's other batches at once, and webhooks
 // hear of the batch as ended. It returns the canceled jobs' ids and the
 // batch as it is now.
-func (d *Dispatcher) CancelBatch(ctx context.Context, log *slog.Logger, b *store.Batch) ([]uuid.UUID, *store.Batch, error) {
-	if err := d.MarkCanceling(ctx, b.ProjectID); err != nil {
+func (d *Dispatcher) CancelBatch(ctx context.Context, log *slog.Logger, project, batch uuid.UUID) ([]uuid.UUID, *store.Batch, error) {
+	if err := d.MarkCanceling(ctx, project); err != nil {
 		return nil, nil, err
 	}
-	dropped, nb, err := d.Store.CancelBatch(ctx, b.ID)
+	dropped, nb, err := d.Store.CancelBatch(ctx, batch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,7 +44,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, log *slog.Logger, b *store
 	defer cancel()
 	d.Admit(ctx, log, freed...)
 	// A cancelled batch has ended: webhooks hear of it as batch.completed.
-	d.hooks().BatchEnded(ctx, log, nb)
+	d.Hooks.BatchEnded(ctx, log, nb)
 	return canceled, nb, nil
 }
 

@@ -94,7 +94,7 @@ func (t *Tracker) jobsChanged(ctx context.Context, us []jobUpdate) {
 			if a, err := t.d.Store.AssetByID(ctx, *j.AssetID); err == nil {
 				add(events.AssetUpdated, j.ProjectID, batch, assetEvent{AssetID: a.ID, Status: a.Status, ErrorCode: a.ErrorCode})
 				// Only a failure that failed the asset is told; AssetFailed checks.
-				t.d.hooks().AssetFailed(ctx, t.log, a, j)
+				t.d.Hooks.AssetFailed(ctx, t.log, a, j)
 			}
 		}
 		if b != nil {
@@ -103,7 +103,7 @@ func (t *Tracker) jobsChanged(ctx context.Context, us []jobUpdate) {
 				name = events.BatchCompleted
 			}
 			add(name, b.ProjectID, b.ID, batchEvent{ID: b.ID, Status: b.Status, Total: b.Total, Completed: b.Completed, Failed: b.Failed})
-			t.d.hooks().BatchEnded(ctx, t.log, b)
+			t.d.Hooks.BatchEnded(ctx, t.log, b)
 		}
 	}
 	// A lost event is logged, never a task failure: clients resync from

@@ -49,7 +49,8 @@ type Config struct {
 // worker adds a Tracker, which records each run's state.
 type Dispatcher struct {
 	Config
-	// Hooks hear of the ends the engine records; nil hears nothing.
+	// Hooks hear of the ends the engine records; New sets hooks that hear
+	// nothing, which an App replaces with its own (app.New).
 	Hooks Hooks
 }
 
@@ -66,7 +67,7 @@ type Hooks interface {
 	NotifyMissed(ctx context.Context, log *slog.Logger, before time.Time, limit int) (int, error)
 }
 
-// nobody hears ends when no Hooks are set.
+// nobody hears the ends of a Dispatcher no App listens to.
 type nobody struct{}
 
 func (nobody) BatchEnded(context.Context, *slog.Logger, *store.Batch)              {}
@@ -75,19 +76,11 @@ func (nobody) NotifyMissed(context.Context, *slog.Logger, time.Time, int) (int, 
 	return 0, nil
 }
 
-// hooks are d's Hooks, or nobody.
-func (d *Dispatcher) hooks() Hooks {
-	if d.Hooks == nil {
-		return nobody{}
-	}
-	return d.Hooks
-}
-
 // New returns a Dispatcher working with c. Its Store is c.Store with a
 // commit hook: every transaction it runs hands the jobs it recorded
 // (Insert) to the queue once committed.
 func New(c Config) *Dispatcher {
-	d := &Dispatcher{Config: c}
+	d := &Dispatcher{Config: c, Hooks: nobody{}}
 	if c.ExportsPerUser > 0 {
 		d.Caps.ByQueue = maps.Clone(c.Caps.ByQueue)
 		if d.Caps.ByQueue == nil {

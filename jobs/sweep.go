@@ -61,7 +61,7 @@ func (tr *Tracker) Sweep(ctx context.Context, now time.Time) error {
 
 	// A batch, export or asset failure whose webhooks were never told stays
 	// so: its state, once committed, is not written again.
-	n, err = d.hooks().NotifyMissed(ctx, tr.log, now.Add(-unnotifiedAfter), sweepBatch)
+	n, err = d.Hooks.NotifyMissed(ctx, tr.log, now.Add(-unnotifiedAfter), sweepBatch)
 	errs = append(errs, err)
 	if n > 0 {
 		tr.log.Info("sweep told webhooks of missed events", "count", n)

@@ -91,7 +91,7 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	canceled, nb, err := s.jobs.CancelBatch(c.Request.Context(), logger(c), b)
+	canceled, nb, err := s.jobs.CancelBatch(c.Request.Context(), logger(c), b.ProjectID, b.ID)
 	if err != nil {
 		fail(c, err)
 		return
