@@ -45,7 +45,7 @@ help:
 run:
 	@scripts/run.sh
 
-## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the face sidecar's npm packages, the whole test suite PKG_PARALLEL packages at once, and beside it PLAIN_PKG and NORACE_PKG without -race and each fuzz target for FUZZTIME (20000x), then faces/sidecar/'s Node tests; times in artifacts/test-times.txt; RACE= to skip -race, FUZZ= to skip fuzzing
+## test: services (with fsync off), Chromium for e2e/, Node and the SDK's tools for sdk/, the face sidecar's npm packages, the whole test suite PKG_PARALLEL packages at once, and beside it PLAIN_PKG and NORACE_PKG without -race and each fuzz target for FUZZTIME (20000x), then faces/sidecar/'s Node tests, then alone the tests that compare timings; times in artifacts/test-times.txt; RACE= to skip -race, FUZZ= to skip fuzzing
 test:
 	@scripts/e2e-deps.sh
 	@scripts/sdk-deps.sh

@@ -62,6 +62,7 @@ func p95(ds []time.Duration) time.Duration {
 // slowed as much), and the worker's resident memory under 1 GiB above
 // what it held before the flood.
 func TestExportFloodLeavesOthersThumbnailsP95Under2sAndTheWorkerUnder1GiB(t *testing.T) {
+	testenv.Alone(t)
 	t.Parallel()
 	const (
 		maxSlower = 2 * time.Second

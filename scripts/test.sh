@@ -25,6 +25,11 @@
 # same CPU. Where the time went: artifacts/test-times.txt for the main
 # pass, artifacts/test-times-plain.txt for the one without -race.
 #
+# A test whose verdict compares timings or CPU (testenv.Alone) skips in
+# those busy passes, which swing its figures by more than its margins, and
+# runs when they are over, one test at a time and without -race, like the
+# servers it measures: artifacts/test-times-alone.txt.
+#
 #   PKG=./... RACE=-race NORACE_PKG="./faults/ ./sdk/ ./imaging/" TIMEOUT=30m scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -61,7 +66,7 @@ beside() {
 	if [ -n "$plain_pkgs" ]; then
 		say "without $RACE: $(echo $plain_pkgs)" 2>artifacts/test-plain.log
 		# shellcheck disable=SC2086
-		go test -json -p "$PKG_PARALLEL" -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt >>artifacts/test-plain.log 2>&1 &
+		go test -json -p "$PKG_PARALLEL" -count=1 -timeout "$TIMEOUT" $plain_pkgs 2>&1 | go run ./scripts/testtimes -o artifacts/test-times-plain.txt -alone artifacts/alone-plain.txt >>artifacts/test-plain.log 2>&1 &
 		plain_pid=$!
 	fi
 	# -fuzz takes one package and one target at a time.
@@ -79,6 +84,8 @@ beside() {
 }
 
 mkdir -p artifacts
+rm -f artifacts/alone.txt artifacts/alone-plain.txt
+export LIGHTBOX_ALONE=later
 # shellcheck disable=SC2086
 tested=$(go list $PKG)
 # among LIST prints the packages of LIST that are among those tested.
@@ -102,7 +109,7 @@ order=$( { among $SLOW_PKG; echo "$tested"; } | awk '!seen[$0]++' | grep -vFx -f
 # each package's time and the slowest tests to artifacts/test-times.txt.
 rc=0
 # shellcheck disable=SC2086 # RACE and order are lists of words
-go test -json $RACE -p "$PKG_PARALLEL" -parallel "$TEST_PARALLEL" -count=1 -timeout "$TIMEOUT" $order | go run ./scripts/testtimes -o artifacts/test-times.txt || rc=$?
+go test -json $RACE -p "$PKG_PARALLEL" -parallel "$TEST_PARALLEL" -count=1 -timeout "$TIMEOUT" $order | go run ./scripts/testtimes -o artifacts/test-times.txt -alone artifacts/alone.txt || rc=$?
 
 # The face sidecar's own tests (Node's test runner), with the whole suite,
 # when scripts/ml-deps.sh installed its packages. They run after the main
@@ -114,4 +121,14 @@ if [ "$PKG" = ./... ] && [ -f faces/sidecar/node_modules/.lightbox-installed ] &
 fi
 wait "$beside_pid" || rc=$(first "$rc" $?)
 cat artifacts/test-beside.log
+
+# The tests testenv.Alone put off, now that the machine is quiet.
+alone=$(cat artifacts/alone.txt artifacts/alone-plain.txt 2>/dev/null | sort -u)
+if [ -n "$alone" ]; then
+	say "alone, one at a time: $(awk '{print $2}' <<<"$alone" | paste -sd' ')"
+	# shellcheck disable=SC2046 # lists of words
+	LIGHTBOX_ALONE= go test -json -p 1 -parallel 1 -count=1 -timeout "$TIMEOUT" \
+		-run "^($(awk '{print $2}' <<<"$alone" | paste -sd'|'))\$" $(awk '{print $1}' <<<"$alone" | sort -u) |
+		go run ./scripts/testtimes -o artifacts/test-times-alone.txt || rc=$(first "$rc" $?)
+fi
 exit "$rc"

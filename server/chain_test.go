@@ -240,6 +240,7 @@ func get(url, key string) (reply, error) {
 // processes of their own, built without the race detector, so the figures
 // are the servers'.
 func TestChainVerifyFloodFromOneUser(t *testing.T) {
+	testenv.Alone(t)
 	const entries, volley, samples = 1_500, 20, 400
 	env := testenv.New(t)
 	ctx := context.Background()

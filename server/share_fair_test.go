@@ -114,6 +114,7 @@ func typePassword(t *testing.T, a *app, slug, addr, pw string, n int) (*answers,
 // At least 19 of the viewer's 20 tries must be let in, and all 10 of the
 // other user's changes.
 func TestOwnerSettingPasswords8ASecondLetsAnotherUsersViewerIn19TimesOf20(t *testing.T) {
+	testenv.Alone(t)
 	t.Parallel()
 	const (
 		loopEvery = 125 * time.Millisecond
@@ -199,6 +200,7 @@ func TestOwnerSettingPasswords8ASecondLetsAnotherUsersViewerIn19TimesOf20(t *tes
 // and B's viewer was refused 429 busy. At least 19 of B's 20 tries must
 // be let in.
 func TestGalleryFloodLetsAnotherGallerysViewerIn19TimesOf20(t *testing.T) {
+	testenv.Alone(t)
 	t.Parallel()
 	const (
 		clients   = 48

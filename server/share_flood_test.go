@@ -30,6 +30,7 @@ import (
 // waits for a core behind its own hash as well as behind everything else
 // (under the unbounded flood the p99 was seconds, 50 times the control's).
 func TestPasswordFloodKeepsTheServerUnder300MiBAndOthersP99Under250ms(t *testing.T) {
+	testenv.Alone(t)
 	const (
 		attackers = 200
 		addresses = 8

@@ -57,6 +57,7 @@ func (a *app) passwordHashes() float64 {
 // side) cost it in the same run, at another gallery, once the server is
 // warm.
 func TestThirtyPasswordsAtOnceFromOneAddressRunAtMostTenHashes(t *testing.T) {
+	testenv.Alone(t)
 	env := testenv.New(t)
 	srv := startServerProcess(t, env, map[string]string{"TRUSTED_PROXIES": "127.0.0.1/32", "METRICS_TOKEN": testMetricsToken,
 		"PASSWORD_HASHES": "32", "LOG_LEVEL": "error"})

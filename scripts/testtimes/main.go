@@ -1,9 +1,11 @@
 // Command testtimes reads `go test -json` on its standard input, prints
 // what `go test` prints without -json (each package's result, the output
 // of failed tests, build errors), and at the end writes where the time
-// went: each package's wall time and the slowest tests.
+// went: each package's wall time and the slowest tests. With -alone it
+// also lists the tests testenv.Alone put off, a line "package test" each,
+// for scripts/test.sh to run after the rest.
 //
-//	go test -json ./... | go run ./scripts/testtimes -o artifacts/test-times.txt
+//	go test -json ./... | go run ./scripts/testtimes -o artifacts/test-times.txt -alone artifacts/alone.txt
 package main
 
 import (
@@ -36,16 +38,22 @@ type test struct {
 	start     time.Time // run, or cont for a parallel test: its pause does not count
 	wall      time.Duration
 	output    []string
+	alone     bool // skipped by testenv.Alone
 }
+
+// aloneMark is testenv.AloneMark, which a test testenv.Alone skipped says.
+const aloneMark = "lightbox:alone"
 
 func main() {
 	out := flag.String("o", "", "write the times to this file")
 	top := flag.Int("top", 30, "how many of the slowest tests to list")
+	aloneOut := flag.String("alone", "", "write the tests testenv.Alone skipped to this file")
 	flag.Parse()
 
 	var (
 		tests    = map[string]*test{} // package + "\x00" + top-level name
 		done     []*test
+		later    strings.Builder // the tests testenv.Alone skipped
 		packages = map[string]float64{}
 	)
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
@@ -77,6 +85,7 @@ func main() {
 				}
 				switch {
 				case e.Action == "output":
+					t.alone = t.alone || e.Test == name && strings.Contains(e.Output, aloneMark)
 					if !quiet(e.Output) {
 						t.output = append(t.output, e.Output)
 					}
@@ -86,6 +95,9 @@ func main() {
 				case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
 					if e.Action == "fail" {
 						fmt.Print(strings.Join(t.output, ""))
+					}
+					if e.Action == "skip" && t.alone {
+						fmt.Fprintf(&later, "%s %s\n", t.pkg, t.name)
 					}
 					t.wall, t.output = e.Time.Sub(t.start), nil
 					done = append(done, t)
@@ -106,11 +118,18 @@ func main() {
 	for _, t := range tests {
 		fmt.Print(strings.Join(t.output, ""))
 	}
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(report(packages, done, *top)), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "testtimes:", err)
-			os.Exit(1)
-		}
+	write(*out, report(packages, done, *top))
+	write(*aloneOut, later.String())
+}
+
+// write writes s to the file at path, unless path is empty.
+func write(path, s string) {
+	if path == "" {
+		return
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "testtimes:", err)
+		os.Exit(1)
 	}
 }
 
