@@ -256,9 +256,7 @@ func TestEnqueuePutsATaskInTheQueueItsRowNames(t *testing.T) {
 	h := newHarness(t, 0)
 	ctx := context.Background()
 	j := h.exportJob()
-	if _, err := h.env.DB.Exec(`UPDATE jobs SET queue = $2 WHERE id = $1`, j.ID, tasks.QueueLow); err != nil {
-		t.Fatal(err)
-	}
+	h.env.SetJobs(t, testenv.JobRow{Queue: tasks.QueueLow}, "id = $1", j.ID)
 	j.Queue = tasks.QueueLow
 	if n := h.d.Enqueue(ctx, slog.Default(), []store.Job{j}); n != 1 {
 		t.Fatalf("%d jobs handed over, want 1", n)

@@ -14,6 +14,7 @@ import (
 
 	"lightbox/events"
 	"lightbox/testsupport/seed"
+	"lightbox/testsupport/testenv"
 )
 
 // listed is one asset as a test of the list's filters and orders knows it.
@@ -47,15 +48,11 @@ func TestAssetListFiltersAndOrders(t *testing.T) {
 		order = append(order, x.ID.String())
 	}
 	for _, id := range order[10:13] {
-		if _, err := a.env.DB.ExecContext(ctx, `UPDATE assets SET captured_at = NULL WHERE id = $1`, id); err != nil {
-			t.Fatal(err)
-		}
+		a.env.SetAssets(t, testenv.AssetRow{NoCaptureTime: true}, "id = $1", id)
 		all[id].hasCapture = false
 	}
 	for _, id := range order[20:22] {
-		if _, err := a.env.DB.ExecContext(ctx, `UPDATE assets SET filename = 'same.jpg' WHERE id = $1`, id); err != nil {
-			t.Fatal(err)
-		}
+		a.env.SetAssets(t, testenv.AssetRow{Filename: "same.jpg"}, "id = $1", id)
 		all[id].name = "same.jpg"
 	}
 	var statuses []struct{ ID, Status string }

@@ -56,7 +56,7 @@ func TestCancelRemovesWaitingAndStopsRunningWork(t *testing.T) {
 	if _, err := client.Enqueue(asynq.NewTask(info.Type, info.Payload), asynq.TaskID(running), asynq.Queue("critical")); err != nil {
 		t.Fatal(err)
 	}
-	a.env.DB.MustExec(`UPDATE jobs SET queue = 'critical' WHERE task_id = $1`, running)
+	a.env.SetJobs(t, testenv.JobRow{Queue: "critical"}, "task_id = $1", running)
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}

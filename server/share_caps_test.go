@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // onePhotoGallery is an open gallery of one photo of a new project of key's.
@@ -112,8 +114,7 @@ func TestGalleryCommentsAndViewersAreCapped(t *testing.T) {
 	token := auth("198.51.100.9").json(t)["token"].(string)
 
 	// 5,000 comments: no more.
-	a.env.DB.MustExec(`INSERT INTO gallery_comments (id, gallery_id, asset_id, body)
-		SELECT gen_random_uuid(), $1, $2, 'filler ' || n FROM generate_series(1, 4999) n`, id, photo)
+	a.env.Comments(t, uuid.MustParse(id), uuid.MustParse(photo), 4999)
 	comment := func() reply {
 		return a.do("POST", "/v1/share/"+slug+"/comment", token, map[string]any{"assetId": photo, "text": "one more"},
 			"X-Forwarded-For", "198.51.100.9")
@@ -122,8 +123,7 @@ func TestGalleryCommentsAndViewersAreCapped(t *testing.T) {
 	expect(t, comment(), 403, "gallery_comment_limit")
 
 	// 1,000 live viewers (31 so far): then 429 until the oldest expires.
-	a.env.DB.MustExec(`INSERT INTO gallery_viewers (id, gallery_id, token_hash, auth_version, expires_at)
-		SELECT gen_random_uuid(), $1, decode(md5(n::text), 'hex'), 0, now() + interval '2 hours' FROM generate_series(1, 969) n`, id)
+	a.env.Viewers(t, uuid.MustParse(id), 969, 2*time.Hour)
 	r := auth("192.0.2.1")
 	expect(t, r, 429, "gallery_viewer_limit")
 	shown("192.0.2.1")

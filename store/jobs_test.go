@@ -305,9 +305,7 @@ func TestRecordJobStatesWritesManyAtOnce(t *testing.T) {
 		{ID: other[0], Status: store.JobDone, Attempt: 1},
 		{ID: uuid.New(), Status: store.JobDone, Attempt: 1},
 	}
-	if _, err := env.DB.Exec(`UPDATE jobs SET status = 'canceled' WHERE id = $1`, ids[3]); err != nil {
-		t.Fatal(err)
-	}
+	env.SetJobs(t, testenv.JobRow{Status: store.JobCanceled}, "id = $1", ids[3])
 	ended = append(ended, store.JobUpdate{ID: ids[3], Status: store.JobDone, Attempt: 1})
 	jobs, batches, err = env.Store.RecordJobStates(ctx, ended)
 	if err != nil || len(jobs) != 4 {

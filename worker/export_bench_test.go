@@ -42,7 +42,7 @@ func BenchmarkExport(b *testing.B) {
 			p := photos[i%len(photos)]
 			data := append(bytes.Clone(p.data), []byte(uuid.NewString())...)
 			asset, _ := h.finalizeWithoutEnqueue(project, data)
-			h.exec(`UPDATE assets SET filename = $2 WHERE id = $1`, asset, fmt.Sprintf("%03d-%s", i, p.name))
+			h.env.SetAssets(b, testenv.AssetRow{Filename: fmt.Sprintf("%03d-%s", i, p.name)}, "id = $1", asset)
 			keys = append(keys, "originals/"+project.String()+"/"+asset.String())
 		}
 		id, task := h.newExport(project, "web", web)
@@ -110,7 +110,7 @@ func BenchmarkExportQueueWait(b *testing.B) {
 		var chosen []uuid.UUID
 		for i, p := range corpusPhotos(b)[:5] {
 			asset, _ := h.finalizeWithoutEnqueue(project, p.data)
-			h.exec(`UPDATE assets SET filename = $2 WHERE id = $1`, asset, fmt.Sprintf("%d-%s", i, p.name))
+			h.env.SetAssets(b, testenv.AssetRow{Filename: fmt.Sprintf("%d-%s", i, p.name)}, "id = $1", asset)
 			chosen = append(chosen, asset)
 		}
 		wood := readCorpus(b, "photos/wood.jpg")

@@ -13,6 +13,7 @@ import (
 	"lightbox/app"
 	"lightbox/render"
 	"lightbox/store"
+	"lightbox/testsupport/testenv"
 )
 
 // portrait is a 1000×1500 (2:3) JPEG of a soft gradient.
@@ -60,7 +61,7 @@ func TestExportsDrawEachPhotosNewestEdit(t *testing.T) {
 	ctx := context.Background()
 	project := h.project()
 	tall, _ := h.finalizeWithoutEnqueue(project, portrait(t))
-	h.exec("UPDATE assets SET filename = 'tall.jpg' WHERE id = $1", tall)
+	h.env.SetAssets(t, testenv.AssetRow{Filename: "tall.jpg"}, "id = $1", tall)
 	h.ingested(project, tall)
 	kite := h.ready(project, "photos/kite-2560x1600.jpg")
 	storm := h.ready(project, "photos/storm.jpg")

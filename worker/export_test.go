@@ -43,7 +43,7 @@ func (h *harness) readyCopy(project uuid.UUID, name, as string) uuid.UUID {
 	h.t.Helper()
 	data := append(readCorpus(h.t, name), []byte(uuid.NewString())...)
 	asset, _ := h.finalizeWithoutEnqueue(project, data)
-	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, as)
+	h.env.SetAssets(h.t, testenv.AssetRow{Filename: as}, "id = $1", asset)
 	return h.ingested(project, asset)
 }
 
@@ -59,7 +59,7 @@ func (h *harness) ingested(project, asset uuid.UUID) uuid.UUID {
 func (h *harness) notReady(project uuid.UUID, name string) uuid.UUID {
 	h.t.Helper()
 	asset, _ := h.finalizeWithoutEnqueue(project, readCorpus(h.t, name))
-	h.exec("UPDATE assets SET filename = $2 WHERE id = $1", asset, filepath.Base(name))
+	h.env.SetAssets(h.t, testenv.AssetRow{Filename: filepath.Base(name)}, "id = $1", asset)
 	return asset
 }
 
@@ -183,8 +183,10 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	project := h.project()
 	size := map[string]image.Point{}
 	originals := map[string][]byte{}
+	ids := map[string]uuid.UUID{}
 	for _, p := range exportPhotos {
 		id := h.ready(project, p.name)
+		ids[filepath.Base(p.name)] = id
 		var w, ht int
 		h.env.DB.QueryRow(`SELECT width_px, height_px FROM assets WHERE id = $1`, id).Scan(&w, &ht)
 		if p.w != 0 && (w != p.w || ht != p.h) {
@@ -200,7 +202,7 @@ func TestExportPresetsOnRealPhotos(t *testing.T) {
 	// Never exported: a file that failed and a duplicate.
 	h.ready(project, "bad/html-named.jpg")
 	dup := h.notReady(project, "photos/dune.jpg")
-	h.exec(`UPDATE assets SET status = 'duplicate', duplicate_of = (SELECT id FROM assets WHERE filename = 'wood.jpg') WHERE id = $1`, dup)
+	h.env.SetAssets(t, testenv.AssetRow{Status: store.AssetDuplicate, DuplicateOf: ids["wood.jpg"]}, "id = $1", dup)
 	wantSkipped := map[string]string{"html-named.jpg": "failed", "dune.jpg": "duplicate"}
 	const exported = 5
 
@@ -323,9 +325,9 @@ func TestExportNamesAreUniqueAndOrderFollowsTheRequest(t *testing.T) {
 	a := h.ready(project, "photos/wood.jpg")
 	b := h.ready(project, "photos/storm.jpg")
 	c := h.ready(project, "photos/dune.jpg")
-	h.exec(`UPDATE assets SET filename = 'IMG_1.JPG' WHERE id = $1`, a)
-	h.exec(`UPDATE assets SET filename = 'img_1.jpeg' WHERE id = $1`, b)
-	h.exec(`UPDATE assets SET filename = 'IMG_1.jpg' WHERE id = $1`, c)
+	h.env.SetAssets(t, testenv.AssetRow{Filename: "IMG_1.JPG"}, "id = $1", a)
+	h.env.SetAssets(t, testenv.AssetRow{Filename: "img_1.jpeg"}, "id = $1", b)
+	h.env.SetAssets(t, testenv.AssetRow{Filename: "IMG_1.jpg"}, "id = $1", c)
 	id, task := h.newExport(project, "web", render.Settings{LongEdge: 320, Quality: 60}, c, a, b)
 	if err := h.runExport(context.Background(), task); err != nil {
 		t.Fatal(err)
@@ -705,7 +707,7 @@ func TestSweepDeletesExpiredExports(t *testing.T) {
 	if e := h.export(keep); e.ExpiresAt == nil || e.ExpiresAt.Sub(time.Now()) < 7*24*time.Hour-time.Minute {
 		t.Fatalf("a new export expires at %v, want in 7 days", e.ExpiresAt)
 	}
-	h.exec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, old)
+	h.env.Age(t, "exports", "expires_at", time.Second, "id = $1", old)
 	h.sweep()
 
 	if e := h.export(old); e.Status != "expired" || e.BlobKey != nil {

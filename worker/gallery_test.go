@@ -24,6 +24,7 @@ import (
 	"lightbox/render"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // changeGallery changes a gallery as the API does, and returns the
@@ -146,7 +147,7 @@ func TestGalleryRenderWatermarksThePreview(t *testing.T) {
 	if _, err := h.env.Store.RemoveGalleryAssets(context.Background(), gallery, []uuid.UUID{ready}); err != nil {
 		t.Fatal(err)
 	}
-	h.exec(`UPDATE jobs SET status = 'queued' WHERE id = $1`, renders[ready].ID)
+	h.env.SetJobs(t, testenv.JobRow{Status: store.JobQueued}, "id = $1", renders[ready].ID)
 	if err := h.runJob(renders[ready]); err != nil {
 		t.Fatalf("render of a photo no longer in the gallery: %v", err)
 	}

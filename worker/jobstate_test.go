@@ -12,6 +12,7 @@ import (
 	"lightbox/jobs"
 	"lightbox/store"
 	"lightbox/tasks"
+	"lightbox/testsupport/testenv"
 )
 
 // TestCanceledJobsDoNotRun cancels jobs the way the API does (the project
@@ -49,7 +50,7 @@ func TestCanceledJobsDoNotRun(t *testing.T) {
 	if err := jobs.MarkCanceling(ctx, h.env.Redis, marked); err != nil {
 		t.Fatal(err)
 	}
-	h.exec(`UPDATE jobs SET status = 'canceled' WHERE id = $1`, canceled.ID)
+	h.env.SetJobs(t, testenv.JobRow{Status: store.JobCanceled}, "id = $1", canceled.ID)
 
 	for _, j := range []store.Job{canceled, kept, other} {
 		if err := run(j); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -57,7 +58,8 @@ func TestJobStatesLostWithTheWorkerAreRepaired(t *testing.T) {
 	}
 
 	// The row has been quiet long enough for the sweeper to look at it.
-	h.exec(`UPDATE jobs SET enqueued_at = now() - interval '3 minutes', updated_at = now() - interval '3 minutes' WHERE id = $1`, job)
+	h.env.Age(t, "jobs", "enqueued_at", 3*time.Minute, "id = $1", job)
+	h.env.Age(t, "jobs", "updated_at", 3*time.Minute, "id = $1", job)
 	h.sweep()
 	h.run()
 	testenv.Eventually(h.t, "the job to end done", patience, func() bool {

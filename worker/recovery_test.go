@@ -390,8 +390,9 @@ func TestJobAWorkerEndedButNeverRecordedRunsOnceItsHeartbeatLapses(t *testing.T)
 	asset, job := h.finalizeNamed(project, "kite.jpg", readCorpus(t, "photos/kite-2560x1600.jpg"))
 	// The dead worker had started the job (the row says so) and its task
 	// completed (Asynq keeps none); its heartbeat lapsed a moment ago.
-	h.exec(`UPDATE jobs SET status = 'running', attempt = 1, enqueued_at = now() - interval '30 seconds',
-		updated_at = now() - interval '30 seconds' WHERE id = $1`, job)
+	h.env.SetJobs(t, testenv.JobRow{Status: store.JobRunning, Attempt: 1}, "id = $1", job)
+	h.env.Age(t, "jobs", "enqueued_at", 30*time.Second, "id = $1", job)
+	h.env.Age(t, "jobs", "updated_at", 30*time.Second, "id = $1", job)
 	if err := h.env.Redis.ZAdd(context.Background(), "asynq:servers",
 		redis.Z{Score: float64(time.Now().Add(-time.Second).Unix()), Member: "asynq:servers:{dead-host:1:dead}"}).Err(); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
 		t.Fatal("sweep enqueued fresh work")
 	}
 
-	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.env.Age(t, "jobs", "created_at", time.Minute, "")
 	h.sweep()
 	info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
 	if err != nil {
@@ -85,7 +85,7 @@ func TestSweepPutsBackTasksRedisLostOrAnOutageArchived(t *testing.T) {
 	project := h.project()
 	lost, _ := h.finalizeNamed(project, "a.jpg", []byte("other bytes"))
 	archived, _ := h.finalizeNamed(project, "b.jpg", []byte("more bytes"))
-	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.env.Age(t, "jobs", "created_at", time.Minute, "")
 	h.sweep()
 
 	// Redis loses one task (a restart without persistence); Postgres is
@@ -100,7 +100,7 @@ func TestSweepPutsBackTasksRedisLostOrAnOutageArchived(t *testing.T) {
 	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(lost)); err == nil {
 		t.Fatal("a recently updated job was re-enqueued")
 	}
-	h.exec("UPDATE jobs SET updated_at = now() - interval '3 minutes'")
+	h.env.Age(t, "jobs", "updated_at", 3*time.Minute, "")
 	h.sweep()
 	for _, asset := range []uuid.UUID{lost, archived} {
 		info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
@@ -169,12 +169,12 @@ func TestSweepPutsBackEveryJobAfterRedisLosesEverything(t *testing.T) {
 	project := h.project()
 	a, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
 	b, _ := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
-	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.env.Age(t, "jobs", "created_at", time.Minute, "")
 	h.sweep()
 	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	h.exec("UPDATE jobs SET updated_at = now() - interval '3 minutes'")
+	h.env.Age(t, "jobs", "updated_at", 3*time.Minute, "")
 	h.sweep()
 	for _, asset := range []uuid.UUID{a, b} {
 		if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err != nil {
@@ -197,14 +197,14 @@ func TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything(t *testing.T) {
 	project := h.project()
 	waiting, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
 	running, runningJob := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
-	h.exec("UPDATE jobs SET created_at = now() - interval '1 minute'")
+	h.env.Age(t, "jobs", "created_at", time.Minute, "")
 	h.sweep()
 	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// Both were enqueued a little while ago; one had started.
-	h.exec("UPDATE jobs SET updated_at = now() - interval '10 seconds'")
-	h.exec("UPDATE jobs SET status = 'running', attempt = 1 WHERE id = $1", runningJob)
+	h.env.Age(t, "jobs", "updated_at", 10*time.Second, "")
+	h.env.SetJobs(t, testenv.JobRow{Status: store.JobRunning, Attempt: 1}, "id = $1", runningJob)
 
 	h.sweep()
 	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(waiting)); err != nil {
@@ -258,7 +258,7 @@ func TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires(t *testing.T) {
 		t.Fatal("the original's bytes are gone")
 	}
 
-	h.exec(`UPDATE blob_discards SET url_expires_at = now() - interval '10 minutes' WHERE blob_key = $1`, dup)
+	h.env.Age(t, "blob_discards", "url_expires_at", 10*time.Minute, "blob_key = $1", dup)
 	h.sweep()
 	if stored() {
 		t.Fatal("the sweep kept a discarded original whose URL has expired")
@@ -279,7 +279,7 @@ func (h *harness) scheduleClusterRun(project uuid.UUID) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '1 minute' WHERE project_id = $1`, project)
+	h.env.Age(h.t, "cluster_runs", "scheduled_for", time.Minute, "project_id = $1", project)
 	h.sweep()
 	id := tasks.ClusterPayload{ProjectID: project, Run: run.Run}.TaskID()
 	if _, err := h.in.GetTaskInfo("low", id); err != nil {
@@ -313,7 +313,7 @@ func TestSweepPutsBackClusterRunsRedisLostOrAnOutageArchived(t *testing.T) {
 	if _, err := h.in.GetTaskInfo("low", lostID); err == nil {
 		t.Fatal("a recently due cluster run was enqueued again")
 	}
-	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '3 minutes'`)
+	h.env.Age(t, "cluster_runs", "scheduled_for", 3*time.Minute, "")
 	h.sweep()
 	for _, id := range []string{lostID, archivedID} {
 		info, err := h.in.GetTaskInfo("low", id)
@@ -359,7 +359,7 @@ func TestSweepRunsAgainAClusterRunThatFailedAfterItStarted(t *testing.T) {
 	if info, _ := h.in.GetTaskInfo("low", id); info == nil || info.State != asynq.TaskStateArchived {
 		t.Fatalf("a run started just now was touched: %v", info)
 	}
-	h.exec(`UPDATE cluster_runs SET started_at = now() - interval '20 minutes' WHERE project_id = $1`, project)
+	h.env.Age(t, "cluster_runs", "started_at", 20*time.Minute, "project_id = $1", project)
 	h.sweep()
 	if info, err := h.in.GetTaskInfo("low", id); err != nil || info.State != asynq.TaskStatePending {
 		t.Fatalf("a run stuck since it started was not run again: %v %v", info, err)
@@ -373,7 +373,7 @@ func TestSweepPutsBackClusterRunsAfterRedisLosesEverything(t *testing.T) {
 	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	h.exec(`UPDATE cluster_runs SET scheduled_for = now() - interval '3 minutes'`)
+	h.env.Age(t, "cluster_runs", "scheduled_for", 3*time.Minute, "")
 	h.sweep()
 	// The Inspector finds it only if the sweep announced the queue again.
 	if _, err := h.in.GetTaskInfo("low", id); err != nil {

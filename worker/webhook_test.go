@@ -357,8 +357,8 @@ func TestSweepTellsWebhooksWhatAFailedWriteKeptFromThem(t *testing.T) {
 		t.Fatalf("the sweep recorded %d deliveries of fresh events", n)
 	}
 
-	h.exec(`UPDATE batches SET completed_at = completed_at - interval '2 minutes'`)
-	h.exec(`UPDATE jobs SET updated_at = updated_at - interval '2 minutes' WHERE status = 'failed'`)
+	h.env.Age(t, "batches", "completed_at", 2*time.Minute, "completed_at IS NOT NULL")
+	h.env.Age(t, "jobs", "updated_at", 2*time.Minute, "status = 'failed'")
 	h.sweep()
 	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 2 {
 		t.Fatalf("the sweep recorded %d deliveries, want batch.completed and asset.failed", n)
@@ -408,8 +408,8 @@ func TestSweepTellsWebhooksOfAnExportAFailedWriteKeptFromThem(t *testing.T) {
 		t.Fatalf("the sweep recorded %d deliveries of a fresh export", n)
 	}
 
-	h.exec(`UPDATE exports SET updated_at = updated_at - interval '2 minutes'`)
-	h.exec(`UPDATE jobs SET updated_at = updated_at - interval '2 minutes'`)
+	h.env.Age(t, "exports", "updated_at", 2*time.Minute, "")
+	h.env.Age(t, "jobs", "updated_at", 2*time.Minute, "")
 	h.sweep()
 	h.sweep()
 	if n := h.count(`SELECT count(*) FROM webhook_deliveries`); n != 1 {
@@ -434,7 +434,7 @@ func TestExpiredExportIsReported(t *testing.T) {
 	if err := h.w.Handler().ProcessTask(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
-	h.exec(`UPDATE exports SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
+	h.env.Age(t, "exports", "expires_at", time.Second, "id = $1", id)
 	h.sweep()
 	h.run()
 	testenv.Eventually(h.t, "two deliveries", patience, func() bool {
