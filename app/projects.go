@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -9,6 +10,13 @@ import (
 	"lightbox/store"
 	"lightbox/tasks"
 )
+
+// CreateProject adds a project owned by owner (store.CreateProject). A new
+// project holds no photos, so it records no jobs: faces are off until
+// UpdateProject switches them on.
+func (a *App) CreateProject(ctx context.Context, owner uuid.UUID, title, description string, shootDate *time.Time, tz *string) (*store.Project, error) {
+	return a.store.CreateProject(ctx, owner, title, description, shootDate, tz)
+}
 
 // UpdateProject applies in to owner's project id, as store.UpdateProject
 // does. When it switches faces on, it records in the same transaction the

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/jobs"
 	"lightbox/ptr"
@@ -113,7 +114,7 @@ type assetJSON struct {
 	Keywords       []string        `json:"keywords"`
 	Notes          string          `json:"notes"`
 	IPTC           json.RawMessage `json:"iptc"`
-	MyRating       *ratingJSON     `json:"myRating,omitempty"` // the caller's; left out when not rated or not known
+	MyRating       *app.RatingJSON `json:"myRating,omitempty"` // the caller's; left out when not rated or not known
 	Faces          *faceSummary    `json:"faces"`              // null until its faces were looked for
 	BestPreviewURL *string         `json:"bestPreviewUrl"`
 	CreatedAt      time.Time       `json:"createdAt"`
@@ -380,7 +381,7 @@ func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 	}
 	for i, id := range ids {
 		if r, ok := ratings[id]; ok {
-			assets[i].MyRating = toRatingJSON(r)
+			assets[i].MyRating = app.RatingJSONOf(r)
 		}
 		if f, ok := scans[id]; ok {
 			assets[i].Faces = toFaceSummary(f)
@@ -599,7 +600,7 @@ func (s *Server) patchAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	updated, err := s.store.UpdateAsset(c.Request.Context(), principal(c).ID, a.ID, change)
+	updated, err := s.app.UpdateAsset(c.Request.Context(), principal(c).ID, a.ID, change)
 	if err != nil {
 		fail(c, err)
 		return

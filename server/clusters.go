@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -136,7 +135,7 @@ func (s *Server) patchCluster(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	cl, err := s.store.UpdateCluster(c.Request.Context(), principal(c).ID, id, change)
+	cl, err := s.app.UpdateCluster(c.Request.Context(), principal(c).ID, id, change)
 	if err != nil {
 		fail(c, err)
 		return
@@ -163,10 +162,7 @@ func (s *Server) chooseClusterWinner(c *gin.Context) {
 		fail(c, fieldErrors{"winnerAssetId": "is required"}.err())
 		return
 	}
-	cl, err := s.store.ChooseClusterWinner(c.Request.Context(), principal(c).ID, id, in.WinnerAssetID)
-	if errors.Is(err, store.ErrNotMember) {
-		err = fieldErrors{"winnerAssetId": "must be one of the cluster's assets"}.err()
-	}
+	cl, err := s.app.ChooseClusterWinner(c.Request.Context(), principal(c).ID, id, in.WinnerAssetID)
 	if err != nil {
 		fail(c, err)
 		return

@@ -119,7 +119,7 @@ func (s *Server) createProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.store.CreateProject(c.Request.Context(), principal(c).ID, strings.TrimSpace(in.Title), in.Description, shoot, in.Timezone)
+	p, err := s.app.CreateProject(c.Request.Context(), principal(c).ID, strings.TrimSpace(in.Title), in.Description, shoot, in.Timezone)
 	if err != nil {
 		fail(c, err)
 		return
@@ -220,7 +220,7 @@ func (s *Server) archiveProject(c *gin.Context) {
 		return
 	}
 	archived := "archived"
-	p, err := s.store.UpdateProject(c.Request.Context(), principal(c).ID, id, store.ProjectInput{Status: &archived})
+	p, err := app.UpdateProject(c.Request.Context(), s.store, principal(c).ID, id, store.ProjectInput{Status: &archived})
 	if err != nil {
 		fail(c, err)
 		return

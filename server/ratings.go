@@ -5,13 +5,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
-	"lightbox/events"
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -20,23 +19,6 @@ const maxCullActions = 1000
 
 // maxNotes bounds notes on a rating or an asset, in characters.
 const maxNotes = 5000
-
-type ratingJSON struct {
-	AssetID    uuid.UUID `json:"assetId"`
-	UserID     uuid.UUID `json:"userId"`
-	Rating     *int      `json:"rating"`
-	Picked     bool      `json:"picked"`
-	Rejected   bool      `json:"rejected"`
-	Starred    bool      `json:"starred"`
-	Notes      string    `json:"notes"`
-	ColorLabel *string   `json:"colorLabel"`
-	UpdatedAt  time.Time `json:"updatedAt"`
-}
-
-func toRatingJSON(r store.Rating) *ratingJSON {
-	return &ratingJSON{AssetID: r.AssetID, UserID: r.UserID, Rating: r.Rating, Picked: r.Picked, Rejected: r.Rejected,
-		Starred: r.Starred, Notes: r.Notes, ColorLabel: r.ColorLabel, UpdatedAt: r.UpdatedAt.UTC()}
-}
 
 // ratingInput is one rating change as clients send it.
 type ratingInput struct {
@@ -104,13 +86,12 @@ func (s *Server) rateAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	r, err := s.store.Rate(c.Request.Context(), principal(c).ID, change)
+	r, err := s.app.Rate(c.Request.Context(), logger(c), principal(c).ID, a.ProjectID, change)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.ratingChanged(c, a.ProjectID, *r)
-	c.JSON(http.StatusOK, toRatingJSON(*r))
+	c.JSON(http.StatusOK, app.RatingJSONOf(*r))
 }
 
 // applyCullActions applies up to 1,000 rating changes of the caller's in
@@ -152,24 +133,14 @@ func (s *Server) applyCullActions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ratings, err := s.store.CullActions(c.Request.Context(), principal(c).ID, p.ID, changes)
+	ratings, err := s.app.CullActions(c.Request.Context(), logger(c), principal(c).ID, p.ID, changes)
 	if err != nil {
 		fail(c, foreignAssets(err, "actions"))
 		return
 	}
-	ids := make([]uuid.UUID, 0, len(changes))
-	seen := map[uuid.UUID]bool{}
-	for _, ch := range changes {
-		if !seen[ch.AssetID] {
-			seen[ch.AssetID] = true
-			ids = append(ids, ch.AssetID)
-			s.ratingChanged(c, p.ID, ratings[ch.AssetID])
-		}
+	ids := make([]uuid.UUID, len(ratings))
+	for i, r := range ratings {
+		ids[i] = r.AssetID
 	}
 	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids})
-}
-
-// ratingChanged tells the project's other open views of a new rating.
-func (s *Server) ratingChanged(c *gin.Context, project uuid.UUID, r store.Rating) {
-	s.publish(c, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": r.AssetID, "myRating": toRatingJSON(r)})
 }
