@@ -243,27 +243,32 @@ func (s *Server) adminRetryBatch(c *gin.Context) {
 	s.rerun(c, jobs, false)
 }
 
-// rerun runs failed jobs again (see jobs.Dispatcher.Rerun), notes who
-// asked, and answers 202 with the jobs that run again and those whose
-// asset was uploaded again meanwhile. When one job was asked for and
-// cannot run again for that reason, the answer is a 409.
-func (s *Server) rerun(c *gin.Context, failed []store.Job, one bool) bool {
+// rerun runs failed jobs again (see jobs.Dispatcher.Rerun) and answers
+// (answerRerun).
+func (s *Server) rerun(c *gin.Context, failed []store.Job, one bool) {
 	retried, dups, err := s.jobs.Rerun(c.Request.Context(), logger(c), failed)
 	if err != nil {
 		fail(c, err)
-		return false
+		return
 	}
+	s.answerRerun(c, retried, dups, one)
+}
+
+// answerRerun notes who asked to run failed jobs again, and answers 202
+// with the jobs that run again and those whose asset was uploaded again
+// meanwhile. When one job was asked for and cannot run again for that
+// reason, the answer is a 409.
+func (s *Server) answerRerun(c *gin.Context, retried []uuid.UUID, dups []jobs.Duplicate, one bool) {
 	logger(c).Info("failed jobs retried", "jobs", len(retried), "duplicates", len(dups), "by", principal(c).Email)
 	if one && len(dups) == 1 {
 		fail(c, errDuplicate(dups[0].DuplicateOf))
-		return false
+		return
 	}
 	body := gin.H{"retriedJobs": retried}
 	if len(dups) > 0 {
 		body["duplicates"] = dups
 	}
 	c.JSON(http.StatusAccepted, body)
-	return true
 }
 
 // errDuplicate refuses to run a failed asset again whose bytes were

@@ -3,32 +3,20 @@ package server
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/events"
 	"lightbox/ptr"
 	"lightbox/store"
 )
 
-type batchJSON struct {
-	ID          string     `json:"id"`
-	ProjectID   string     `json:"projectId"`
-	Kind        string     `json:"kind"`
-	Status      string     `json:"status"`
-	Total       int        `json:"total"`
-	Completed   int        `json:"completed"`
-	Failed      int        `json:"failed"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	CompletedAt *time.Time `json:"completedAt"`
-}
+// batchJSON is a batch as answers show it, the shape its events carry.
+type batchJSON = app.BatchJSON
 
-func toBatchJSON(b *store.Batch) batchJSON {
-	return batchJSON{ID: b.ID.String(), ProjectID: b.ProjectID.String(), Kind: b.Kind, Status: b.Status, Total: b.Total,
-		Completed: b.Completed, Failed: b.Failed, CreatedAt: b.CreatedAt.UTC(), CompletedAt: b.CompletedAt}
-}
+func toBatchJSON(b *store.Batch) batchJSON { return app.BatchJSONOf(b) }
 
 func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) { return owned(c, s.store.Batch) }
 
@@ -91,12 +79,11 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	canceled, nb, err := s.jobs.CancelBatch(c.Request.Context(), logger(c), b.ProjectID, b.ID)
+	canceled, nb, err := s.app.CancelBatch(c.Request.Context(), logger(c), b.ProjectID, b.ID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	s.publishBatch(c, nb)
 	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": canceled})
 }
 
@@ -111,28 +98,29 @@ func (s *Server) retryJob(c *gin.Context) {
 	s.retry(c, &id)
 }
 
-// retry runs a batch's failed jobs again (see rerun).
+// retry runs a batch's failed jobs again (see app.App.RetryJobs and
+// answerRerun).
 func (s *Server) retry(c *gin.Context, only *uuid.UUID) {
 	b, err := s.ownBatch(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	jobs, err := s.store.FailedJobs(c.Request.Context(), b.ID, only)
+	failed, err := s.store.FailedJobs(c.Request.Context(), b.ID, only)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if only != nil && len(jobs) == 0 {
+	if only != nil && len(failed) == 0 {
 		fail(c, s.whyNotRetried(c, b.ID, *only))
 		return
 	}
-	if !s.rerun(c, jobs, only != nil) {
+	retried, dups, err := s.app.RetryJobs(c.Request.Context(), logger(c), principal(c).ID, b.ID, failed)
+	if err != nil {
+		fail(c, err)
 		return
 	}
-	if nb, err := s.store.Batch(c.Request.Context(), principal(c).ID, b.ID); err == nil {
-		s.publishBatch(c, nb)
-	}
+	s.answerRerun(c, retried, dups, only != nil)
 }
 
 // whyNotRetried is the refusal of job, which is not a failed job of batch:
@@ -146,11 +134,6 @@ func (s *Server) whyNotRetried(c *gin.Context, batch, job uuid.UUID) error {
 		return err
 	}
 	return apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried; this one is %s.", j.Status)
-}
-
-// publishBatch tells the batch's listeners its new state.
-func (s *Server) publishBatch(c *gin.Context, b *store.Batch) {
-	s.publish(c, events.BatchUpdated, b.ProjectID, b.ID, toBatchJSON(b))
 }
 
 // publish sends one event to a project's streams (and a batch's, unless
