@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"lightbox/chain"
@@ -300,4 +301,12 @@ func ourQueue(b *testing.B, n int) time.Duration {
 		return done.Load() >= int64(n) && h.count(`SELECT count(*) FROM jobs WHERE status = 'done'`) >= n
 	})
 	return time.Since(start)
+}
+
+// plainJob is a job row of typ in project, on the default queue, whose
+// task carries nothing but the job reference.
+func plainJob(typ string, project uuid.UUID) store.Job {
+	id := uuid.New()
+	payload := []byte(fmt.Sprintf(`{"jobId":%q,"projectId":%q}`, id, project))
+	return store.Job{ID: id, ProjectID: project, Type: typ, Queue: "default", TaskID: typ + ":" + id.String(), Payload: payload}
 }
