@@ -633,10 +633,13 @@ func (a *app) count(sql string, args ...any) int {
 	return n
 }
 
-// waitCount waits, up to minutes, for query to count want.
+// waitCount waits, up to ten minutes, for query to count want. A photo's
+// gallery render waits for its ingest through retries 10 s, 1 min and
+// 5 min apart (tasks.TypeGallery): on a busy machine an ingest that takes
+// over a minute puts the render's end six minutes out.
 func waitCount(t testing.TB, a *app, what string, want int, query string, args ...any) {
 	t.Helper()
-	testenv.Eventually(t, what, 3*time.Minute, func() bool { return a.count(query, args...) == want })
+	testenv.Eventually(t, what, 10*time.Minute, func() bool { return a.count(query, args...) == want })
 }
 
 // waitBatch waits for batch id to reach status want, for minutes at most,
