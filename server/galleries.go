@@ -22,7 +22,6 @@ package server
 //     the page numbers them.
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,9 +35,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/abuse/password"
-	"lightbox/app"
-	"lightbox/events"
-	"lightbox/jobs"
 	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
@@ -50,7 +46,6 @@ const (
 	maxMarkText     = 100
 	minPasswordLen  = 4
 	maxPasswordLen  = 256
-	randomSlugLen   = 10
 	// maxGalleryAssets is how many assets one request adds or removes.
 	maxGalleryAssets = 10_000
 )
@@ -97,11 +92,9 @@ func (s *Server) toGalleryJSON(g *store.Gallery) galleryJSON {
 		CreatedAt: g.CreatedAt.UTC(), UpdatedAt: g.UpdatedAt.UTC(), ExpiresAt: utcPtr(g.ExpiresAt)}
 }
 
-// answerGalleryChange deletes the previews a change made stale, tells the
-// project's streams, and answers with the gallery.
+// answerGalleryChange answers with the changed gallery and the batch of
+// renders the change started.
 func (s *Server) answerGalleryChange(c *gin.Context, status int, ch *store.GalleryChange) {
-	s.deleteWatermarks(c, ch.Stale)
-	s.galleryChanged(c, ch.Gallery.ProjectID, ch.Gallery.ID, nil)
 	out := s.toGalleryJSON(ch.Gallery)
 	out.RenderBatchID = ch.BatchID
 	c.JSON(status, out)
@@ -155,27 +148,15 @@ func (s *Server) createGallery(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, ExpiresAt: in.ExpiresAt,
+	// No slug: the use case makes one.
+	g := &store.Gallery{ID: uuid.New(), ProjectID: p.ID, Title: in.Title, Slug: ptr.Value(in.ShareSlug), ExpiresAt: in.ExpiresAt,
 		Watermark: in.Watermark, WatermarkText: in.WatermarkText, AllowDownloads: in.AllowDownloads, SelectionLimit: in.SelectionLimit,
 		ShowFileNames: in.ShowFileNames, WatermarkPosition: ptr.Value(in.WatermarkPosition), WatermarkOpacity: ptr.Value(in.WatermarkOpacity)}
 	if g.PasswordHash, err = s.hashPassword(c, in.Password); err != nil {
 		fail(c, err)
 		return
 	}
-	var ch *store.GalleryChange
-	for try := 0; ; try++ {
-		if in.ShareSlug != nil {
-			g.Slug = *in.ShareSlug
-		} else {
-			g.Slug = strings.ToLower(rand.Text()[:randomSlugLen])
-		}
-		ch, err = app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.CreateGallery(ctx, g, ids) })
-		// 50 random bits make a clash all but impossible; still, a made
-		// slug never answers slug_taken.
-		if !errors.Is(err, store.ErrSlugTaken) || in.ShareSlug != nil || try == 3 {
-			break
-		}
-	}
+	ch, err := s.app.CreateGallery(ctx, logger(c), g, ids)
 	if errors.Is(err, store.ErrSlugTaken) {
 		err = apiError(http.StatusConflict, "slug_taken", "Another gallery has the slug %q; choose another.", g.Slug)
 	}
@@ -279,10 +260,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 		}
 		patch.PasswordHash = &hash
 	}
-	ctx := c.Request.Context()
-	ch, err := app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) {
-		return tx.UpdateGallery(ctx, principal(c).ID, g.ID, patch)
-	})
+	ch, err := s.app.UpdateGallery(c.Request.Context(), logger(c), principal(c).ID, g.ID, patch)
 	if err != nil {
 		fail(c, err)
 		return
@@ -320,8 +298,7 @@ func (s *Server) addGalleryAssets(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	ch, err := app.ChangeGallery(ctx, s.store, func(tx *store.Store) (*store.GalleryChange, error) { return tx.AddGalleryAssets(ctx, g.ID, ids) })
+	ch, err := s.app.AddGalleryAssets(c.Request.Context(), logger(c), g.ID, ids)
 	if err != nil {
 		fail(c, err)
 		return
@@ -330,22 +307,12 @@ func (s *Server) addGalleryAssets(c *gin.Context) {
 }
 
 func (s *Server) removeGalleryAssets(c *gin.Context) {
-	ctx := c.Request.Context()
 	g, ids, err := s.galleryAssets(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	keys, err := s.store.RemoveGalleryAssets(ctx, g.ID, ids)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	// A render still running writes its preview after this; it finds the
-	// photo gone and deletes what it wrote.
-	s.deleteWatermarks(c, keys)
-	s.galleryChanged(c, g.ProjectID, g.ID, nil)
-	if g, err = s.store.Gallery(ctx, principal(c).ID, g.ID); err != nil {
+	if g, err = s.app.RemoveGalleryAssets(c.Request.Context(), logger(c), g, ids); err != nil {
 		fail(c, err)
 		return
 	}
@@ -372,46 +339,19 @@ func (s *Server) listGalleries(c *gin.Context) {
 	c.JSON(http.StatusOK, toPaged(page, func(g store.Gallery) galleryJSON { return s.toGalleryJSON(&g) }))
 }
 
-// deleteGallery ends a gallery: its link answers 404 from now on, and its
-// watermarked previews are deleted (a render still running finds the
-// gallery gone and deletes what it wrote).
+// deleteGallery ends a gallery: its link answers 404 from now on
+// (app.DeleteGallery).
 func (s *Server) deleteGallery(c *gin.Context) {
 	g, err := s.ownGallery(c)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	keys, err := s.store.DeleteGallery(c.Request.Context(), principal(c).ID, g.ID)
-	if err != nil {
+	if err := s.app.DeleteGallery(c.Request.Context(), logger(c), g); err != nil {
 		fail(c, err)
 		return
 	}
-	s.deleteWatermarks(c, keys)
-	s.galleryChanged(c, g.ProjectID, g.ID, map[string]any{"deleted": true})
 	c.Status(http.StatusNoContent)
-}
-
-// galleryChanged publishes gallery.updated on the project's streams:
-// {galleryId} and what more says of the change. The owner's pages read
-// the gallery again (or drop it, when deleted is true).
-func (s *Server) galleryChanged(c *gin.Context, project, gallery uuid.UUID, more map[string]any) {
-	data := map[string]any{"galleryId": gallery}
-	for k, v := range more {
-		data[k] = v
-	}
-	s.publish(c, events.GalleryUpdated, project, uuid.Nil, data)
-}
-
-// deleteWatermarks deletes watermarked previews no longer wanted; one that
-// fails is logged, and the sweeper deletes it (the store discarded them).
-func (s *Server) deleteWatermarks(c *gin.Context, keys []string) {
-	ctx, cancel := jobs.AfterCommit(c.Request.Context())
-	defer cancel()
-	for _, k := range keys {
-		if err := s.blobs.Delete(ctx, k); err != nil {
-			logger(c).Warn("delete watermarked preview", "key", k, "err", err)
-		}
-	}
 }
 
 type commentJSON struct {

@@ -53,6 +53,7 @@ import (
 
 	"lightbox/abuse/guess"
 	"lightbox/abuse/password"
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/ptr"
 	"lightbox/store"
@@ -60,14 +61,8 @@ import (
 
 // Public gallery limits.
 const (
-	viewerTTL = 24 * time.Hour
-	// visitorTTL is how long the token of a visitor who named themself
-	// lasts: a client comes back to choose over days, from the same
-	// browser, and finds their hearts where they left them.
-	visitorTTL    = 30 * 24 * time.Hour
 	maxNameLen    = 100
 	maxCommentLen = 2000
-	viewerPrefix  = "lbv_"
 )
 
 // shareGuessLimits are the rules of gallery passwords tried.
@@ -86,14 +81,12 @@ func viewerHashes(slots int) password.Limits {
 // sharePerIP is the budget of the public gallery routes per client address.
 var sharePerIP = perMinute(300, 100)
 
-// Caps on what viewers leave behind (see the top of the file).
+// Caps on what an address leaves behind (see the top of the file); the
+// gallery's own caps are app's.
 var (
 	viewersPerAddress  = perPeriod(30, time.Hour)
 	commentsPerAddress = perPeriod(60, time.Hour)
-	commentCaps        = store.CommentCaps{PerViewer: 50, PerGallery: 5000}
 )
-
-const maxLiveViewers = 1000
 
 // Context keys of the share routes.
 const (
@@ -355,12 +348,7 @@ func (s *Server) newVisitor(c *gin.Context, g *store.Gallery, who *store.Visitor
 	if err := s.spendAlso(c, "share-viewers:"+g.ID.String()+":"+c.ClientIP(), viewersPerAddress); err != nil {
 		return "", nil, err
 	}
-	token := store.NewSecret(viewerPrefix)
-	ttl := viewerTTL
-	if who != nil {
-		ttl = visitorTTL
-	}
-	v, err := s.store.CreateViewer(c.Request.Context(), g, store.HashSecret(token), ttl, maxLiveViewers, who)
+	token, v, err := s.app.JoinGallery(c.Request.Context(), g, who)
 	var full *store.ViewerLimitError
 	if errors.As(err, &full) {
 		return "", nil, retryLater(c, time.Until(full.FreeAt), "gallery_viewer_limit", "This gallery has as many viewers as it takes")
@@ -447,19 +435,19 @@ func (s *Server) shareFavorite(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	limit := shareGallery(c).SelectionLimit
-	n, chosen, err := s.store.Favorite(c.Request.Context(), v.GalleryID, asset, v.ID, *in.Favorite, limit)
+	g := shareGallery(c)
+	n, chosen, err := s.app.Favorite(c.Request.Context(), logger(c), g, v, asset, *in.Favorite)
 	if errors.Is(err, store.ErrSelectionLimit) {
+		limit := *g.SelectionLimit
 		fail(c, apiError(http.StatusConflict, "selection_limit",
-			"You have chosen %d photos, as many as this gallery takes; unmark one to choose another.", *limit).
-			with("selectionLimit", *limit))
+			"You have chosen %d photos, as many as this gallery takes; unmark one to choose another.", limit).
+			with("selectionLimit", limit))
 		return
 	}
 	if err != nil {
 		fail(c, notInGallery(err))
 		return
 	}
-	s.galleryChanged(c, shareGallery(c).ProjectID, v.GalleryID, map[string]any{"assetId": asset, "favorite": *in.Favorite})
 	c.JSON(http.StatusOK, gin.H{"ok": true, "assetId": asset, "favorite": *in.Favorite, "favoriteCount": n, "chosen": chosen})
 }
 
@@ -481,18 +469,17 @@ func (s *Server) shareComment(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	cm, n, err := s.store.AddComment(c.Request.Context(), v.GalleryID, asset, v.ID, in.Text, commentCaps)
+	cm, n, err := s.app.Comment(c.Request.Context(), logger(c), shareGallery(c), v, asset, in.Text)
 	switch {
 	case errors.Is(err, store.ErrViewerComments):
-		err = apiError(http.StatusForbidden, "viewer_comment_limit", "This viewer has written %d comments, the most one may.", commentCaps.PerViewer)
+		err = apiError(http.StatusForbidden, "viewer_comment_limit", "This viewer has written %d comments, the most one may.", app.CommentCaps.PerViewer)
 	case errors.Is(err, store.ErrGalleryComments):
-		err = apiError(http.StatusForbidden, "gallery_comment_limit", "This gallery holds %d comments, the most it takes.", commentCaps.PerGallery)
+		err = apiError(http.StatusForbidden, "gallery_comment_limit", "This gallery holds %d comments, the most it takes.", app.CommentCaps.PerGallery)
 	}
 	if err != nil {
 		fail(c, notInGallery(err))
 		return
 	}
-	s.galleryChanged(c, shareGallery(c).ProjectID, v.GalleryID, map[string]any{"assetId": asset, "commentId": cm.ID})
 	c.JSON(http.StatusCreated, gin.H{"commentId": cm.ID, "comment": toCommentJSON(*cm), "commentsCount": n})
 }
 
