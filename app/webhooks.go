@@ -102,6 +102,26 @@ func (a *App) AssetFailed(ctx context.Context, log *slog.Logger, asset *store.As
 	a.notify(ctx, log, asset.ProjectID, EventAssetFailed, asset.ID.String(), job.ID.String()+"@"+job.UpdatedAt.UTC().Format(time.RFC3339Nano), data, mark)
 }
 
+// MaxWebhooks is how many webhooks one user may have.
+const MaxWebhooks = 25
+
+// CreateWebhook records w for its user, with a secret made for it when w
+// has none: every delivery is signed. A user with MaxWebhooks already is
+// refused (store.ErrTooManyWebhooks): each event is a delivery to every
+// one of them.
+func (a *App) CreateWebhook(ctx context.Context, w *store.Webhook) error {
+	if w.Secret == "" {
+		w.Secret = store.NewSecret("whsec_")
+	}
+	return a.store.CreateWebhook(ctx, w, MaxWebhooks)
+}
+
+// DeleteWebhook removes owner's webhook id and its deliveries; a delivery
+// job still waiting finds nothing to send and ends.
+func (a *App) DeleteWebhook(ctx context.Context, owner, id uuid.UUID) error {
+	return a.store.DeleteWebhook(ctx, owner, id)
+}
+
 // PingWebhook records a ping delivery to hook, and returns its job.
 func (a *App) PingWebhook(ctx context.Context, hook store.Webhook) (*store.Job, error) {
 	data := struct {

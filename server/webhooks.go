@@ -28,12 +28,12 @@ import (
 
 	"lightbox/app"
 	"lightbox/netguard"
+	"lightbox/ptr"
 	"lightbox/store"
 )
 
 // Webhook limits.
 const (
-	maxWebhooks      = 25
 	maxWebhookURL    = 2048
 	minWebhookSecret = 16
 	maxWebhookSecret = 256
@@ -91,7 +91,6 @@ func (s *Server) listWebhooks(c *gin.Context) {
 }
 
 func (s *Server) createWebhook(c *gin.Context) {
-	ctx := c.Request.Context()
 	var in struct {
 		URL    string   `json:"url"`
 		Events []string `json:"events"`
@@ -104,30 +103,24 @@ func (s *Server) createWebhook(c *gin.Context) {
 	errs := fieldErrors{}
 	s.checkWebhookURL(errs, in.URL)
 	events := checkWebhookEvents(errs, in.Events)
-	secret := ""
-	switch {
-	case in.Secret == nil:
-		secret = store.NewSecret("whsec_")
-	case len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret:
+	// Left out, the use case makes one.
+	if in.Secret != nil && (len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret) {
 		errs.add("secret", "must be 16 to 256 characters, or left out to have one made")
-	default:
-		secret = *in.Secret
 	}
 	if err := errs.err(); err != nil {
 		fail(c, err)
 		return
 	}
-	owner := principal(c).ID
-	w := &store.Webhook{ID: uuid.New(), UserID: owner, URL: in.URL, Events: events, Secret: secret}
-	if err := s.store.CreateWebhook(ctx, w, maxWebhooks); errors.Is(err, store.ErrTooManyWebhooks) {
-		fail(c, apiError(http.StatusConflict, "too_many_webhooks", "You have %d webhooks, the most one user may have; delete one first.", maxWebhooks))
+	w := &store.Webhook{ID: uuid.New(), UserID: principal(c).ID, URL: in.URL, Events: events, Secret: ptr.Value(in.Secret)}
+	if err := s.app.CreateWebhook(c.Request.Context(), w); errors.Is(err, store.ErrTooManyWebhooks) {
+		fail(c, apiError(http.StatusConflict, "too_many_webhooks", "You have %d webhooks, the most one user may have; delete one first.", app.MaxWebhooks))
 		return
 	} else if err != nil {
 		fail(c, err)
 		return
 	}
 	out := toWebhookJSON(*w)
-	out.Secret = secret
+	out.Secret = w.Secret
 	c.JSON(http.StatusCreated, out)
 }
 
@@ -181,15 +174,14 @@ func (s *Server) getWebhook(c *gin.Context) {
 	c.JSON(http.StatusOK, toWebhookJSON(*w))
 }
 
-// deleteWebhook removes the webhook and its deliveries; a delivery job
-// still waiting finds nothing to send and ends.
+// deleteWebhook removes the webhook and its deliveries (app.DeleteWebhook).
 func (s *Server) deleteWebhook(c *gin.Context) {
 	id, err := pathID(c, "id")
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	if err := s.store.DeleteWebhook(c.Request.Context(), principal(c).ID, id); err != nil {
+	if err := s.app.DeleteWebhook(c.Request.Context(), principal(c).ID, id); err != nil {
 		fail(c, err)
 		return
 	}
