@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -155,16 +156,18 @@ func (s *Server) createSession(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.startSession(c, p, in.Keep == nil || *in.Keep)
+	keep := in.Keep == nil || *in.Keep
+	sess, err := s.app.StartSession(c.Request.Context(), p.KeyID, s.sessionTTL(keep))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	s.answerSession(c, p, sess, keep)
 }
 
 // webSessionTTL is how long a session not kept lasts at most, should its
 // browser stay open.
 const webSessionTTL = 12 * time.Hour
-
-// webSignInKey names the key a code's session is made with, so signing
-// out revokes it with the session.
-const webSignInKey = "web sign-in"
 
 // codeSession signs in with a mailed code: the code is checked as
 // POST /v1/auth/verify checks it, and the session gets a key of its own.
@@ -173,40 +176,35 @@ func (s *Server) codeSession(c *gin.Context, challenge uuid.UUID, code string, k
 		fail(c, fieldErrors{"code": "must be the 6 digits from the mail"}.err())
 		return
 	}
-	u, err := s.tryCode(c, challenge, code)
+	p, sess, err := s.app.FinishWebSignIn(c.Request.Context(), codeGuesses{s, c}, challenge, code, s.sessionTTL(keep))
 	if err != nil {
 		fail(c, codeFailure(err))
 		return
 	}
-	_, key, err := s.store.CreateAPIKey(c.Request.Context(), u.ID, webSignInKey+" "+time.Now().UTC().Format("2006-01-02"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	s.startSession(c, &store.Principal{User: *u, KeyID: key.ID}, keep)
+	s.answerSession(c, p, sess, keep)
 }
 
-// startSession sets the session cookie of p: kept, it lasts SESSION_TTL;
-// else it ends with the browser, and within webSessionTTL.
-func (s *Server) startSession(c *gin.Context, p *store.Principal, keep bool) {
-	ttl := s.cfg.SessionTTL
+// sessionTTL is how long a session lasts: kept, SESSION_TTL; else its
+// cookie ends with the browser, and the session within webSessionTTL.
+func (s *Server) sessionTTL(keep bool) time.Duration {
 	if !keep {
-		ttl = min(ttl, webSessionTTL)
+		return min(s.cfg.SessionTTL, webSessionTTL)
 	}
-	token, expires, err := s.store.CreateSession(c.Request.Context(), p.KeyID, ttl)
-	if err != nil {
-		fail(c, err)
-		return
-	}
+	return s.cfg.SessionTTL
+}
+
+// answerSession sets the cookie of sess, p's session, lasting until the
+// session ends when kept, else until the browser closes.
+func (s *Server) answerSession(c *gin.Context, p *store.Principal, sess app.Session, keep bool) {
 	cookie := &http.Cookie{
-		Name: sessionCookie, Value: token, Path: "/",
+		Name: sessionCookie, Value: sess.Token, Path: "/",
 		HttpOnly: true, Secure: s.cfg.SecureCookies(), SameSite: http.SameSiteStrictMode,
 	}
 	if keep {
-		cookie.Expires = expires
+		cookie.Expires = sess.Expires
 	}
 	http.SetCookie(c.Writer, cookie)
-	c.JSON(http.StatusCreated, sessionJSON{User: toUserJSON(p), ExpiresAt: &expires})
+	c.JSON(http.StatusCreated, sessionJSON{User: toUserJSON(p), ExpiresAt: &sess.Expires})
 }
 
 func (s *Server) getSession(c *gin.Context) {
@@ -235,7 +233,7 @@ func (s *Server) deleteSession(c *gin.Context) {
 				"An API key is not a session: it works until it is revoked (lightbox keys revoke)."))
 			return
 		}
-		if err := s.store.RevokeAPIKey(ctx, principal(c).KeyID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.app.SignOutDevice(ctx, principal(c).KeyID); err != nil {
 			fail(c, err)
 			return
 		}
@@ -243,12 +241,7 @@ func (s *Server) deleteSession(c *gin.Context) {
 		return
 	}
 	if token, err := c.Cookie(sessionCookie); err == nil {
-		if err := s.store.DeleteSession(ctx, token); err != nil {
-			fail(c, err)
-			return
-		}
-		// A code's session had a key of its own: it goes with it.
-		if err := s.store.RevokeAPIKeyNamed(ctx, principal(c).KeyID, webSignInKey+" "); err != nil {
+		if err := s.app.EndSession(ctx, principal(c).KeyID, token); err != nil {
 			fail(c, err)
 			return
 		}

@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
-	"math/big"
 	"net/http"
 	"net/mail"
 	"regexp"
@@ -19,12 +16,8 @@ import (
 	"lightbox/store"
 )
 
-// Sign-in by a code sent by mail (seed 002's flow).
+// Sign-in by a code sent by mail (seed 002's flow): app/signin.go.
 const (
-	codeTTL         = 10 * time.Minute
-	codeAttempts    = 5
-	accessTTL       = time.Hour
-	refreshTTL      = 30 * 24 * time.Hour
 	maxEmailLen     = 254
 	signInMailLimit = 30 * time.Second
 )
@@ -107,24 +100,18 @@ func (s *Server) login(c *gin.Context) {
 		!s.allow(c, "signin-email:"+mailbox, codesPerMailbox, 1) {
 		return
 	}
-	code, err := newCode()
+	id, m, err := s.app.StartSignIn(c.Request.Context(), email)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	id := uuid.New()
-	ch, err := s.store.CreateChallenge(c.Request.Context(), id, email, codeHash(id, code), codeTTL)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	if ch.UserID != nil {
+	// app hands the mail back rather than sending it: the sender is this
+	// package's (server/mail), and the mail must go after the answer.
+	if m != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), signInMailLimit)
 		go func() {
 			defer cancel()
-			body := fmt.Sprintf("Your Lightbox sign-in code is %s.\n\nIt works once, for %d minutes. If you did not ask to sign in, ignore this mail.\n",
-				code, int(codeTTL.Minutes()))
-			if err := s.mail.Send(ctx, email, "Your Lightbox sign-in code: "+code, body); err != nil {
+			if err := s.mail.Send(ctx, m.To, m.Subject, m.Body); err != nil {
 				s.log.ErrorContext(ctx, "send sign-in code", "challenge", id, "err", err)
 			}
 		}()
@@ -154,21 +141,15 @@ func (s *Server) verify(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	u, err := s.tryCode(c, in.ChallengeID, in.Code)
+	p, t, err := s.app.FinishSignIn(c.Request.Context(), codeGuesses{s, c}, in.ChallengeID, in.Code)
 	if err != nil {
 		fail(c, codeFailure(err))
 		return
 	}
-	_, key, err := s.store.CreateAPIKey(ctx, u.ID, "sign-in "+time.Now().UTC().Format("2006-01-02"))
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	s.answerTokens(c, &store.Principal{User: *u, KeyID: key.ID})
+	answerTokens(c, p, t)
 }
 
-// codeFailure is the answer to a code tryCode refused.
+// codeFailure is the answer to a code the sign-in refused.
 func codeFailure(err error) error {
 	switch {
 	case errors.Is(err, store.ErrWrongCode):
@@ -179,28 +160,22 @@ func codeFailure(err error) error {
 	return err
 }
 
-// tryCode checks code against challenge id, counted before the check; a
-// right code is taken back from the counts, as it was no failure.
-func (s *Server) tryCode(c *gin.Context, id uuid.UUID, code string) (*store.User, error) {
-	ctx := c.Request.Context()
-	ch, err := s.store.ChallengeByID(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !ch.Live(codeAttempts)) {
-		return nil, store.ErrCodeExpired // no code is tried, so nothing is counted
+// codeGuesses counts the codes a request tries (guessScopes) for the
+// sign-in use cases: the counts are by client address, which only the
+// request knows.
+type codeGuesses struct {
+	s *Server
+	c *gin.Context
+}
+
+func (g codeGuesses) Take(_ context.Context, mailbox string) error {
+	return g.s.countGuess(g.c, guessScopes(g.c, mailbox))
+}
+
+func (g codeGuesses) Forgive(ctx context.Context, mailbox string) {
+	if err := g.s.guesses.Forgive(context.WithoutCancel(ctx), guessScopes(g.c, mailbox)...); err != nil {
+		logger(g.c).Warn("take back a right sign-in code", "err", err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	scopes := guessScopes(c, ch.Email)
-	if err := s.countGuess(c, scopes); err != nil {
-		return nil, err
-	}
-	u, err := s.store.UseChallenge(ctx, id, codeHash(id, code), codeAttempts)
-	if err == nil {
-		if err := s.guesses.Forgive(context.WithoutCancel(ctx), scopes...); err != nil {
-			logger(c).Warn("take back a right sign-in code", "err", err)
-		}
-	}
-	return u, err
 }
 
 // countGuess counts a code tried in scopes before it is checked, and
@@ -233,7 +208,7 @@ func (s *Server) refresh(c *gin.Context) {
 		fail(c, fieldErrors{"refreshToken": "must be a refresh token from /v1/auth/verify or /v1/auth/refresh"}.err())
 		return
 	}
-	p, err := s.store.UseRefreshToken(c.Request.Context(), in.RefreshToken)
+	p, t, err := s.app.Refresh(c.Request.Context(), in.RefreshToken)
 	switch {
 	case errors.Is(err, store.ErrRefreshReused):
 		fail(c, apiError(http.StatusUnauthorized, "refresh_reused", "This refresh token was used before; sign in again."))
@@ -245,29 +220,9 @@ func (s *Server) refresh(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	s.answerTokens(c, p)
+	answerTokens(c, p, t)
 }
 
-func (s *Server) answerTokens(c *gin.Context, p *store.Principal) {
-	t, err := s.store.IssueTokens(c.Request.Context(), p.KeyID, accessTTL, refreshTTL)
-	if err != nil {
-		fail(c, err)
-		return
-	}
+func answerTokens(c *gin.Context, p *store.Principal, t *store.Tokens) {
 	c.JSON(http.StatusOK, signInJSON{AccessToken: t.Access, RefreshToken: t.Refresh, ExpiresAt: t.AccessExpires, User: toUserJSON(p)})
-}
-
-// newCode is a uniformly random 6-digit code.
-func newCode() (string, error) {
-	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%06d", n.Int64()), nil
-}
-
-// codeHash binds a code to its challenge: the same code of another
-// challenge hashes differently.
-func codeHash(challenge uuid.UUID, code string) []byte {
-	return store.HashSecret(challenge.String() + ":" + code)
 }
