@@ -20,7 +20,7 @@ PLAIN_PKG ?=
 # tests, whose server and worker code the race pass covers in their own
 # packages (see scripts/test.sh).
 NORACE_PKG ?= ./faults/ ./sdk/ ./imaging/ ./embedding/ ./render/ ./e2e/
-TIMEOUT ?= 30m
+TIMEOUT ?= 45m
 # How many packages' tests run at once, and which start first: the suite
 # mostly waits, so more than the cores (see scripts/test.sh).
 PKG_PARALLEL ?= 4
