@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"strings"
@@ -162,4 +163,39 @@ func CheckOffset(t *time.Time) string {
 		return "must have a UTC offset from -15:59 to +15:59"
 	}
 	return ""
+}
+
+// ErrFinalized refuses the bytes of an asset that no longer waits for
+// them: it was finalized, and its bytes can no longer change.
+var ErrFinalized = errors.New("the asset was finalized")
+
+// ReceiveUpload records the bytes w holds, an upload of asset, if the
+// asset still waits for them, and puts them in place: w is committed. An
+// asset finalized meanwhile refuses them as ErrFinalized, and the caller
+// aborts w. A process that dies between the two writes loses nothing: the
+// record is never committed before its bytes are in place, and bytes in
+// place without their record are found there by Finalize.
+func (a *App) ReceiveUpload(ctx context.Context, asset uuid.UUID, w blob.Writer) (blob.Info, error) {
+	info := w.Written()
+	synced := make(chan error, 1)
+	go func() { synced <- w.Sync() }()
+	// The record goes first and takes the row lock, which orders this
+	// upload against a finalize of the same asset: bytes never change under
+	// an asset that was already accepted, and no finalize sees a record
+	// before its bytes are in place.
+	err := a.store.WithTx(ctx, func(tx *store.Store) error {
+		recorded, err := tx.RecordPendingUpload(ctx, asset, info.SHA256, info.Size)
+		syncErr := <-synced
+		switch {
+		case err != nil:
+			return err
+		case !recorded:
+			return ErrFinalized
+		case syncErr != nil:
+			return syncErr
+		}
+		_, err = w.Commit()
+		return err
+	})
+	return info, err
 }

@@ -166,7 +166,7 @@ func errShortBody(got, want int64) *Error {
 }
 
 // receiveUpload streams a body of size bytes (at most limit) into key and
-// records the upload. The upload lock is held while the bytes stream and
+// records the upload (app.ReceiveUpload). The upload lock is held while the bytes stream and
 // released by the time it returns, so the next PUT of the URL finds the
 // upload free. Each wait on Postgres or Redis that the answer does not
 // depend on yet runs beside work that does not need it.
@@ -200,27 +200,10 @@ func (s *Server) receiveUpload(c *gin.Context, key string, asset uuid.UUID, size
 	// The body is in: the lock, which guards the streaming, is released
 	// while the bytes are made durable and recorded.
 	unlock()
-	info := w.Written()
-	synced := make(chan error, 1)
-	go func() { synced <- w.Sync() }()
-	// The record goes first and takes the row lock, which orders this
-	// upload against a finalize of the same asset: bytes never change under
-	// an asset that was already accepted, and no finalize sees a record
-	// before its bytes are in place.
-	err = s.store.WithTx(ctx, func(tx *store.Store) error {
-		recorded, err := tx.RecordPendingUpload(ctx, asset, info.SHA256, info.Size)
-		syncErr := <-synced
-		switch {
-		case err != nil:
-			return err
-		case !recorded:
-			return errAlreadyFinalized()
-		case syncErr != nil:
-			return syncErr
-		}
-		_, err = w.Commit()
-		return err
-	})
+	info, err := s.app.ReceiveUpload(ctx, asset, w)
+	if errors.Is(err, app.ErrFinalized) {
+		err = errAlreadyFinalized()
+	}
 	return info, err
 }
 
