@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/chain"
 	"lightbox/jobs"
 	"lightbox/store"
@@ -133,7 +134,7 @@ func toAdminJobJSON(j store.AdminJob) adminJobJSON {
 func (s *Server) adminJobs(c *gin.Context) {
 	status := store.JobStatus(c.DefaultQuery("status", string(store.JobFailed)))
 	if !jobStatuses[status] {
-		fail(c, fieldErrors{"status": "must be queued, running, done, failed or canceled"}.err())
+		fail(c, app.FieldErrors{"status": "must be queued, running, done, failed or canceled"}.Err())
 		return
 	}
 	cur, limit, err := pageParams(c)

@@ -243,13 +243,13 @@ func (s *Server) listAssets(c *gin.Context) {
 // camera, the capture time, the readiness, the faces) and its order.
 func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 	f := store.AssetFilter{User: principal(c).ID, Camera: strings.TrimSpace(c.Query("camera"))}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	for name, dst := range map[string]**bool{"picked": &f.Picked, "rejected": &f.Rejected,
 		"eyesClosed": &f.EyesClosed, "faceOutOfFocus": &f.FaceOutOfFocus} {
 		if v := c.Query(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				errs.add(name, "must be true or false")
+				errs.Add(name, "must be true or false")
 			}
 			*dst = &b
 		}
@@ -257,7 +257,7 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 	if v := c.Query("ratingMin"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5 {
-			errs.add("ratingMin", "must be a whole number from 1 to 5")
+			errs.Add("ratingMin", "must be a whole number from 1 to 5")
 		}
 		f.RatingMin = &n
 	}
@@ -269,7 +269,7 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		if v := c.Query(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				errs.add(name, "must be an RFC 3339 time, such as 2026-06-21T14:00:00Z")
+				errs.Add(name, "must be an RFC 3339 time, such as 2026-06-21T14:00:00Z")
 				continue
 			}
 			*dst = &t
@@ -281,7 +281,7 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 		for _, r := range strings.Split(v, ",") {
 			status, ok := statusOf[strings.TrimSpace(r)]
 			if !ok {
-				errs.add("readiness", "must list uploading, uploaded, cull, search, ai, failed or duplicate, separated by commas")
+				errs.Add("readiness", "must list uploading, uploaded, cull, search, ai, failed or duplicate, separated by commas")
 				break
 			}
 			f.Statuses = append(f.Statuses, status)
@@ -291,23 +291,23 @@ func assetFilter(c *gin.Context) (store.AssetFilter, error) {
 	case store.SortUploaded, store.SortCaptured, store.SortFilename:
 		f.Order.By = by
 	default:
-		errs.add("sort", "must be uploaded, capturedAt or filename")
+		errs.Add("sort", "must be uploaded, capturedAt or filename")
 	}
 	switch c.DefaultQuery("order", "asc") {
 	case "asc":
 	case "desc":
 		f.Order.Desc = true
 	default:
-		errs.add("order", "must be asc or desc")
+		errs.Add("order", "must be asc or desc")
 	}
-	return f, errs.err()
+	return f, errs.Err()
 }
 
 const clientFavoriteRule = "must be any or the id of a gallery of this project"
 
 // parseClientFavorite reads a clientFavorite filter: nil for none,
 // uuid.Nil for "any", or a gallery's id.
-func parseClientFavorite(errs fieldErrors, field, v string) *uuid.UUID {
+func parseClientFavorite(errs app.FieldErrors, field, v string) *uuid.UUID {
 	if v == "" {
 		return nil
 	}
@@ -318,7 +318,7 @@ func parseClientFavorite(errs fieldErrors, field, v string) *uuid.UUID {
 		err = errors.New("the nil id names no gallery")
 	}
 	if err != nil {
-		errs.add(field, clientFavoriteRule)
+		errs.Add(field, clientFavoriteRule)
 	}
 	return &g
 }
@@ -332,17 +332,17 @@ func (s *Server) checkClientFavorite(c *gin.Context, project uuid.UUID, field st
 	}
 	g, err := s.store.Gallery(c.Request.Context(), principal(c).ID, *gallery)
 	if errors.Is(err, store.ErrNotFound) || err == nil && g.ProjectID != project {
-		return fieldErrors{field: clientFavoriteRule}.err()
+		return app.FieldErrors{field: clientFavoriteRule}.Err()
 	}
 	return err
 }
 
 // checkColorLabels checks a colour label filter: labels, or "none" for
 // the assets without one.
-func checkColorLabels(errs fieldErrors, field string, labels []string) {
+func checkColorLabels(errs app.FieldErrors, field string, labels []string) {
 	for _, l := range labels {
 		if l != store.NoColorLabel && !slices.Contains(store.ColorLabels, l) {
-			errs.add(field, "must list red, yellow, green, blue, purple or none")
+			errs.Add(field, "must list red, yellow, green, blue, purple or none")
 			return
 		}
 	}
@@ -350,17 +350,17 @@ func checkColorLabels(errs fieldErrors, field string, labels []string) {
 
 // checkPhotoFilters checks the filters a list and a search share, naming
 // fields under prefix ("filters.").
-func checkPhotoFilters(errs fieldErrors, prefix, camera string, from, to *time.Time) {
+func checkPhotoFilters(errs app.FieldErrors, prefix, camera string, from, to *time.Time) {
 	if len(camera) > 200 {
-		errs.add(prefix+"camera", "must be at most 200 characters")
+		errs.Add(prefix+"camera", "must be at most 200 characters")
 	}
 	if !isText(camera) {
-		errs.add(prefix+"camera", "must be UTF-8 text without NUL characters")
+		errs.Add(prefix+"camera", "must be UTF-8 text without NUL characters")
 	}
 	checkOffset(errs, prefix+"from", from)
 	checkOffset(errs, prefix+"to", to)
 	if from != nil && to != nil && to.Before(*from) {
-		errs.add(prefix+"to", "must not be before "+prefix+"from")
+		errs.Add(prefix+"to", "must not be before "+prefix+"from")
 	}
 }
 
@@ -566,7 +566,7 @@ func (s *Server) patchAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	var change store.AssetChange
 	if in.Keywords.Set {
 		kw := keywords(errs, in.Keywords.Value)
@@ -578,7 +578,7 @@ func (s *Server) patchAsset(c *gin.Context) {
 			notes = *in.Notes.Value
 		}
 		if utf8.RuneCountInString(notes) > maxNotes {
-			errs.add("notes", "must be at most 5000 characters")
+			errs.Add("notes", "must be at most 5000 characters")
 		}
 		change.Notes = &notes
 	}
@@ -588,15 +588,15 @@ func (s *Server) patchAsset(c *gin.Context) {
 	if in.Flags.Set {
 		for name := range ptr.Value(in.Flags.Value) {
 			if serviceFlags()[name] {
-				errs.add("flags."+name, "is set by the service")
+				errs.Add("flags."+name, "is set by the service")
 			}
 		}
 		change.Flags = jsonObject(errs, "flags", in.Flags.Value, maxUserFlags)
 	}
 	if !in.Keywords.Set && !in.Notes.Set && !in.IPTC.Set && !in.Flags.Set {
-		errs.add("(body)", "must set keywords, notes, iptc or flags")
+		errs.Add("(body)", "must set keywords, notes, iptc or flags")
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -610,14 +610,14 @@ func (s *Server) patchAsset(c *gin.Context) {
 
 // keywords checks a keyword list: trimmed, none empty, no repeats (in any
 // case), within bounds. null clears it.
-func keywords(errs fieldErrors, in *[]string) []string {
+func keywords(errs app.FieldErrors, in *[]string) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	for _, k := range ptr.Value(in) {
 		k = strings.TrimSpace(k)
 		switch {
 		case k == "" || utf8.RuneCountInString(k) > maxKeywordLen:
-			errs.add("keywords", "must each be 1 to 100 characters")
+			errs.Add("keywords", "must each be 1 to 100 characters")
 			return nil
 		case !seen[strings.ToLower(k)]:
 			seen[strings.ToLower(k)] = true
@@ -625,19 +625,19 @@ func keywords(errs fieldErrors, in *[]string) []string {
 		}
 	}
 	if len(out) > maxKeywords {
-		errs.add("keywords", "must be at most 100")
+		errs.Add("keywords", "must be at most 100")
 	}
 	return out
 }
 
 // jsonObject is a JSON object field as stored: null stores {}.
-func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, limit int) json.RawMessage {
+func jsonObject(errs app.FieldErrors, field string, in *map[string]json.RawMessage, limit int) json.RawMessage {
 	raw, _ := json.Marshal(ptr.Value(in))
 	if string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	if len(raw) > limit {
-		errs.add(field, fmt.Sprintf("must be at most %d KiB of JSON", limit>>10))
+		errs.Add(field, fmt.Sprintf("must be at most %d KiB of JSON", limit>>10))
 	}
 	checkJSONNumbers(errs, field, raw)
 	return raw
@@ -647,7 +647,7 @@ func jsonObject(errs fieldErrors, field string, in *map[string]json.RawMessage, 
 // does not fit a 64-bit float: JSON allows any, but Postgres stores them
 // in jsonb only up to its numeric's limits, and failed on 1e200000 with a
 // 500.
-func checkJSONNumbers(errs fieldErrors, field string, raw []byte) {
+func checkJSONNumbers(errs app.FieldErrors, field string, raw []byte) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	for {
@@ -662,7 +662,7 @@ func checkJSONNumbers(errs fieldErrors, field string, raw []byte) {
 		f, err := strconv.ParseFloat(n.String(), 64)
 		mantissa, _, _ := strings.Cut(strings.ToLower(n.String()), "e")
 		if err != nil || f == 0 && strings.ContainsAny(mantissa, "123456789") {
-			errs.add(field, "holds a number too large or too small: numbers must fit a 64-bit float")
+			errs.Add(field, "holds a number too large or too small: numbers must fit a 64-bit float")
 			return
 		}
 	}

@@ -140,7 +140,7 @@ func (s *Server) createSession(c *gin.Context) {
 			return
 		}
 		if in.APIKey == "" {
-			fail(c, fieldErrors{"apiKey": "is required, or challengeId and code"}.err())
+			fail(c, app.FieldErrors{"apiKey": "is required, or challengeId and code"}.Err())
 			return
 		}
 	}
@@ -173,7 +173,7 @@ const webSessionTTL = 12 * time.Hour
 // POST /v1/auth/verify checks it, and the session gets a key of its own.
 func (s *Server) codeSession(c *gin.Context, challenge uuid.UUID, code string, keep bool) {
 	if len(code) != 6 || strings.Trim(code, "0123456789") != "" {
-		fail(c, fieldErrors{"code": "must be the 6 digits from the mail"}.err())
+		fail(c, app.FieldErrors{"code": "must be the 6 digits from the mail"}.Err())
 		return
 	}
 	p, sess, err := s.app.FinishWebSignIn(c.Request.Context(), codeGuesses{s, c}, challenge, code, s.sessionTTL(keep))

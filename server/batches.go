@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/app"
-	"lightbox/events"
 	"lightbox/ptr"
 	"lightbox/store"
 )
@@ -134,19 +133,6 @@ func (s *Server) whyNotRetried(c *gin.Context, batch, job uuid.UUID) error {
 		return err
 	}
 	return apiError(http.StatusConflict, "job_not_failed", "Only a failed job of this batch can be retried; this one is %s.", j.Status)
-}
-
-// publish sends one event to a project's streams (and a batch's, unless
-// batch is uuid.Nil). A lost event is only logged: clients resync from
-// the API.
-func (s *Server) publish(c *gin.Context, name events.Name, project, batch uuid.UUID, data any) {
-	ev, err := events.New(name, project, batch, data)
-	if err == nil {
-		_, err = s.events.Publish(c.Request.Context(), ev)
-	}
-	if err != nil {
-		logger(c).Warn("publish event", "event", name, "project", project, "err", err)
-	}
 }
 
 func nonNil[T any](s []T) []T {

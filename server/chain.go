@@ -13,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/gin-gonic/gin"
 
+	"lightbox/app"
 	"lightbox/chain"
 	"lightbox/store"
 )
@@ -68,17 +69,17 @@ const verifyKeep = time.Hour
 // than maxVerifyRange is an admin's to ask for.
 func (s *Server) chainVerify(c *gin.Context) {
 	var from, to int64
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	for name, dst := range map[string]*int64{"fromSeq": &from, "toSeq": &to} {
 		if v := c.Query(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
-				errs.add(name, "must be a whole number of at least 1")
+				errs.Add(name, "must be a whole number of at least 1")
 			}
 			*dst = n
 		}
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Server) listClusters(c *gin.Context) {
 	}
 	kind := c.Query("kind")
 	if !clusterKinds[kind] {
-		fail(c, fieldErrors{"kind": "must be moment, burst or duplicate_group"}.err())
+		fail(c, app.FieldErrors{"kind": "must be moment, burst or duplicate_group"}.Err())
 		return
 	}
 	cur, limit, err := pageParams(c)
@@ -101,7 +102,7 @@ func (s *Server) patchCluster(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	var change store.ClusterChange
 	// A null title or reviewed leaves it as it is (the KILO SDK sends
 	// null for a field it does not change).
@@ -120,18 +121,18 @@ func (s *Server) patchCluster(c *gin.Context) {
 		}
 		switch {
 		case len(raw) > maxOverrides:
-			errs.add("manualOverrides", "must be at most 16 KiB of JSON")
+			errs.Add("manualOverrides", "must be at most 16 KiB of JSON")
 		case raw[0] != '{' && string(raw) != "null":
-			errs.add("manualOverrides", "must be an object or null")
+			errs.Add("manualOverrides", "must be an object or null")
 		default:
 			checkJSONNumbers(errs, "manualOverrides", raw)
 		}
 		change.Overrides = &raw
 	}
 	if !in.Title.Set && !in.Reviewed.Set && !in.ManualOverrides.Set {
-		errs.add("(body)", "must set title, reviewed or manualOverrides")
+		errs.Add("(body)", "must set title, reviewed or manualOverrides")
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -159,7 +160,7 @@ func (s *Server) chooseClusterWinner(c *gin.Context) {
 		return
 	}
 	if in.WinnerAssetID == uuid.Nil {
-		fail(c, fieldErrors{"winnerAssetId": "is required"}.err())
+		fail(c, app.FieldErrors{"winnerAssetId": "is required"}.Err())
 		return
 	}
 	cl, err := s.app.ChooseClusterWinner(c.Request.Context(), principal(c).ID, id, in.WinnerAssetID)

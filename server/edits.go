@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/render"
 	"lightbox/store"
 )
@@ -69,10 +70,10 @@ func (s *Server) ownEdit(c *gin.Context) (*store.EditVersion, error) {
 }
 
 // checkEditName checks a version's name, which may be empty.
-func checkEditName(errs fieldErrors, name string) string {
+func checkEditName(errs app.FieldErrors, name string) string {
 	name = strings.TrimSpace(name)
 	if utf8.RuneCountInString(name) > maxTitleLen {
-		errs.add("name", "must be at most 200 characters")
+		errs.Add("name", "must be at most 200 characters")
 	}
 	return name
 }
@@ -96,15 +97,15 @@ func (s *Server) createEdit(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	name := checkEditName(errs, in.Name)
 	params := s.editParams(errs, in.Params, a)
 	if in.ParentID != nil {
 		if p, err := s.store.EditVersion(c.Request.Context(), principal(c).ID, *in.ParentID); err != nil || p.AssetID != a.ID {
-			errs.add("parentId", "must be a version of this asset")
+			errs.Add("parentId", "must be a version of this asset")
 		}
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -135,22 +136,22 @@ func (s *Server) applyEditTo(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	ids := parseAssetIDs(errs, in.AssetIDs, maxEditTargets)
 	if len(in.AssetIDs) == 0 {
-		errs.add("assetIds", "must list 1 to 1000 assets")
+		errs.Add("assetIds", "must list 1 to 1000 assets")
 	}
 	if in.Mode == "" {
 		in.Mode = "create_versions" // the KILO SDK's mode is optional
 	}
 	if in.Mode != "create_versions" && in.Mode != "overwrite_latest" {
-		errs.add("mode", "must be create_versions or overwrite_latest")
+		errs.Add("mode", "must be create_versions or overwrite_latest")
 	}
 	name := v.Name
 	if in.Name != nil {
 		name = checkEditName(errs, *in.Name)
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -186,9 +187,9 @@ func (s *Server) applyEdits(c *gin.Context, project uuid.UUID, targets []store.E
 // parsed values, so unknown spellings never reach the table. A crop must
 // hold at least a pixel of the photo as ingest measured it, or, before
 // ingest has, of the longest photo MAX_PIXELS lets in (1 × MAX_PIXELS).
-func (s *Server) editParams(errs fieldErrors, raw json.RawMessage, a *store.Asset) json.RawMessage {
+func (s *Server) editParams(errs app.FieldErrors, raw json.RawMessage, a *store.Asset) json.RawMessage {
 	if len(raw) == 0 {
-		errs.add("params", "is required")
+		errs.Add("params", "is required")
 		return nil
 	}
 	e, problems := render.ParseEdit(raw)
@@ -198,7 +199,7 @@ func (s *Server) editParams(errs fieldErrors, raw json.RawMessage, a *store.Asse
 	}
 	maps.Copy(problems, render.CheckCropPixels(e, width, height))
 	for field, problem := range problems {
-		errs.add(field, problem)
+		errs.Add(field, problem)
 	}
 	out, _ := json.Marshal(e)
 	return out

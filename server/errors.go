@@ -46,18 +46,6 @@ var (
 	}
 )
 
-// fieldErrors collects validation problems by field so one answer names them all.
-type fieldErrors map[string]string
-
-func (f fieldErrors) add(field, problem string) { f[field] = problem }
-
-func (f fieldErrors) err() error {
-	if len(f) == 0 {
-		return nil
-	}
-	return apiError(http.StatusBadRequest, "validation_failed", "Some fields are not valid.").with("fields", map[string]string(f))
-}
-
 type errorBody struct {
 	Code      string         `json:"code"`
 	Message   string         `json:"message"`
@@ -80,7 +68,7 @@ func fail(c *gin.Context, err error) {
 	case errors.As(err, &quota):
 		e = quotaRefusal(c.Writer.Header(), quota)
 	case errors.As(err, &fields):
-		e = fieldErrors(fields).err().(*Error)
+		e = apiError(http.StatusBadRequest, "validation_failed", "Some fields are not valid.").with("fields", map[string]string(fields))
 	case errors.As(err, &unsupported):
 		e = apiError(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			"Some files are of a type this service does not take; it takes "+formats.Names+".").with("fields", map[string]string(unsupported.Fields))

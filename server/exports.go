@@ -24,6 +24,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/ptr"
 	"lightbox/render"
@@ -96,17 +97,17 @@ func (s *Server) createExport(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	pr, ok := render.Lookup(in.Preset)
 	if !ok {
-		errs.add("preset", "must be "+render.PresetNames())
+		errs.Add("preset", "must be "+render.PresetNames())
 	}
 	settings, problems := pr.ParseSettings(in.Settings)
 	for field, problem := range problems {
-		errs.add(field, problem)
+		errs.Add(field, problem)
 	}
 	ids := parseAssetIDs(errs, in.AssetIDs, maxExportAssets)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/abuse/password"
+	"lightbox/app"
 	"lightbox/ptr"
 	"lightbox/render"
 	"lightbox/store"
@@ -128,10 +129,10 @@ func (s *Server) createGallery(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	checkGalleryTitle(errs, in.Title)
 	if in.ShareSlug != nil && !slugPattern.MatchString(*in.ShareSlug) {
-		errs.add("shareSlug", "must be 3 to 64 characters of a-z, 0-9 and -")
+		errs.Add("shareSlug", "must be 3 to 64 characters of a-z, 0-9 and -")
 	}
 	checkPassword(errs, in.Password)
 	checkExpiry(errs, in.ExpiresAt)
@@ -140,7 +141,7 @@ func (s *Server) createGallery(c *gin.Context) {
 	checkMarkPosition(errs, in.WatermarkPosition)
 	checkMarkOpacity(errs, in.WatermarkOpacity)
 	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -199,11 +200,11 @@ func (s *Server) patchGallery(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	var patch store.GalleryInput
 	if in.Title.Set {
 		if in.Title.Value == nil {
-			errs.add("title", "must be a string")
+			errs.Add("title", "must be a string")
 		} else {
 			checkGalleryTitle(errs, *in.Title.Value)
 			patch.Title = in.Title.Value
@@ -215,7 +216,7 @@ func (s *Server) patchGallery(c *gin.Context) {
 	}{"watermark": {in.Watermark, &patch.Watermark}, "allowDownloads": {in.AllowDownloads, &patch.AllowDownloads},
 		"showFileNames": {in.ShowFileNames, &patch.ShowFileNames}} {
 		if f.in.Set && f.in.Value == nil {
-			errs.add(name, "must be true or false")
+			errs.Add(name, "must be true or false")
 		}
 		*f.out = f.in.Value
 	}
@@ -236,19 +237,19 @@ func (s *Server) patchGallery(c *gin.Context) {
 	}
 	if in.WatermarkPosition.Set {
 		if in.WatermarkPosition.Value == nil {
-			errs.add("watermarkPosition", markPositionProblem)
+			errs.Add("watermarkPosition", markPositionProblem)
 		}
 		checkMarkPosition(errs, in.WatermarkPosition.Value)
 		patch.WatermarkPosition = in.WatermarkPosition.Value
 	}
 	if in.WatermarkOpacity.Set {
 		if in.WatermarkOpacity.Value == nil {
-			errs.add("watermarkOpacity", markOpacityProblem)
+			errs.Add("watermarkOpacity", markOpacityProblem)
 		}
 		checkMarkOpacity(errs, in.WatermarkOpacity.Value)
 		patch.WatermarkOpacity = in.WatermarkOpacity.Value
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -281,12 +282,12 @@ func (s *Server) galleryAssets(c *gin.Context) (*store.Gallery, []uuid.UUID, err
 	if err := decodeJSON(c, &in); err != nil {
 		return nil, nil, err
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	if len(in.AssetIDs) == 0 {
-		errs.add("assetIds", "must list at least one asset")
+		errs.Add("assetIds", "must list at least one asset")
 	}
 	ids := parseAssetIDs(errs, in.AssetIDs, maxGalleryAssets)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, nil, err
 	}
 	return g, ids, s.checkProjectAssets(c.Request.Context(), g.ProjectID, ids)
@@ -386,21 +387,21 @@ func (s *Server) galleryComments(c *gin.Context) {
 	c.JSON(http.StatusOK, toPaged(page, toCommentJSON))
 }
 
-func checkGalleryTitle(errs fieldErrors, title string) {
+func checkGalleryTitle(errs app.FieldErrors, title string) {
 	if n := utf8.RuneCountInString(strings.TrimSpace(title)); n == 0 || n > maxGalleryTitle {
-		errs.add("title", "must be 1 to 200 characters")
+		errs.Add("title", "must be 1 to 200 characters")
 	}
 }
 
 // checkMarkText checks the text drawn across watermarked previews: a line
 // of 1 to 100 characters, or null for the title.
-func checkMarkText(errs fieldErrors, text *string) {
+func checkMarkText(errs app.FieldErrors, text *string) {
 	if text == nil {
 		return
 	}
 	n := utf8.RuneCountInString(strings.TrimSpace(*text))
 	if n == 0 || n > maxMarkText || strings.ContainsFunc(*text, unicode.IsControl) {
-		errs.add("watermarkText", "must be one line of 1 to 100 characters, or null for the title")
+		errs.Add("watermarkText", "must be one line of 1 to 100 characters, or null for the title")
 	}
 }
 
@@ -413,28 +414,28 @@ const (
 )
 
 // checkMarkPosition checks where the watermark goes, when given.
-func checkMarkPosition(errs fieldErrors, pos *string) {
+func checkMarkPosition(errs app.FieldErrors, pos *string) {
 	if pos != nil && *pos != render.MarkCorner && *pos != render.MarkCenter {
-		errs.add("watermarkPosition", markPositionProblem)
+		errs.Add("watermarkPosition", markPositionProblem)
 	}
 }
 
 // checkMarkOpacity checks the watermark's opacity, when given.
-func checkMarkOpacity(errs fieldErrors, o *float64) {
+func checkMarkOpacity(errs app.FieldErrors, o *float64) {
 	if o != nil && !(*o >= minMarkOpacity && *o <= maxMarkOpacity) {
-		errs.add("watermarkOpacity", markOpacityProblem)
+		errs.Add("watermarkOpacity", markOpacityProblem)
 	}
 }
 
-func checkPassword(errs fieldErrors, pw *string) {
+func checkPassword(errs app.FieldErrors, pw *string) {
 	if pw != nil && (len(*pw) < minPasswordLen || len(*pw) > maxPasswordLen) {
-		errs.add("password", "must be 4 to 256 bytes, or null for none")
+		errs.Add("password", "must be 4 to 256 bytes, or null for none")
 	}
 }
 
-func checkExpiry(errs fieldErrors, at *time.Time) {
+func checkExpiry(errs app.FieldErrors, at *time.Time) {
 	if at != nil && !at.After(time.Now()) {
-		errs.add("expiresAt", "must be in the future, or null for never")
+		errs.Add("expiresAt", "must be in the future, or null for never")
 	}
 	checkOffset(errs, "expiresAt", at)
 }
@@ -473,9 +474,9 @@ func (s *Server) hashFailed(c *gin.Context, err error) error {
 // a gallery may hold is no limit.
 const maxSelectionLimit = maxGalleryAssets
 
-func checkSelectionLimit(errs fieldErrors, limit *int) {
+func checkSelectionLimit(errs app.FieldErrors, limit *int) {
 	if limit != nil && (*limit < 1 || *limit > maxSelectionLimit) {
-		errs.add("selectionLimit", fmt.Sprintf("must be a whole number from 1 to %d, or null for no limit", maxSelectionLimit))
+		errs.Add("selectionLimit", fmt.Sprintf("must be a whole number from 1 to %d, or null for no limit", maxSelectionLimit))
 	}
 }
 

@@ -32,15 +32,15 @@ func (s *Server) importURLs(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	if len(in.URLs) == 0 || len(in.URLs) > app.MaxFilesPerCall {
-		errs.add("urls", fmt.Sprintf("must list 1 to %d URLs", app.MaxFilesPerCall))
+		errs.Add("urls", fmt.Sprintf("must list 1 to %d URLs", app.MaxFilesPerCall))
 	}
 	items := make([]store.NewImport, len(in.URLs))
 	for i, raw := range in.URLs {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !utf8.ValidString(u.Host) || len(raw) > 2048 || u.User != nil {
-			errs.add(fmt.Sprintf("urls[%d]", i), "must be an http or https URL without credentials, at most 2048 characters")
+			errs.Add(fmt.Sprintf("urls[%d]", i), "must be an http or https URL without credentials, at most 2048 characters")
 			continue
 		}
 		id := uuid.New()
@@ -52,7 +52,7 @@ func (s *Server) importURLs(c *gin.Context) {
 		}
 		items[i] = store.NewImport{AssetID: id, URL: raw, Filename: name, BlobKey: blob.OriginalKey(p.ID, id)}
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

@@ -2,13 +2,15 @@ package server
 
 import (
 	"cmp"
-	"github.com/google/uuid"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/gin-gonic/gin"
 
+	"lightbox/app"
 	"lightbox/ptr"
 	"lightbox/store"
 	"lightbox/tasks"
@@ -63,14 +65,14 @@ func (s *Server) listJobs(c *gin.Context) {
 		return
 	}
 	f := store.JobFilter{Status: store.JobStatus(c.Query("status")), Type: c.Query("type")}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	if f.Status != "" && !jobStatuses[f.Status] {
-		errs.add("status", "must be queued, running, done, failed or canceled")
+		errs.Add("status", "must be queued, running, done, failed or canceled")
 	}
 	if f.Type != "" && !tasks.HasJob(f.Type) {
-		errs.add("type", "must be one of "+strings.Join(tasks.JobTypes(), ", "))
+		errs.Add("type", "must be one of "+strings.Join(tasks.JobTypes(), ", "))
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

@@ -49,39 +49,39 @@ const (
 
 var projectStatuses = map[string]bool{"active": true, "archived": true, "deleted": true}
 
-func checkTitle(errs fieldErrors, title string) {
+func checkTitle(errs app.FieldErrors, title string) {
 	switch t := strings.TrimSpace(title); {
 	case t == "":
-		errs.add("title", "is required")
+		errs.Add("title", "is required")
 	case utf8.RuneCountInString(t) > maxTitleLen:
-		errs.add("title", "must be at most 200 characters")
+		errs.Add("title", "must be at most 200 characters")
 	}
 }
 
-func checkDescription(errs fieldErrors, d string) {
+func checkDescription(errs app.FieldErrors, d string) {
 	if utf8.RuneCountInString(d) > maxDescriptionLen {
-		errs.add("description", "must be at most 5000 characters")
+		errs.Add("description", "must be at most 5000 characters")
 	}
 }
 
-func parseShootDate(errs fieldErrors, s *string) *time.Time {
+func parseShootDate(errs app.FieldErrors, s *string) *time.Time {
 	if s == nil {
 		return nil
 	}
 	d, err := time.Parse(time.DateOnly, *s)
 	if err != nil {
-		errs.add("shootDate", "must be a date like 2026-06-21")
+		errs.Add("shootDate", "must be a date like 2026-06-21")
 		return nil
 	}
 	return &d
 }
 
-func checkTimezone(errs fieldErrors, tz *string) {
+func checkTimezone(errs app.FieldErrors, tz *string) {
 	if tz == nil {
 		return
 	}
 	if _, err := time.LoadLocation(*tz); err != nil || *tz == "" || *tz == "Local" {
-		errs.add("timezone", "must be an IANA time zone such as Europe/Paris")
+		errs.Add("timezone", "must be an IANA time zone such as Europe/Paris")
 	}
 }
 
@@ -110,12 +110,12 @@ func (s *Server) createProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	checkTitle(errs, in.Title)
 	checkDescription(errs, in.Description)
 	shoot := parseShootDate(errs, in.ShootDate)
 	checkTimezone(errs, in.Timezone)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -162,11 +162,11 @@ func (s *Server) patchProject(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	var upd store.ProjectInput
 	if in.Title.Set {
 		if in.Title.Value == nil {
-			errs.add("title", "cannot be null")
+			errs.Add("title", "cannot be null")
 		} else {
 			checkTitle(errs, *in.Title.Value)
 			t := strings.TrimSpace(*in.Title.Value)
@@ -191,17 +191,17 @@ func (s *Server) patchProject(c *gin.Context) {
 	}
 	if in.Status.Set {
 		if in.Status.Value == nil || !projectStatuses[*in.Status.Value] {
-			errs.add("status", "must be active, archived or deleted")
+			errs.Add("status", "must be active, archived or deleted")
 		}
 		upd.Status = in.Status.Value
 	}
 	if in.DetectFaces.Set {
 		if in.DetectFaces.Value == nil {
-			errs.add("detectFaces", "must be true or false")
+			errs.Add("detectFaces", "must be true or false")
 		}
 		upd.DetectFaces = in.DetectFaces.Value
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

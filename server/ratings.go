@@ -32,28 +32,28 @@ type ratingInput struct {
 }
 
 // change checks in, naming fields under prefix ("actions[3].").
-func (in ratingInput) change(errs fieldErrors, prefix string, asset uuid.UUID) store.RatingChange {
+func (in ratingInput) change(errs app.FieldErrors, prefix string, asset uuid.UUID) store.RatingChange {
 	ch := store.RatingChange{AssetID: asset, Picked: in.Picked, Rejected: in.Rejected, Starred: in.Starred, Notes: in.Notes}
 	if in.Rating.Set {
 		if in.Rating.Value == nil {
 			ch.ClearRating = true
 		} else if r := *in.Rating.Value; r < 1 || r > 5 {
-			errs.add(prefix+"rating", "must be a whole number from 1 to 5, or null")
+			errs.Add(prefix+"rating", "must be a whole number from 1 to 5, or null")
 		} else {
 			ch.Rating = in.Rating.Value
 		}
 	}
 	if in.Picked != nil && in.Rejected != nil && *in.Picked && *in.Rejected {
-		errs.add(prefix+"picked", "cannot be true with rejected")
+		errs.Add(prefix+"picked", "cannot be true with rejected")
 	}
 	if in.Notes != nil && utf8.RuneCountInString(*in.Notes) > maxNotes {
-		errs.add(prefix+"notes", "must be at most 5000 characters")
+		errs.Add(prefix+"notes", "must be at most 5000 characters")
 	}
 	if in.ColorLabel.Set {
 		if l := in.ColorLabel.Value; l == nil {
 			ch.ClearColorLabel = true
 		} else if !slices.Contains(store.ColorLabels, *l) {
-			errs.add(prefix+"colorLabel", "must be red, yellow, green, blue, purple or null")
+			errs.Add(prefix+"colorLabel", "must be red, yellow, green, blue, purple or null")
 		} else {
 			ch.ColorLabel = l
 		}
@@ -63,7 +63,7 @@ func (in ratingInput) change(errs fieldErrors, prefix string, asset uuid.UUID) s
 		if field == "" {
 			field = "(body)"
 		}
-		errs.add(field, "must set rating, picked, rejected, starred, notes or colorLabel")
+		errs.Add(field, "must set rating, picked, rejected, starred, notes or colorLabel")
 	}
 	return ch
 }
@@ -80,9 +80,9 @@ func (s *Server) rateAsset(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	change := in.change(errs, "", a.ID)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -112,10 +112,10 @@ func (s *Server) applyCullActions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	switch n := len(in.Actions); {
 	case n == 0:
-		errs.add("actions", "must hold 1 to 1000 actions")
+		errs.Add("actions", "must hold 1 to 1000 actions")
 	case n > maxCullActions:
 		fail(c, apiError(http.StatusBadRequest, "too_many_actions", "%d actions; one request takes at most %d.", n, maxCullActions).
 			with("limit", maxCullActions))
@@ -125,11 +125,11 @@ func (s *Server) applyCullActions(c *gin.Context) {
 	for i, act := range in.Actions {
 		prefix := fmt.Sprintf("actions[%d].", i)
 		if act.AssetID == uuid.Nil {
-			errs.add(prefix+"assetId", "is required")
+			errs.Add(prefix+"assetId", "is required")
 		}
 		changes[i] = act.change(errs, prefix, act.AssetID)
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

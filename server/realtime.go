@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"lightbox/app"
 	"lightbox/events"
 	"lightbox/store"
 )
@@ -79,7 +80,7 @@ func lastEventID(c *gin.Context) (uint64, bool, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, false, fieldErrors{"lastEventId": "must be an event id"}.err()
+		return 0, false, app.FieldErrors{"lastEventId": "must be an event id"}.Err()
 	}
 	return n, true, nil
 }
@@ -87,7 +88,7 @@ func lastEventID(c *gin.Context) (uint64, bool, error) {
 func (s *Server) realtime(c *gin.Context) {
 	id, err := uuid.Parse(c.Query("projectId"))
 	if err != nil {
-		fail(c, fieldErrors{"projectId": "must be a project id"}.err())
+		fail(c, app.FieldErrors{"projectId": "must be a project id"}.Err())
 		return
 	}
 	p, err := s.store.Project(c.Request.Context(), principal(c).ID, id)

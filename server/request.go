@@ -112,9 +112,9 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // checkOffset refuses a time whose UTC offset Postgres cannot read.
-func checkOffset(errs fieldErrors, field string, t *time.Time) {
+func checkOffset(errs app.FieldErrors, field string, t *time.Time) {
 	if msg := app.CheckOffset(t); msg != "" {
-		errs.add(field, msg)
+		errs.Add(field, msg)
 	}
 }
 
@@ -123,12 +123,12 @@ type optional[T any] = jsonbody.Optional[T]
 
 // parseAssetIDs parses the asset ids of a request, at most limit of them;
 // none is nil.
-func parseAssetIDs(errs fieldErrors, raw []string, limit int) []uuid.UUID {
+func parseAssetIDs(errs app.FieldErrors, raw []string, limit int) []uuid.UUID {
 	if len(raw) == 0 {
 		return nil
 	}
 	if len(raw) > limit {
-		errs.add("assetIds", fmt.Sprintf("must list at most %d assets", limit))
+		errs.Add("assetIds", fmt.Sprintf("must list at most %d assets", limit))
 		return nil
 	}
 	ids := make([]uuid.UUID, len(raw))
@@ -137,9 +137,9 @@ func parseAssetIDs(errs fieldErrors, raw []string, limit int) []uuid.UUID {
 		id, err := uuid.Parse(s)
 		switch {
 		case err != nil:
-			errs.add(fmt.Sprintf("assetIds[%d]", i), "must be an asset id (a UUID)")
+			errs.Add(fmt.Sprintf("assetIds[%d]", i), "must be an asset id (a UUID)")
 		case seen[id]:
-			errs.add(fmt.Sprintf("assetIds[%d]", i), "is listed twice")
+			errs.Add(fmt.Sprintf("assetIds[%d]", i), "is listed twice")
 		}
 		seen[id] = true
 		ids[i] = id

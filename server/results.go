@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -26,7 +27,7 @@ func resultLimit(c *gin.Context) (int, error) {
 	if s := c.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			return 0, fieldErrors{"limit": "must be 1 to 100"}.err()
+			return 0, app.FieldErrors{"limit": "must be 1 to 100"}.Err()
 		}
 		limit = n
 	}
@@ -45,9 +46,9 @@ func (s *Server) search(c *gin.Context) {
 	switch {
 	case err != nil:
 	case q == "" || len(q) > 500:
-		err = fieldErrors{"q": "must be 1 to 500 characters"}.err()
+		err = app.FieldErrors{"q": "must be 1 to 500 characters"}.Err()
 	case !isText(q):
-		err = fieldErrors{"q": "must be UTF-8 text without NUL characters"}.err()
+		err = app.FieldErrors{"q": "must be UTF-8 text without NUL characters"}.Err()
 	}
 	if err != nil {
 		fail(c, err)
@@ -90,15 +91,15 @@ func (s *Server) searchFiltered(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	q := strings.TrimSpace(in.Q)
 	if len(q) > 500 {
-		errs.add("q", "must be at most 500 characters")
+		errs.Add("q", "must be at most 500 characters")
 	}
 	limit := 20
 	if in.Limit != nil {
 		if limit = *in.Limit; limit < 1 || limit > 100 {
-			errs.add("limit", "must be 1 to 100")
+			errs.Add("limit", "must be 1 to 100")
 		}
 	}
 	fl := in.Filters
@@ -106,18 +107,18 @@ func (s *Server) searchFiltered(c *gin.Context) {
 		ColorLabels: fl.ColorLabel, Camera: strings.TrimSpace(fl.Camera), From: fl.From, To: fl.To, EyesClosed: fl.EyesClosed,
 		FaceOutOfFocus: fl.FaceOutOfFocus}
 	if r := fl.RatingMin; r != nil && (*r < 1 || *r > 5) {
-		errs.add("filters.ratingMin", "must be a whole number from 1 to 5")
+		errs.Add("filters.ratingMin", "must be a whole number from 1 to 5")
 	}
 	checkPhotoFilters(errs, "filters.", f.Camera, f.From, f.To)
 	checkColorLabels(errs, "filters.colorLabel", f.ColorLabels)
 	f.ClientFavorite = parseClientFavorite(errs, "filters.clientFavorite", fl.ClientFavorite)
 	for _, r := range fl.Readiness {
 		if r != store.AssetCull && r != store.AssetSearch && r != store.AssetAI {
-			errs.add("filters.readiness", "must list cull, search or ai")
+			errs.Add("filters.readiness", "must list cull, search or ai")
 		}
 		f.Readiness = append(f.Readiness, r)
 	}
-	err = errs.err()
+	err = errs.Err()
 	if err == nil {
 		err = s.checkClientFavorite(c, p.ID, "filters.clientFavorite", f.ClientFavorite)
 	}

@@ -308,24 +308,24 @@ func (s *Server) shareAuth(c *gin.Context) {
 
 // checkVisitor reads who a visitor says they are: nil without a name.
 func checkVisitor(name, email *string) (*store.Visitor, error) {
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	ok := func(v string, most int) bool {
 		return v != "" && utf8.RuneCountInString(v) <= most && !strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f })
 	}
 	if name != nil && !ok(strings.TrimSpace(*name), maxNameLen) {
-		errs.add("name", fmt.Sprintf("must be 1 to %d characters on one line", maxNameLen))
+		errs.Add("name", fmt.Sprintf("must be 1 to %d characters on one line", maxNameLen))
 	}
 	if email != nil && *email != "" {
 		e := strings.TrimSpace(*email)
 		at := strings.LastIndexByte(e, '@')
 		if !ok(e, maxEmailLen) || at < 1 || at == len(e)-1 || strings.ContainsAny(e, " ,;<>") {
-			errs.add("email", "must be an email address, or left out")
+			errs.Add("email", "must be an email address, or left out")
 		}
 		if name == nil {
-			errs.add("name", "must be given with an email")
+			errs.Add("name", "must be given with an email")
 		}
 	}
-	if err := errs.err(); err != nil || name == nil {
+	if err := errs.Err(); err != nil || name == nil {
 		return nil, err
 	}
 	who := &store.Visitor{Name: strings.TrimSpace(*name)}

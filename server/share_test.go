@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"lightbox/blob"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"lightbox/blob"
 
 	"github.com/google/uuid"
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/abuse/guess"
+	"lightbox/app"
 	"lightbox/store"
 )
 
@@ -88,11 +89,11 @@ func (s *Server) login(c *gin.Context) {
 	}
 	email := strings.TrimSpace(in.Email)
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > maxEmailLen {
-		fail(c, fieldErrors{"email": "must be a mail address such as ana@example.org"}.err())
+		fail(c, app.FieldErrors{"email": "must be a mail address such as ana@example.org"}.Err())
 		return
 	}
 	if in.Locale != nil && !localePattern.MatchString(*in.Locale) {
-		fail(c, fieldErrors{"locale": "must be a language tag such as en or pt-BR"}.err())
+		fail(c, app.FieldErrors{"locale": "must be a language tag such as en or pt-BR"}.Err())
 		return
 	}
 	mailbox := strings.ToLower(email)
@@ -130,14 +131,14 @@ func (s *Server) verify(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	if in.ChallengeID == uuid.Nil {
-		errs.add("challengeId", "is required")
+		errs.Add("challengeId", "is required")
 	}
 	if len(in.Code) != 6 || strings.Trim(in.Code, "0123456789") != "" {
-		errs.add("code", "must be the 6 digits from the mail")
+		errs.Add("code", "must be the 6 digits from the mail")
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -205,7 +206,7 @@ func (s *Server) refresh(c *gin.Context) {
 		return
 	}
 	if !strings.HasPrefix(in.RefreshToken, store.RefreshPrefix) {
-		fail(c, fieldErrors{"refreshToken": "must be a refresh token from /v1/auth/verify or /v1/auth/refresh"}.err())
+		fail(c, app.FieldErrors{"refreshToken": "must be a refresh token from /v1/auth/verify or /v1/auth/refresh"}.Err())
 		return
 	}
 	p, t, err := s.app.Refresh(c.Request.Context(), in.RefreshToken)

@@ -298,23 +298,23 @@ func (s *Server) finalizeUpload(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	if len(in.Assets) == 0 || len(in.Assets) > app.MaxFilesPerCall {
-		errs.add("assets", fmt.Sprintf("must list 1 to %d assets", app.MaxFilesPerCall))
+		errs.Add("assets", fmt.Sprintf("must list 1 to %d assets", app.MaxFilesPerCall))
 	}
 	items := make([]store.FinalizeItem, len(in.Assets))
 	seen := map[uuid.UUID]bool{}
 	for i, a := range in.Assets {
 		if !sha256Hex.MatchString(a.ChecksumSHA256) {
-			errs.add(fmt.Sprintf("assets[%d].checksumSha256", i), "must be 64 lowercase hex digits")
+			errs.Add(fmt.Sprintf("assets[%d].checksumSha256", i), "must be 64 lowercase hex digits")
 		}
 		if seen[a.AssetID] {
-			errs.add(fmt.Sprintf("assets[%d].assetId", i), "is listed twice")
+			errs.Add(fmt.Sprintf("assets[%d].assetId", i), "is listed twice")
 		}
 		seen[a.AssetID] = true
 		items[i] = store.FinalizeItem{AssetID: a.AssetID, Checksum: a.ChecksumSHA256}
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}

@@ -100,14 +100,14 @@ func (s *Server) createWebhook(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	errs := fieldErrors{}
+	errs := app.FieldErrors{}
 	s.checkWebhookURL(errs, in.URL)
 	events := checkWebhookEvents(errs, in.Events)
 	// Left out, the use case makes one.
 	if in.Secret != nil && (len(*in.Secret) < minWebhookSecret || len(*in.Secret) > maxWebhookSecret) {
-		errs.add("secret", "must be 16 to 256 characters, or left out to have one made")
+		errs.Add("secret", "must be 16 to 256 characters, or left out to have one made")
 	}
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
@@ -127,34 +127,34 @@ func (s *Server) createWebhook(c *gin.Context) {
 // checkWebhookURL accepts an absolute http or https URL. An address
 // written in it must pass the URL import rules now; names are checked on
 // each delivery.
-func (s *Server) checkWebhookURL(errs fieldErrors, raw string) {
+func (s *Server) checkWebhookURL(errs app.FieldErrors, raw string) {
 	u, err := url.Parse(raw)
 	switch {
 	case raw == "":
-		errs.add("url", "is required")
+		errs.Add("url", "is required")
 	case len(raw) > maxWebhookURL:
-		errs.add("url", "must be at most 2048 characters")
+		errs.Add("url", "must be at most 2048 characters")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
-		errs.add("url", "must be an absolute http or https URL")
+		errs.Add("url", "must be an absolute http or https URL")
 	default:
 		if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
 			if (netguard.Guard{Allow: s.cfg.DownloadAllow}).Check(ip) != nil {
-				errs.add("url", "leads to a private or local address, which webhooks may not reach")
+				errs.Add("url", "leads to a private or local address, which webhooks may not reach")
 			}
 		}
 	}
 }
 
 // checkWebhookEvents returns the events named, each once, in a stable order.
-func checkWebhookEvents(errs fieldErrors, in []string) []string {
+func checkWebhookEvents(errs app.FieldErrors, in []string) []string {
 	if len(in) == 0 {
-		errs.add("events", "must name at least one of "+strings.Join(app.WebhookEvents, ", "))
+		errs.Add("events", "must name at least one of "+strings.Join(app.WebhookEvents, ", "))
 		return nil
 	}
 	var out []string
 	for _, e := range in {
 		if !slices.Contains(app.WebhookEvents, e) {
-			errs.add("events", "must each be one of "+strings.Join(app.WebhookEvents, ", ")+"; "+e+" is not")
+			errs.Add("events", "must each be one of "+strings.Join(app.WebhookEvents, ", ")+"; "+e+" is not")
 			return nil
 		}
 		if !slices.Contains(out, e) {
