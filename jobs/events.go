@@ -112,3 +112,17 @@ func (t *Tracker) jobsChanged(ctx context.Context, us []jobUpdate) {
 		t.log.Warn("publish events", "count", len(evs), "err", err)
 	}
 }
+
+// Tell sends listeners what a running task has to report beyond its job's
+// state: a thumbnail made, faces found, an export's progress, a cluster
+// run's groups. A lost event is logged, never the task's failure: clients
+// resync from the API.
+func (t *Tracker) Tell(ctx context.Context, name events.Name, project, batch uuid.UUID, data any) {
+	ev, err := events.New(name, project, batch, data)
+	if err == nil {
+		_, err = t.events.Publish(ctx, ev)
+	}
+	if err != nil {
+		t.log.Warn("publish event", "event", name, "project", project, "err", err)
+	}
+}

@@ -58,7 +58,7 @@ func (w *Worker) clusterProject(ctx context.Context, t *asynq.Task) error {
 		w.log.Info("cluster run superseded; nothing stored", "project", p.ProjectID, "run", p.Run)
 		return nil
 	}
-	w.publish(ctx, events.ClusterUpdated, p.ProjectID, uuid.Nil, map[string]any{"run": p.Run, "groups": len(groups), "aiReady": moved})
+	w.tracker.Tell(ctx, events.ClusterUpdated, p.ProjectID, uuid.Nil, map[string]any{"run": p.Run, "groups": len(groups), "aiReady": moved})
 	w.log.Info("project clustered", "project", p.ProjectID, "run", p.Run, "photos", len(photos), "groups", len(groups), "aiReady", moved)
 	return nil
 }

@@ -154,7 +154,7 @@ func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEv
 	if e.BatchID != nil {
 		batch = *e.BatchID
 	}
-	w.publish(ctx, events.ExportUpdated, e.ProjectID, batch, ev)
+	w.tracker.Tell(ctx, events.ExportUpdated, e.ProjectID, batch, ev)
 }
 
 // exportCanceled finishes a cancel the build noticed: the export's job

@@ -108,7 +108,7 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	// Asset.faces, for the grid's marks.
-	w.publish(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, map[string]any{"assetId": p.AssetID, "faces": map[string]any{
+	w.tracker.Tell(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, map[string]any{"assetId": p.AssetID, "faces": map[string]any{
 		"count": scan.FaceCount, "eyesClosed": scan.EyesClosed, "outOfFocus": scan.OutOfFocus, "minFaceSharpness": scan.MinSharpness}})
 	// Group winners weigh open eyes and sharp faces.
 	return w.scheduleCluster(ctx, p.ProjectID)

@@ -71,7 +71,7 @@ func (w *Worker) thumbnail(ctx context.Context, t *asynq.Task) error {
 	}
 	if err == nil && made {
 		// No status: this may reach a client after the ingest's own event.
-		w.publish(ctx, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "thumbnail": true})
+		w.tracker.Tell(ctx, events.AssetUpdated, a.ProjectID, uuid.Nil, map[string]any{"assetId": a.ID, "thumbnail": true})
 	}
 	return err
 }
