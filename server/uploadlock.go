@@ -30,12 +30,19 @@ func (s *Server) lockUpload(ctx context.Context, log *slog.Logger, asset uuid.UU
 	return release, err
 }
 
+// holdWait is how long hold waits for Redis before going on unlocked. A
+// Redis that is down refuses at once; this bounds one that hangs. It is
+// seconds, not less: on a busy machine a live Redis can take over half a
+// second to answer, and a lock given up then lets a replayed PUT stream
+// beside the one that holds it.
+const holdWait = 5 * time.Second
+
 // hold takes the lock key, shared by every server process, and renews it
 // until the returned function releases it. It answers
 // redislock.ErrNotObtained while another holds key. When Redis does not
-// answer, it logs and lets the caller go on unlocked.
+// answer within holdWait, it logs and lets the caller go on unlocked.
 func (s *Server) hold(ctx context.Context, log *slog.Logger, key string) (release func(), err error) {
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, holdWait)
 	defer cancel()
 	lock, err := s.locks.Obtain(ctx, key, lockTTL, nil)
 	switch {
