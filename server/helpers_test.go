@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -684,7 +685,12 @@ func (a *app) startWorkerOn(blobs blob.Store) *worker.Worker {
 	go func() { done <- w.Run(ctx) }()
 	a.t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		// A task still inside libvips when the test ends is handed back, as
+		// at any stop; the test's assertions are behind it.
+		switch err := <-done; {
+		case errors.Is(err, worker.ErrHandlersRunning):
+			a.t.Logf("worker: %v", err)
+		case err != nil:
 			a.t.Errorf("worker: %v", err)
 		}
 	})

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"io"
 	"log/slog"
 	"net/url"
@@ -46,7 +47,12 @@ func (h *harness) runWorkerOn(st *store.Store) {
 	go func() { done <- w.Run(ctx) }()
 	h.t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		// A task still inside libvips when the test ends is handed back, as
+		// at any stop; the test's assertions are behind it.
+		switch err := <-done; {
+		case errors.Is(err, worker.ErrHandlersRunning):
+			h.t.Logf("worker: %v", err)
+		case err != nil:
 			h.t.Errorf("worker: %v", err)
 		}
 	})

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"lightbox/tasks"
 	"lightbox/testsupport/testenv"
+	"lightbox/worker"
 )
 
 // finalize records an uploaded asset with its ingest job and enqueues it,
@@ -34,7 +36,12 @@ func (h *harness) run() {
 	go func() { done <- h.w.Run(ctx) }()
 	h.t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		// A task still inside libvips when the test ends is handed back, as
+		// at any stop; the test's assertions are behind it.
+		switch err := <-done; {
+		case errors.Is(err, worker.ErrHandlersRunning):
+			h.t.Logf("worker: %v", err)
+		case err != nil:
 			h.t.Errorf("worker: %v", err)
 		}
 	})
