@@ -40,17 +40,10 @@ func (a *App) BatchEnded(ctx context.Context, log *slog.Logger, b *store.Batch) 
 	if b.CompletedAt == nil {
 		return
 	}
-	data := struct {
-		ID          uuid.UUID `json:"id"`
-		ProjectID   uuid.UUID `json:"projectId"`
-		Kind        string    `json:"kind"`
-		Status      string    `json:"status"`
-		Total       int       `json:"total"`
-		Completed   int       `json:"completed"`
-		Failed      int       `json:"failed"`
-		CreatedAt   time.Time `json:"createdAt"`
-		CompletedAt time.Time `json:"completedAt"`
-	}{b.ID, b.ProjectID, b.Kind, b.Status, b.Total, b.Completed, b.Failed, b.CreatedAt.UTC(), b.CompletedAt.UTC()}
+	// The batch as the API shows it, its end in UTC as every time it sends.
+	data := BatchJSONOf(b)
+	completed := b.CompletedAt.UTC()
+	data.CompletedAt = &completed
 	a.notify(ctx, log, b.ProjectID, EventBatchCompleted, b.ID.String(), b.Status+"@"+b.CompletedAt.UTC().Format(time.RFC3339Nano), data,
 		func(tx *store.Store) error { return tx.MarkBatchNotified(ctx, b.ID, *b.CompletedAt) })
 }
