@@ -122,11 +122,7 @@ func (h *harness) exec(sql string, args ...any) {
 
 func (h *harness) count(sql string, args ...any) int {
 	h.t.Helper()
-	var n int
-	if err := h.env.DB.Get(&n, sql, args...); err != nil {
-		h.t.Fatal(err)
-	}
-	return n
+	return h.env.Count(h.t, sql, args...)
 }
 
 // embedder is the HTTP provider when the test names one, else the built-in.

@@ -46,70 +46,6 @@ func (h *harness) sweep() {
 	}
 }
 
-func TestSweepEnqueuesWorkWhoseEnqueueWasLost(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	project := h.project()
-	asset, job := h.finalizeWithoutEnqueue(project, []byte("jpeg bytes"))
-
-	// Fresh work is left alone: finalize may still be enqueueing it.
-	h.sweep()
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err == nil {
-		t.Fatal("sweep enqueued fresh work")
-	}
-
-	h.env.Age(t, "jobs", "created_at", time.Minute, "")
-	h.sweep()
-	info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
-	if err != nil {
-		t.Fatalf("lost ingest not enqueued: %v", err)
-	}
-	p, _ := tasks.Decode[tasks.IngestPayload](asynq.NewTask(info.Type, info.Payload))
-	if p.JobID != job || p.AssetID != asset {
-		t.Fatalf("payload %+v", p)
-	}
-	if n := h.count("SELECT count(*) FROM jobs WHERE enqueued_at IS NOT NULL"); n != 1 {
-		t.Fatalf("%d jobs marked enqueued", n)
-	}
-
-	// Sweeping again changes nothing: still one task.
-	h.sweep()
-	if q, _ := h.in.GetQueueInfo("default"); q.Size != 1 {
-		t.Fatalf("default queue has %d tasks after a second sweep", q.Size)
-	}
-}
-
-func TestSweepPutsBackTasksRedisLostOrAnOutageArchived(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	project := h.project()
-	lost, _ := h.finalizeNamed(project, "a.jpg", []byte("other bytes"))
-	archived, _ := h.finalizeNamed(project, "b.jpg", []byte("more bytes"))
-	h.env.Age(t, "jobs", "created_at", time.Minute, "")
-	h.sweep()
-
-	// Redis loses one task (a restart without persistence); Postgres is
-	// down for longer than the other's retries, so Asynq archives it.
-	if err := h.in.DeleteTask("default", tasks.IngestID(lost)); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.in.ArchiveTask("default", tasks.IngestID(archived)); err != nil {
-		t.Fatal(err)
-	}
-	h.sweep()
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(lost)); err == nil {
-		t.Fatal("a recently updated job was re-enqueued")
-	}
-	h.env.Age(t, "jobs", "updated_at", 3*time.Minute, "")
-	h.sweep()
-	for _, asset := range []uuid.UUID{lost, archived} {
-		info, err := h.in.GetTaskInfo("default", tasks.IngestID(asset))
-		if err != nil || info.State != asynq.TaskStatePending {
-			t.Fatalf("ingest of %s not put back: %v %v", asset, info, err)
-		}
-	}
-}
-
 func TestSweepFailsExpiredUploadsAndDeletesTheirBytes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -161,63 +97,6 @@ func TestSweepRemovesDayOldTemporaryBlobFiles(t *testing.T) {
 	if _, err := os.Stat(writing); err != nil {
 		t.Fatalf("an upload in progress lost its file: %v", err)
 	}
-}
-
-func TestSweepPutsBackEveryJobAfterRedisLosesEverything(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	project := h.project()
-	a, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
-	b, _ := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
-	h.env.Age(t, "jobs", "created_at", time.Minute, "")
-	h.sweep()
-	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	h.env.Age(t, "jobs", "updated_at", 3*time.Minute, "")
-	h.sweep()
-	for _, asset := range []uuid.UUID{a, b} {
-		if _, err := h.in.GetTaskInfo("default", tasks.IngestID(asset)); err != nil {
-			t.Fatalf("ingest of %s not put back: %v", asset, err)
-		}
-	}
-	if n := h.count("SELECT count(*) FROM jobs WHERE enqueued_at IS NULL"); n != 0 {
-		t.Fatalf("%d jobs left as never enqueued", n)
-	}
-}
-
-// TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything: a queue
-// missing from Asynq's registry tells the sweep that Redis lost its data,
-// so it puts back jobs whose rows were quiet for seconds, not minutes.
-// A job recorded as running waits until live workers have had time to
-// list what they run, then goes back too.
-func TestSweepPutsBackLostJobsAtOnceAfterRedisLosesEverything(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	project := h.project()
-	waiting, _ := h.finalizeNamed(project, "a.jpg", []byte("a bytes"))
-	running, runningJob := h.finalizeNamed(project, "b.jpg", []byte("b bytes"))
-	h.env.Age(t, "jobs", "created_at", time.Minute, "")
-	h.sweep()
-	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	// Both were enqueued a little while ago; one had started.
-	h.env.Age(t, "jobs", "updated_at", 10*time.Second, "")
-	h.env.SetJobs(t, testenv.JobRow{Status: store.JobRunning, Attempt: 1}, "id = $1", runningJob)
-
-	h.sweep()
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(waiting)); err != nil {
-		t.Fatalf("one sweep after Redis lost everything, the waiting ingest is not back: %v", err)
-	}
-	if _, err := h.in.GetTaskInfo("default", tasks.IngestID(running)); err == nil {
-		t.Fatal("a job recorded as running went back before live workers could say they run it")
-	}
-	testenv.Eventually(h.t, "the running job's task to come back once no live worker lists it", patience, func() bool {
-		h.sweep()
-		_, err := h.in.GetTaskInfo("default", tasks.IngestID(running))
-		return err == nil
-	})
 }
 
 // TestSweepDeletesDiscardedOriginalsOnceTheirURLExpires finalizes two
@@ -336,47 +215,5 @@ func TestSweepPutsBackClusterRunsRedisLostOrAnOutageArchived(t *testing.T) {
 	}
 	if run, _ := h.env.Store.ScheduleCluster(ctx, lost, 0); !run.New || run.Run != 2 {
 		t.Fatalf("the next request: %+v, want a new run 2", run)
-	}
-}
-
-// A cluster run that started and then failed through its retries was
-// archived with its run marked started, not due: nothing found it again,
-// and the project's photos never reached 'ai'. Once past its timeout, the
-// sweep runs it again.
-func TestSweepRunsAgainAClusterRunThatFailedAfterItStarted(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	ctx := context.Background()
-	project := h.project()
-	id := h.scheduleClusterRun(project)
-	if ok, err := h.env.Store.StartClusterRun(ctx, project, 1); !ok || err != nil {
-		t.Fatalf("start: %v %v", ok, err)
-	}
-	if err := h.in.ArchiveTask("low", id); err != nil {
-		t.Fatal(err)
-	}
-	h.sweep()
-	if info, _ := h.in.GetTaskInfo("low", id); info == nil || info.State != asynq.TaskStateArchived {
-		t.Fatalf("a run started just now was touched: %v", info)
-	}
-	h.env.Age(t, "cluster_runs", "started_at", 20*time.Minute, "project_id = $1", project)
-	h.sweep()
-	if info, err := h.in.GetTaskInfo("low", id); err != nil || info.State != asynq.TaskStatePending {
-		t.Fatalf("a run stuck since it started was not run again: %v %v", info, err)
-	}
-}
-
-func TestSweepPutsBackClusterRunsAfterRedisLosesEverything(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, nil)
-	id := h.scheduleClusterRun(h.project())
-	if err := h.env.Redis.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	h.env.Age(t, "cluster_runs", "scheduled_for", 3*time.Minute, "")
-	h.sweep()
-	// The Inspector finds it only if the sweep announced the queue again.
-	if _, err := h.in.GetTaskInfo("low", id); err != nil {
-		t.Fatalf("cluster run not put back: %v", err)
 	}
 }

@@ -113,3 +113,14 @@ func (e *Env) exec(t testing.TB, q string, args ...any) {
 		t.Fatal(err)
 	}
 }
+
+// Count runs a query that selects one number, such as count(*), and
+// returns it.
+func (e *Env) Count(t testing.TB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.DB.GetContext(context.Background(), &n, q, args...); err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	return n
+}
