@@ -157,14 +157,15 @@ func (w *Worker) publishExport(ctx context.Context, e *store.Export, ev exportEv
 	w.tracker.Tell(ctx, events.ExportUpdated, e.ProjectID, batch, ev)
 }
 
-// exportCanceled finishes a cancel the build noticed: the export's job
-// and batch are canceled too (so the job is not recorded done), and
-// listeners are told.
+// exportCanceled finishes a cancel the build noticed: the export's batch
+// is canceled as any batch is (jobs.Dispatcher.CancelBatch), so its job is
+// not recorded done, the user's next export is admitted and webhooks hear
+// of the batch, and listeners are told. The cancel ends this very task,
+// which is ending anyway: what follows runs on a context it cannot end.
 func (w *Worker) exportCanceled(ctx context.Context, e *store.Export) {
+	ctx = context.WithoutCancel(ctx)
 	if e.BatchID != nil {
-		if err := w.jobs.MarkCanceling(ctx, e.ProjectID); err != nil {
-			w.log.Warn("mark project for cancel", "export", e.ID, "err", err)
-		} else if _, _, err := w.st.CancelBatch(ctx, *e.BatchID); err != nil {
+		if _, _, err := w.jobs.CancelBatch(ctx, w.log, e.ProjectID, *e.BatchID); err != nil {
 			w.log.Warn("cancel export batch", "export", e.ID, "err", err)
 		}
 	}
