@@ -203,7 +203,7 @@ func (s *Server) adminDeleteJob(c *gin.Context) {
 }
 
 type adminBatchJSON struct {
-	batchJSON
+	app.BatchJSON
 	OwnerEmail   string `json:"ownerEmail"`
 	ProjectTitle string `json:"projectTitle"`
 }
@@ -221,7 +221,7 @@ func (s *Server) adminBatches(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toPaged(page, func(b store.AdminBatch) adminBatchJSON {
-		return adminBatchJSON{batchJSON: toBatchJSON(&b.Batch), OwnerEmail: b.OwnerEmail, ProjectTitle: b.ProjectTitle}
+		return adminBatchJSON{BatchJSON: app.BatchJSONOf(&b.Batch), OwnerEmail: b.OwnerEmail, ProjectTitle: b.ProjectTitle}
 	}))
 }
 

@@ -12,11 +12,6 @@ import (
 	"lightbox/store"
 )
 
-// batchJSON is a batch as answers show it, the shape its events carry.
-type batchJSON = app.BatchJSON
-
-func toBatchJSON(b *store.Batch) batchJSON { return app.BatchJSONOf(b) }
-
 func (s *Server) ownBatch(c *gin.Context) (*store.Batch, error) { return owned(c, s.store.Batch) }
 
 // getBatch is the polling fallback of the batch's event stream.
@@ -31,7 +26,7 @@ func (s *Server) getBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "jobs": toJobsJSON(jobs)})
+	c.JSON(http.StatusOK, gin.H{"batch": app.BatchJSONOf(b), "jobs": toJobsJSON(jobs)})
 }
 
 // batchResults says, per job, what it produced: the asset it worked on and
@@ -67,7 +62,7 @@ func (s *Server) batchResults(c *gin.Context) {
 			}
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(b), "results": out})
+	c.JSON(http.StatusOK, gin.H{"batch": app.BatchJSONOf(b), "results": out})
 }
 
 // cancelBatch cancels the batch's jobs that have not ended (see
@@ -83,7 +78,7 @@ func (s *Server) cancelBatch(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"batch": toBatchJSON(nb), "canceledJobs": canceled})
+	c.JSON(http.StatusOK, gin.H{"batch": app.BatchJSONOf(nb), "canceledJobs": canceled})
 }
 
 func (s *Server) retryBatch(c *gin.Context) { s.retry(c, nil) }

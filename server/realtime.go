@@ -170,7 +170,7 @@ func (s *Server) stream(c *gin.Context, project, batch uuid.UUID) {
 
 type snapshotJSON struct {
 	Stats   store.ProjectStats `json:"stats"`
-	Batches []batchJSON        `json:"batches"`
+	Batches []app.BatchJSON    `json:"batches"`
 	Jobs    []jobJSON          `json:"jobs,omitempty"`
 }
 
@@ -181,14 +181,14 @@ func (s *Server) snapshot(c *gin.Context, project, batch uuid.UUID) (*snapshotJS
 	if err != nil {
 		return nil, err
 	}
-	snap := &snapshotJSON{Stats: st, Batches: []batchJSON{}}
+	snap := &snapshotJSON{Stats: st, Batches: []app.BatchJSON{}}
 	if batch == uuid.Nil {
 		bs, err := s.store.RecentBatches(c.Request.Context(), project, 20)
 		if err != nil {
 			return nil, err
 		}
 		for i := range bs {
-			snap.Batches = append(snap.Batches, toBatchJSON(&bs[i]))
+			snap.Batches = append(snap.Batches, app.BatchJSONOf(&bs[i]))
 		}
 		return snap, nil
 	}
@@ -196,7 +196,7 @@ func (s *Server) snapshot(c *gin.Context, project, batch uuid.UUID) (*snapshotJS
 	if err != nil {
 		return nil, err
 	}
-	snap.Batches = append(snap.Batches, toBatchJSON(b))
+	snap.Batches = append(snap.Batches, app.BatchJSONOf(b))
 	jobs, err := s.store.BatchJobs(c.Request.Context(), batch)
 	if err != nil {
 		return nil, err
