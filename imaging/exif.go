@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lightbox/xmp"
 )
 
 // Metadata is what the EXIF block says about the shot. Absent fields are
@@ -34,6 +36,10 @@ type Metadata struct {
 	Orientation  int      `json:"orientation"`
 	GPSLatitude  *float64 `json:"gpsLatitude,omitempty"`
 	GPSLongitude *float64 `json:"gpsLongitude,omitempty"`
+	// XMP is what the photo's own XMP packet says of it: the decisions an
+	// editor wrote, keywords and captions (package xmp). Nil without a
+	// packet, or when the packet was refused (MetadataWarning says why).
+	XMP *xmp.Decisions `json:"xmp,omitempty"`
 }
 
 // CaptureTime returns CapturedAt as a time: at its recorded offset when there
@@ -86,6 +92,16 @@ func readMetadata(ctx context.Context, h header) (Metadata, string) {
 		}
 		if len(h.exif) == 0 && len(h.xmp) > 0 {
 			readXMP(&m, h.xmp)
+		}
+		if len(h.xmp) > 0 {
+			d, warnings, err := xmp.Read(h.xmp)
+			switch {
+			case err != nil:
+				warn = append(warn, "XMP packet ignored: "+err.Error())
+			default:
+				m.XMP = &d
+				warn = append(warn, warnings...)
+			}
 		}
 	}()
 	return m, strings.Join(warn, "; ")

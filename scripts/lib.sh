@@ -129,6 +129,8 @@ ensure_build_deps() {
 	command -v vipsthumbnail >/dev/null || missing+=(libvips-tools)
 	pkg-config --exists libraw 2>/dev/null || missing+=(libraw-dev)
 	command -v dcraw_emu >/dev/null || missing+=(libraw-bin)
+	# The XMP tests read what they write back with exiftool.
+	command -v exiftool >/dev/null || missing+=(libimage-exiftool-perl)
 	if [ ${#missing[@]} -gt 0 ]; then
 		apt_install "building needs ${missing[*]} (libvips and LibRaw through cgo)" "${missing[@]}"
 	fi

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 )
 
 // IngestOutput is what ingest learned from an original.
@@ -28,6 +29,21 @@ type IngestOutput struct {
 	PHash           uint64
 	HashAlgorithm   string
 	Files           []AssetFile
+	// Keywords and IPTC (a JSON object) come from the photo's own XMP
+	// packet. They fill the asset's only where its owner has set none.
+	Keywords []string
+	IPTC     json.RawMessage
+	// Decision is the rating the photo's XMP packet gives it. It becomes
+	// the project owner's rating only if the owner has not rated the
+	// photo in Lightbox.
+	Decision *XMPDecision
+}
+
+// XMPDecision is a rating an editor wrote into a photo's XMP packet.
+type XMPDecision struct {
+	Rating           int // 1–5, or 0 for none
+	Picked, Rejected bool
+	ColorLabel       string // one of ColorLabels, or ""
 }
 
 // SaveIngest writes everything ingest produced in one transaction, with
@@ -58,7 +74,10 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			out.AssetID, out.Width, out.Height, out.CapturedAt, out.CapturedOffset, out.CameraMake, out.CameraModel,
 			out.LensModel, out.FocalLengthMm, out.ShutterSpeed, out.Aperture, out.ISO, out.GPSLat, out.GPSLon,
 			out.EXIF, out.Quality, out.MetadataWarning)
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.saveXMP(ctx, out)
 	})
 	return s.duplicateOf(ctx, out.AssetID, err)
 }
@@ -104,4 +123,34 @@ func (s *Store) upsertFiles(ctx context.Context, files []AssetFile) error {
 		}
 	}
 	return nil
+}
+
+// saveXMP fills what the photo's XMP packet says where the owner has not
+// said otherwise: keywords when the asset has none, IPTC fields the asset
+// lacks, and the owner's rating when there is none. Running it again
+// changes nothing.
+func (s *Store) saveXMP(ctx context.Context, out IngestOutput) error {
+	if len(out.Keywords) > 0 || len(out.IPTC) > 0 {
+		iptc := out.IPTC
+		if len(iptc) == 0 {
+			iptc = json.RawMessage(`{}`)
+		}
+		if _, err := s.db.ExecContext(ctx, `
+			UPDATE assets SET keywords = CASE WHEN keywords = '{}' THEN coalesce($2::text[], '{}') ELSE keywords END,
+				iptc = $3::jsonb || iptc
+			WHERE id = $1`, out.AssetID, pq.Array(out.Keywords), iptc); err != nil {
+			return err
+		}
+	}
+	d := out.Decision
+	if d == nil || (d.Rating == 0 && !d.Picked && !d.Rejected && d.ColorLabel == "") {
+		return nil
+	}
+	_, err := s.db.ExecContext(ctx, `
+		INSERT INTO ratings (asset_id, user_id, rating, picked, rejected, color_label)
+		SELECT a.id, p.owner_user_id, nullif($2::int, 0), $3, $4 AND NOT $3, nullif($5, '')
+		FROM assets a JOIN projects p ON p.id = a.project_id WHERE a.id = $1
+		ON CONFLICT (asset_id, user_id) DO NOTHING`,
+		out.AssetID, d.Rating, d.Picked, d.Rejected, d.ColorLabel)
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -185,6 +186,31 @@ func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile)
 	// Without a recorded offset the camera's wall clock is read as UTC.
 	if at, ok := m.CaptureTime(time.UTC); ok {
 		out.CapturedAt = &at
+	}
+	if d := m.XMP; d != nil {
+		out.Keywords = xmpKeywords(d.Keywords)
+		if iptc, _ := json.Marshal(d.IPTC); len(iptc) <= maxXMPIPTC {
+			out.IPTC = iptc
+		}
+		out.Decision = &store.XMPDecision{Rating: d.Rating, Picked: d.Picked, Rejected: d.Rejected, ColorLabel: d.ColorLabel}
+	}
+	return out
+}
+
+// The most of a packet's keywords and captions an asset takes: the limits
+// PATCH /v1/assets/{id} holds an owner's own to.
+const (
+	maxXMPKeywords, maxXMPKeywordLen = 100, 100
+	maxXMPIPTC                       = 16 << 10
+)
+
+// xmpKeywords keeps the first maxXMPKeywords keywords that fit.
+func xmpKeywords(ks []string) []string {
+	var out []string
+	for _, k := range ks {
+		if utf8.RuneCountInString(k) <= maxXMPKeywordLen && len(out) < maxXMPKeywords {
+			out = append(out, k)
+		}
 	}
 	return out
 }
