@@ -42,7 +42,7 @@ TIMEOUT=${TIMEOUT:-30m}
 PKG_PARALLEL=${PKG_PARALLEL:-4}
 TEST_PARALLEL=${TEST_PARALLEL:-6}
 SLOW_PKG=${SLOW_PKG-./e2e/ ./worker/ ./server/ ./faults/ ./imaging/ ./sdk/}
-FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./server/jsonbody:FuzzDecode}
+FUZZ=${FUZZ-./imaging/formats:FuzzSniff ./imaging:FuzzParseExif ./imaging:FuzzReadXMP ./imaging:FuzzInspect ./blob:FuzzVerify ./server/jsonbody:FuzzDecode ./xmp:FuzzRead}
 # A count of inputs, not a duration: a duration can end a run mid-input, which
 # go test reports as a failure ("context deadline exceeded").
 FUZZTIME=${FUZZTIME:-20000x}
