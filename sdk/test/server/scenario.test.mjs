@@ -59,10 +59,22 @@ test("the KILO app's whole flow against a real server and worker", async (t) => 
     assert.equal(stats.failed, 0);
     const all = await collect(paginate((cursor) => client.listAssets(project.id, { cursor, limit: 7 })));
     assert.deepEqual(all.map((a) => a.filename).sort(), files.map((f) => f.name).sort());
+    // Two corpus photos were rated in digiKam, whose XMP packet they carry
+    // (exiftool reads Rating 4, and Rating 5 with ColorLabel 6, magenta):
+    // they arrive with that rating; the others with none.
+    const fromXMP = {
+      "coldripple-2560x1600.jpg": { rating: 4, colorLabel: null },
+      "colorfulcups-2560x1600.jpg": { rating: 5, colorLabel: "purple" },
+    };
     for (const a of all) {
       assert.equal(typeof a.ingestedAt, "string");
       assert.equal(typeof a.exif, "object");
-      assert.equal(a.myRating, undefined);
+      const want = fromXMP[a.filename];
+      if (want) {
+        assert.deepEqual({ rating: a.myRating?.rating, colorLabel: a.myRating?.colorLabel, picked: a.myRating?.picked }, { ...want, picked: false }, a.filename);
+      } else {
+        assert.equal(a.myRating, undefined, a.filename);
+      }
       assert.match(a.bestPreviewUrl, /^http/);
     }
   });
