@@ -543,8 +543,8 @@ func (s *Server) getBlob(c *gin.Context) {
 
 // Bounds of what a person notes on an asset.
 const (
-	maxKeywords, maxKeywordLen = 100, 100
-	maxIPTC, maxUserFlags      = 16 << 10, 4 << 10
+	maxKeywords, maxKeywordLen = store.MaxKeywords, store.MaxKeywordLen
+	maxIPTC, maxUserFlags      = store.MaxIPTC, 4 << 10
 )
 
 // patchAsset changes what a person notes on an asset: keywords, notes,

@@ -28,6 +28,13 @@ type Rating struct {
 // order (its keys 6 to 9 set the first four).
 var ColorLabels = []string{"red", "yellow", "green", "blue", "purple"}
 
+// Bounds of the keywords and IPTC captions an asset holds, whether its
+// owner sets them (PATCH /v1/assets/{id}) or its XMP packet brings them.
+const (
+	MaxKeywords, MaxKeywordLen = 100, 100
+	MaxIPTC                    = 16 << 10
+)
+
 // NoColorLabel stands, among a filter's colour labels, for the assets
 // without one.
 const NoColorLabel = "none"

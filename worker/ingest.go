@@ -189,7 +189,7 @@ func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile)
 	}
 	if d := m.XMP; d != nil {
 		out.Keywords = xmpKeywords(d.Keywords)
-		if iptc, _ := json.Marshal(d.IPTC); len(iptc) <= maxXMPIPTC {
+		if iptc, _ := json.Marshal(d.IPTC); len(iptc) <= store.MaxIPTC {
 			out.IPTC = iptc
 		}
 		out.Decision = &store.XMPDecision{Rating: d.Rating, Picked: d.Picked, Rejected: d.Rejected, ColorLabel: d.ColorLabel}
@@ -197,18 +197,12 @@ func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile)
 	return out
 }
 
-// The most of a packet's keywords and captions an asset takes: the limits
+// xmpKeywords keeps the first keywords that fit the asset's bounds, as
 // PATCH /v1/assets/{id} holds an owner's own to.
-const (
-	maxXMPKeywords, maxXMPKeywordLen = 100, 100
-	maxXMPIPTC                       = 16 << 10
-)
-
-// xmpKeywords keeps the first maxXMPKeywords keywords that fit.
 func xmpKeywords(ks []string) []string {
 	var out []string
 	for _, k := range ks {
-		if utf8.RuneCountInString(k) <= maxXMPKeywordLen && len(out) < maxXMPKeywords {
+		if utf8.RuneCountInString(k) <= store.MaxKeywordLen && len(out) < store.MaxKeywords {
 			out = append(out, k)
 		}
 	}

@@ -59,7 +59,7 @@ func TestIngestTakesTheDecisionsOfThePhotosXMP(t *testing.T) {
 	if _, err := h.env.Store.Rate(ctx, h.owner, store.RatingChange{AssetID: decided, Rating: &two}); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // at least once
+	for range 2 { // a task may run twice
 		h.ingested(project, fresh)
 		h.ingested(project, decided)
 	}
@@ -77,14 +77,12 @@ func TestIngestTakesTheDecisionsOfThePhotosXMP(t *testing.T) {
 	if r := rating(decided); r.Rating == nil || *r.Rating != 2 || r.ColorLabel != nil {
 		t.Fatalf("the owner's own rating was replaced: %+v", r)
 	}
-	var kw []string
-	var iptc string
 	for _, asset := range []uuid.UUID{fresh, decided} {
 		a, err := h.env.Store.Asset(ctx, h.owner, asset)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kw, iptc = []string(a.Keywords), string(a.IPTC)
+		kw, iptc := []string(a.Keywords), string(a.IPTC)
 		if strings.Join(kw, ",") != "kite,beach,Lisbon" || !strings.Contains(iptc, `"title": "The kite"`) || !strings.Contains(iptc, `"city": "Lisbon"`) {
 			t.Fatalf("%s: keywords %v, iptc %s", asset, kw, iptc)
 		}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -138,7 +139,7 @@ func Read(packet []byte) (d Decisions, warnings []string, err error) {
 		warnings = append(warnings, fmt.Sprintf("digiKam:PickLabel %q is not 0 to 3", s))
 	}
 	if s := first(nsXMP, "Label"); s != "" {
-		if l := strings.ToLower(s); contains(colorLabels, l) {
+		if l := strings.ToLower(s); slices.Contains(colorLabels, l) {
 			d.ColorLabel = l
 		}
 		// Other labels (Bridge's "Approved", "To Do") are not colours.
@@ -185,19 +186,10 @@ func Read(packet []byte) (d Decisions, warnings []string, err error) {
 }
 
 func appendKeyword(ks []string, k string) []string {
-	if k = strings.TrimSpace(k); k == "" || contains(ks, k) {
+	if k = strings.TrimSpace(k); k == "" || slices.Contains(ks, k) {
 		return ks
 	}
 	return append(ks, k)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parse returns the values of the properties read, in the two forms RDF
