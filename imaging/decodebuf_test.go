@@ -4,6 +4,7 @@ package imaging
 
 import (
 	"bytes"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestProcessOutputsOutliveTheirBuffers(t *testing.T) {
 					return
 				}
 				if !bytes.Equal(got.Preview.Data, want[i].Preview.Data) || !bytes.Equal(got.Thumbnail.Data, want[i].Thumbnail.Data) ||
-					got.Quality != want[i].Quality || got.PHash != want[i].PHash {
+					!reflect.DeepEqual(got.Quality, want[i].Quality) || got.PHash != want[i].PHash {
 					t.Errorf("%s processed beside others: its outputs differ from its own alone", names[i])
 				}
 			}

@@ -267,6 +267,19 @@ type Quality struct {
 	ShadowsClipped float64 `json:"shadowsClipped"`
 	// MeanLuminance is the mean luminance, 0 (black) to 1 (white).
 	MeanLuminance float64 `json:"meanLuminance"`
+
+	// Focus, 0–100, is how sharp the photo is where it is sharpest (its
+	// subject), so a shallow depth of field is not blurred.
+	Focus float64 `json:"focus"`
+	// MotionBlur, 0–100, is how much sharper the subject is along one
+	// direction than across it: a camera or subject that moved.
+	MotionBlur float64 `json:"motionBlur"`
+	// Exposure is an EV offset from a well-exposed frame, judged on the
+	// lit part of the scene: a night sky or a black backdrop is 0.
+	Exposure float64 `json:"exposure"`
+	// Warnings are the judgements, any of blurry, motion_blur,
+	// underexposed, overexposed and misfire (nothing photographed).
+	Warnings []string `json:"warnings"`
 }
 
 // RenderOptions describe one export image. With Width and Height both 0 the
