@@ -328,3 +328,86 @@ func Suggest(photos []Photo, s Strictness, keepPerGroup int, hand map[uuid.UUID]
 	sg.Counts.Rejects, sg.Counts.Picks = len(sg.Rejects), len(sg.Picks)
 	return sg
 }
+
+// Adjustment is one criterion's strictness moved by what the photographer
+// did, in words.
+type Adjustment struct {
+	Criterion string  `json:"criterion"`
+	From      float64 `json:"from"`
+	To        float64 `json:"to"`
+	// Kept counts photos the criterion warned of that were picked by
+	// hand; Rejected photos rejected by hand that it let through but a
+	// stricter setting would have caught.
+	Kept     int    `json:"kept"`
+	Rejected int    `json:"rejected"`
+	Message  string `json:"message"`
+}
+
+// learnReach is how much stricter a criterion would have had to be to
+// catch a photo rejected by hand for it to count against that criterion.
+const learnReach = 0.25
+
+// Learn moves each criterion of s by the photographer's own decisions on
+// photos: picking photos a criterion warns of makes it more lenient,
+// rejecting photos it let through (that it would have caught a little
+// stricter) makes it stricter. The move grows with the evidence and
+// levels off, a quarter at most, in steps of 0.05, so a few decisions
+// nudge and many decide. It is computed from the decisions as they are,
+// not accumulated, so asking twice gives the same answer.
+func Learn(photos []Photo, s Strictness, hand map[uuid.UUID]Decision) (Strictness, []Adjustment) {
+	out := Strictness{}
+	var adj []Adjustment
+	for _, c := range Criteria {
+		v, ok := s[c]
+		if !ok || v == nil {
+			out[c] = nil
+			continue
+		}
+		only := func(level float64) Strictness { return Strictness{c: &level} }
+		kept, rejected := 0, 0
+		for _, p := range photos {
+			d, ok := hand[p.ID]
+			if !ok {
+				continue
+			}
+			switch {
+			case d.Picked && len(Judge(p, only(*v))) > 0:
+				kept++
+			case d.Rejected && len(Judge(p, s)) == 0 && len(Judge(p, only(math.Min(1, *v+learnReach)))) > 0:
+				rejected++
+			}
+		}
+		to := *v
+		if net := rejected - kept; net != 0 {
+			move := learnReach * float64(net) / float64(abs(net)+4)
+			to = math.Round(clamp01(*v+move)*20) / 20
+		}
+		out[c] = &to
+		if to != *v {
+			adj = append(adj, Adjustment{Criterion: c, From: *v, To: to, Kept: kept, Rejected: rejected, Message: learnMessage(c, *v, to, kept, rejected)})
+		}
+	}
+	return out, adj
+}
+
+func learnMessage(c string, from, to float64, kept, rejected int) string {
+	called := map[string]string{Blurry: "blurry", MotionBlur: "motion-blurred", Exposure: "badly exposed",
+		Misfire: "misfires", EyesClosed: "blinking", FaceSoft: "soft-faced"}[c]
+	var why string
+	switch {
+	case kept > 0 && rejected > 0:
+		why = fmt.Sprintf("you kept %d photos called %s and rejected %d it let through", kept, called, rejected)
+	case kept > 0:
+		why = fmt.Sprintf("you kept %d photos called %s", kept, called)
+	default:
+		why = fmt.Sprintf("you rejected %d photos it did not call %s", rejected, called)
+	}
+	return fmt.Sprintf("%s: %s strictness %.2f → %.2f", why, c, from, to)
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
