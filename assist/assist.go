@@ -10,6 +10,7 @@ package assist
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -410,4 +411,22 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// FromQuality reads the signals of an asset's stored quality JSON
+// (imaging.Quality) into a Photo with id; a quality from before the
+// signals (no "detail") leaves the photo unjudged.
+func FromQuality(id uuid.UUID, quality []byte) Photo {
+	var q struct {
+		Focus      float64  `json:"focus"`
+		MotionBlur float64  `json:"motionBlur"`
+		Exposure   float64  `json:"exposure"`
+		Detail     *float64 `json:"detail"`
+	}
+	p := Photo{ID: id}
+	if json.Unmarshal(quality, &q) != nil || q.Detail == nil {
+		return p
+	}
+	p.Judged, p.Focus, p.Motion, p.EV, p.Detail = true, q.Focus, q.MotionBlur, q.Exposure, *q.Detail
+	return p
 }
