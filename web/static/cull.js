@@ -44,8 +44,11 @@
 //                                  COLOR_LABELS | null}. Shown at once, sent at once through POST
 //                                  /v1/projects/{id}/cull:applyAction (1,000 a request), rolled back with a
 //                                  message when refused
-//   applyEach(actions, {label})   [{assetId, picked?, rejected?, rating?, colorLabel?}]: one change per photo,
-//                                  undone as one step (compare's keeper uses it)
+//   applyEach(actions, {label, leftAlone})   [{assetId, picked?, rejected?, rating?, colorLabel?, assisted?}]:
+//                                  one change per photo, undone as one step (compare's keeper uses it). Actions
+//                                  marked assisted (the assistant's, as cull:suggest gives them) are undone as
+//                                  assisted too; the server leaves alone a photo decided by hand, which then
+//                                  shows as it was, and leftAlone(ids) hears which
 //   undo(), canUndo()             Ctrl/Cmd-Z
 //   onMarksChange(fn(ids)) → off  a change made here, rolled back, or made in another tab
 //   settled() → Promise           resolves once nothing waits to be sent
@@ -716,7 +719,7 @@ export function apply(ids, change, opts = {}) {
 // applyEach shows the changes at once, records how to undo them, and
 // sends them. It resolves true once the server has them all, false when
 // they were refused (and rolled back).
-export function applyEach(actions, { label = '', undoable = true } = {}) {
+export function applyEach(actions, { label = '', undoable = true, leftAlone = null } = {}) {
   if (!model || !actions.length) return Promise.resolve(true);
   const before = new Map();
   for (const a of actions) {
@@ -725,15 +728,16 @@ export function applyEach(actions, { label = '', undoable = true } = {}) {
       before.set(a.assetId, { picked: m.picked, rejected: m.rejected, rating: m.rating, colorLabel: m.colorLabel });
     }
   }
-  const entry = undoable ? { label, before, ops: new Set() } : null;
+  const entry = undoable ? { label, before, ops: new Set(), assisted: actions.every((a) => a.assisted) } : null;
   if (entry) {
     undoStack.push(entry);
     if (undoStack.length > 200) undoStack.shift();
   }
   const done = [];
   const ids = [];
+  const ops = [];
   for (let i = 0; i < actions.length; i += 1000) {
-    const op = { seq: ++opSeq, actions: new Map(), entry, label, project: model.projectId };
+    const op = { seq: ++opSeq, actions: new Map(), entry, label, project: model.projectId, left: [] };
     for (const { assetId, ...ch } of actions.slice(i, i + 1000)) {
       op.actions.set(assetId, { ...(op.actions.get(assetId) || {}), ...ch });
     }
@@ -748,11 +752,15 @@ export function applyEach(actions, { label = '', undoable = true } = {}) {
       ids.push(id);
     }
     done.push(op.done);
+    ops.push(op);
   }
   marksChanged.emit(ids);
   schedule();
   send();
-  return Promise.all(done).then((oks) => oks.every(Boolean));
+  return Promise.all(done).then((oks) => {
+    if (leftAlone) leftAlone(ops.flatMap((op) => op.left));
+    return oks.every(Boolean);
+  });
 }
 
 export const canUndo = () => undoStack.length > 0;
@@ -765,7 +773,9 @@ export async function undo() {
     announce('Nothing to undo.');
     return false;
   }
-  const actions = [...entry.before].map(([assetId, m]) => ({ assetId, picked: m.picked, rejected: m.rejected, rating: m.rating, colorLabel: m.colorLabel }));
+  const actions = [...entry.before].map(([assetId, m]) => ({
+    assetId, picked: m.picked, rejected: m.rejected, rating: m.rating, colorLabel: m.colorLabel, ...(entry.assisted ? { assisted: true } : {}),
+  }));
   announce(`Undone: ${entry.label || 'the last change'}.`);
   const ok = await applyEach(actions, { label: entry.label, undoable: false });
   if (!ok) undoStack.push(entry);
@@ -798,10 +808,14 @@ async function send() {
       for (const op of batch) op.sent = true;
       const merged = new Map();
       for (const op of batch) {
-        for (const [id, ch] of op.actions) merged.set(id, { ...(merged.get(id) || {}), ...ch });
+        for (const [id, ch] of op.actions) {
+          const m = { ...(merged.get(id) || {}), ...ch };
+          if (!ch.assisted) delete m.assisted; // a change by hand after the assistant's is the hand's
+          merged.set(id, m);
+        }
       }
-      const ok = await post(batch[0].project, [...merged].map(([assetId, ch]) => ({ assetId, ...ch })));
-      settle(batch, ok);
+      const res = await post(batch[0].project, [...merged].map(([assetId, ch]) => ({ assetId, ...ch })));
+      settle(batch, res);
     }
   } finally {
     sending = false;
@@ -816,26 +830,31 @@ async function send() {
 }
 
 // post sends one cull:applyAction, again after a pause while the trouble
-// is passing (the network, the server's rate budget), and reports whether
-// it was taken. A refusal is said to the user.
+// is passing (the network, the server's rate budget), and returns the
+// server's answer once taken, null when refused. A refusal is said to the
+// user.
 async function post(project, actions) {
   const key = newKey(); // the same for every try: the server applies it once
   for (let attempt = 1; ; attempt++) {
     try {
-      await api('POST', `/v1/projects/${project}/cull:applyAction`, { actions }, { 'Idempotency-Key': key });
-      return true;
+      return (await api('POST', `/v1/projects/${project}/cull:applyAction`, { actions }, { 'Idempotency-Key': key })) || {};
     } catch (err) {
       if (err instanceof ApiError && err.transient && attempt < 5) {
         await sleep(waitFor(err, attempt));
         continue;
       }
       announce(`Not saved, so undone on screen: ${err.message}`, 'error');
-      return false;
+      return null;
     }
   }
 }
 
-function settle(batch, ok) {
+// settle takes the server's answer to a batch (null: refused). The photos
+// it left alone (decided by hand, which an assisted change never
+// overrides) show what they showed before, and their undo leaves them be.
+function settle(batch, res) {
+  const ok = !!res;
+  const left = new Set((res && res.leftAloneAssetIds) || []);
   const ids = new Set();
   for (const op of batch) {
     pending.splice(pending.indexOf(op), 1);
@@ -846,12 +865,17 @@ function settle(batch, ok) {
       else waiting.delete(id);
       const r = rowOf(id);
       if (!ok || !r) continue;
+      if (left.has(id)) {
+        op.left.push(id);
+        if (op.entry) op.entry.before.delete(id);
+        continue;
+      }
       // Taken: the server now holds it, as its event will say too. What
       // the photo shows is the same, unless nothing else waits for it.
       r.rating = { ...merge(r.rating || NO_MARKS, ch), starred: !!(r.rating && r.rating.starred) };
       if (!n) overlay.delete(id);
     }
-    if (!ok && op.entry) {
+    if (op.entry && (!ok || !op.entry.before.size)) {
       // A change that was not made cannot be undone.
       const at = undoStack.indexOf(op.entry);
       if (at >= 0) undoStack.splice(at, 1);
@@ -859,6 +883,7 @@ function settle(batch, ok) {
     op.resolve(ok);
   }
   if (!ok) for (const id of ids) remark(id);
+  for (const op of batch) for (const id of op.left) remark(id);
   marksChanged.emit([...ids]);
   schedule();
 }
