@@ -13,7 +13,9 @@
 //                                  'soft'|'good' (some face blinks, some face is soft, neither),
 //                                  favorite: '' or 'any' or a gallery's id (the photos a client favourited,
 //                                  in any gallery of the project or in that one, as GET …/assets?clientFavorite
-//                                  lists them, read again on each gallery.updated event)}
+//                                  lists them, read again on each gallery.updated event),
+//                                  warning: 'any', 'warned' (some warning), 'none', 'exposure' (under or
+//                                  over) or one of model.js's WARNINGS codes, as quality.warnings has them}
 //   getFilter(), setFilter(patch) a q searches the server (POST /v1/projects/{id}/search with the same
 //                                  filters) and shows its best 100 matches by relevance
 //   SORTS, getSort() → {key, desc}, setSort(key, desc)   key: 'uploaded' | 'captured' | 'filename'
@@ -22,7 +24,8 @@
 //   rowOf(id)                     the model's row of an asset
 //   counts()                      {total, shown, flag: {any, picked, rejected, unflagged},
 //                                  stars: [n with at least 0 … 5], label: {any, none, red, …}, cameras: [[name, n]], readiness:
-//                                  {all, processing, cull, searchable, failed, duplicate}}: each option
+//                                  {all, processing, cull, searchable, failed, duplicate}, warning: {any, warned, none,
+//                                  exposure, blurry, …} (a photo counts under each of its warnings)}: each option
 //                                  counts the photos it would show with the other filters as they are
 //   searchState()                 {q, busy, error, tookMs} of the text search
 //   onViewChange(fn) → off        the view is worked out again after each change (of filter,
@@ -80,7 +83,7 @@
 
 import { api, ApiError, newKey, sleep, waitFor } from './api.js';
 import { announce } from './ui.js';
-import { CAMERAS, liveEvents } from './model.js';
+import { CAMERAS, WARNING_BITS, liveEvents } from './model.js';
 
 // ---- small helpers ---------------------------------------------------------
 
@@ -189,7 +192,9 @@ export function setSetting(name, value) {
 
 // ---- the view ---------------------------------------------------------------
 
-export const FILTER_DEFAULTS = Object.freeze({ flag: 'any', ratingMin: 0, label: 'any', camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any', favorite: '' });
+export const FILTER_DEFAULTS = Object.freeze({
+  flag: 'any', ratingMin: 0, label: 'any', camera: '', from: '', to: '', readiness: 'all', q: '', faces: 'any', favorite: '', warning: 'any',
+});
 export const SORTS = [['uploaded', 'Upload order'], ['captured', 'Capture time'], ['filename', 'File name']];
 
 // The options of the flag and readiness filters as numbers, the first
@@ -198,6 +203,9 @@ const FLAG_CODES = ['any', 'unflagged', 'picked', 'rejected'];
 const READY_CODES = ['all', 'processing', 'cull', 'searchable', 'failed', 'duplicate'];
 const READY_OF = { cull: 1, searchable: 2, failed: 3, duplicate: 4 }; // the rest: processing (0)
 const NO_MARKS = Object.freeze({ picked: false, rejected: false, rating: null, colorLabel: null });
+// The warning filter's options beyond the codes, as bits of a row's warn.
+const ALL_WARNINGS = Object.values(WARNING_BITS).reduce((a, b) => a | b, 0);
+const WARNING_MASKS = { ...WARNING_BITS, warned: ALL_WARNINGS, exposure: WARNING_BITS.underexposed | WARNING_BITS.overexposed };
 
 let model = null;
 let lastProject = null;
@@ -223,6 +231,7 @@ function emptyCounts() {
     total: 0, shown: 0, flag: { any: 0, picked: 0, rejected: 0, unflagged: 0 }, stars: [0, 0, 0, 0, 0, 0],
     label: { any: 0, none: 0, red: 0, yellow: 0, green: 0, blue: 0, purple: 0 },
     cameras: [], readiness: { all: 0, processing: 0, cull: 0, searchable: 0, failed: 0, duplicate: 0 },
+    warning: { any: 0, warned: 0, none: 0, ...Object.fromEntries(Object.keys(WARNING_MASKS).map((k) => [k, 0])) },
   };
 }
 
@@ -303,6 +312,7 @@ export function setFilter(patch) {
   const next = { ...filter, ...patch };
   next.ratingMin = Math.max(0, Math.min(5, Number(next.ratingMin) || 0));
   if (next.label !== 'none' && !COLOR_LABELS.includes(next.label)) next.label = 'any';
+  if (next.warning !== 'none' && !(next.warning in WARNING_MASKS)) next.warning = 'any';
   next.q = String(next.q || '').trim();
   filter = next;
   if (filter.q) runSearch();
@@ -462,6 +472,10 @@ async function walk() {
   const minStars = f.ratingMin;
   const wantFaces = f.faces || 'any';
   const favIds = f.favorite ? favs.ids || new Set() : null;
+  const warnMask = WARNING_MASKS[f.warning] || 0; // 0: any, or none
+  const noWarning = f.warning === 'none';
+  const warned = new Int32Array(ALL_WARNINGS + 1); // photos per value of warn
+  let unwarned = 0;
   const flags = new Int32Array(3);
   const stars = new Int32Array(6);
   const labels = new Int32Array(COLOR_LABELS.length + 1); // 0: none
@@ -492,7 +506,10 @@ async function walk() {
     const okCamera = anyCam || cam === wantCam;
     const okDate = !dated || (r.captured !== null && r.captured >= from && r.captured <= to);
     const okReady = wantReady < 0 || wantReady === rd;
-    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okLabel ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1);
+    const w = r.warn || 0;
+    const okWarn = noWarning ? w === 0 : !warnMask || (w & warnMask) !== 0;
+    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okLabel ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1) +
+      (okWarn ? 0 : 1);
     if (misses > 1) continue;
     if (misses === 0) {
       if (odd) { r.i1 = out.length; r.g1 = next; } else { r.i0 = out.length; r.g0 = next; }
@@ -507,6 +524,10 @@ async function walk() {
     else if (!okLabel) labels[label]++;
     else if (!okCamera) cams[cam]++;
     else if (!okReady) ready[rd]++;
+    if (misses === 0 || !okWarn) {
+      if (w) warned[w]++;
+      else unwarned++;
+    }
   }
   const t = emptyCounts();
   t.flag.unflagged = flags[0];
@@ -522,6 +543,13 @@ async function walk() {
     t.readiness[READY_CODES[k + 1]] = ready[k];
     t.readiness.all += ready[k];
   }
+  for (let w = 0; w < warned.length; w++) {
+    if (!warned[w]) continue;
+    t.warning.any += warned[w];
+    for (const [k, mask] of Object.entries(WARNING_MASKS)) if (w & mask) t.warning[k] += warned[w];
+  }
+  t.warning.none = unwarned;
+  t.warning.any += unwarned;
   for (let k = 1; k < cams.length; k++) if (cams[k]) t.cameras.push([CAMERAS[k], cams[k]]);
   t.cameras.sort((a, b) => (a[0] < b[0] ? -1 : 1));
   t.total = rows.length;

@@ -22,6 +22,9 @@ const READINESS = [['all', 'All'], ['processing', 'Processing'], ['cull', 'Ready
   ['failed', 'Failed'], ['duplicate', 'Duplicates']];
 const FLAGS = [['any', 'Any'], ['picked', 'Picked'], ['rejected', 'Rejected'], ['unflagged', 'Unflagged']];
 const FACES = [['any', 'Any faces'], ['eyesClosed', 'Eyes closed'], ['soft', 'Soft faces'], ['good', 'Eyes open, faces sharp']];
+// The assistant's buckets (quality.warnings), as the warning filter offers them.
+const BUCKETS = [['any', 'Any quality'], ['warned', 'Any warning'], ['blurry', 'Blurry'], ['motion_blur', 'Motion blur'],
+  ['exposure', 'Exposure'], ['misfire', 'Misfires'], ['eyes_closed', 'Eyes closed'], ['face_soft', 'Soft faces'], ['none', 'No warning']];
 
 // photosView fills root with the grid of model's photos. onDetails(row)
 // opens a photo's details; teardown collects what to undo on leaving;
@@ -55,6 +58,9 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
   const labelled = h('select', { id: 'filter-label' },
     labelOptions.map(([k, text]) => h('option', { value: k, selected: k === f0.label || null }, text)));
   labelled.addEventListener('change', () => change({ label: labelled.value }));
+  const bucket = h('select', { id: 'filter-warning' },
+    BUCKETS.map(([k, text]) => h('option', { value: k, selected: k === f0.warning || null }, text)));
+  bucket.addEventListener('change', () => change({ warning: bucket.value }));
   // Client favourites: in any gallery of the project, or in one, each
   // gallery with how many favourites its visitors left.
   const favorite = h('select', { id: 'filter-client' },
@@ -121,6 +127,7 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
     to.value = '';
     stars.value = '0';
     labelled.value = 'any';
+    bucket.value = 'any';
     favorite.value = '';
     camera.value = '';
     faces.value = 'any';
@@ -144,7 +151,8 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
     h('div', { class: 'filters-more' }, ready.box,
       field('Client favourites', 'filter-client', favorite),
       field('Camera', 'filter-camera', camera), field('Captured from', 'filter-from', from), field('to', 'filter-to', to),
-      field('Faces', 'filter-faces', faces), extras, h('span', { class: 'buttons' }, reset, filtersDone)));
+      field('Faces', 'filter-faces', faces), field('Assist’s warnings', 'filter-warning', bucket), extras,
+      h('span', { class: 'buttons' }, reset, filtersDone)));
   const filters = toggled(filtersToggle, filterPanel);
   filtersDone.addEventListener('click', () => filters.set(false));
 
@@ -316,6 +324,7 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
     flags.buttons.forEach((b, i) => { b.textContent = `${FLAGS[i][1]} (${c.flag[FLAGS[i][0]].toLocaleString()})`; });
     [...stars.options].forEach((o, n) => { o.textContent = `${n ? `${'★'.repeat(n)} or more` : 'Any rating'} (${c.stars[n].toLocaleString()})`; });
     [...labelled.options].forEach((o, i) => { o.textContent = `${labelOptions[i][1]} (${c.label[o.value].toLocaleString()})`; });
+    [...bucket.options].forEach((o, i) => { o.textContent = `${BUCKETS[i][1]} (${c.warning[o.value].toLocaleString()})`; });
     const names = c.cameras.map(([n]) => n);
     if (f.camera && !names.includes(f.camera)) names.push(f.camera);
     if (names.join('\n') !== cameras) {
@@ -331,7 +340,8 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
     pickThese.disabled = !c.shown || c.favoritesLoading;
     pickThese.textContent = f.favorite && !c.favoritesLoading ? `Pick these ${c.shown.toLocaleString()}` : 'Pick these';
     // Those folded away on a wide screen; on a phone, every one.
-    const more = ['camera', 'from', 'to', 'favorite'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0);
+    const more = ['camera', 'from', 'to', 'favorite'].filter((k) => f[k]).length + (f.readiness !== 'all' ? 1 : 0) + (f.faces !== 'any' ? 1 : 0) +
+      (f.warning !== 'any' ? 1 : 0);
     const main = (f.flag !== 'any' ? 1 : 0) + (f.ratingMin ? 1 : 0) + (f.label !== 'any' ? 1 : 0) + (f.q ? 1 : 0);
     moreOn.textContent = more ? ` (${more} on)` : '';
     allOn.textContent = more + main ? ` (${more + main} on)` : '';
@@ -492,3 +502,4 @@ function paint(li, row, thumbs) {
   li.setAttribute('aria-label', `${row.name}${marks ? ', ' + marks : ''}, ${STAGES[st] || st}`);
   thumbs.watch(img, row);
 }
+

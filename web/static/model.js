@@ -102,6 +102,26 @@ function cameraIndex(name) {
   return i;
 }
 
+// WARNINGS are the judgements the API may give in an asset's
+// quality.warnings (package assist), in the order they are shown, each
+// with its name and the bit it has in a row's warn: the culling views
+// filter and count 100,000 rows by these bits rather than by lists.
+export const WARNINGS = [
+  ['blurry', 'Blurred'], ['motion_blur', 'Motion blur'], ['underexposed', 'Dark'], ['overexposed', 'Bright'],
+  ['misfire', 'Misfire'], ['eyes_closed', 'Eyes closed'], ['face_soft', 'Soft face'],
+];
+export const WARNING_BITS = Object.fromEntries(WARNINGS.map(([code], i) => [code, 1 << i]));
+
+// judged reads what a row keeps of an asset's quality: the bits of its
+// warnings, its keeper score (0–100, or null) and the reasons in words
+// ([{code, message}], or null when there are none).
+function judged(q) {
+  let warn = 0;
+  for (const code of (q && Array.isArray(q.warnings) && q.warnings) || []) warn |= WARNING_BITS[code] || 0;
+  const reasons = q && Array.isArray(q.reasons) && q.reasons.length ? q.reasons : null;
+  return { warn, score: q && typeof q.score === 'number' ? q.score : null, reasons };
+}
+
 // cameraName names a camera once: many models already start with the make.
 export function cameraName(make, model) {
   if (make && model && model.toLowerCase().startsWith(make.toLowerCase())) return model;
@@ -285,7 +305,7 @@ export class ProjectModel extends EventTarget {
       row = {
         key: a.id, assetId: a.id, local: 'done', sent: 0, note: '', name: '', size: 0, asset: null, status: null, error: null,
         processingFailure: false, stage: null, signedAt: 0, camera: '', cam: 0, time: 0, captured: null, edited: false, faces: null,
-        rating: null, i0: -1, g0: -1, i1: -1, g1: -1,
+        rating: null, warn: 0, score: null, reasons: null, i0: -1, g0: -1, i1: -1, g1: -1,
       };
       this.byAsset.set(a.id, row);
       this.rows.push(row);
@@ -309,6 +329,7 @@ export class ProjectModel extends EventTarget {
     row.edited = !!(a.flags && a.flags.edited);
     row.thumbnail = !!(a.flags && a.flags.thumbnail);
     row.faces = a.faces || null; // {count, eyesClosed, outOfFocus, minFaceSharpness} once looked for
+    Object.assign(row, judged(a.quality));
     setRating(row, a.myRating);
     this.version++;
     if (row.local && row.local !== 'done' && a.flags.status === 'pending_upload') return row; // still on its way up
