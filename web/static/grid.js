@@ -1,16 +1,16 @@
 // The photo grid of a project: filters that combine, sorts, text search
 // and live counts over cull.js's view; tiles that show each whole photo in
-// a square, letterboxed, with its flag, stars, colour label and edit mark,
-// at a size the user sets; selection by click, Shift-click, Ctrl/Cmd-click
-// and keys; a bar of the culling actions for pointer and touch. The bars
-// stay compact (one line each on a laptop, one scrolling line on a phone,
-// the filters used less in a drawer) and hide at F, leaving the photos
-// alone. Only the tiles in view exist (vlist.js), so 100,000 photos scroll
-// as 100 do.
+// a square, letterboxed, with its flag, stars, colour label, edit mark and
+// the assistant's warnings (their reasons on hover), at a size the user
+// sets; selection by click, Shift-click, Ctrl/Cmd-click and keys; a bar of
+// the culling actions for pointer and touch. The bars stay compact (one
+// line each on a laptop, one scrolling line on a phone, the filters used
+// less in a drawer) and hide at F, leaving the photos alone. Only the
+// tiles in view exist (vlist.js), so 100,000 photos scroll as 100 do.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural, toggled, givesKeysBack } from './ui.js';
-import { STAGES, ICONS, liveEvents } from './model.js';
+import { STAGES, ICONS, WARNINGS, WARNING_BITS, liveEvents } from './model.js';
 import { api } from './api.js';
 import { Thumbs } from './images.js';
 import { VirtualGrid } from './vlist.js';
@@ -459,12 +459,13 @@ function makeTile() {
   const label = h('span', { class: 'label-mark' });
   const edit = h('span', { class: 'edit-mark' });
   const face = h('span', { class: 'face-mark' });
+  const warn = h('span', { class: 'warn-mark' });
   const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
   const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
     h('span', { class: 'frame' }, img),
-    h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, face, caption, badge));
-  li.parts = { img, flag, stars, label, edit, face, caption, badge };
+    h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, warn, face, caption, badge));
+  li.parts = { img, flag, stars, label, edit, face, warn, caption, badge };
   return li;
 }
 
@@ -476,10 +477,10 @@ function paint(li, row, thumbs) {
   const m = cull.marksOf(row.assetId);
   const st = row.stage;
   const sel = cull.isSelected(row.assetId);
-  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.colorLabel}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}`;
+  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.colorLabel}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}|${row.warn}|${row.score}`;
   if (li.painted === state) return;
   li.painted = state;
-  const { img, flag, stars, label, edit, face, caption, badge } = li.parts;
+  const { img, flag, stars, label, edit, face, warn, caption, badge } = li.parts;
   li.row = row;
   li.dataset.asset = row.assetId;
   li.dataset.stage = st;
@@ -492,14 +493,29 @@ function paint(li, row, thumbs) {
   label.dataset.label = m.colorLabel || '';
   label.title = m.colorLabel ? `${cull.LABEL_NAMES[m.colorLabel]} label` : '';
   edit.textContent = m.edited ? '✎ Edited' : '';
-  // A blink or a soft face, as asset:faces found them.
-  face.textContent = [m.eyesClosed ? '◡ Blink' : '', m.softFace ? '◌ Soft face' : ''].filter(Boolean).join(' ');
+  // What the assistant warns of, its reasons on hover; a blink or a soft
+  // face as asset:faces found them, unless a warning says so already.
+  const why = warnings(row);
+  warn.textContent = why.length ? `⚠ ${why[0][1]}${why.length > 1 ? ` +${why.length - 1}` : ''}` : '';
+  warn.title = why.map(([, name, message]) => (message ? `${name}: ${message}` : name)).join('\n');
+  li.dataset.warnings = why.map(([code]) => code).join(' ');
+  const blink = m.eyesClosed && !(row.warn & WARNING_BITS.eyes_closed);
+  const soft = m.softFace && !(row.warn & WARNING_BITS.face_soft);
+  face.textContent = [blink ? '◡ Blink' : '', soft ? '◌ Soft face' : ''].filter(Boolean).join(' ');
   li.dataset.faces = m.eyesClosed ? 'eyes-closed' : m.softFace ? 'soft' : '';
   caption.textContent = row.name;
   caption.title = row.name || '';
   badge.textContent = st === 'searchable' || st === 'cull' ? '' : `${ICONS[st] || ''} ${STAGES[st]}`;
   const marks = cull.marksText(m);
-  li.setAttribute('aria-label', `${row.name}${marks ? ', ' + marks : ''}, ${STAGES[st] || st}`);
+  const warned = why.length ? `, warned: ${why.map(([, name, message]) => message || name).join('; ')}` : '';
+  li.setAttribute('aria-label', `${row.name}${marks ? ', ' + marks : ''}${warned}, ${STAGES[st] || st}`);
   thumbs.watch(img, row);
 }
 
+// warnings are a row's warnings as [code, name, message], in WARNINGS'
+// order, each with its reason's message when the API gave one.
+function warnings(row) {
+  if (!row.warn) return [];
+  const said = new Map((row.reasons || []).map((r) => [r.code, r.message]));
+  return WARNINGS.filter(([code]) => row.warn & WARNING_BITS[code]).map(([code, name]) => [code, name, said.get(code) || '']);
+}

@@ -3,7 +3,7 @@
 // cull.js's view with the neighbours' previews loaded and decoded ahead,
 // a filmstrip of the view below it, the EXIF line and the photo's flags
 // and colour label, its faces marked on it (F) and its quality signals
-// over it, buttons for touch, a swipe to move on at a phone's width, and
+// over it (the assistant's warnings with their reasons, its keeper score), buttons for touch, a swipe to move on at a phone's width, and
 // side panels other modules register (cull.registerLoupePanel). It plugs
 // itself into cull.js as 'loupe'.
 
@@ -11,7 +11,7 @@ import * as cull from './cull.js';
 import { api } from './api.js';
 import { h, clear, announce, plural } from './ui.js';
 import { previewUrl, fullSize, forget, onFilesChange, Thumbs } from './images.js';
-import { cameraName } from './model.js';
+import { cameraName, WARNINGS, WARNING_BITS } from './model.js';
 import { labelMenu } from './keys.js';
 import { shutterText, apertureText, isoText, focalText, capturedText } from './exif.js';
 
@@ -577,14 +577,19 @@ function loadFacts(id) {
   }, 150);
 }
 
-// Names of the judgements the API may give in quality.warnings.
-const WARNINGS = {
-  blurry: 'Blurred', motion_blur: 'Motion blur', underexposed: 'Dark', overexposed: 'Bright', misfire: 'Misfire',
-  eyes_closed: 'Eyes closed', face_soft: 'Soft face',
-};
+const WARNING_NAMES = Object.fromEntries(WARNINGS);
+
+// rowQuality is the judgement the project's list gave a row, as the
+// photo's own answer gives it (quality.warnings, reasons, score), or null
+// when the list had none.
+function rowQuality(row) {
+  if (!row.warn && row.score === null) return null;
+  return { warnings: WARNINGS.map(([code]) => code).filter((code) => row.warn & WARNING_BITS[code]), reasons: row.reasons || [], score: row.score };
+}
 
 // qualityWarnings is what the photo's quality signals say, as
-// [{key, text, title}]: the API's own judgements when it gives them, else
+// [{key, text, title}]: the API's own judgements when it gives them, each
+// with its reason in words, else
 // read from its measures: a sharpness (variance of the Laplacian at 1024
 // px) below 50 is usually a blurred photo (imaging.Quality), though a
 // smooth subject measures low too, hence "maybe"; a mean luminance below
@@ -592,7 +597,13 @@ const WARNINGS = {
 // is bright.
 function qualityWarnings(q) {
   if (!q) return [];
-  if (Array.isArray(q.warnings)) return q.warnings.map((w) => ({ key: w, text: WARNINGS[w] || w.replace(/_/g, ' '), title: '' }));
+  if (Array.isArray(q.warnings)) {
+    const said = new Map((q.reasons || []).map((r) => [r.code, r.message]));
+    return q.warnings.map((w) => {
+      const name = WARNING_NAMES[w] || w.replace(/_/g, ' ');
+      return { key: w, text: said.has(w) ? `${name} · ${said.get(w)}` : name, title: '' };
+    });
+  }
   const out = [];
   const pct = (v) => `${Math.round(v * 100)} %`;
   if (typeof q.sharpness === 'number' && q.sharpness < 50) {
@@ -613,8 +624,11 @@ function paintSignals() {
   const row = cur && cull.rowOf(cur);
   if (!row) return;
   const f = facts.get(cur);
-  const q = f && f.asset && f.asset.quality;
+  const q = (f && f.asset && f.asset.quality) || rowQuality(row);
   const chips = qualityWarnings(q).map((w) => h('span', { class: 'signal', 'data-signal': w.key, title: w.title || null }, w.text));
+  const score = q && typeof q.score === 'number' ? h('span', {
+    class: 'signal', 'data-signal': 'score', id: 'loupe-score', title: 'The assistant’s keeper score, 0 to 100: focus, steadiness, exposure, and faces where found',
+  }, `Score ${q.score}`) : null;
   const fs = row.faces;
   if (fs && fs.count > 0) {
     if (fs.eyesClosed && !chips.some((c) => c.dataset.signal === 'eyes_closed')) {
@@ -632,7 +646,7 @@ function paintSignals() {
       title: 'Show or hide the face marks (F)', onclick: () => toggleFaceMarks(),
     }, 'Face marks', h('kbd', { 'aria-hidden': 'true' }, 'F')),
   ] : null;
-  clear(el.signals, chips, quiet, faces);
+  clear(el.signals, score, chips, quiet, faces);
   el.signals.dataset.facts = f ? cur : ''; // the photo whose own answer the line has read
 }
 

@@ -579,11 +579,17 @@ async function showDetails(row, state) {
   const fl = a.flags || {};
   // What a photographer reads first: the exposure, the lens and the time.
   const exposure = exposureFacts(a).map(([k, v]) => [k, v || '—']);
+  // The assistant's judgement: its keeper score and why it warns.
+  const q = a.quality || {};
+  const said = new Map((q.reasons || []).map((r) => [r.code, r.message]));
+  const warned = (q.warnings || []).map((code) => said.get(code) || code.replace(/_/g, ' '));
   const facts = [
     a.cameraMake || a.cameraModel ? ['Camera', cameraName(a.cameraMake, a.cameraModel)] : null,
     a.widthPx ? ['Size', `${a.widthPx} × ${a.heightPx} px, ${bytes(a.byteSize)}`] : ['Size', bytes(a.byteSize)],
     a.gps ? ['GPS', `${a.gps.lat.toFixed(5)}, ${a.gps.lon.toFixed(5)}`] : null,
     ['Type', a.contentType],
+    typeof q.score === 'number' ? ['Keeper score', `${q.score} of 100`] : null,
+    Array.isArray(q.warnings) ? ['Warnings', warned.length ? h('ul', { class: 'reasons', id: 'details-reasons' }, warned.map((w) => h('li', {}, w))) : 'None'] : null,
     ['Stage', `${STAGES[stageOf({ local: 'done', status: fl.status })]} (${fl.readiness})`],
     fl.errorCode ? ['Error', `${fl.errorCode}: ${fl.errorMessage || ''}`] : null,
     fl.metadataWarning ? ['Metadata warning', fl.metadataWarning] : null,
