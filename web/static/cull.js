@@ -5,6 +5,7 @@
 // The view: which photos, in which order
 //   attach(model) → detach()      follow a ProjectModel (model.js); one project at a time (the
 //                                  same one again keeps its filters, selection and undo)
+//   projectId()                   the project followed, null when none
 //   FILTER_DEFAULTS               {flag: 'any'|'picked'|'rejected'|'unflagged', ratingMin: 0..5 (at least),
 //                                  label: 'any', one of COLOR_LABELS, or 'none' (without a colour label),
 //                                  camera: '' or a camera's name, from, to: '' or 'YYYY-MM-DD' (local days,
@@ -293,6 +294,7 @@ export function detach() {
   model = null;
 }
 
+export const projectId = () => (model ? model.projectId : null);
 export const getFilter = () => ({ ...filter });
 export const getSort = () => ({ ...sort });
 export const viewRows = () => view;

@@ -17,6 +17,7 @@ import { VirtualGrid } from './vlist.js';
 import { settingBox, keyLabel, showHelp, labelMenu } from './keys.js';
 import './loupe.js';
 import './compare.js';
+import { close as closeAssist } from './assist.js';
 
 const READINESS = [['all', 'All'], ['processing', 'Processing'], ['cull', 'Ready to cull'], ['searchable', 'Searchable'],
   ['failed', 'Failed'], ['duplicate', 'Duplicates']];
@@ -431,6 +432,7 @@ export function photosView(root, model, { onDetails, teardown, extras = [] }) {
     filters.detach();
     moreMenu.detach();
     document.body.classList.remove('full-grid');
+    closeAssist();
     clearTimeout(typing);
     cull.closeLoupe();
     view.destroy();
