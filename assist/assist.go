@@ -116,12 +116,16 @@ var thresholds = map[string]struct{ lenient, strict float64 }{
 // Calibrated thresholds (see docs/benchmarks.md for the labelled set and
 // the figures they were chosen from): the defaults sit midway.
 const (
-	focusLenient, focusStrict   = 18, 42 // focus under this is blurred
-	motionLenient, motionStrict = 60, 30 // motion over this is a smear
-	detailLenient, detailStrict = 0.005, 0.035
+	focusLenient, focusStrict   = 12, 38 // focus under this is blurred
+	motionLenient, motionStrict = 75, 25 // motion over this is a smear
+	detailLenient, detailStrict = 0.001, 0.009
 	faceLenient, faceStrict     = 30, 70 // faces.SoftBelow is 50
-	evLenient, evStrict         = 2.6, 0.6
+	evLenient, evStrict         = 2.8, 0.8
 )
+
+// underMargin widens the underexposure threshold past the over one: a
+// dark frame is more often meant than a blown one.
+const underMargin = 0.4
 
 // Threshold is criterion c's threshold at strictness s.
 func Threshold(c string, s float64) float64 {
@@ -148,28 +152,23 @@ func Judge(p Photo, s Strictness) []Reason {
 				out = append(out, Reason{WarnMisfire, fmt.Sprintf("nothing photographed: detail in %.1f%% of the frame, under %.1f%%", 100*p.Detail, 100*t)})
 			}
 		}
-		if v, ok := on(Exposure); ok {
-			// Under and over are judged by the same strictness, and the
-			// lenient bound below is one EV wider: a dark frame is more
-			// often meant than a blown one.
+		if v, ok := on(Exposure); ok && !misfire {
 			t := Threshold(Exposure, v)
 			switch {
-			case p.EV < -(t + 1):
-				out = append(out, Reason{WarnUnderexposed, fmt.Sprintf("underexposed by %.1f EV (warned under −%.1f)", -p.EV, t+1)})
+			case p.EV < -(t + underMargin):
+				out = append(out, Reason{WarnUnderexposed, fmt.Sprintf("underexposed by %.1f EV (warned under −%.1f)", -p.EV, t+underMargin)})
 			case p.EV > t:
 				out = append(out, Reason{WarnOverexposed, fmt.Sprintf("overexposed by %.1f EV (warned over +%.1f)", p.EV, t)})
 			}
 		}
-		// A frame with nothing in it is not also blurred.
+		// A frame with nothing in it is not also blurred or dark.
 		if !misfire {
-			blurred := false
 			if v, ok := on(Blurry); ok {
 				if t := Threshold(Blurry, v); p.Focus < t {
-					blurred = true
 					out = append(out, Reason{WarnBlurry, fmt.Sprintf("soft everywhere: focus %.0f, under %.0f", p.Focus, t)})
 				}
 			}
-			if v, ok := on(MotionBlur); ok && !blurred {
+			if v, ok := on(MotionBlur); ok {
 				if t := Threshold(MotionBlur, v); p.Motion > t {
 					out = append(out, Reason{WarnMotionBlur, fmt.Sprintf("smeared in one direction: motion %.0f, over %.0f", p.Motion, t)})
 				}

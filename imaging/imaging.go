@@ -271,15 +271,19 @@ type Quality struct {
 	// Focus, 0–100, is how sharp the photo is where it is sharpest (its
 	// subject), so a shallow depth of field is not blurred.
 	Focus float64 `json:"focus"`
-	// MotionBlur, 0–100, is how much sharper the subject is along one
+	// MotionBlur, 0–100, is how much softer the subject is along one
 	// direction than across it: a camera or subject that moved.
 	MotionBlur float64 `json:"motionBlur"`
 	// Exposure is an EV offset from a well-exposed frame, judged on the
 	// lit part of the scene: a night sky or a black backdrop is 0.
 	Exposure float64 `json:"exposure"`
-	// Warnings are the judgements, any of blurry, motion_blur,
-	// underexposed, overexposed and misfire (nothing photographed).
+	// Detail, 0–1, is the share of the frame with any detail: near 0 for
+	// a lens cap or a frame of blank ground.
+	Detail float64 `json:"detail"`
+	// Warnings and Score are package assist's judgement of the signals at
+	// the default strictness, set by the ingest.
 	Warnings []string `json:"warnings"`
+	Score    int      `json:"score"`
 }
 
 // RenderOptions describe one export image. With Width and Height both 0 the

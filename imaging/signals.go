@@ -6,38 +6,21 @@ import (
 	"slices"
 )
 
-// Judged signals: what the raw sums mean for a photographer. They are
-// measured on the analysis image's luminance, tile by tile, so that a
-// photo is judged where its subject is rather than over the whole frame:
-// a shallow depth of field leaves most tiles soft and a few sharp, and is
-// not blurred; a missed focus or a shaken camera leaves none sharp.
-
-// Warnings a photo's Quality can carry.
-const (
-	WarnBlurry       = "blurry"
-	WarnMotionBlur   = "motion_blur"
-	WarnUnderexposed = "underexposed"
-	WarnOverexposed  = "overexposed"
-	WarnMisfire      = "misfire"
-)
+// Signals: what the raw sums mean for a photographer. They are measured
+// on the analysis image's luminance, tile by tile, so that a photo is
+// judged where its subject is rather than over the whole frame: a shallow
+// depth of field leaves most tiles soft and a few sharp, and is not
+// blurred; a missed focus or a shaken camera leaves none sharp. Package
+// assist turns them into warnings, against a strictness the photographer
+// sets.
 
 // signalTile is the side of the square tiles a photo is judged in, on the
 // analysis image (1024 px long edge): about 32 by 20 tiles.
 const signalTile = 32
 
-// Thresholds of the warnings, measured on the labelled set of
-// TestSignalsOnTheLabelledSet (see its doc for the figures).
-const (
-	blurryBelow     = 42   // Focus under this is blurred
-	motionAbove     = 55   // MotionBlur over this is a smear
-	underBelowEV    = -1.6 // Exposure under this is underexposed
-	overAboveEV     = 1.3  // Exposure over this is overexposed
-	misfireDetailPx = 0.02 // fewer detailed tiles than this fraction: nothing was photographed
-)
-
 // tileStats are one tile's squared luminance differences along four
 // directions (0°, 90°, 45°, 135°), one pixel apart (fine) and three apart
-// (coarse). A crisp edge puts a quarter of its coarse energy into the fine
+// (coarse). A crisp edge puts a third of its coarse energy into the fine
 // differences, a smooth ramp (a blurred edge) a ninth or less, so the
 // ratio says how sharp the tile is along each direction whatever its
 // contrast.
@@ -57,102 +40,156 @@ func (t tileStats) ratio(d int) float64 {
 	return t.fine[d] / t.coarse[d]
 }
 
-// judge fills q's judged signals from g, the analysis image's luminance.
-func judge(q *Quality, g *image.Gray) {
-	w, h := g.Rect.Dx(), g.Rect.Dy()
-	q.Exposure = round(exposureEV(g), 2)
-	tiles := tilesOf(g)
-	if len(tiles) == 0 || w < 3*signalTile || h < 3*signalTile {
-		// Too small to judge: no focus or motion reading, no warning
-		// from them.
-		q.Focus, q.MotionBlur = 100, 0
-		q.Warnings = exposureWarnings(q)
-		return
-	}
-
-	// Detailed tiles: those whose coarse differences average more than
-	// a few levels a pixel. Flat sky, a backdrop or JPEG noise are not.
-	const detailFloor = 4 * 4 * 4 * signalTile * signalTile // 4 levels a pixel, 4 directions
-	var detailed []tileStats
-	for _, t := range tiles {
-		if t.coarseSum() >= detailFloor {
-			detailed = append(detailed, t)
-		}
-	}
-	q.Focus, q.MotionBlur = focusAndMotion(detailed)
-	q.Warnings = exposureWarnings(q)
-	if float64(len(detailed)) < misfireDetailPx*float64(len(tiles)) {
-		q.Warnings = append(q.Warnings, WarnMisfire)
-		return
-	}
-	if q.Focus < blurryBelow {
-		q.Warnings = append(q.Warnings, WarnBlurry)
-	} else if q.MotionBlur > motionAbove {
-		q.Warnings = append(q.Warnings, WarnMotionBlur)
+func (t *tileStats) add(o tileStats) {
+	for d := range 4 {
+		t.fine[d] += o.fine[d]
+		t.coarse[d] += o.coarse[d]
 	}
 }
 
-// focusAndMotion reads focus and motion blur, 0–100 each, from the
-// sharpest detailed tiles: the subject, where the photographer focused.
-func focusAndMotion(detailed []tileStats) (focus, motion float64) {
+// reading is what measureSignals read, before it is scaled to Quality's.
+type reading struct {
+	sharp  float64    // mean fine-to-coarse ratio of the sharpest tiles
+	dirs   [4]float64 // their ratio along each direction
+	energy [4]float64 // each direction's share of the frame's coarse energy
+	detail float64    // share of tiles with detail
+	ev     float64
+}
+
+// measureSignals fills q's signals from g, the analysis image's luminance.
+func measureSignals(q *Quality, g *image.Gray) {
+	r := read(g)
+	q.Exposure = round(r.ev, 2)
+	q.Detail = round(r.detail, 4)
+	q.Focus = round(focusOf(r.sharp), 1)
+	q.MotionBlur = round(motionOf(r.dirs, r.energy), 1)
+}
+
+// focusOf scales the sharpest tiles' ratio to 0–100: 0.10 (a blurred
+// ramp gives a ninth) is 0, 0.47 (crisp detail) and above is 100. On the
+// labelled set, defocused frames read 0.13–0.19 and photos as taken
+// 0.195 and above.
+func focusOf(sharp float64) float64 {
+	return 100 * clamp01((sharp-0.10)/0.37)
+}
+
+// motionOf reads a smear, 0–100, from the sharpest tiles' ratio along
+// each direction and the frame's energy along each. A smear leaves the
+// subject soft along one direction (its ratio falls toward a ninth) and
+// sharp across it; a long one (a swung frame) leaves almost no energy
+// along it at all.
+func motionOf(dirs, energy [4]float64) float64 {
+	// Directions with almost no energy have ratios of noise: they say
+	// nothing of sharpness.
+	lo, hi := math.Inf(1), 0.0
+	for d := range 4 {
+		if energy[d] >= 0.05 {
+			lo, hi = min(lo, dirs[d]), max(hi, dirs[d])
+		}
+	}
+	var soft float64
+	if hi > 0 && hi >= 1.35*lo {
+		// 0.30 along the softest direction is sharp, 0.08 is a ninth
+		// with noise: smeared.
+		soft = clamp01((0.30 - lo) / 0.22)
+	}
+	// A swung frame: next to no energy along the swing, and still sharp
+	// across it (a frame soft everywhere is blurred, not swung).
+	d := 0
+	for i := range 4 {
+		if energy[i] < energy[d] {
+			d = i
+		}
+	}
+	var swung float64
+	if dirs[perpendicular[d]] >= 0.175 {
+		swung = clamp01(1 - energy[d]/0.1)
+	}
+	return 100 * max(soft, swung)
+}
+
+// perpendicular maps each direction (0°, 90°, 45°, 135°) to the one
+// across it.
+var perpendicular = [4]int{1, 0, 3, 2}
+
+func read(g *image.Gray) reading {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	r := reading{detail: 1, sharp: 1, dirs: [4]float64{1, 1, 1, 1}, energy: [4]float64{0.25, 0.25, 0.25, 0.25}}
+	var frame [256]int
+	for y := range h {
+		for _, v := range g.Pix[y*g.Stride:][:w] {
+			frame[v]++
+		}
+	}
+	tiles := tilesOf(g)
+	if len(tiles) == 0 || w < 3*signalTile || h < 3*signalTile {
+		// Too small to judge focus and motion: read as sharp.
+		r.ev = exposureEV(&frame, &frame, w*h)
+		return r
+	}
+	// Detailed tiles: those whose coarse differences average more than
+	// a few levels a pixel. Flat sky, a backdrop or JPEG noise are not.
+	// Exposure is judged on their pixels: the subject, not the backdrop.
+	const detailFloor = 4 * 4 * 4 * signalTile * signalTile // 4 levels a pixel, 4 directions
+	var detailed []tileStats
+	var all tileStats
+	var hist [256]int
+	n, cols := 0, w/signalTile
+	for i, t := range tiles {
+		all.add(t)
+		if t.coarseSum() < detailFloor {
+			continue
+		}
+		detailed = append(detailed, t)
+		tx, ty := (i%cols)*signalTile, (i/cols)*signalTile
+		for y := ty; y < ty+signalTile; y++ {
+			for _, v := range g.Pix[y*g.Stride+tx:][:signalTile] {
+				hist[v]++
+			}
+		}
+		n += signalTile * signalTile
+	}
+	r.detail = float64(len(detailed)) / float64(len(tiles))
+	if total := all.coarseSum(); total > 0 {
+		for d := range 4 {
+			r.energy[d] = all.coarse[d] / total
+		}
+	}
+	r.sharp, r.dirs = sharpest(detailed)
+	if n == 0 {
+		r.ev = exposureEV(&frame, &frame, w*h)
+	} else {
+		r.ev = exposureEV(&hist, &frame, n)
+	}
+	return r
+}
+
+// sharpest reads the sharpest tenth of the detailed tiles (at least
+// three): the subject, where the photographer focused.
+func sharpest(detailed []tileStats) (sharp float64, dirs [4]float64) {
 	if len(detailed) == 0 {
-		return 0, 0
+		return 0, dirs
 	}
-	// Sharpness of a tile: its mean fine-to-coarse ratio over the four
-	// directions; the sharpest tenth (at least three tiles) is the subject.
-	sharp := func(t tileStats) float64 {
-		return (t.ratio(0) + t.ratio(1) + t.ratio(2) + t.ratio(3)) / 4
+	mean := func(t tileStats) float64 { return (t.ratio(0) + t.ratio(1) + t.ratio(2) + t.ratio(3)) / 4 }
+	slices.SortFunc(detailed, func(a, b tileStats) int { return cmpDesc(mean(a), mean(b)) })
+	var top tileStats
+	for _, t := range detailed[:min(max(3, len(detailed)/10), len(detailed))] {
+		top.add(t)
 	}
-	slices.SortFunc(detailed, func(a, b tileStats) int {
-		sa, sb := sharp(a), sharp(b)
-		switch {
-		case sa > sb:
-			return -1
-		case sa < sb:
-			return 1
-		}
-		return 0
-	})
-	n := max(3, len(detailed)/10)
-	n = min(n, len(detailed))
-	var sum tileStats
-	for _, t := range detailed[:n] {
-		for d := range 4 {
-			sum.fine[d] += t.fine[d]
-			sum.coarse[d] += t.coarse[d]
-		}
+	for d := range 4 {
+		dirs[d] = top.ratio(d)
 	}
-	r := [4]float64{sum.ratio(0), sum.ratio(1), sum.ratio(2), sum.ratio(3)}
-	mean := (r[0] + r[1] + r[2] + r[3]) / 4
-	focus = mean * 1000
-	// A smear along one direction leaves the perpendicular one sharp:
-	// among the tiles sharpest along some direction, the softest
-	// direction's ratio.
-	maxr := func(t tileStats) float64 {
-		return max(t.ratio(0), t.ratio(1), t.ratio(2), t.ratio(3))
+	return (dirs[0] + dirs[1] + dirs[2] + dirs[3]) / 4, dirs
+}
+
+func cmpDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
 	}
-	slices.SortFunc(detailed, func(a, b tileStats) int {
-		sa, sb := maxr(a), maxr(b)
-		switch {
-		case sa > sb:
-			return -1
-		case sa < sb:
-			return 1
-		}
-		return 0
-	})
-	var s2 tileStats
-	for _, t := range detailed[:n] {
-		for d := range 4 {
-			s2.fine[d] += t.fine[d]
-			s2.coarse[d] += t.coarse[d]
-		}
-	}
-	r2 := [4]float64{s2.ratio(0), s2.ratio(1), s2.ratio(2), s2.ratio(3)}
-	// Raw readings while the thresholds are calibrated: the mean ratio
-	// of the sharpest tenth and the softest direction's ratio, ×1000.
-	motion = slices.Min(r2[:]) * 1000
-	return round(focus, 1), round(motion, 1)
+	return 0
 }
 
 // tilesOf measures every whole signalTile square of g.
@@ -198,36 +235,48 @@ func tileAt(g *image.Gray, tx, ty int) tileStats {
 	return t
 }
 
-// exposureEV judges exposure as an EV offset from a well-exposed photo.
-// It reads the luminance of the brighter half of the frame, not the mean:
-// a night sky or a black backdrop is dark around a lit subject, while an
-// underexposed frame is dark everywhere. A high-key frame is bright
-// around its subject but keeps midtones; an overexposed one loses them.
-func exposureEV(g *image.Gray) float64 {
-	var hist [256]int
-	for y := 0; y < g.Rect.Dy(); y++ {
-		for _, v := range g.Pix[y*g.Stride:][:g.Rect.Dx()] {
-			hist[v]++
-		}
-	}
-	n := g.Rect.Dx() * g.Rect.Dy()
+// exposureEV judges exposure as an EV offset from a well-exposed photo,
+// on the subject's pixels (hist, n of them) and the whole frame's.
+//
+// Under: the subject's brightest tenth starts well below 0.45 linear
+// (sRGB 180), and nothing in the frame is bright. A night sky or a lamp
+// lit scene keeps its lights bright however dark the rest; a frame 3 EV
+// under has nothing above sRGB 100.
+//
+// Over: the subject has lost its highlights. Bright midtones alone (fog,
+// high key, a pale wood) are not over; clipped detail is, by how much of
+// it was lost: 2 % of the subject's pixels clipped reads +1 EV, 8 % +3.
+func exposureEV(hist, frame *[256]int, n int) float64 {
 	if n == 0 {
 		return 0
 	}
-	// The 90th and 25th percentiles, in linear light.
-	p90, p25 := linear(percentile(&hist, n, 0.90)), linear(percentile(&hist, n, 0.25))
-	// Well exposed: the brightest tenth starts near 0.45 linear (sRGB
-	// 180); the darkest quarter ends above 0.02 linear (sRGB 40).
-	under := math.Log2(max(p90, 1e-4) / 0.45)
-	over := math.Log2(max(p25, 1e-4) / 0.05)
-	switch {
-	case under < 0:
+	total := 0
+	for _, k := range frame {
+		total += k
+	}
+	bright := 0
+	for v := brightLevel; v < 256; v++ {
+		bright += frame[v]
+	}
+	if under := math.Log2(max(linear(percentile(hist, n, 0.90)), 1e-4) / 0.45); under < 0 {
+		if float64(bright) >= 1e-4*float64(total) {
+			return 0
+		}
 		return under
-	case over > 0:
-		return over
+	}
+	clipped := 0
+	for v := highlightLevel; v < 256; v++ {
+		clipped += hist[v]
+	}
+	if share := float64(clipped) / float64(n); share >= 0.02 {
+		return 1 + math.Log2(share/0.02)
 	}
 	return 0
 }
+
+// brightLevel is a light in the frame: sRGB 200 is 0.58 linear, which a
+// frame 3 EV under cannot reach (1.0 becomes 0.125, sRGB 99).
+const brightLevel = 200
 
 func percentile(hist *[256]int, n int, p float64) uint8 {
 	want := int(p * float64(n))
@@ -248,16 +297,6 @@ func linear(v uint8) float64 {
 		return c / 12.92
 	}
 	return math.Pow((c+0.055)/1.055, 2.4)
-}
-
-func exposureWarnings(q *Quality) []string {
-	switch {
-	case q.Exposure < underBelowEV:
-		return []string{WarnUnderexposed}
-	case q.Exposure > overAboveEV:
-		return []string{WarnOverexposed}
-	}
-	return nil
 }
 
 func clamp01(v float64) float64 { return min(1, max(0, v)) }

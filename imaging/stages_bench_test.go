@@ -5,6 +5,7 @@ package imaging
 import (
 	"bytes"
 	"context"
+	"image"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,7 @@ func BenchmarkStages(b *testing.B) {
 	photos := twelveMPCrops(b, 4)
 	cfg := Config{}.withDefaults()
 	opt := Options{}.withDefaults()
-	steps := []string{"floor", "process", "decode_rows", "lanczos_across", "lanczos_plain", "encode_preview", "thumbnail", "analysis", "metadata"}
+	steps := []string{"floor", "process", "decode_rows", "lanczos_across", "lanczos_plain", "encode_preview", "thumbnail", "analysis", "signals", "metadata"}
 	spent := make(map[string]time.Duration, len(steps))
 	timed := func(step string, fn func() error) {
 		start := time.Now()
@@ -115,12 +116,19 @@ func BenchmarkStages(b *testing.B) {
 				_, err = encodeRGB(appendRGB(nil, small), small.Rect.Dx(), small.Rect.Dy(), opt.ThumbQuality)
 				return err
 			})
-			timed("analysis", func() error {
-				mid, err := shrinkRGB(pix, fw, fh, analysisSize)
+			var mid *image.RGBA
+			timed("analysis", func() (err error) {
+				mid, err = shrinkRGB(pix, fw, fh, analysisSize)
 				if err == nil {
 					measureQuality(mid)
 				}
 				return err
+			})
+			// Part of analysis: the judged signals alone.
+			timed("signals", func() error {
+				var q Quality
+				measureSignals(&q, toGray(mid))
+				return nil
 			})
 		}
 	}
@@ -130,6 +138,7 @@ func BenchmarkStages(b *testing.B) {
 		b.ReportMetric(ms(s), s+"_ms/photo")
 	}
 	b.ReportMetric(ms("floor")/ms("process"), "ceiling_of_floor")
+	b.ReportMetric(100*ms("signals")/ms("process"), "signals_%_of_process")
 	b.ReportMetric(ms("lanczos_plain")/ms("lanczos_across"), "x_plain_layout")
 }
 
