@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/assist"
 	"lightbox/blob"
 	"lightbox/imaging"
 	"lightbox/jobs"
@@ -172,10 +173,21 @@ func (w *Worker) putDerived(ctx context.Context, asset uuid.UUID, kind string, o
 		ChecksumSHA256: info.SHA256, WidthPx: &o.Width, HeightPx: &o.Height}, nil
 }
 
+// judged is q with the assistant's warnings and keeper score at the
+// default strictness; faces, looked for later, are judged when read.
+func judged(q imaging.Quality) imaging.Quality {
+	p := assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
+	q.Warnings, q.Score = assist.Warnings(p, assist.Defaults()), assist.Score(p)
+	if q.Warnings == nil {
+		q.Warnings = []string{}
+	}
+	return q
+}
+
 func ingestOutput(a *store.Asset, res *imaging.Result, files ...store.AssetFile) store.IngestOutput {
 	m := res.Metadata
 	exif, _ := json.Marshal(m)
-	quality, _ := json.Marshal(res.Quality)
+	quality, _ := json.Marshal(judged(res.Quality))
 	out := store.IngestOutput{
 		AssetID: a.ID, Width: res.Width, Height: res.Height, CapturedOffset: m.CapturedAtOffset,
 		CameraMake: m.CameraMake, CameraModel: m.CameraModel, LensModel: m.LensModel, FocalLengthMm: m.FocalLengthMm,

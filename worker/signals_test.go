@@ -1,0 +1,65 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"lightbox/testsupport/testenv"
+)
+
+// The ingest judges each photo as it reads it: a photo as taken arrives
+// with no warning and a keeper's score, the same photo out of focus
+// arrives warned "blurry" and scored lower, and the numbers behind both
+// are in its quality.
+func TestIngestJudgesFocus(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("vips"); err != nil {
+		t.Fatal("the vips command is not installed (libvips-tools; make test installs it)")
+	}
+	h := newHarness(t, nil)
+	project := h.project()
+	src := filepath.Join(testenv.Corpus(t), "photos", "colorfulcups-2560x1600.jpg")
+	blurred := filepath.Join(t.TempDir(), "blurred.jpg")
+	// Defocus of σ = long edge / 400, as the labelled set makes it.
+	if out, err := exec.Command("vips", "gaussblur", src, blurred, "6.4").CombinedOutput(); err != nil {
+		t.Fatalf("vips: %v\n%s", err, out)
+	}
+	type quality struct {
+		Focus    *float64 `json:"focus"`
+		Detail   *float64 `json:"detail"`
+		Warnings []string `json:"warnings"`
+		Score    int      `json:"score"`
+	}
+	judged := func(path string) quality {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asset, _ := h.finalizeWithoutEnqueue(project, data)
+		h.ingested(project, asset)
+		var raw []byte
+		if err := h.env.DB.GetContext(context.Background(), &raw, `SELECT quality FROM assets WHERE id = $1`, asset); err != nil {
+			t.Fatal(err)
+		}
+		var q quality
+		if err := json.Unmarshal(raw, &q); err != nil || q.Focus == nil || q.Detail == nil {
+			t.Fatalf("quality %s: %v", raw, err)
+		}
+		return q
+	}
+	sharp, soft := judged(src), judged(blurred)
+	if len(sharp.Warnings) != 0 || sharp.Warnings == nil {
+		t.Errorf("the photo as taken: warnings %v, want none ([])", sharp.Warnings)
+	}
+	if !slices.Contains(soft.Warnings, "blurry") {
+		t.Errorf("the defocused photo: warnings %v, want blurry", soft.Warnings)
+	}
+	if *soft.Focus >= *sharp.Focus || soft.Score >= sharp.Score {
+		t.Errorf("defocused focus %.1f score %d, as taken %.1f score %d: want both lower", *soft.Focus, soft.Score, *sharp.Focus, sharp.Score)
+	}
+}
