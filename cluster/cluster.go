@@ -43,6 +43,15 @@ type Photo struct {
 	Highlights float64 // fraction of clipped highlights
 	Shadows    float64 // fraction of clipped shadows
 	Luminance  float64 // mean, 0 to 1
+	// Judged says the judged signals below were measured: focus where
+	// the photo is sharpest and motion, each 0–100, and exposure in EV.
+	// When every member of a group has them they replace the Laplacian
+	// and the clipping: a shallow depth of field is not soft, and a
+	// smeared frame loses to the steady one.
+	Judged bool
+	Focus  float64
+	Motion float64
+	EV     float64
 	// Faces is what was found of its faces; nil when they were not
 	// looked for.
 	Faces *Faces
@@ -275,9 +284,12 @@ func closePairs(hashes []uint64, maxBits int, pair func(i, j int)) {
 // rank scores the members, names a winner and says why.
 func rank(kind string, ps []Photo) Group {
 	maxSharp, maxPixels, maxBPP, maxFace := 0.0, 0.0, 0.0, 0.0
-	withFaces := false
+	withFaces, judged := false, true
 	for _, p := range ps {
-		maxSharp = math.Max(maxSharp, p.Sharpness)
+		judged = judged && p.Judged
+	}
+	for _, p := range ps {
+		maxSharp = math.Max(maxSharp, sharpness(p, judged))
 		maxPixels = math.Max(maxPixels, float64(p.Width*p.Height))
 		maxBPP = math.Max(maxBPP, bytesPerPixel(p))
 		if p.Faces != nil && p.Faces.Count > 0 {
@@ -293,7 +305,7 @@ func rank(kind string, ps []Photo) Group {
 	}
 	all := make([]scored, len(ps))
 	for i, p := range ps {
-		s := Signals{Sharpness: ratio(p.Sharpness, maxSharp), Exposure: exposure(p),
+		s := Signals{Sharpness: ratio(sharpness(p, judged), maxSharp), Exposure: exposure(p, judged),
 			Resolution: ratio(float64(p.Width*p.Height), maxPixels), Fidelity: ratio(bytesPerPixel(p), maxBPP)}
 		if kind == Duplicate {
 			// Copies of one photo: keep the biggest, least compressed file.
@@ -397,9 +409,23 @@ func why(w Signals, others []Signals) []string {
 	return out
 }
 
+// sharpness is the Laplacian's variance, or when judged the focus where
+// the photo is sharpest less its motion: a smeared frame is not sharp
+// however crisp it is across the smear.
+func sharpness(p Photo, judged bool) float64 {
+	if judged {
+		return p.Focus * (1 - p.Motion/100)
+	}
+	return p.Sharpness
+}
+
 // exposure is 1 for a well exposed frame, falling with clipped highlights
-// and shadows and with a mean far from mid grey.
-func exposure(p Photo) float64 {
+// and shadows and with a mean far from mid grey; or when judged, 1 at
+// 0 EV falling to 0 three EV either way.
+func exposure(p Photo, judged bool) float64 {
+	if judged {
+		return math.Max(0, 1-math.Abs(p.EV)/3)
+	}
 	clip := math.Min(1, 4*(p.Highlights+p.Shadows))
 	balance := 1 - math.Min(1, 2*math.Abs(p.Luminance-0.5))
 	return math.Max(0, 0.6*(1-clip)+0.4*balance)

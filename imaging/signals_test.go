@@ -10,8 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"lightbox/assist"
+	"lightbox/cluster"
 )
 
 // A labelled photo: a real photo as it is, made to fool a naive measure,
@@ -237,13 +241,16 @@ func score(set []judged) scores {
 }
 
 // TestSignalsOnTheLabelledSet judges the labelled set made from the
-// corpus photos and holds the figures docs/benchmarks.md reports.
+// corpus photos and holds the figures docs/benchmarks.md reports: the
+// warnings, and the winners of bursts.
 func TestSignalsOnTheLabelledSet(t *testing.T) {
 	e, err := New(EngineVips, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := score(judgeSet(t, e, labelledSet(t, filepath.Join(corpusDir(t), "photos", "*.jpg"))))
+	set := labelledSet(t, filepath.Join(corpusDir(t), "photos", "*.jpg"))
+	t.Run("bursts", func(t *testing.T) { theSharpFrameWins(t, e, set) })
+	s := score(judgeSet(t, e, set))
 	for _, l := range s.lines {
 		t.Log(l)
 	}
@@ -270,5 +277,71 @@ func TestSignalsOnTheLabelledSet(t *testing.T) {
 		if p < 0.75 {
 			t.Errorf("%s warnings right in %.2f of photos, want at least 0.75", w, p)
 		}
+	}
+}
+
+// theSharpFrameWins ranks bursts of five frames of each photo of set, one
+// sharp and four not (defocused by σ = long edge / 400 and / 800, smeared
+// by long edge / 120, swung), and wants the sharp one to win at least 9
+// bursts in 10, by the judged signals.
+func theSharpFrameWins(t *testing.T, e Engine, set []labelled) {
+	byPhoto := map[string]map[string]string{}
+	for _, l := range set {
+		if byPhoto[l.photo] == nil {
+			byPhoto[l.photo] = map[string]string{}
+		}
+		byPhoto[l.photo][l.variant] = l.path
+	}
+	wins, laplacianWins := 0, 0
+	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for photo, paths := range byPhoto {
+		mild := strings.TrimSuffix(paths["good"], "good.jpg") + "mild.jpg"
+		if out, err := exec.Command("vips", "gaussblur", paths["good"], mild, fmt.Sprint(float64(labelledLong)/800)).CombinedOutput(); err != nil {
+			t.Fatalf("vips: %v\n%s", err, out)
+		}
+		var frames []cluster.Photo
+		var sharp uuid.UUID
+		for i, path := range []string{paths["defocus"], paths["motion"], paths["good"], mild, paths["swung"]} {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Process(context.Background(), data, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, at := res.Quality, start.Add(time.Duration(i)*300*time.Millisecond)
+			p := cluster.Photo{ID: uuid.New(), CapturedAt: &at, Camera: "burst", Width: res.Width, Height: res.Height, Bytes: int64(len(data)),
+				Sharpness: q.Sharpness, Highlights: q.HighlightsClipped, Shadows: q.ShadowsClipped, Luminance: q.MeanLuminance,
+				Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure}
+			if path == paths["good"] {
+				sharp = p.ID
+			}
+			frames = append(frames, p)
+		}
+		winner := func(frames []cluster.Photo) (uuid.UUID, []string) {
+			for _, g := range cluster.Build(frames, cluster.DefaultOptions) {
+				if g.Kind == cluster.Burst {
+					return g.Winner, g.WhyWinner
+				}
+			}
+			t.Fatalf("%s: no burst among %d frames", photo, len(frames))
+			return uuid.Nil, nil
+		}
+		w, why := winner(frames)
+		if w == sharp {
+			wins++
+		}
+		for i := range frames {
+			frames[i].Judged = false
+		}
+		if lw, _ := winner(frames); lw == sharp {
+			laplacianWins++
+		}
+		t.Logf("%-24.24s sharp frame won: %v %v", photo, w == sharp, why)
+	}
+	t.Logf("the sharp frame won %d of %d bursts (%d by the Laplacian alone)", wins, len(byPhoto), laplacianWins)
+	if float64(wins) < 0.9*float64(len(byPhoto)) {
+		t.Errorf("the sharp frame won %d of %d bursts, want at least 9 in 10", wins, len(byPhoto))
 	}
 }

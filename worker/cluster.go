@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/assist"
 	"lightbox/cluster"
 	"lightbox/events"
 	"lightbox/store"
@@ -71,6 +72,7 @@ func clusterPhoto(in store.ClusterInput) cluster.Photo {
 		MeanLuminance     float64 `json:"meanLuminance"`
 	}
 	json.Unmarshal(in.Quality, &q)
+	judged := assist.FromQuality(in.ID, in.Quality)
 	str := func(s *string) string {
 		if s == nil {
 			return ""
@@ -86,7 +88,8 @@ func clusterPhoto(in store.ClusterInput) cluster.Photo {
 	p := cluster.Photo{ID: in.ID, Filename: in.Filename, CapturedAt: in.CapturedAt,
 		Camera: str(in.CameraMake) + " " + str(in.CameraModel), PHash: uint64(in.Hash),
 		Width: num(in.Width), Height: num(in.Height), Bytes: in.Bytes, Sharpness: q.Sharpness,
-		Highlights: q.HighlightsClipped, Shadows: q.ShadowsClipped, Luminance: q.MeanLuminance}
+		Highlights: q.HighlightsClipped, Shadows: q.ShadowsClipped, Luminance: q.MeanLuminance,
+		Judged: judged.Judged, Focus: judged.Focus, Motion: judged.Motion, EV: judged.EV}
 	if in.FaceCount != nil {
 		p.Faces = &cluster.Faces{Count: *in.FaceCount, EyesClosed: num(in.EyesClosed)}
 		if in.MinSharpness != nil {
