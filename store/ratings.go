@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 )
 
 // Rating is one person's verdict on an asset.
@@ -20,9 +23,25 @@ type Rating struct {
 	Starred  bool      `db:"starred"`
 	Notes    string    `db:"notes"`
 	// ColorLabel is one of ColorLabels, or nil.
-	ColorLabel *string   `db:"color_label"`
-	UpdatedAt  time.Time `db:"updated_at"`
+	ColorLabel *string `db:"color_label"`
+	// Assisted is true while the flag, stars and label are the ones the
+	// culling assistant wrote; a hand decision sets it back to false.
+	Assisted  bool      `db:"assisted"`
+	UpdatedAt time.Time `db:"updated_at"`
 }
+
+// Decided reports whether r holds a decision: a flag, stars or a label.
+func (r Rating) Decided() bool {
+	return r.Picked || r.Rejected || r.Rating != nil || r.ColorLabel != nil
+}
+
+// HandDecision reports whether r holds a decision made by hand, which the
+// culling assistant never overrides.
+func (r Rating) HandDecision() bool { return r.Decided() && !r.Assisted }
+
+// handDecisionSQL is HandDecision on the rating row r, as the index of
+// migration 0058 holds it.
+const handDecisionSQL = `(NOT r.assisted AND (r.picked OR r.rejected OR r.rating IS NOT NULL OR r.color_label IS NOT NULL))`
 
 // ColorLabels are the colour labels a rating may carry, in Lightroom's
 // order (its keys 6 to 9 set the first four).
@@ -39,7 +58,7 @@ const (
 // without one.
 const NoColorLabel = "none"
 
-const ratingColumns = `asset_id, user_id, rating, picked, rejected, starred, notes, color_label, updated_at`
+const ratingColumns = `asset_id, user_id, rating, picked, rejected, starred, notes, color_label, assisted, updated_at`
 
 // RatingChange is what a person changes of their rating; nil leaves a
 // field as it is. Picking an asset un-rejects it and rejecting un-picks
@@ -54,45 +73,59 @@ type RatingChange struct {
 	Notes           *string
 	ColorLabel      *string
 	ClearColorLabel bool // colorLabel: null
+	// Assisted marks a change the culling assistant suggested: it leaves
+	// a hand decision as it is (ErrHandDecision) and marks what it writes
+	// as the assistant's. A change without it that decides (a flag, stars
+	// or a label) is the person's own.
+	Assisted bool
 }
 
+// decides reports whether c sets or clears a flag, stars or a label.
+func (c RatingChange) decides() bool {
+	return c.Rating != nil || c.ClearRating || c.Picked != nil || c.Rejected != nil || c.ColorLabel != nil || c.ClearColorLabel
+}
+
+// ErrHandDecision refuses an assisted change to a rating that holds a
+// decision made by hand.
+var ErrHandDecision = errors.New("store: the rating holds a decision made by hand")
+
 // Rate applies change to user's rating of change.AssetID, creating the
-// rating when there is none, and returns it. The caller has checked that
-// user may see the asset.
+// rating when there is none, and returns it. An assisted change to a
+// rating holding a hand decision changes nothing and is ErrHandDecision,
+// decided on the row as it is locked, so a hand decision made meanwhile
+// still wins. The caller has checked that user may see the asset.
 func (s *Store) Rate(ctx context.Context, user uuid.UUID, change RatingChange) (*Rating, error) {
-	picked, rejected := change.Picked, change.Rejected
-	if picked == nil && rejected != nil && *rejected {
-		picked = new(bool)
+	rs, err := s.rateEach(ctx, user, []RatingChange{change})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(rs) == 0:
+		return nil, ErrHandDecision
 	}
-	if rejected == nil && picked != nil && *picked {
-		rejected = new(bool)
-	}
-	r := &Rating{}
-	err := s.db.GetContext(ctx, r, `
-		INSERT INTO ratings AS r (asset_id, user_id, rating, picked, rejected, starred, notes, color_label)
-		VALUES ($1, $2, $3, coalesce($4, false), coalesce($5, false), coalesce($6, false), coalesce($7, ''), $9)
-		ON CONFLICT (asset_id, user_id) DO UPDATE SET
-			rating = CASE WHEN $8 THEN NULL ELSE coalesce($3, r.rating) END,
-			picked = coalesce($4, r.picked),
-			rejected = coalesce($5, r.rejected),
-			starred = coalesce($6, r.starred),
-			notes = coalesce($7, r.notes),
-			color_label = CASE WHEN $10 THEN NULL ELSE coalesce($9, r.color_label) END,
-			updated_at = now()
-		RETURNING `+ratingColumns,
-		change.AssetID, user, change.Rating, picked, rejected, change.Starred, change.Notes, change.ClearRating,
-		change.ColorLabel, change.ClearColorLabel)
-	return r, err
+	return &rs[0], nil
 }
 
 // CullActions applies several rating changes of user's to assets of project
 // in one transaction: all of them, or none when any asset is not in the
 // project (ErrForeignAssets, listing them). It returns the ratings as the
-// changes left them, by asset.
+// changes left them, by asset; an asset whose changes were all assisted
+// and left alone for a hand decision (see Rate) is not among them.
 func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, changes []RatingChange) (map[uuid.UUID]Rating, error) {
 	ids := make([]uuid.UUID, len(changes))
 	for i, c := range changes {
 		ids[i] = c.AssetID
+	}
+	// An asset's changes apply in their order: its first with every
+	// asset's first, then its second with every second, and so on.
+	var rounds [][]RatingChange
+	nth := make(map[uuid.UUID]int, len(changes))
+	for _, c := range changes {
+		k := nth[c.AssetID]
+		nth[c.AssetID]++
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], c)
 	}
 	out := make(map[uuid.UUID]Rating, len(changes))
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -103,17 +136,14 @@ func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, change
 		if len(foreign) > 0 {
 			return &ForeignAssetsError{IDs: foreign}
 		}
-		// In asset order, so two requests over the same assets take their
-		// rating rows' locks in the same order and cannot deadlock; stable,
-		// so an asset's own changes keep theirs.
-		ordered := slices.Clone(changes)
-		slices.SortStableFunc(ordered, func(a, b RatingChange) int { return bytes.Compare(a.AssetID[:], b.AssetID[:]) })
-		for _, c := range ordered {
-			r, err := tx.Rate(ctx, user, c)
+		for _, round := range rounds {
+			rs, err := tx.rateEach(ctx, user, round)
 			if err != nil {
 				return err
 			}
-			out[c.AssetID] = *r
+			for _, r := range rs {
+				out[r.AssetID] = r
+			}
 		}
 		return nil
 	})
@@ -121,6 +151,81 @@ func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, change
 		return nil, err
 	}
 	return out, nil
+}
+
+// rateEach applies changes, each to another asset, as Rate does one, in
+// three statements however many there are, and returns the ratings they
+// left; an assisted change left alone for a hand decision has none.
+// Ratings are written and locked in asset order, so two requests over the
+// same assets cannot deadlock.
+func (s *Store) rateEach(ctx context.Context, user uuid.UUID, changes []RatingChange) ([]Rating, error) {
+	changes = slices.Clone(changes)
+	slices.SortFunc(changes, func(a, b RatingChange) int { return bytes.Compare(a.AssetID[:], b.AssetID[:]) })
+	n := len(changes)
+	var c struct {
+		assets                                     UUIDs
+		ratings                                    []*int
+		picked, rejected, starred                  []*bool
+		notes, labels                              []*string
+		clearRating, clearLabel, assisted, decides []bool
+	}
+	for _, ch := range changes {
+		picked, rejected := ch.Picked, ch.Rejected
+		if picked == nil && rejected != nil && *rejected {
+			picked = new(bool)
+		}
+		if rejected == nil && picked != nil && *picked {
+			rejected = new(bool)
+		}
+		c.assets = append(c.assets, ch.AssetID)
+		c.ratings, c.clearRating = append(c.ratings, ch.Rating), append(c.clearRating, ch.ClearRating)
+		c.picked, c.rejected, c.starred = append(c.picked, picked), append(c.rejected, rejected), append(c.starred, ch.Starred)
+		c.notes, c.labels, c.clearLabel = append(c.notes, ch.Notes), append(c.labels, ch.ColorLabel), append(c.clearLabel, ch.ClearColorLabel)
+		c.assisted, c.decides = append(c.assisted, ch.Assisted), append(c.decides, ch.decides())
+	}
+	args := []any{user, c.assets, pq.Array(c.ratings), pq.Array(c.clearRating), pq.Array(c.picked), pq.Array(c.rejected),
+		pq.Array(c.starred), pq.Array(c.notes), pq.Array(c.labels), pq.Array(c.clearLabel), pq.Array(c.assisted), pq.Array(c.decides)}
+	const source = ` unnest($2::uuid[], $3::int[], $4::boolean[], $5::boolean[], $6::boolean[], $7::boolean[], $8::text[],
+		$9::text[], $10::boolean[], $11::boolean[], $12::boolean[]) WITH ORDINALITY AS c(asset_id, rating, clear_rating,
+		picked, rejected, starred, notes, color_label, clear_color_label, assisted, decides, n) `
+	var out []Rating
+	if err := s.db.SelectContext(ctx, &out, `
+		INSERT INTO ratings AS r (asset_id, user_id, rating, picked, rejected, starred, notes, color_label, assisted)
+		SELECT c.asset_id, $1, c.rating, coalesce(c.picked, false), coalesce(c.rejected, false), coalesce(c.starred, false),
+		       coalesce(c.notes, ''), c.color_label, c.assisted AND c.decides
+		FROM`+source+`ORDER BY c.n
+		ON CONFLICT (asset_id, user_id) DO NOTHING
+		RETURNING `+ratingColumns, args...); err != nil || len(out) == n {
+		return out, err
+	}
+	inserted := make(UUIDs, len(out))
+	for i, r := range out {
+		inserted[i] = r.AssetID
+	}
+	if n > 1 {
+		if _, err := s.db.ExecContext(ctx, `SELECT FROM ratings WHERE user_id = $1 AND asset_id = ANY($2)
+			ORDER BY asset_id FOR UPDATE`, user, c.assets); err != nil {
+			return nil, err
+		}
+	}
+	// Each row is judged as it is now that it is locked: a hand decision
+	// committed meanwhile wins over an assisted change.
+	var updated []Rating
+	err := s.db.SelectContext(ctx, &updated, `
+		UPDATE ratings r SET
+			rating = CASE WHEN c.clear_rating THEN NULL ELSE coalesce(c.rating, r.rating) END,
+			picked = coalesce(c.picked, r.picked),
+			rejected = coalesce(c.rejected, r.rejected),
+			starred = coalesce(c.starred, r.starred),
+			notes = coalesce(c.notes, r.notes),
+			color_label = CASE WHEN c.clear_color_label THEN NULL ELSE coalesce(c.color_label, r.color_label) END,
+			assisted = CASE WHEN c.decides THEN c.assisted ELSE r.assisted END,
+			updated_at = now()
+		FROM`+source+`
+		WHERE r.user_id = $1 AND r.asset_id = c.asset_id AND r.asset_id <> ALL($13)
+		  AND (NOT c.assisted OR NOT `+handDecisionSQL+`)
+		RETURNING r.`+strings.ReplaceAll(ratingColumns, ", ", ", r."), append(args, inserted)...)
+	return append(out, updated...), err
 }
 
 // ForeignAssetsError names the assets of a request that are not in its

@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -85,5 +87,77 @@ func TestColorLabelsAreTheFive(t *testing.T) {
 	r, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: assets[0], ClearColorLabel: true})
 	if err != nil || r.ColorLabel != nil {
 		t.Fatalf("cleared: %+v, %v", r, err)
+	}
+}
+
+// TestAssistedChangesLeaveHandDecisions: an assisted change never
+// overrides a decision made by hand, even one made while it waits, and a
+// hand change makes the assistant's mark the person's own.
+func TestAssistedChangesLeaveHandDecisions(t *testing.T) {
+	env := testenv.New(t)
+	ctx := context.Background()
+	owner, project := env.Project(t)
+	ps := env.AssetsIn(t, owner, project, store.AssetCull, store.AssetCull, store.AssetCull)
+	yes, no := true, false
+	if _, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: ps[0], Picked: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: ps[0], Rejected: &yes, Assisted: true}); !errors.Is(err, store.ErrHandDecision) {
+		t.Fatalf("an assisted reject of a hand pick: %v", err)
+	}
+	// A note alone is no decision: the assistant's mark stays its own.
+	r, err := env.Store.Rate(ctx, owner, store.RatingChange{AssetID: ps[1], Rejected: &yes, Assisted: true})
+	if err != nil || !r.Assisted {
+		t.Fatalf("an assisted reject: %+v, %v", r, err)
+	}
+	note := "check the horizon"
+	if r, err = env.Store.Rate(ctx, owner, store.RatingChange{AssetID: ps[1], Notes: &note}); err != nil || !r.Assisted || !r.Rejected {
+		t.Fatalf("after a note: %+v, %v", r, err)
+	}
+	if r, err = env.Store.Rate(ctx, owner, store.RatingChange{AssetID: ps[1], Rejected: &no}); err != nil || r.Assisted || r.Decided() {
+		t.Fatalf("after an un-reject by hand: %+v, %v", r, err)
+	}
+
+	// A hand pick holds the row while an assisted reject of it waits.
+	picked, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		picked <- env.Store.WithTx(ctx, func(tx *store.Store) error {
+			if _, err := tx.Rate(ctx, owner, store.RatingChange{AssetID: ps[2], Picked: &yes}); err != nil {
+				return err
+			}
+			picked <- nil
+			<-release
+			return nil
+		})
+	}()
+	if err := <-picked; err != nil {
+		t.Fatal(err)
+	}
+	culled := make(chan map[uuid.UUID]store.Rating, 1)
+	go func() {
+		out, err := env.Store.CullActions(ctx, owner, project, []store.RatingChange{
+			{AssetID: ps[2], Rejected: &yes, Assisted: true}, {AssetID: ps[1], Rejected: &yes, Assisted: true}})
+		if err != nil {
+			t.Error(err)
+		}
+		culled <- out
+	}()
+	testenv.Eventually(t, "the assisted reject waiting on the hand pick", time.Minute, func() bool {
+		var n int
+		env.DB.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO ratings AS r%'`)
+		return n > 0
+	})
+	close(release)
+	if err := <-picked; err != nil {
+		t.Fatal(err)
+	}
+	out := <-culled
+	if _, ok := out[ps[2]]; ok || !out[ps[1]].Rejected || !out[ps[1]].Assisted {
+		t.Fatalf("cull: %+v, want the hand pick left alone", out)
+	}
+	ratings, err := env.Store.Ratings(ctx, owner, ps[2:])
+	if r := ratings[ps[2]]; err != nil || !r.Picked || r.Rejected || r.Assisted {
+		t.Fatalf("the hand pick after the assisted reject: %+v, %v", r, err)
 	}
 }
