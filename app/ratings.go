@@ -23,13 +23,15 @@ type RatingJSON struct {
 	Starred    bool      `json:"starred"`
 	Notes      string    `json:"notes"`
 	ColorLabel *string   `json:"colorLabel"`
-	UpdatedAt  time.Time `json:"updatedAt"`
+	// Assisted: the flag, stars and label are the culling assistant's.
+	Assisted  bool      `json:"assisted"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // RatingJSONOf is r in its JSON shape.
 func RatingJSONOf(r store.Rating) *RatingJSON {
 	return &RatingJSON{AssetID: r.AssetID, UserID: r.UserID, Rating: r.Rating, Picked: r.Picked, Rejected: r.Rejected,
-		Starred: r.Starred, Notes: r.Notes, ColorLabel: r.ColorLabel, UpdatedAt: r.UpdatedAt.UTC()}
+		Starred: r.Starred, Notes: r.Notes, ColorLabel: r.ColorLabel, Assisted: r.Assisted, UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // Rate applies change to user's rating of an asset of project (one rating
@@ -45,29 +47,58 @@ func (a *App) Rate(ctx context.Context, log *slog.Logger, user, project uuid.UUI
 	return r, nil
 }
 
+// CullResult is what a cull changed: the ratings, in the order their
+// assets first come in the changes, and the assets whose changes were
+// all assisted and left alone for a decision made by hand.
+type CullResult struct {
+	Ratings   []store.Rating
+	LeftAlone []uuid.UUID
+}
+
 // CullActions applies user's rating changes to assets of project in one
 // transaction, all or none (store.CullActions: a store.ForeignAssetsError
 // names the assets outside the project), and tells the open views of each
-// rating changed once, however many changes it took. It returns those
-// ratings in the order their assets first come in changes.
-func (a *App) CullActions(ctx context.Context, log *slog.Logger, user, project uuid.UUID, changes []store.RatingChange) ([]store.Rating, error) {
+// rating changed once, however many changes it took. An assisted change
+// to a rating holding a hand decision is skipped (store.Rate).
+func (a *App) CullActions(ctx context.Context, log *slog.Logger, user, project uuid.UUID, changes []store.RatingChange) (*CullResult, error) {
 	byAsset, err := a.store.CullActions(ctx, user, project, changes)
 	if err != nil {
 		return nil, err
 	}
-	ratings := make([]store.Rating, 0, len(byAsset))
+	out := &CullResult{Ratings: make([]store.Rating, 0, len(byAsset)), LeftAlone: []uuid.UUID{}}
 	seen := map[uuid.UUID]bool{}
 	for _, ch := range changes {
-		if !seen[ch.AssetID] {
-			seen[ch.AssetID] = true
-			ratings = append(ratings, byAsset[ch.AssetID])
-			a.ratingChanged(ctx, log, project, byAsset[ch.AssetID])
+		if seen[ch.AssetID] {
+			continue
+		}
+		seen[ch.AssetID] = true
+		if r, ok := byAsset[ch.AssetID]; ok {
+			out.Ratings = append(out.Ratings, r)
+		} else {
+			out.LeftAlone = append(out.LeftAlone, ch.AssetID)
 		}
 	}
-	return ratings, nil
+	// A thousand ratings are a few calls to Redis, not a thousand.
+	if a.Events != nil {
+		evs := make([]events.Event, len(out.Ratings))
+		for i, r := range out.Ratings {
+			if evs[i], err = events.New(events.AssetUpdated, project, uuid.Nil, ratingEventData(r)); err != nil {
+				return nil, err
+			}
+		}
+		if err := a.Events.PublishAll(ctx, evs); err != nil {
+			log.Warn("publish event", "event", events.AssetUpdated, "project", project, "err", err)
+		}
+	}
+	return out, nil
 }
 
 // ratingChanged tells the project's open views of a new rating.
 func (a *App) ratingChanged(ctx context.Context, log *slog.Logger, project uuid.UUID, r store.Rating) {
-	a.publish(ctx, log, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": r.AssetID, "myRating": RatingJSONOf(r)})
+	a.publish(ctx, log, events.AssetUpdated, project, uuid.Nil, ratingEventData(r))
+}
+
+// ratingEventData is what asset.updated says of a new rating.
+func ratingEventData(r store.Rating) map[string]any {
+	return map[string]any{"assetId": r.AssetID, "myRating": RatingJSONOf(r)}
 }

@@ -27,7 +27,7 @@ func TestACullTellsEachRatingOnce(t *testing.T) {
 	}
 	second, first := photos[1], photos[0]
 	yes := true
-	ratings, err := a.CullActions(ctx, slog.Default(), owner, project, []store.RatingChange{
+	res, err := a.CullActions(ctx, slog.Default(), owner, project, []store.RatingChange{
 		{AssetID: second, Picked: &yes},
 		{AssetID: first, Rejected: &yes},
 		{AssetID: second, Starred: &yes},
@@ -35,6 +35,7 @@ func TestACullTellsEachRatingOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ratings := res.Ratings
 	if len(ratings) != 2 || ratings[0].AssetID != second || ratings[1].AssetID != first {
 		t.Fatalf("ratings %+v, want the second photo's then the first's", ratings)
 	}

@@ -95,7 +95,9 @@ func (s *Server) rateAsset(c *gin.Context) {
 }
 
 // applyCullActions applies up to 1,000 rating changes of the caller's in
-// one transaction: all of them, or none.
+// one transaction: all of them, or none. An assisted change (one a
+// cull:suggest handed out) leaves a photo decided by hand as it is, and
+// the answer lists those photos.
 func (s *Server) applyCullActions(c *gin.Context) {
 	p, err := s.ownProject(c)
 	if err != nil {
@@ -104,7 +106,8 @@ func (s *Server) applyCullActions(c *gin.Context) {
 	}
 	var in struct {
 		Actions []struct {
-			AssetID uuid.UUID `json:"assetId"`
+			AssetID  uuid.UUID `json:"assetId"`
+			Assisted bool      `json:"assisted"`
 			ratingInput
 		} `json:"actions"`
 	}
@@ -128,19 +131,20 @@ func (s *Server) applyCullActions(c *gin.Context) {
 			errs.Add(prefix+"assetId", "is required")
 		}
 		changes[i] = act.change(errs, prefix, act.AssetID)
+		changes[i].Assisted = act.Assisted
 	}
 	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
 	}
-	ratings, err := s.app.CullActions(c.Request.Context(), logger(c), principal(c).ID, p.ID, changes)
+	res, err := s.app.CullActions(c.Request.Context(), logger(c), principal(c).ID, p.ID, changes)
 	if err != nil {
 		fail(c, foreignAssets(err, "actions"))
 		return
 	}
-	ids := make([]uuid.UUID, len(ratings))
-	for i, r := range ratings {
+	ids := make([]uuid.UUID, len(res.Ratings))
+	for i, r := range res.Ratings {
 		ids[i] = r.AssetID
 	}
-	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids})
+	c.JSON(http.StatusOK, gin.H{"ok": true, "updatedAssetIds": ids, "leftAloneAssetIds": res.LeftAlone})
 }
