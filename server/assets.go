@@ -164,7 +164,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		ByteSize: a.ByteSize, ChecksumSHA256: a.ChecksumSHA256, CapturedAt: utc(a.CapturedAt), CapturedOffset: a.CapturedOffset,
 		IngestedAt: utc(cmp.Or(a.IngestedAt, &a.CreatedAt)), WidthPx: a.WidthPx, HeightPx: a.HeightPx, CameraMake: a.CameraMake,
 		CameraModel: a.CameraModel, LensModel: a.LensModel, FocalLengthMm: a.FocalLengthMm, ShutterSpeed: a.ShutterSpeed,
-		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: a.Quality,
+		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: app.AssetQuality(a.ID, a.Quality, nil),
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
 			Thumbnail: thumbnail, Preview: culled, Metadata: culled, Hash: culled,
@@ -364,8 +364,8 @@ func checkPhotoFilters(errs app.FieldErrors, prefix, camera string, from, to *ti
 	}
 }
 
-// addRatings fills in the caller's rating of each asset, and its faces,
-// in one query each.
+// addRatings fills in the caller's rating of each asset, and its faces
+// (and what they warn of, in its quality), in one query each.
 func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 	ids := make([]uuid.UUID, len(assets))
 	for i, a := range assets {
@@ -385,6 +385,7 @@ func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 		}
 		if f, ok := scans[id]; ok {
 			assets[i].Faces = toFaceSummary(f)
+			assets[i].Quality = app.AssetQuality(id, assets[i].Quality, &f)
 		}
 	}
 	return nil

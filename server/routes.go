@@ -72,12 +72,17 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/jobs", s.listJobs)
 	api.GET("/projects/:id/clusters", s.listClusters)
 	act.POST("/projects/:id/cull:applyAction", s.applyCullActions)
+	act.POST("/projects/:id/cull:suggest", s.suggestCull) // assist.go
 	api.GET("/projects/:id/search", s.search)
 	api.POST("/projects/:id/search", s.idempotent, s.searchFiltered)
 	api.GET("/projects/:id/stats", s.stats)
 	api.GET("/clusters/:id", s.getCluster)
 	api.PATCH("/clusters/:id", s.patchCluster)
 	api.POST("/clusters/:id/winner", s.idempotent, s.chooseClusterWinner)
+
+	api.GET("/cull/preferences", s.getCullPreferences)
+	api.PUT("/cull/preferences", s.putCullPreferences)
+	api.DELETE("/cull/preferences", s.deleteCullPreferences)
 
 	api.GET("/chain/head", s.chainHead)
 	api.GET("/chain/verify", s.chainVerify)
