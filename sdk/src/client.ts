@@ -13,6 +13,7 @@ import type {
   Cluster, UpdateClusterRequest,
   SetWinnerRequest,
   BulkCullActionRequest, BulkCullActionResponse,
+  SuggestCullRequest, CullSuggestion, CullPreferences, SetCullPreferencesRequest,
   EditVersionList, CreateEditVersionRequest, EditVersion,
   ApplyEditBatchRequest, ApplyEditBatchResponse,
   SearchResponse, AdvancedSearchRequest,
@@ -206,6 +207,30 @@ export class KiloClient {
   // CULLING (bulk)
   applyCullActions(projectId: UUID, req: BulkCullActionRequest, opts?: RequestOpts): Promise<BulkCullActionResponse> {
     return this.request("POST", `/projects/${projectId}/cull:applyAction`, req, opts);
+  }
+
+  // ASSISTED CULLING (beyond the seed)
+  /**
+   * What the assistant would reject and pick in a project, changing
+   * nothing; its `actions` go to applyCullActions as they are.
+   */
+  suggestCull(projectId: UUID, req: SuggestCullRequest = {}, opts?: RequestOpts): Promise<CullSuggestion> {
+    return this.request("POST", `/projects/${projectId}/cull:suggest`, req, opts);
+  }
+
+  /** The caller's strictness, learned from their hand decisions in all their projects. */
+  getCullPreferences(): Promise<CullPreferences> {
+    return this.request("GET", "/cull/preferences");
+  }
+
+  /** Sets the caller's base strictness; the criteria left out take the default. */
+  setCullPreferences(req: SetCullPreferencesRequest): Promise<CullPreferences> {
+    return this.request("PUT", "/cull/preferences", req);
+  }
+
+  /** Back to the defaults, forgetting what the caller's decisions taught so far. */
+  resetCullPreferences(): Promise<CullPreferences> {
+    return this.request("DELETE", "/cull/preferences");
   }
 
   // EDITS

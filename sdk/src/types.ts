@@ -111,6 +111,8 @@ export interface Rating {
 
   // Beyond the seed.
   colorLabel?: ColorLabel | null;
+  /** The flag, stars and label are the culling assistant's, not a decision by hand. */
+  assisted?: boolean;
 }
 
 /** Beyond the seed: a colour label, as Lightroom's keys 6 to 9 set the first four. */
@@ -150,7 +152,11 @@ export interface Asset {
   /** The UTC offset the camera recorded, such as "+02:00". */
   capturedOffset: string | null;
   gps: { lat: number; lon: number } | null;
-  /** Quality signals: sharpness, clipped highlights and shadows, mean luminance. */
+  /**
+   * Quality signals: sharpness, clipped highlights and shadows, mean
+   * luminance; `reasons` (CullReason[]), why the culling assistant warns of
+   * the photo at the default strictness, and `warnings` (their codes).
+   */
   quality: Record<string, unknown> | null;
   keywords: string[];
   notes: string;
@@ -325,12 +331,123 @@ export interface BulkCullActionRequest {
 
     // Beyond the seed: null clears it.
     colorLabel?: ColorLabel | null;
+    /** The assistant's suggestion (as cull:suggest hands it out): never overrides a hand decision. */
+    assisted?: boolean;
   }>;
 }
 
 export interface BulkCullActionResponse {
   ok: boolean;
   updatedAssetIds?: UUID[];
+  /** Beyond the seed: the photos whose assisted actions were skipped, as they hold a decision made by hand. */
+  leftAloneAssetIds: UUID[];
+}
+
+// Assisted culling (beyond the seed)
+
+/** A criterion the culling assistant judges by. */
+export type CullCriterion = "blurry" | "motionBlur" | "exposure" | "misfire" | "eyesClosed" | "faceSoft";
+
+/** How a suggestion's actions mark: rejected/picked, rating 1/5, or colorLabel red/green. */
+export type CullMark = "flags" | "stars" | "labels";
+
+/** Each criterion's strictness, 0 (lenient) to 1 (strict); null is off. */
+export interface CullStrictness {
+  blurry: number | null;
+  motionBlur: number | null;
+  exposure: number | null;
+  misfire: number | null;
+  eyesClosed: number | null;
+  faceSoft: number | null;
+}
+
+/** Criteria to set, each a number 0–1, or "off" (or null) to turn it off. */
+export interface CullStrictnessInput {
+  blurry?: number | "off" | null;
+  motionBlur?: number | "off" | null;
+  exposure?: number | "off" | null;
+  misfire?: number | "off" | null;
+  eyesClosed?: number | "off" | null;
+  faceSoft?: number | "off" | null;
+}
+
+/** A judgement in words: a warning code (or best_of_group, not_best_of_group) and what it read. */
+export interface CullReason {
+  code: string;
+  message: string;
+}
+
+export interface CullVerdict {
+  assetId: UUID;
+  /** The keeper score, 0–100. */
+  score: number;
+  reasons: CullReason[];
+}
+
+/** A change for applyCullActions, as the assistant's. */
+export interface CullAction {
+  assetId: UUID;
+  assisted: true;
+  picked?: boolean;
+  rejected?: boolean;
+  rating?: 1 | 5 | null;
+  colorLabel?: "red" | "green" | null;
+}
+
+export interface SuggestCullRequest {
+  /** The criteria to set for this suggestion; the others take the caller's learned strictness. */
+  strictness?: CullStrictnessInput;
+  /** Pick the best this many (0–10) of each burst or duplicate group and reject the rest; 0 picks nothing. */
+  keepPerGroup?: number;
+  mark?: CullMark;
+}
+
+export interface CullCounts {
+  photos: number;
+  rejects: number;
+  picks: number;
+  /** Photos decided by hand, which the suggestion leaves alone. */
+  leftAlone: number;
+  /** Photos without signals yet (ingested before them). */
+  unjudged: number;
+  /** Photos warned of, by warning code, hand-decided ones included. */
+  buckets: Record<string, number>;
+}
+
+export interface CullSuggestion {
+  rejects: CullVerdict[];
+  picks: CullVerdict[];
+  counts: CullCounts;
+  /** The strictness the suggestion was made under. */
+  strictness: CullStrictness;
+  /** Ready for applyCullActions: the marks not in place yet, and the assistant's own earlier marks it no longer suggests, cleared. */
+  actions: CullAction[];
+}
+
+/** One criterion's strictness moved by what the caller decided by hand. */
+export interface CullAdjustment {
+  criterion: CullCriterion;
+  from: number;
+  to: number;
+  /** Photos the criterion warned of that were picked by hand. */
+  kept: number;
+  /** Photos rejected by hand that it let through. */
+  rejected: number;
+  message: string;
+}
+
+export interface CullPreferences {
+  /** The base moved by what the caller decided by hand. */
+  strictness: CullStrictness;
+  /** As the caller set it, the defaults (0.5) where they did not. */
+  base: CullStrictness;
+  adjustments: CullAdjustment[];
+  /** Since when hand decisions teach; null: all of them. */
+  learnSince: ISODateTime | null;
+}
+
+export interface SetCullPreferencesRequest {
+  strictness: CullStrictnessInput;
 }
 
 // Edits

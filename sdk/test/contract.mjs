@@ -90,11 +90,22 @@ export const places = {
   ExportSettings: ["in", "schema ExportSettings"],
   EditCrop: ["in", "schema EditParams#crop"],
   GalleryFavoritesResponse: ["out", "response GET /v1/galleries/{id}/favorites 200"],
+  CullStrictness: ["out", "schema CullStrictness"],
+  CullStrictnessInput: ["in", "schema CullStrictnessInput"],
+  CullReason: ["out", "schema CullReason"],
+  CullVerdict: ["out", "schema CullVerdict"],
+  CullAction: ["out", "schema CullAction"],
+  CullCounts: ["out", "schema CullSuggestion#counts"],
+  CullSuggestion: ["out", "response POST /v1/projects/{id}/cull:suggest 200"],
+  SuggestCullRequest: ["in", "request POST /v1/projects/{id}/cull:suggest"],
+  CullAdjustment: ["out", "schema CullAdjustment"],
+  CullPreferences: ["out", "response GET /v1/cull/preferences 200"],
+  SetCullPreferencesRequest: ["in", "request PUT /v1/cull/preferences"],
 };
 
 // Types that are parts of others, checked where they are used.
 export const bare = new Set(["UUID", "ISODateTime", "ISODate", "Cursor", "Paged", "ProjectStatus",
-  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "ColorLabel", "GalleryVisitor", "WatermarkPosition"]);
+  "AssetFileKind", "ClusterKind", "ExportStatus", "ExportPreset", "JobStatus", "BatchStatus", "ColorLabel", "GalleryVisitor", "WatermarkPosition", "CullCriterion", "CullMark"]);
 
 const formats = { UUID: "uuid", ISODateTime: "date-time", ISODate: "date" };
 
