@@ -47,6 +47,14 @@ func (t *tileStats) add(o tileStats) {
 	}
 }
 
+// SignalsOf measures a decoded image, such as a stored preview, as the
+// ingest measures an original: scaled to the analysis size first. A photo
+// ingested before the signals existed gets them from its preview; the
+// preview's own compression moves the readings a little.
+func SignalsOf(img image.Image) Quality {
+	return measureQuality(fitRGBA(flatten(img), analysisSize))
+}
+
 // reading is what measureSignals read, before it is scaled to Quality's.
 type reading struct {
 	sharp  float64    // mean fine-to-coarse ratio of the sharpest tiles

@@ -30,6 +30,7 @@ const (
 	TypeGallery    = "gallery:render"
 	TypeFaces      = "asset:faces"
 	TypeFacesScan  = "project:faces"
+	TypeSignals    = "project:signals"
 )
 
 // Queues, by priority.
@@ -149,6 +150,13 @@ var table = map[string]spec{
 	// it records wait there anyway.
 	TypeFacesScan: {
 		queue: QueueFaces, timeout: 10 * time.Minute,
+		retries: []time.Duration{10 * time.Second, time.Minute, 10 * time.Minute},
+		hasJob:  true,
+	},
+	// Judging reads each photo's preview again; a run cut short starts
+	// over on the photos still unjudged.
+	TypeSignals: {
+		queue: QueueLow, timeout: 30 * time.Minute,
 		retries: []time.Duration{10 * time.Second, time.Minute, 10 * time.Minute},
 		hasJob:  true,
 	},
@@ -400,6 +408,16 @@ func FacesID(asset uuid.UUID) string { return "faces:" + asset.String() }
 
 func (FacesScanPayload) Kind() string     { return TypeFacesScan }
 func (p FacesScanPayload) TaskID() string { return "faces-scan:" + p.JobID.String() }
+
+// SignalsPayload asks for the judged signals (focus, motion, exposure,
+// detail, warnings, score) of each photo of a project ingested before
+// they existed, read from its stored preview.
+type SignalsPayload struct {
+	Job
+}
+
+func (SignalsPayload) Kind() string     { return TypeSignals }
+func (p SignalsPayload) TaskID() string { return "signals:" + p.JobID.String() }
 
 // ChainFlushID is the TaskID of chain:flush: one may wait at a time.
 const ChainFlushID = "chain:flush"

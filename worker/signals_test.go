@@ -9,6 +9,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/uuid"
+
+	"lightbox/jobs"
+	"lightbox/store"
+	"lightbox/tasks"
 	"lightbox/testsupport/testenv"
 )
 
@@ -61,5 +66,78 @@ func TestIngestJudgesFocus(t *testing.T) {
 	}
 	if *soft.Focus >= *sharp.Focus || soft.Score >= sharp.Score {
 		t.Errorf("defocused focus %.1f score %d, as taken %.1f score %d: want both lower", *soft.Focus, soft.Score, *sharp.Focus, sharp.Score)
+	}
+}
+
+// A photo ingested before the signals existed gets them from its stored
+// preview in a project:signals run: the same warnings its ingest would
+// give now, its other quality keys kept; a second run finds nothing to do.
+func TestAProjectSignalsRunJudgesPhotosFromBefore(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("vips"); err != nil {
+		t.Fatal("the vips command is not installed (libvips-tools; make test installs it)")
+	}
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	project := h.project()
+	src := filepath.Join(testenv.Corpus(t), "photos", "kite-2560x1600.jpg")
+	blurred := filepath.Join(t.TempDir(), "blurred.jpg")
+	if out, err := exec.Command("vips", "gaussblur", src, blurred, "6.4").CombinedOutput(); err != nil {
+		t.Fatalf("vips: %v\n%s", err, out)
+	}
+	var assets []uuid.UUID
+	for _, path := range []string{src, blurred} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asset, _ := h.finalizeWithoutEnqueue(project, data)
+		h.ingested(project, asset)
+		assets = append(assets, asset)
+	}
+	// As they were stored before the signals existed.
+	h.exec(`UPDATE assets SET quality = quality - 'focus' - 'motionBlur' - 'exposure' - 'detail' - 'warnings' - 'score' WHERE project_id = $1`, project)
+
+	run := func() {
+		var job store.Job
+		err := h.env.Store.WithTx(ctx, func(tx *store.Store) (err error) {
+			job, err = jobs.Insert(ctx, tx, tasks.SignalsPayload{Job: tasks.NewJob(project)})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.runJob(job); err != nil {
+			t.Fatalf("project:signals: %v", err)
+		}
+	}
+	run()
+	warnings := func(asset uuid.UUID) []string {
+		var raw []byte
+		if err := h.env.DB.GetContext(ctx, &raw, `SELECT quality FROM assets WHERE id = $1`, asset); err != nil {
+			t.Fatal(err)
+		}
+		var q struct {
+			Sharpness *float64 `json:"sharpness"`
+			Detail    *float64 `json:"detail"`
+			Warnings  []string `json:"warnings"`
+		}
+		if err := json.Unmarshal(raw, &q); err != nil || q.Detail == nil || q.Sharpness == nil || q.Warnings == nil {
+			t.Fatalf("quality after the run %s: %v", raw, err)
+		}
+		return q.Warnings
+	}
+	if w := warnings(assets[0]); len(w) != 0 {
+		t.Errorf("the photo as taken: warnings %v, want none", w)
+	}
+	if w := warnings(assets[1]); !slices.Contains(w, "blurry") {
+		t.Errorf("the defocused photo: warnings %v, want blurry", w)
+	}
+	if n := h.count(`SELECT count(*) FROM assets WHERE project_id = $1 AND NOT quality ? 'detail'`, project); n != 0 {
+		t.Errorf("%d photos left unjudged", n)
+	}
+	run() // at least once: a second run changes nothing
+	if w := warnings(assets[1]); !slices.Contains(w, "blurry") {
+		t.Errorf("after a second run: warnings %v", w)
 	}
 }
