@@ -17,23 +17,30 @@ import (
 	"lightbox/testsupport/testenv"
 )
 
+// defocused is the path of a corpus photo and of a copy of it defocused
+// by σ = long edge / 400, as the labelled set makes it.
+func defocused(t *testing.T, photo string) (src, blurred string) {
+	t.Helper()
+	if _, err := exec.LookPath("vips"); err != nil {
+		t.Fatal("the vips command is not installed (libvips-tools; make test installs it)")
+	}
+	src = filepath.Join(testenv.Corpus(t), "photos", photo)
+	blurred = filepath.Join(t.TempDir(), "blurred.jpg")
+	if out, err := exec.Command("vips", "gaussblur", src, blurred, "6.4").CombinedOutput(); err != nil {
+		t.Fatalf("vips: %v\n%s", err, out)
+	}
+	return src, blurred
+}
+
 // The ingest judges each photo as it reads it: a photo as taken arrives
 // with no warning and a keeper's score, the same photo out of focus
 // arrives warned "blurry" and scored lower, and the numbers behind both
 // are in its quality.
 func TestIngestJudgesFocus(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("vips"); err != nil {
-		t.Fatal("the vips command is not installed (libvips-tools; make test installs it)")
-	}
 	h := newHarness(t, nil)
 	project := h.project()
-	src := filepath.Join(testenv.Corpus(t), "photos", "colorfulcups-2560x1600.jpg")
-	blurred := filepath.Join(t.TempDir(), "blurred.jpg")
-	// Defocus of σ = long edge / 400, as the labelled set makes it.
-	if out, err := exec.Command("vips", "gaussblur", src, blurred, "6.4").CombinedOutput(); err != nil {
-		t.Fatalf("vips: %v\n%s", err, out)
-	}
+	src, blurred := defocused(t, "colorfulcups-2560x1600.jpg")
 	type quality struct {
 		Focus    *float64 `json:"focus"`
 		Detail   *float64 `json:"detail"`
@@ -74,17 +81,10 @@ func TestIngestJudgesFocus(t *testing.T) {
 // give now, its other quality keys kept; a second run finds nothing to do.
 func TestAProjectSignalsRunJudgesPhotosFromBefore(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("vips"); err != nil {
-		t.Fatal("the vips command is not installed (libvips-tools; make test installs it)")
-	}
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	project := h.project()
-	src := filepath.Join(testenv.Corpus(t), "photos", "kite-2560x1600.jpg")
-	blurred := filepath.Join(t.TempDir(), "blurred.jpg")
-	if out, err := exec.Command("vips", "gaussblur", src, blurred, "6.4").CombinedOutput(); err != nil {
-		t.Fatalf("vips: %v\n%s", err, out)
-	}
+	src, blurred := defocused(t, "kite-2560x1600.jpg")
 	var assets []uuid.UUID
 	for _, path := range []string{src, blurred} {
 		data, err := os.ReadFile(path)
