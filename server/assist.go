@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"lightbox/app"
 	"lightbox/assist"
@@ -180,4 +181,22 @@ func (s *Server) putCullPreferences(c *gin.Context) {
 func (s *Server) deleteCullPreferences(c *gin.Context) {
 	p, err := s.app.ResetCullPreferences(c.Request.Context(), principal(c).ID)
 	answerCullPreferences(c, p, err)
+}
+
+// judgeProject starts a project:signals run: the project's photos
+// ingested before the judged signals existed get them from their
+// previews. It answers 202 with the job; cull:suggest's counts.unjudged
+// falls to 0 as it runs.
+func (s *Server) judgeProject(c *gin.Context) {
+	p, err := s.ownProject(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	job, err := s.app.JudgeProject(c.Request.Context(), p.ID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"queuedJobs": []uuid.UUID{job.ID}})
 }

@@ -541,3 +541,24 @@ func BenchmarkCullSuggest(b *testing.B) {
 	b.ReportMetric(ms(applied), "apply_all_ms")
 	b.ReportMetric(float64(len(ids)), "photos")
 }
+
+// assets:judge records one project:signals job for the project, on its
+// owner's word alone.
+func TestJudgeProjectQueuesOneSignalsRun(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	u := newCuller(t, a, "ana@example.org")
+	project, _ := u.shoot(t, &sharp)
+	path := "/v1/projects/" + project.String() + "/assets:judge"
+	r := a.do("POST", path, u.key, nil)
+	expect(t, r, 202, "")
+	out := decode[struct{ QueuedJobs []uuid.UUID }](t, r)
+	if len(out.QueuedJobs) != 1 {
+		t.Fatalf("queued %v, want one job", out.QueuedJobs)
+	}
+	if n := a.env.Count(t, `SELECT count(*) FROM jobs WHERE id = $1 AND project_id = $2 AND type = 'project:signals'`, out.QueuedJobs[0], project); n != 1 {
+		t.Fatalf("%d project:signals jobs recorded as %s", n, out.QueuedJobs[0])
+	}
+	bob := newCuller(t, a, "bob@example.org")
+	expect(t, a.do("POST", path, bob.key, nil), 404, "not_found")
+}

@@ -73,6 +73,7 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/projects/:id/clusters", s.listClusters)
 	act.POST("/projects/:id/cull:applyAction", s.applyCullActions)
 	act.POST("/projects/:id/cull:suggest", s.suggestCull) // assist.go
+	act.POST("/projects/:id/assets:judge", s.judgeProject)
 	api.GET("/projects/:id/search", s.search)
 	api.POST("/projects/:id/search", s.idempotent, s.searchFiltered)
 	api.GET("/projects/:id/stats", s.stats)
