@@ -218,6 +218,15 @@ export class KiloClient {
     return this.request("POST", `/projects/${projectId}/cull:suggest`, req, opts);
   }
 
+  /**
+   * Judges the project's photos ingested before the assistant's signals
+   * existed, from their previews (a project:signals run); a suggestion's
+   * `counts.unjudged` falls to 0 as it goes.
+   */
+  judgeProject(projectId: UUID, opts?: RequestOpts): Promise<{ queuedJobs: UUID[] }> {
+    return this.request("POST", `/projects/${projectId}/assets:judge`, undefined, opts);
+  }
+
   /** The caller's strictness, learned from their hand decisions in all their projects. */
   getCullPreferences(): Promise<CullPreferences> {
     return this.request("GET", "/cull/preferences");
