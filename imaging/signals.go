@@ -251,9 +251,11 @@ func tileAt(g *image.Gray, tx, ty int) tileStats {
 // lit scene keeps its lights bright however dark the rest; a frame 3 EV
 // under has nothing above sRGB 100.
 //
-// Over: the subject has lost its highlights. Bright midtones alone (fog,
-// high key, a pale wood) are not over; clipped detail is, by how much of
-// it was lost: 2 % of the subject's pixels clipped reads +1 EV, 8 % +3.
+// Over: the subject has lost its highlights and its midtones are lifted.
+// Bright midtones alone (fog, high key, a pale wood) are not over, nor is
+// clipped detail around a subject in its midtones (a blown window behind
+// people); both together are, by how much was lost: 2 % of the subject's
+// pixels clipped reads +1 EV, 8 % +3.
 func exposureEV(hist, frame *[256]int, n int) float64 {
 	if n == 0 {
 		return 0
@@ -276,11 +278,16 @@ func exposureEV(hist, frame *[256]int, n int) float64 {
 	for v := highlightLevel; v < 256; v++ {
 		clipped += hist[v]
 	}
-	if share := float64(clipped) / float64(n); share >= 0.02 {
+	if share := float64(clipped) / float64(n); share >= 0.02 && percentile(hist, n, 0.5) >= overMidtone {
 		return 1 + math.Log2(share/0.02)
 	}
 	return 0
 }
+
+// overMidtone is the subject's median from which clipped detail means
+// over-exposure: +2.5 EV lifts it past sRGB 140, while a subject exposed
+// right in front of a blown window keeps it lower.
+const overMidtone = 140
 
 // brightLevel is a light in the frame: sRGB 200 is 0.58 linear, which a
 // frame 3 EV under cannot reach (1.0 becomes 0.125, sRGB 99).
