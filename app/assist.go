@@ -139,17 +139,8 @@ func (a *App) SuggestCull(ctx context.Context, user, project uuid.UUID, req Cull
 		}
 	}
 	sg := assist.Suggest(photos, s, req.KeepPerGroup, hand)
-	for _, code := range warningCodes { // every bucket, the empty ones too
-		if _, ok := sg.Counts.Buckets[code]; !ok {
-			sg.Counts.Buckets[code] = 0
-		}
-	}
 	return &CullSuggestion{Suggestion: sg, Strictness: s, Actions: mark.actions(sg, ratings)}, nil
 }
-
-// warningCodes are the codes assist.Judge warns with.
-var warningCodes = []string{assist.WarnBlurry, assist.WarnMotionBlur, assist.WarnUnderexposed, assist.WarnOverexposed,
-	assist.WarnMisfire, assist.WarnEyesClosed, assist.WarnFaceSoft}
 
 // cullPhotos reads stored photos as assist judges them, each burst and
 // the duplicate groups sharing photos with it one group, and returns

@@ -42,6 +42,9 @@ const (
 	WarnFaceSoft     = "face_soft"
 )
 
+// WarningCodes lists every warning code, in the order they are shown.
+var WarningCodes = []string{WarnBlurry, WarnMotionBlur, WarnUnderexposed, WarnOverexposed, WarnMisfire, WarnEyesClosed, WarnFaceSoft}
+
 // DefaultStrictness is where every criterion starts: the thresholds
 // measured on the labelled set (docs/benchmarks.md).
 const DefaultStrictness = 0.5
@@ -255,8 +258,9 @@ type Counts struct {
 	LeftAlone int `json:"leftAlone"`
 	// Unjudged counts photos without signals yet (ingested before them).
 	Unjudged int `json:"unjudged"`
-	// Buckets counts the photos warned of each warning code, hand-decided
-	// ones included, as the app's filters show them.
+	// Buckets counts the photos warned of each warning code (every code,
+	// 0 included), hand-decided ones included, as the app's filters show
+	// them.
 	Buckets map[string]int `json:"buckets"`
 }
 
@@ -266,6 +270,9 @@ type Counts struct {
 // and the rest of the group rejected as "not among the best".
 func Suggest(photos []Photo, s Strictness, keepPerGroup int, hand map[uuid.UUID]Decision) Suggestion {
 	sg := Suggestion{Rejects: []Verdict{}, Picks: []Verdict{}, Counts: Counts{Photos: len(photos), Buckets: map[string]int{}}}
+	for _, code := range WarningCodes {
+		sg.Counts.Buckets[code] = 0
+	}
 	type judged struct {
 		p       Photo
 		reasons []Reason
