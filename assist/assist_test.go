@@ -66,7 +66,7 @@ func TestStrictnessMovesTheThresholdAndOffStopsACriterion(t *testing.T) {
 func TestSuggestKeepsTheBestOfEachGroupAndLeavesHandDecisionsAlone(t *testing.T) {
 	group := uuid.New()
 	best, second, soft, handPicked := sharpPhoto(), sharpPhoto(), sharpPhoto(), sharpPhoto()
-	best.Focus, second.Focus, soft.Focus = 90, 60, 5
+	best.Focus, second.Focus, soft.Focus = 90, 40, 5 // focus scores up to 60
 	handPicked.Focus = 3
 	for _, p := range []*Photo{&best, &second, &soft} {
 		p.Group = group
