@@ -601,7 +601,7 @@ function qualityWarnings(q) {
     const said = new Map((q.reasons || []).map((r) => [r.code, r.message]));
     return q.warnings.map((w) => {
       const name = WARNING_NAMES[w] || w.replace(/_/g, ' ');
-      return { key: w, text: said.has(w) ? `${name} · ${said.get(w)}` : name, title: '' };
+      return { key: w, name, text: said.has(w) ? `${name} · ${said.get(w)}` : name, title: '', reason: said.get(w) || '' };
     });
   }
   const out = [];
@@ -625,11 +625,18 @@ function paintSignals() {
   if (!row) return;
   const f = facts.get(cur);
   const q = (f && f.asset && f.asset.quality) || rowQuality(row);
-  const chips = qualityWarnings(q).map((w) => h('span', { class: 'signal', 'data-signal': w.key, title: w.title || null }, w.text));
-  const score = q && typeof q.score === 'number' ? h('span', {
-    class: 'signal', 'data-signal': 'score', id: 'loupe-score', title: 'The assistant’s keeper score, 0 to 100: focus, steadiness, exposure, and faces where found',
-  }, `Score ${q.score}`) : null;
+  // A face's warning says how many of the faces: the reason on hover.
   const fs = row.faces;
+  const ofFaces = { eyes_closed: fs && fs.eyesClosed, face_soft: fs && fs.outOfFocus };
+  const chips = qualityWarnings(q).map((w) => {
+    const n = fs && fs.count > 0 ? ofFaces[w.key] : 0;
+    return h('span', { class: 'signal', 'data-signal': w.key, title: (n ? w.reason : w.title) || null },
+      n ? `${w.name}: ${n} of ${fs.count}` : w.text);
+  });
+  const score = q && typeof q.score === 'number' ? h('span', {
+    class: 'signal', 'data-signal': 'score', id: 'loupe-score',
+    title: 'The assistant’s keeper score, 0 to 100: focus, steadiness, exposure, and faces where found',
+  }, `Score ${q.score}`) : null;
   if (fs && fs.count > 0) {
     if (fs.eyesClosed && !chips.some((c) => c.dataset.signal === 'eyes_closed')) {
       chips.push(h('span', { class: 'signal', 'data-signal': 'eyes_closed' }, `Eyes closed: ${fs.eyesClosed} of ${fs.count}`));
