@@ -111,7 +111,7 @@ func motionOf(dirs, energy [4]float64) float64 {
 	}
 	var swung float64
 	if dirs[perpendicular[d]] >= 0.175 {
-		swung = clamp01(1 - energy[d]/0.1)
+		swung = clamp01(1 - energy[d]/0.12)
 	}
 	return 100 * max(soft, swung)
 }

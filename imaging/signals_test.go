@@ -107,7 +107,7 @@ func labelledSet(t testing.TB, glob string) []labelled {
 			vips("colourspace", p("under.v"), p("under.jpg"), "srgb")
 			vips("linear", p("lin.v"), p("over.v"), "5.657", "0")
 			vips("colourspace", p("over.v"), p("over.jpg"), "srgb")
-			vips("gaussnoise", p("noise.v"), fmt.Sprint(w), fmt.Sprint(h), "--mean", "6", "--sigma", "2")
+			vips("gaussnoise", p("noise.v"), fmt.Sprint(w), fmt.Sprint(h), "--mean", "6", "--sigma", "2", "--seed", "1")
 			vips("cast", p("noise.v"), p("lenscap.jpg"), "uchar")
 			// Good photos that fool naive measures.
 			vips("gaussblur", p("good.v"), p("soft.v"), fmt.Sprint(float64(long)/100))
@@ -117,7 +117,7 @@ func labelledSet(t testing.TB, glob string) []labelled {
 			vips("embed", p("small.v"), p("backdrop.jpg"), fmt.Sprint(w/4), fmt.Sprint(h/4), fmt.Sprint(w), fmt.Sprint(h), "--extend", "black")
 			// Night: sparse stars over a sky a few levels above black, the
 			// photo's lower quarter 4 EV down as the land.
-			vips("gaussnoise", p("sky.v"), fmt.Sprint(w/3+1), fmt.Sprint(h/3+1), "--mean", "128", "--sigma", "30")
+			vips("gaussnoise", p("sky.v"), fmt.Sprint(w/3+1), fmt.Sprint(h/3+1), "--mean", "128", "--sigma", "30", "--seed", "2")
 			vips("relational_const", p("sky.v"), p("dots.v"), "more", "225")
 			vips("resize", p("dots.v"), p("stars.v"), "3", "--kernel", "nearest")
 			vips("linear", p("stars.v"), p("starsky.v"), "0.94", "10")
@@ -269,11 +269,11 @@ func TestSignalsOnTheLabelledSet(t *testing.T) {
 		t.Errorf("%.3f of defective photos warned, want at least 0.9", s.defectWarned)
 	}
 	// Each defect's recall, at least what was measured when the
-	// thresholds were chosen (docs/benchmarks.md). Motion, over-exposure
-	// and swung frames are short of 0.9 there: a smear in a photo that
-	// is dark all over, or +2.5 EV on a photo taken 2–3 EV dark, reads
-	// like a photo as taken.
-	floors := map[string]float64{"defocus": 0.9, "under": 0.9, "lenscap": 0.9, "motion": 0.84, "over": 0.69, "swung": 0.84}
+	// thresholds were chosen (docs/benchmarks.md). Motion and
+	// over-exposure are short of 0.9 there: a smear in a photo that is
+	// dark all over, or +2.5 EV on a photo taken 2–3 EV dark, reads like
+	// a photo as taken.
+	floors := map[string]float64{"defocus": 0.9, "under": 0.9, "lenscap": 0.9, "motion": 0.84, "over": 0.69, "swung": 0.9}
 	for v, floor := range floors {
 		if s.recall[v] < floor {
 			t.Errorf("%s caught in %.2f of photos, want at least %.2f", v, s.recall[v], floor)
