@@ -206,8 +206,11 @@ export function close() {
 }
 
 // marksChanged asks again once flags settle: a pick or reject by hand
-// leaves that photo alone and may move what the server has learned.
+// leaves that photo alone and may move what the server has learned. The
+// answer shown is out of date meanwhile, and Apply waits.
 function marksChanged() {
+  asked++;
+  paintBusy();
   clearTimeout(marksTimer);
   marksTimer = setTimeout(async () => {
     await cull.settled();
@@ -280,7 +283,7 @@ function paint(res) {
   el.summary.dataset.rejects = String(c.rejects);
   el.summary.dataset.picks = String(c.picks);
   const n = res.actions.length;
-  el.apply.textContent = n ? `Apply to ${plural(n, 'photo')}` : 'Nothing to apply';
+  el.apply.textContent = n ? `Apply to ${plural(n, 'photo')}` : c.rejects + c.picks ? 'Applied' : 'Nothing to apply';
   paintBusy();
 }
 
