@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/assist"
 	"lightbox/blob"
+	"lightbox/events"
 	"lightbox/imaging"
 	"lightbox/tasks"
 )
@@ -41,7 +43,7 @@ func (w *Worker) judgeProject(ctx context.Context, t *asynq.Task) error {
 			return err
 		}
 		for _, id := range ids {
-			ok, err := w.judgeFromPreview(ctx, id)
+			ok, err := w.judgeFromPreview(ctx, p.ProjectID, id)
 			if err != nil {
 				return err
 			}
@@ -60,9 +62,10 @@ func (w *Worker) judgeProject(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// judgeFromPreview saves asset's signals read from its preview; false when
-// it has no preview to read, or one that does not decode.
-func (w *Worker) judgeFromPreview(ctx context.Context, asset uuid.UUID) (bool, error) {
+// judgeFromPreview saves asset's signals read from its preview, and tells
+// the project's viewers its new warnings; false when it has no preview to
+// read, or one that does not decode.
+func (w *Worker) judgeFromPreview(ctx context.Context, project, asset uuid.UUID) (bool, error) {
 	f, _, err := w.blobs.Open(ctx, blob.DerivedKey(asset, blob.KindPreview))
 	if errors.Is(err, blob.ErrNotFound) {
 		w.log.Warn("photo left unjudged: no preview", "asset", asset)
@@ -83,5 +86,12 @@ func (w *Worker) judgeFromPreview(ctx context.Context, asset uuid.UUID) (bool, e
 	if err != nil {
 		return false, err
 	}
-	return true, w.st.SaveSignals(ctx, asset, signals)
+	if err := w.st.SaveSignals(ctx, asset, signals); err != nil {
+		return false, err
+	}
+	// The faces' warnings are not judged here: the app keeps those it has.
+	photo := assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
+	w.tracker.Tell(ctx, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": asset,
+		"quality": map[string]any{"warnings": q.Warnings, "score": q.Score, "reasons": assist.Judge(photo, assist.Defaults())}})
+	return true, nil
 }

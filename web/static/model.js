@@ -425,6 +425,20 @@ export class ProjectModel extends EventTarget {
           if (data.faces !== undefined) row.faces = data.faces;
           if (rated || edited || data.faces !== undefined) this.marked(data.assetId);
         }
+        if (data.quality !== undefined) {
+          // Judged again (a project:signals run): the faces' warnings are
+          // not part of it, so the row keeps those it has.
+          const row = this.byAsset.get(data.assetId);
+          if (!row) return;
+          const faceBits = WARNING_BITS.eyes_closed | WARNING_BITS.face_soft;
+          const j = judged(data.quality);
+          const faceReasons = (row.reasons || []).filter((r) => WARNING_BITS[r.code] & faceBits);
+          row.warn = (j.warn & ~faceBits) | (row.warn & faceBits);
+          row.score = j.score;
+          row.reasons = [...(j.reasons || []), ...faceReasons];
+          if (!row.reasons.length) row.reasons = null;
+          this.marked(data.assetId);
+        }
         if (data.thumbnail) {
           // Made ahead of the rest: the tile can show it while the photo is processed.
           const row = this.byAsset.get(data.assetId);
