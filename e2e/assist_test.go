@@ -3,12 +3,18 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"lightbox/blob"
+
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
 	"github.com/lib/pq"
 )
 
@@ -293,4 +299,74 @@ func jsArray(ss []string) string {
 		q[i] = jsq(s)
 	}
 	return "[" + strings.Join(q, ",") + "]"
+}
+
+// TestAssistJudgesPhotosFromBefore: photos uploaded before the assistant
+// could judge them are counted in the Assist panel, and its Judge them
+// button reads their signals from their previews on the worker; the
+// counts, and the tiles' warnings, follow without a reload.
+func TestAssistJudgesPhotosFromBefore(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	chrome := chromium(t)
+	s, key := gridStack(t, "assist-judge-stack.log")
+	project := s.seeded(key, "Last year's wedding", n)
+	ids := s.listIDs(key, project)
+	s.photoFiles(ids)
+	// The first photo's preview out of focus (σ = long edge / 400): the
+	// run must find it blurred.
+	preview := filepath.Join(s.dataDir, "blobs", blob.DerivedKey(uuid.MustParse(ids[0]), blob.KindPreview))
+	blurred := filepath.Join(t.TempDir(), "blurred.jpg")
+	if out, err := exec.Command("vips", "gaussblur", preview, blurred, "5").CombinedOutput(); err != nil {
+		t.Fatalf("vips: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(blurred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The preview is a link to a file other tests read: replace it, do
+	// not write through it.
+	if err := os.Remove(preview); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(preview, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// As they were stored before the signals existed.
+	if _, err := s.env.DB.Exec(`UPDATE assets SET status = 'ai', error_code = NULL, error_message = NULL,
+		quality = quality - 'focus' - 'motionBlur' - 'exposure' - 'detail' - 'warnings' - 'score' WHERE id = ANY($1)`, pq.Array(ids)); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t, chrome)
+	b.logErrors()
+	b.run("a laptop's window", chromedp.EmulateViewport(1280, 800))
+	b.signIn(s.url+"/#/projects/"+project+"/photos", key)
+	b.waitJS("the grid", fmt.Sprintf(`document.querySelector('#tab-body [data-filter=all]')?.textContent === 'All (%d)'`, n))
+	b.key("open the assistant", "a")
+	b.waitJS("the photos without signals counted", fmt.Sprintf(`(() => { const s = document.querySelector('#assist-summary');
+		return s?.dataset.unjudged === '%d' && s.textContent.includes('%d photos have no signals yet') && !document.querySelector('#assist-judge').hidden; })()`, n, n))
+	b.viewShot("assist-09-unjudged")
+	b.run("judge them", chromedp.Click(chromedp.CSS("#assist-judge")))
+	b.waitJS("every photo judged", `document.querySelector('#assist-summary')?.dataset.unjudged === '0' && document.querySelector('#assist-judge').hidden &&
+		document.querySelector('#assist-result').textContent === 'Every photo is judged.'`)
+
+	for _, id := range ids {
+		var a struct {
+			Quality struct {
+				Detail   *float64
+				Warnings []string
+			}
+		}
+		s.apiGet(key, "/v1/assets/"+id, &a)
+		if a.Quality.Detail == nil || a.Quality.Warnings == nil {
+			t.Fatalf("asset %s after the run: %+v", id, a.Quality)
+		}
+		if id == ids[0] && !slices.Contains(a.Quality.Warnings, "blurry") {
+			t.Errorf("the photo with a blurred preview: warnings %v, want blurry", a.Quality.Warnings)
+		}
+		want := strings.Join(a.Quality.Warnings, " ")
+		b.waitJS("the tile warns as the API does", `document.querySelector(`+jsq(`#grid li[data-asset="`+id+`"]`)+`)?.dataset.warnings === `+jsq(want))
+	}
+	b.viewShot("assist-10-judged")
 }

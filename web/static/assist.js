@@ -94,6 +94,8 @@ function build() {
   el.summary = h('p', { class: 'assist-summary', id: 'assist-summary', 'aria-live': 'polite' });
   el.apply = h('button', { type: 'button', class: 'primary', id: 'assist-apply', disabled: true, onclick: () => applyIt() }, 'Apply');
   el.result = h('p', { class: 'assist-result', id: 'assist-result', role: 'status' });
+  el.judge = h('button', { type: 'button', class: 'small', id: 'assist-judge', hidden: true, onclick: () => judgeAll(),
+    title: 'Read focus, motion and exposure from the previews of the photos uploaded before the assistant could' }, 'Judge them');
   el.learned = h('ul', { class: 'assist-learned', id: 'assist-adjustments' });
   el.since = h('p', { class: 'muted small', id: 'assist-since' });
   el.save = h('button', { type: 'button', class: 'small', id: 'assist-save', onclick: () => saveSettings() }, 'Keep these settings');
@@ -111,7 +113,7 @@ function build() {
     h('div', { class: 'assist-row assist-mark' }, h('span', { class: 'assist-label', id: 'assist-mark-h' }, 'Mark them with'),
       h('div', { class: 'segmented', role: 'group', 'aria-labelledby': 'assist-mark-h' }, el.marks)),
     // What Apply would do, and Apply, stay in sight as the panel scrolls.
-    h('div', { class: 'assist-act' }, el.summary, el.apply, el.result),
+    h('div', { class: 'assist-act' }, el.summary, el.judge, el.apply, el.result),
     h('section', { class: 'assist-learn', 'aria-labelledby': 'assist-learn-h' },
       h('h3', { id: 'assist-learn-h' }, 'Learned from your picks and rejects'), el.learned, el.since,
       h('div', { class: 'buttons' }, el.save, el.reset)));
@@ -280,12 +282,50 @@ function paint(res) {
   if (c.unjudged) bits.push(`${plural(c.unjudged, 'photo')} ${c.unjudged === 1 ? 'has' : 'have'} no signals yet.`);
   el.summary.textContent = bits.join(' ');
   el.summary.dataset.state = 'ready';
+  el.summary.dataset.unjudged = String(c.unjudged || 0);
+  el.judge.hidden = !c.unjudged;
+  if (!c.unjudged && judging) {
+    judging = false;
+    clearTimeout(judgeTimer);
+    el.judge.disabled = false;
+    el.result.textContent = 'Every photo is judged.';
+  }
   el.summary.dataset.rejects = String(c.rejects);
   el.summary.dataset.picks = String(c.picks);
   const n = res.actions.length;
   el.apply.textContent = n ? `Apply to ${plural(n, 'photo')}` : c.rejects + c.picks ? 'Applied' : 'Nothing to apply';
   paintBusy();
 }
+
+// judgeAll asks the server to judge the photos uploaded before the
+// signals existed (a project:signals run reads their previews), then asks
+// again every few seconds until none is left unjudged.
+let judgeTimer = 0;
+let judging = false;
+async function judgeAll() {
+  const p = project;
+  el.judge.disabled = true;
+  try {
+    await api('POST', `/v1/projects/${p}/assets:judge`);
+  } catch (err) {
+    el.result.textContent = `Not judged: ${err.message}`;
+    el.judge.disabled = false;
+    return;
+  }
+  el.result.textContent = 'Judging them from their previews…';
+  judging = true;
+  const again = () => {
+    if (p !== project || !isOpen() || !judging) {
+      el.judge.disabled = false;
+      judging = false;
+      return;
+    }
+    ask(0);
+    judgeTimer = setTimeout(again, JUDGE_POLL_MS);
+  };
+  judgeTimer = setTimeout(again, JUDGE_POLL_MS);
+}
+const JUDGE_POLL_MS = 3000;
 
 // applyIt sends the suggestion shown, as it is, one undo step.
 async function applyIt() {
