@@ -110,6 +110,9 @@ type assetJSON struct {
 	GPS            *gpsJSON        `json:"gps"`
 	EXIF           json.RawMessage `json:"exif"`
 	Quality        json.RawMessage `json:"quality"`
+	// stored is the quality as stored, which addRatings judges again
+	// with the faces.
+	stored         json.RawMessage
 	Flags          assetFlags      `json:"flags"`
 	Keywords       []string        `json:"keywords"`
 	Notes          string          `json:"notes"`
@@ -164,7 +167,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 		ByteSize: a.ByteSize, ChecksumSHA256: a.ChecksumSHA256, CapturedAt: utc(a.CapturedAt), CapturedOffset: a.CapturedOffset,
 		IngestedAt: utc(cmp.Or(a.IngestedAt, &a.CreatedAt)), WidthPx: a.WidthPx, HeightPx: a.HeightPx, CameraMake: a.CameraMake,
 		CameraModel: a.CameraModel, LensModel: a.LensModel, FocalLengthMm: a.FocalLengthMm, ShutterSpeed: a.ShutterSpeed,
-		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: app.AssetQuality(a.ID, a.Quality, nil),
+		Aperture: a.Aperture, ISO: a.ISO, EXIF: objectOrEmpty(a.EXIF), Quality: app.AssetQuality(a.ID, a.Quality, nil), stored: a.Quality,
 		Flags: assetFlags{
 			Readiness: readiness[a.Status], Status: a.Status,
 			Thumbnail: thumbnail, Preview: culled, Metadata: culled, Hash: culled,
@@ -385,7 +388,7 @@ func (s *Server) addRatings(c *gin.Context, assets []assetJSON) error {
 		}
 		if f, ok := scans[id]; ok {
 			assets[i].Faces = toFaceSummary(f)
-			assets[i].Quality = app.AssetQuality(id, assets[i].Quality, &f)
+			assets[i].Quality = app.AssetQuality(id, assets[i].stored, &f)
 		}
 	}
 	return nil
