@@ -1,6 +1,7 @@
 package imaging
 
 import (
+	"cmp"
 	"image"
 	"math"
 	"slices"
@@ -179,7 +180,7 @@ func sharpest(detailed []tileStats) (sharp float64, dirs [4]float64) {
 		return 0, dirs
 	}
 	mean := func(t tileStats) float64 { return (t.ratio(0) + t.ratio(1) + t.ratio(2) + t.ratio(3)) / 4 }
-	slices.SortFunc(detailed, func(a, b tileStats) int { return cmpDesc(mean(a), mean(b)) })
+	slices.SortFunc(detailed, func(a, b tileStats) int { return cmp.Compare(mean(b), mean(a)) })
 	var top tileStats
 	for _, t := range detailed[:min(max(3, len(detailed)/10), len(detailed))] {
 		top.add(t)
@@ -188,16 +189,6 @@ func sharpest(detailed []tileStats) (sharp float64, dirs [4]float64) {
 		dirs[d] = top.ratio(d)
 	}
 	return (dirs[0] + dirs[1] + dirs[2] + dirs[3]) / 4, dirs
-}
-
-func cmpDesc(a, b float64) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
 }
 
 // tilesOf measures every whole signalTile square of g.

@@ -173,10 +173,15 @@ func (w *Worker) putDerived(ctx context.Context, asset uuid.UUID, kind string, o
 		ChecksumSHA256: info.SHA256, WidthPx: &o.Width, HeightPx: &o.Height}, nil
 }
 
+// judgedPhoto is q's signals as package assist reads them.
+func judgedPhoto(q imaging.Quality) assist.Photo {
+	return assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
+}
+
 // judged is q with the assistant's warnings and keeper score at the
 // default strictness; faces, looked for later, are judged when read.
 func judged(q imaging.Quality) imaging.Quality {
-	p := assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
+	p := judgedPhoto(q)
 	q.Warnings, q.Score = assist.Warnings(p, assist.Defaults()), assist.Score(p)
 	if q.Warnings == nil {
 		q.Warnings = []string{}

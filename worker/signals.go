@@ -90,8 +90,7 @@ func (w *Worker) judgeFromPreview(ctx context.Context, project, asset uuid.UUID)
 		return false, err
 	}
 	// The faces' warnings are not judged here: the app keeps those it has.
-	photo := assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
 	w.tracker.Tell(ctx, events.AssetUpdated, project, uuid.Nil, map[string]any{"assetId": asset,
-		"quality": map[string]any{"warnings": q.Warnings, "score": q.Score, "reasons": assist.Judge(photo, assist.Defaults())}})
+		"quality": map[string]any{"warnings": q.Warnings, "score": q.Score, "reasons": assist.Judge(judgedPhoto(q), assist.Defaults())}})
 	return true, nil
 }
