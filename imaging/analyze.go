@@ -135,7 +135,7 @@ func measureQuality(img *image.RGBA) Quality {
 	q.HighlightsClipped = round(float64(st.hi)/n, 4)
 	q.ShadowsClipped = round(float64(st.lo)/n, 4)
 	q.Sharpness = round(st.laplacianVariance(img.Rect.Dx(), img.Rect.Dy()), 2)
-	measureSignals(&q, toGray(img))
+	measureSignals(&q, img, toGray(img))
 	return q
 }
 

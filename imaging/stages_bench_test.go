@@ -127,7 +127,7 @@ func BenchmarkStages(b *testing.B) {
 			// Part of analysis: the judged signals alone.
 			timed("signals", func() error {
 				var q Quality
-				measureSignals(&q, toGray(mid))
+				measureSignals(&q, mid, toGray(mid))
 				return nil
 			})
 		}
