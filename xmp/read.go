@@ -2,7 +2,10 @@
 // packet, embedded in a photo or in a sidecar file: the rating, reject,
 // pick and colour label that Lightroom, Bridge, Photo Mechanic, Capture
 // One, darktable and digiKam write, the keywords (flat and hierarchical)
-// and the IPTC core captions.
+// and the IPTC core captions. It also writes them back: Write merges them
+// into a packet, keeping what it does not own, and EmbedJPEG and
+// EmbedTIFF put a packet into a JPEG, TIFF or DNG without touching its
+// image data.
 //
 // A packet is untrusted input. Read expands no entity and reads nothing
 // a DOCTYPE names; it refuses a packet over MaxPacket bytes, nested
