@@ -34,6 +34,10 @@ type Item struct {
 	// Rendered: its file is a JPEG drawn for the export (an edited photo
 	// of full_res), not the original's bytes.
 	Rendered bool
+	// Sidecar, when set, is an XMP packet that goes beside the photo,
+	// named by SidecarNaming (NamingAdobe when empty).
+	Sidecar       []byte
+	SidecarNaming string
 }
 
 // Photo renders one photo for a file preset from its original: the
@@ -161,7 +165,8 @@ func (a *Archive) AddFile(it Item, r io.Reader) error {
 	if a.zip == nil {
 		return errors.New("render: a contact sheet takes pages, not files")
 	}
-	f, err := a.zip.CreateHeader(&zip.FileHeader{Name: a.entryName(it), Method: zip.Store, Modified: modTime(it)})
+	name := a.entryName(it)
+	f, err := a.zip.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: modTime(it)})
 	if err != nil {
 		return err
 	}
@@ -169,7 +174,23 @@ func (a *Archive) AddFile(it Item, r io.Reader) error {
 		return err
 	}
 	a.written++
-	return nil
+	if it.Sidecar == nil {
+		return nil
+	}
+	// The sidecar follows its photo's entry name, so it pairs with the
+	// file as unpacked. Two photos of one base name (a raw and its JPEG)
+	// would share an Adobe sidecar; the second keeps its extension.
+	side := strings.TrimSuffix(name, path.Ext(name)) + ".xmp"
+	if it.SidecarNaming == NamingDarktable || a.names[strings.ToLower(side)] {
+		side = name + ".xmp"
+	}
+	a.names[strings.ToLower(side)] = true
+	f, err = a.zip.CreateHeader(&zip.FileHeader{Name: side, Method: zip.Deflate, Modified: modTime(it)})
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(it.Sidecar)
+	return err
 }
 
 // AddPage puts a contact sheet page (Sheet.Page) in the PDF as one

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"lightbox/xmp"
 )
 
 // The export presets, as the API names them.
@@ -41,7 +43,22 @@ type Settings struct {
 	// original; without, or for a photo with no edit, the photo as shot
 	// (full_res: the original's own bytes).
 	IncludeEdits bool `json:"includeEdits"`
+	// XMP carries the caller's decisions (rating, reject, colour label,
+	// keywords, IPTC) to an editor: a sidecar beside each original, an
+	// embedded packet in each rendered JPEG. XMPNaming names sidecars
+	// "adobe" (NAME.xmp, the default) or "darktable" (NAME.EXT.xmp);
+	// Picked is how a pick is written (xmp.WriteOptions' Pick).
+	XMP       bool   `json:"xmp,omitempty"`
+	XMPNaming string `json:"xmpNaming,omitempty"`
+	Picked    string `json:"picked,omitempty"`
 }
+
+// Sidecar namings: Adobe's drops the photo's extension, darktable's and
+// digiKam's keep it.
+const (
+	NamingAdobe     = "adobe"
+	NamingDarktable = "darktable"
+)
 
 // Preset is a kind of export: its default settings, the settings a user
 // may change, and what its photos are drawn from.
@@ -60,13 +77,13 @@ type Preset struct {
 // presets fill theirs, centre-cropped; the contact sheet lays thumbnails
 // out perPage to a page.
 var presets = []Preset{
-	{Name: PresetFullRes, Allowed: []string{"includeNotReady", "includeEdits"}},
+	{Name: PresetFullRes, Allowed: []string{"includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked"}},
 	{Name: PresetWeb, Defaults: Settings{LongEdge: 2048, Quality: 85},
-		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady", "includeEdits"}},
+		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
 	{Name: PresetInstagramCarousel, Defaults: Settings{Width: 1080, Height: 1350, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
 	{Name: PresetStory9x16, Defaults: Settings{Width: 1080, Height: 1920, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
 	{Name: PresetContactSheet, Defaults: Settings{PerPage: 24, Quality: 85},
 		Allowed: []string{"perPage", "quality", "includeNotReady", "includeEdits"}, FromPreview: true},
 }
@@ -105,7 +122,7 @@ const (
 )
 
 // settingKeys are every setting an export takes; each preset allows some.
-var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady", "includeEdits"}
+var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked"}
 
 // ParseSettings applies the user's settings in raw (a JSON object; empty
 // or null keeps the defaults) over p's defaults. problems maps each
@@ -152,10 +169,29 @@ func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[str
 			if err := json.Unmarshal(v, &out.IncludeEdits); err != nil {
 				problems[field] = "must be true or false"
 			}
+		case key == "xmp":
+			if err := json.Unmarshal(v, &out.XMP); err != nil {
+				problems[field] = "must be true or false"
+			}
+		case key == "xmpNaming":
+			if json.Unmarshal(v, &out.XMPNaming) != nil || out.XMPNaming != NamingAdobe && out.XMPNaming != NamingDarktable {
+				problems[field] = `must be "adobe" (NAME.xmp) or "darktable" (NAME.EXT.xmp)`
+			}
+		case key == "picked":
+			if json.Unmarshal(v, &out.Picked) != nil {
+				problems[field] = `must be "none", "rating:N" or "label:COLOUR"`
+			} else if err := xmp.ParsePick(out.Picked); err != nil {
+				problems[field] = `must be "none", "rating:N" (N 1 to 5) or "label:COLOUR" (red, yellow, green, blue or purple)`
+			}
 		default: // includeNotReady
 			if err := json.Unmarshal(v, &out.IncludeNotReady); err != nil {
 				problems[field] = "must be true or false"
 			}
+		}
+	}
+	for _, key := range []string{"xmpNaming", "picked"} {
+		if _, ok := in[key]; ok && !out.XMP && problems["settings."+key] == "" {
+			problems["settings."+key] = "needs xmp: true"
 		}
 	}
 	_, long := in["longEdge"]

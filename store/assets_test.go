@@ -175,7 +175,7 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(plan, []uuid.UUID{c, a}) {
 		t.Fatalf("plan of a named export %v %v", plan, err)
 	}
-	items, err := env.Store.ExportItems(ctx, project, plan)
+	items, err := env.Store.ExportItems(ctx, named, plan)
 	if err != nil || len(items) != 2 || items[0].AssetID != c || items[1].AssetID != a {
 		t.Fatalf("items of a named export %+v %v", items, err)
 	}

@@ -315,6 +315,14 @@ type ExportItem struct {
 	WidthPx        *int    `db:"width_px"` // as shown, once ingest measured it
 	HeightPx       *int    `db:"height_px"`
 	EditPreviewKey *string `db:"edit_preview_key"`
+	// What the export's owner decided, and the photo's captions: what an
+	// export with XMP writes for an editor.
+	Keywords   Strings         `db:"keywords"`
+	IPTC       json.RawMessage `db:"iptc"`
+	Rating     *int            `db:"rating"`
+	Picked     bool            `db:"picked"`
+	Rejected   bool            `db:"rejected"`
+	ColorLabel *string         `db:"color_label"`
 }
 
 // ExportPlan lists the assets e covers, in the archive's order: the ones
@@ -331,20 +339,24 @@ func (s *Store) ExportPlan(ctx context.Context, e *Export) ([]uuid.UUID, error) 
 	return out, err
 }
 
-// ExportItems returns the assets of project among ids, in the order of
-// ids; an asset deleted since is missing.
-func (s *Store) ExportItems(ctx context.Context, project uuid.UUID, ids []uuid.UUID) ([]ExportItem, error) {
+// ExportItems returns the assets of e's project among ids, in the order
+// of ids, with the decisions of e's owner; an asset deleted since is
+// missing.
+func (s *Store) ExportItems(ctx context.Context, e *Export, ids []uuid.UUID) ([]ExportItem, error) {
 	var out []ExportItem
 	err := s.db.SelectContext(ctx, &out, `
 		SELECT a.id, a.filename, a.content_type, a.status, a.blob_key, a.checksum_sha256, a.duplicate_of,
 		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key,
-		       v.params AS edit_params, ef.blob_key AS edit_preview_key, a.width_px, a.height_px
+		       v.params AS edit_params, ef.blob_key AS edit_preview_key, a.width_px, a.height_px,
+		       a.keywords, a.iptc, r.rating, COALESCE(r.picked, false) AS picked,
+		       COALESCE(r.rejected, false) AS rejected, r.color_label
 		FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
 		JOIN assets a ON a.id = u.id AND a.project_id = $1
 		LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
 		LEFT JOIN asset_files ef ON ef.asset_id = a.id AND ef.kind = 'edit_preview'
+		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $3
 		LEFT JOIN LATERAL (SELECT params FROM edit_versions v WHERE v.asset_id = a.id
 			ORDER BY v.created_at DESC, v.id DESC LIMIT 1) v ON true
-		ORDER BY u.n`, project, pq.Array(ids))
+		ORDER BY u.n`, e.ProjectID, pq.Array(ids), e.UserID)
 	return out, err
 }

@@ -21,6 +21,7 @@ import (
 	"lightbox/store"
 	"lightbox/tasks"
 	"lightbox/tasks/queuestate"
+	"lightbox/xmp"
 )
 
 // errExportCanceled stops a build whose export was canceled meanwhile.
@@ -352,7 +353,7 @@ func (b *exportBuild) step(ctx context.Context) error {
 
 // items reads the assets of ids, in their order; nil for one deleted.
 func (b *exportBuild) items(ctx context.Context, ids []uuid.UUID) ([]*store.ExportItem, error) {
-	found, err := b.w.st.ExportItems(ctx, b.e.ProjectID, ids)
+	found, err := b.w.st.ExportItems(ctx, b.e, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -594,7 +595,13 @@ func (b *exportBuild) addFiles(ctx context.Context, archive *render.Archive) err
 				}
 				continue
 			}
-			if err := archive.AddFile(renderItem(*items[i], drawn), bytes.NewReader(data)); err != nil {
+			entry := renderItem(*items[i], drawn)
+			if b.settings.XMP {
+				if data, entry, err = b.withXMP(*items[i], data, entry); err != nil {
+					return err
+				}
+			}
+			if err := archive.AddFile(entry, bytes.NewReader(data)); err != nil {
 				return err
 			}
 			if time.Since(lastReport) > exportReportEvery {
@@ -651,6 +658,28 @@ func (b *exportBuild) title(ctx context.Context) string {
 // original reads an asset's original, checked against its checksum.
 func (b *exportBuild) original(ctx context.Context, it store.ExportItem) ([]byte, error) {
 	return b.w.readOriginal(ctx, &store.Asset{BlobKey: it.BlobKey, ChecksumSHA256: it.ChecksumSHA256})
+}
+
+// withXMP carries the owner's decisions and the photo's captions to an
+// editor: in a sidecar beside an original, embedded in a drawn JPEG.
+func (b *exportBuild) withXMP(it store.ExportItem, data []byte, entry render.Item) ([]byte, render.Item, error) {
+	d := xmp.Decisions{Rating: ptr.Value(it.Rating), Picked: it.Picked, Rejected: it.Rejected,
+		ColorLabel: ptr.Value(it.ColorLabel), Keywords: it.Keywords}
+	// Captions are a free-form object; the ones that are strings are kept.
+	_ = json.Unmarshal(it.IPTC, &d.IPTC)
+	packet, err := xmp.Write(nil, d, xmp.WriteOptions{Pick: b.settings.Picked})
+	if err != nil {
+		return nil, entry, tasks.Permanent(fmt.Errorf("XMP for %s: %w", it.Filename, err))
+	}
+	if !entry.Rendered {
+		entry.Sidecar, entry.SidecarNaming = packet, b.settings.XMPNaming
+		return data, entry, nil
+	}
+	embedded, err := xmp.EmbedJPEG(data, packet)
+	if err != nil {
+		return nil, entry, tasks.Permanent(fmt.Errorf("XMP for %s: %w", it.Filename, err))
+	}
+	return embedded, entry, nil
 }
 
 func renderItem(it store.ExportItem, drawn bool) render.Item {

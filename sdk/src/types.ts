@@ -758,6 +758,15 @@ export interface ExportSettings {
    * true); full_res then holds an edited photo as a full-size JPEG.
    */
   includeEdits?: boolean;
+  /**
+   * Write the owner's cull as XMP (default false): a sidecar beside each
+   * original, a packet inside each rendered JPEG.
+   */
+  xmp?: boolean;
+  /** Sidecar names (full_res): NAME.xmp (adobe, default) or NAME.EXT.xmp. */
+  xmpNaming?: "adobe" | "darktable";
+  /** How a pick is written: "none" (default), "rating:N" or "label:COLOUR". */
+  picked?: string;
 }
 
 /** A crop in fractions of the photo as shown, before the edit's turn. */
