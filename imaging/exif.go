@@ -90,18 +90,13 @@ func readMetadata(ctx context.Context, h header) (Metadata, string) {
 		if len(h.exif) > 0 {
 			warn = parseExif(&m, h.exif, h.exifIFD)
 		}
-		if len(h.exif) == 0 && len(h.xmp) > 0 {
+		if len(h.exif) == 0 && len(h.xmp) > 0 && len(h.xmp) <= xmp.MaxPacket {
 			readXMP(&m, h.xmp)
 		}
 		if len(h.xmp) > 0 {
-			d, warnings, err := xmp.Read(h.xmp)
-			switch {
-			case err != nil:
-				warn = append(warn, "XMP packet ignored: "+err.Error())
-			default:
-				m.XMP = &d
-				warn = append(warn, warnings...)
-			}
+			d, warnings := readDecisions(h.xmp, h.xmpExt)
+			m.XMP = d
+			warn = append(warn, warnings...)
 		}
 	}()
 	return m, strings.Join(warn, "; ")

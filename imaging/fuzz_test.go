@@ -1,10 +1,15 @@
 package imaging
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"image"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,6 +88,9 @@ func FuzzReadXMP(f *testing.F) {
 // the header checks and the metadata walkers of every container: format
 // sniffing, JPEG segments, PNG and WebP chunks, ISO boxes, raw TIFFs.
 func FuzzInspect(f *testing.F) {
+	for _, name := range slices.Sorted(maps.Keys(xmpSeeds())) {
+		f.Add(xmpSeeds()[name])
+	}
 	cfg := Config{}.withDefaults()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := inspect(data, cfg)
@@ -102,4 +110,71 @@ func FuzzInspect(f *testing.F) {
 		}
 		checkFuzzedMetadata(t, m)
 	})
+}
+
+// seedPacket is the XMP packet of the seeds, seedExtension the extended
+// packet of the JPEG seed, whose GUID seedPacket names.
+const (
+	seedPacket = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+		`<rdf:Description xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmlns:xmpNote="http://ns.adobe.com/xmp/note/" xmp:Rating="2"` +
+		` xmpNote:HasExtendedXMP="0123456789ABCDEF0123456789ABCDEF"/></rdf:RDF></x:xmpmeta>`
+	seedExtension = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+		`<rdf:Description xmlns:photoshop="http://ns.adobe.com/photoshop/1.0/" photoshop:City="Porto"/></rdf:RDF></x:xmpmeta>`
+)
+
+// isoBox is an ISO base media box of type typ.
+func isoBox(typ string, payload ...[]byte) []byte {
+	p := bytes.Join(payload, nil)
+	b := binary.BigEndian.AppendUint32(nil, uint32(8+len(p)))
+	return append(append(b, typ...), p...)
+}
+
+// xmpSeeds are small files of each container that carries an XMP packet,
+// the packet in its place, so that FuzzInspect starts from inputs that
+// reach every packet reader.
+func xmpSeeds() map[string][]byte {
+	seeds := map[string][]byte{}
+
+	// A 1×1 grey TIFF with tag 700.
+	entries := func(pixelAt uint32) []tiffEntry {
+		return []tiffEntry{shortEntry(256, 1), shortEntry(257, 1), shortEntry(258, 8), shortEntry(259, 1),
+			shortEntry(262, 1), longEntry(273, pixelAt), shortEntry(277, 1), shortEntry(278, 1), longEntry(279, 1),
+			{700, 7, uint32(len(seedPacket)), []byte(seedPacket)}}
+	}
+	ifd := encodeIFD(8, entries(0))
+	seeds["tiff"] = append(append([]byte("MM\x00*\x00\x00\x00\x08"), encodeIFD(8, entries(uint32(8+len(ifd))))...), 0x80)
+
+	// A HEIF whose meta box holds only the packet's item.
+	ftyp := isoBox("ftyp", []byte("heic\x00\x00\x00\x00mif1heic"))
+	infe := isoBox("infe", []byte("\x02\x00\x00\x00\x00\x01\x00\x00mime\x00application/rdf+xml\x00"))
+	meta := func(at uint32) []byte {
+		iloc := []byte("\x00\x00\x00\x00\x44\x00\x00\x01\x00\x01\x00\x00\x00\x01")
+		iloc = binary.BigEndian.AppendUint32(iloc, at)
+		iloc = binary.BigEndian.AppendUint32(iloc, uint32(len(seedPacket)))
+		return isoBox("meta", []byte{0, 0, 0, 0}, isoBox("iinf", []byte{0, 0, 0, 0, 0, 1}, infe), isoBox("iloc", iloc))
+	}
+	at := uint32(len(ftyp) + len(meta(0)))
+	seeds["heif"] = bytes.Join([][]byte{ftyp, meta(at), []byte(seedPacket)}, nil)
+
+	// A CR3 with no picture: its packet's uuid box beside moov.
+	seeds["cr3"] = bytes.Join([][]byte{isoBox("ftyp", []byte("crx \x00\x00\x00\x01crx isom")), isoBox("moov"),
+		isoBox("uuid", xmpUUID, []byte(seedPacket))}, nil)
+
+	// A JPEG whose packet names an extension in two segments, the second
+	// part first (each is put right after SOI).
+	plain, err := encodeJPEG(image.NewGray(image.Rect(0, 0, 8, 8)), 50)
+	if err != nil {
+		panic(err)
+	}
+	jpg := withXMP(plain, seedPacket)
+	for _, part := range [][2]int{{0, 40}, {40, len(seedExtension)}} {
+		seg := append(append([]byte{}, xmpExtPrefix...), "0123456789ABCDEF0123456789ABCDEF"...)
+		seg = binary.BigEndian.AppendUint32(seg, uint32(len(seedExtension)))
+		seg = binary.BigEndian.AppendUint32(seg, uint32(part[0]))
+		seg = append(seg, seedExtension[part[0]:part[1]]...)
+		app1 := binary.BigEndian.AppendUint16([]byte{0xFF, 0xE1}, uint16(len(seg)+2))
+		jpg = slices.Concat(jpg[:2], app1, seg, jpg[2:])
+	}
+	seeds["jpeg-extended"] = jpg
+	return seeds
 }

@@ -22,6 +22,7 @@ type header struct {
 	exif          []byte    // raw EXIF block (TIFF data, maybe after "Exif\0\0"), or nil
 	exifIFD       []byte    // a separate TIFF block holding the Exif directory (CR3), or nil
 	xmp           []byte    // an XMP packet, or nil
+	xmpExt        [][]byte  // a JPEG's extended XMP segments, after their prefix
 	meta          *Metadata // what the container itself says, before EXIF (CRW), or nil
 	rawJPEG       []byte    // a raw's largest embedded JPEG, or nil
 	rawJPEGSize   [2]int    // its width and height, oriented
@@ -49,7 +50,7 @@ func inspect(data []byte, cfg Config) (header, error) {
 	h.format = f
 	switch {
 	case f == HEIF || f == AVIF:
-		h.exif = heifExif(data)
+		h.exif, h.xmp = heifMetadata(data)
 		h.hdrPrimaries, h.hdrTransfer = heifHDR(data)
 		return h, nil
 	case f == JXL:
@@ -72,13 +73,13 @@ func inspect(data []byte, cfg Config) (header, error) {
 		if j.progressive && !j.complete {
 			return h, newError(CodeCorruptImage, nil, "the progressive JPEG is cut short: some of its scans are missing")
 		}
-		h.exif, h.xmp = j.exif, j.xmp
+		h.exif, h.xmp, h.xmpExt = j.exif, j.xmp, j.xmpExt
 	case PNG:
 		h.exif = pngExif(data)
 	case WebP:
 		h.exif = webpExif(data)
 	case TIFF:
-		h.exif = data
+		h.exif, h.xmp = data, tiffXMP(data)
 	}
 	return h, nil
 }
@@ -161,7 +162,8 @@ func decodeConfig(f Format, data []byte) (image.Config, error) {
 
 type jpegInfo struct {
 	exif        []byte
-	xmp         []byte // the XMP packet, without its namespace prefix
+	xmp         []byte   // the XMP packet, without its namespace prefix
+	xmpExt      [][]byte // extended XMP segments, without their prefix
 	progressive bool
 	complete    bool // a progressive JPEG's scans cover every coefficient at full precision
 }
@@ -205,6 +207,8 @@ func walkJPEG(data []byte) jpegInfo {
 			info.exif = seg
 		case m == 0xE1 && info.xmp == nil && bytes.HasPrefix(seg, xmpPrefix):
 			info.xmp = seg[len(xmpPrefix):]
+		case m == 0xE1 && bytes.HasPrefix(seg, xmpExtPrefix):
+			info.xmpExt = append(info.xmpExt, seg[len(xmpExtPrefix):])
 		case m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE: // progressive SOF
 			info.progressive = true
 			if len(seg) >= 6 {

@@ -3,10 +3,13 @@ package imaging
 import (
 	"bytes"
 	"encoding/binary"
+
+	"lightbox/xmp"
 )
 
-// The EXIF of ISO base media files: HEIF and AVIF keep it as an item of the
-// meta box, JPEG XL as an "Exif" box, CR3 as CMT boxes in a Canon uuid box.
+// The EXIF and XMP of ISO base media files: HEIF and AVIF keep each as an
+// item of the meta box, JPEG XL EXIF as an "Exif" box, CR3 EXIF as CMT
+// boxes in a Canon uuid box and XMP in a uuid box of its own.
 // Every read is checked against the bytes there are; nothing loops.
 
 // eachBox calls fn with the type and payload of each box in b, until fn
@@ -64,39 +67,79 @@ func jxlExif(data []byte) []byte {
 	return exifPayload(findBox(data, "Exif"))
 }
 
+// uuidBox returns the payload, after the UUID, of the first uuid box in b
+// named id, or nil.
+func uuidBox(b, id []byte) []byte {
+	var out []byte
+	eachBox(b, func(t string, p []byte) bool {
+		if t == "uuid" && bytes.HasPrefix(p, id) {
+			out = p[len(id):]
+			return false
+		}
+		return true
+	})
+	return out
+}
+
 // canonUUID names the box of a CR3 that holds its metadata.
 var canonUUID = []byte{0x85, 0xc0, 0xb6, 0x87, 0x82, 0x0f, 0x11, 0xe0, 0x81, 0x11, 0xf4, 0xce, 0x46, 0x2b, 0x6a, 0x48}
+
+// xmpUUID names the uuid box that holds an XMP packet in ISO base media
+// files: CR3 (beside moov, where Canon and exiftool write it), MP4 and MOV.
+var xmpUUID = []byte{0xbe, 0x7a, 0xcf, 0xcb, 0x97, 0xa9, 0x42, 0xe8, 0x9c, 0x71, 0x99, 0x94, 0x91, 0xe3, 0xaf, 0xac}
 
 // cr3Exif returns a CR3's IFD0 (CMT1) and Exif directory (CMT2), each a
 // TIFF block of its own.
 func cr3Exif(data []byte) (ifd0, exifIFD []byte) {
-	eachBox(findBox(data, "moov"), func(t string, p []byte) bool {
-		if t != "uuid" || !bytes.HasPrefix(p, canonUUID) {
-			return true
-		}
-		ifd0, exifIFD = findBox(p[16:], "CMT1"), findBox(p[16:], "CMT2")
-		return false
-	})
-	return ifd0, exifIFD
+	c := uuidBox(findBox(data, "moov"), canonUUID)
+	return findBox(c, "CMT1"), findBox(c, "CMT2")
 }
 
-// heifExif returns the EXIF block of a HEIF or AVIF file: the item of type
-// "Exif" in the meta box, located by iloc.
-func heifExif(data []byte) []byte {
+// cr3XMP returns a CR3's XMP packet, or nil. Canon and exiftool put its box
+// at the top level; some writers put it inside moov.
+func cr3XMP(data []byte) []byte {
+	if p := uuidBox(data, xmpUUID); p != nil {
+		return p
+	}
+	return uuidBox(findBox(data, "moov"), xmpUUID)
+}
+
+// heifMetadata returns the EXIF block and the XMP packet of a HEIF or AVIF
+// file: the items of the meta box of type "Exif" and of type "mime" with
+// content type application/rdf+xml, located by iloc.
+func heifMetadata(data []byte) (exif, packet []byte) {
 	meta := findBox(data, "meta")
 	if len(meta) < 4 {
-		return nil
+		return nil, nil
 	}
 	meta = meta[4:] // a full box: version and flags
-	id, ok := exifItemID(findBox(meta, "iinf"))
-	if !ok {
-		return nil
+	iinf, iloc := findBox(meta, "iinf"), findBox(meta, "iloc")
+	if id, ok := heifItem(iinf, isExifItem); ok {
+		exif = exifPayload(itemData(data, iloc, id, len(data)))
 	}
-	return exifPayload(itemData(data, findBox(meta, "iloc"), id))
+	if id, ok := heifItem(iinf, isXMPItem); ok {
+		packet = itemData(data, iloc, id, xmp.MaxPacket)
+	}
+	return exif, packet
 }
 
-// exifItemID finds the id of the "Exif" item in an iinf box.
-func exifItemID(iinf []byte) (uint32, bool) {
+func isExifItem(typ string, _ []byte) bool { return typ == "Exif" }
+
+// isXMPItem matches a mime item of content type application/rdf+xml
+// stored as is; a content encoding (deflate) is not read.
+func isXMPItem(typ string, rest []byte) bool {
+	if typ != "mime" {
+		return false
+	}
+	fields := bytes.SplitN(rest, []byte{0}, 4) // name, content type, encoding
+	return len(fields) >= 3 && string(fields[1]) == "application/rdf+xml" && (len(fields) == 3 || len(fields[2]) == 0)
+}
+
+// heifItem finds the id of the first item in an iinf box that match
+// accepts, given the item's type and the bytes of its entry after the type
+// (its name, then for a mime item its content type and encoding, each
+// NUL-terminated).
+func heifItem(iinf []byte, match func(typ string, rest []byte) bool) (uint32, bool) {
 	if len(iinf) < 6 {
 		return 0, false
 	}
@@ -121,7 +164,7 @@ func exifItemID(iinf []byte) (uint32, bool) {
 			itemID = r.uint(4)
 		}
 		r.uint(2) // protection index
-		if typ := r.bytes(4); !r.bad && string(typ) == "Exif" {
+		if typ := r.bytes(4); !r.bad && match(string(typ), r.b) {
 			id, found = uint32(itemID), true
 			return false
 		}
@@ -131,8 +174,8 @@ func exifItemID(iinf []byte) (uint32, bool) {
 }
 
 // itemData returns the bytes of item id from an iloc box, when they lie in
-// the file (construction method 0).
-func itemData(data, iloc []byte, id uint32) []byte {
+// the file (construction method 0) and come to at most limit bytes.
+func itemData(data, iloc []byte, id uint32, limit int) []byte {
 	if len(iloc) < 8 {
 		return nil
 	}
@@ -173,6 +216,11 @@ func itemData(data, iloc []byte, id uint32) []byte {
 			}
 			if n == 0 {
 				n = uint64(len(data)) - off
+			}
+			// Extents may repeat the same bytes: the limit keeps a
+			// small file from making a large item.
+			if n > uint64(limit-len(out)) {
+				return nil
 			}
 			out = append(out, data[off:off+n]...)
 		}

@@ -8,12 +8,15 @@ func inspectRaw(data []byte, h *header) error {
 	switch h.format {
 	case CR3:
 		h.exif, h.exifIFD = cr3Exif(data)
+		h.xmp = cr3XMP(data)
 	case RAF:
-		h.exif = walkJPEG(rafJPEG(data)).exif
+		j := walkJPEG(rafJPEG(data)) // exiftool writes a RAF's XMP there too
+		h.exif, h.xmp, h.xmpExt = j.exif, j.xmp, j.xmpExt
 	case CRW:
 		// CIFF, not TIFF: LibRaw names the camera.
 	default:
 		h.exif = data // TIFF-shaped: DNG, CR2, NEF, ARW, ORF, RW2, PEF, SRW
+		h.xmp = tiffXMP(data)
 	}
 	return nil
 }

@@ -218,3 +218,18 @@ func (d tiffDir) coord(t *tiffBlock, refID, valID uint16) (float64, bool) {
 	}
 	return v, true
 }
+
+// tiffXMP returns the XMP packet of a TIFF, DNG or TIFF-shaped raw: tag
+// 700 (XMLPacket) of IFD0, of type BYTE or UNDEFINED, or nil. It is a
+// slice of the block, which ifd has checked; xmp.Read refuses one over
+// its size limit, with a warning.
+func tiffXMP(block []byte) []byte {
+	t, first, err := newTIFFBlock(block)
+	if err != nil {
+		return nil
+	}
+	if tag, ok := t.ifd(first, "IFD0")[700]; ok && (tag.typ == 1 || tag.typ == 7) {
+		return tag.val
+	}
+	return nil
+}

@@ -2,17 +2,164 @@ package imaging
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/xml"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"lightbox/xmp"
 )
 
 // xmpPrefix starts the JPEG APP1 segment that holds an XMP packet.
 var xmpPrefix = []byte("http://ns.adobe.com/xap/1.0/\x00")
 
-// maxXMPTokens bounds the XML read from one packet; a JPEG segment holds
-// at most 64 KiB, so real packets have far fewer.
+// xmpExtPrefix starts the JPEG APP1 segments of an extended XMP packet,
+// one too large for a segment: then come a 32-digit GUID, the packet's
+// full length and the chunk's offset in it (32 bits each, big-endian),
+// and the chunk.
+var xmpExtPrefix = []byte("http://ns.adobe.com/xmp/extension/\x00")
+
+// readDecisions reads the decisions of a photo's packet and of the
+// extended packet it names in segs, if any. A refused packet gives none,
+// as if there were no packet; a refused or broken extension leaves the
+// main packet's.
+func readDecisions(packet []byte, segs [][]byte) (*xmp.Decisions, []string) {
+	// Some writers end the packet as a C string (Apple's HEIC).
+	packet = bytes.TrimRight(packet, "\x00")
+	d, warn, err := xmp.Read(packet)
+	if err != nil {
+		return nil, []string{"XMP packet ignored: " + err.Error()}
+	}
+	ext, err := extendedXMP(packet, segs)
+	if err == nil && ext != nil {
+		var (
+			e xmp.Decisions
+			w []string
+		)
+		if e, w, err = xmp.Read(ext); err == nil {
+			mergeDecisions(&d, e)
+			warn = append(warn, w...)
+		}
+	}
+	if err != nil {
+		warn = append(warn, "extended XMP packet ignored: "+err.Error())
+	}
+	return &d, warn
+}
+
+// extendedXMP reassembles the extended packet that packet names by its
+// xmpNote:HasExtendedXMP GUID from the segments of that GUID. It returns
+// nil when packet names none or no segment carries it (segments of
+// another GUID are left over from an earlier edit), and an error when the
+// segments do not make a whole of at most xmp.MaxPacket bytes.
+func extendedXMP(packet []byte, segs [][]byte) ([]byte, error) {
+	guid := extendedXMPGUID(packet)
+	if guid == "" || len(segs) == 0 {
+		return nil, nil
+	}
+	type chunk struct {
+		off int
+		b   []byte
+	}
+	var (
+		chunks      []chunk
+		full, total = -1, 0
+	)
+	for _, s := range segs {
+		if len(s) < 40 || string(s[:32]) != guid {
+			continue
+		}
+		n, off := binary.BigEndian.Uint32(s[32:]), binary.BigEndian.Uint32(s[36:])
+		switch {
+		case n == 0 || n > xmp.MaxPacket:
+			return nil, fmt.Errorf("its length, %d bytes, is not 1 to %d", n, xmp.MaxPacket)
+		case full >= 0 && int(n) != full:
+			return nil, errors.New("its segments disagree on its length")
+		case uint64(off)+uint64(len(s)-40) > uint64(n):
+			return nil, errors.New("a segment lies outside it")
+		}
+		full, total = int(n), total+len(s)-40
+		chunks = append(chunks, chunk{int(off), s[40:]})
+	}
+	switch {
+	case full < 0:
+		return nil, nil
+	case total < full: // before allocating what a few bytes claim
+		return nil, errors.New("some of its segments are missing")
+	}
+	slices.SortFunc(chunks, func(a, b chunk) int { return cmp.Compare(a.off, b.off) })
+	out := make([]byte, full)
+	end := 0
+	for _, c := range chunks {
+		if c.off > end {
+			break // a gap
+		}
+		copy(out[c.off:], c.b) // repeated or overlapping chunks carry the same bytes
+		end = max(end, c.off+len(c.b))
+	}
+	if end != full {
+		return nil, errors.New("some of its segments are missing")
+	}
+	return out, nil
+}
+
+// extendedXMPGUID returns the 32 hex digits of a packet's
+// xmpNote:HasExtendedXMP, as an attribute or an element, or "".
+func extendedXMPGUID(packet []byte) string {
+	const name = "HasExtendedXMP"
+	i := bytes.Index(packet, []byte(name))
+	if i < 0 {
+		return ""
+	}
+	rest := packet[i+len(name):]
+	k := 0
+	for k < len(rest) && k < 8 && strings.IndexByte("= \t\r\n\"'>", rest[k]) >= 0 {
+		k++
+	}
+	if len(rest) < k+32 {
+		return ""
+	}
+	for _, c := range rest[k : k+32] {
+		if !strings.ContainsRune("0123456789ABCDEFabcdef", rune(c)) {
+			return ""
+		}
+	}
+	return string(rest[k : k+32])
+}
+
+// mergeDecisions fills what d leaves empty from e, the extended packet's:
+// writers move the properties that do not fit one segment there.
+func mergeDecisions(d *xmp.Decisions, e xmp.Decisions) {
+	if d.Rating == 0 && !d.Rejected {
+		d.Rating = e.Rating
+	}
+	if !d.Rejected && !d.Picked {
+		d.Rejected, d.Picked = e.Rejected, e.Picked
+	}
+	if d.ColorLabel == "" {
+		d.ColorLabel = e.ColorLabel
+	}
+	if len(d.Keywords) == 0 {
+		d.Keywords = e.Keywords
+	}
+	// Every caption is a string; reflection keeps this whole as captions
+	// are added.
+	dv, ev := reflect.ValueOf(&d.IPTC).Elem(), reflect.ValueOf(e.IPTC)
+	for i := range dv.NumField() {
+		if f := dv.Field(i); f.Kind() == reflect.String && f.String() == "" {
+			f.Set(ev.Field(i))
+		}
+	}
+}
+
+// maxXMPTokens bounds the XML read from one packet; real packets have far
+// fewer before their camera fields.
 const maxXMPTokens = 20000
 
 // xmpFields are the XMP properties read, by namespace and local name, as
