@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -333,6 +334,23 @@ func newBrowser(t testing.TB, path string) *browser {
 		t.Fatalf("open a tab in Chromium: %v", err)
 	}
 	return &browser{t: t, ctx: ctx}
+}
+
+// allowClipboard lets the pages of origin write and read the clipboard,
+// as a person who clicks "Copy" and pastes would.
+func (b *browser) allowClipboard(origin string) {
+	b.t.Helper()
+	c := chromedp.FromContext(b.ctx)
+	ctx, cancel := context.WithTimeout(b.ctx, patience)
+	defer cancel()
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		_, err := cdp.Call(ctx, c.Browser, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted,
+			Origin: origin, BrowserContextID: c.BrowserContextID})
+		if err != nil {
+			b.fail("allow "+name, err)
+		}
+	}
 }
 
 // run does actions, failing the test (with a screenshot) when they have

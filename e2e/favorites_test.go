@@ -2,6 +2,10 @@ package e2e_test
 
 import (
 	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -80,4 +84,22 @@ func TestPickClientFavorites(t *testing.T) {
 		`+card+`.querySelector('.fav-count').textContent === '♥ 3'`)
 	eval[bool](b, `(() => { `+card+`.scrollIntoView({ block: 'center' }); return true; })()`)
 	b.viewShot("favorites-02-deliver")
+
+	// The favourites go on to the editor: "Copy file names" gives what
+	// Lightroom's Library filter takes, the names without extensions.
+	var want []string
+	for _, id := range []string{ids[1], ids[3], ids[4]} {
+		var a struct{ Filename string }
+		if code := s.call("GET", "/v1/assets/"+id, key, nil, &a); code != 200 {
+			t.Fatalf("asset %s: %d", id, code)
+		}
+		want = append(want, strings.TrimSuffix(a.Filename, path.Ext(a.Filename)))
+	}
+	b.allowClipboard(s.url)
+	b.run("copy Kim's file names", chromedp.Click(chromedp.CSS(`#galleries li[data-gallery="`+g.ID+`"] [data-act=copy-names]`)))
+	b.waitJS("the copy announced", `document.getElementById('status').textContent.startsWith('Kim Lee’s file names are copied')`)
+	got := strings.Split(eval[string](b, `navigator.clipboard.readText()`), ", ")
+	if !reflect.DeepEqual(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("the clipboard holds %q, want the names %q", got, want)
+	}
 }

@@ -388,20 +388,39 @@ function fieldMessage(err) {
 // copyLink puts a link on the clipboard, by the API when the page may use
 // it, else through a selected field.
 async function copyLink(url) {
+  if (await copyText(url)) announce('The link is copied.');
+  else announce(`Copy this link: ${url}`);
+}
+
+// copyText puts text on the clipboard, through a selected textarea where
+// the page may not use the clipboard API, and says whether it could.
+async function copyText(text) {
   try {
-    await navigator.clipboard.writeText(url);
+    await navigator.clipboard.writeText(text);
+    return true;
   } catch {
-    const t = h('textarea', { class: 'visually-hidden', readonly: true }, url);
+    const t = h('textarea', { class: 'visually-hidden', readonly: true }, text);
     document.body.append(t);
     t.select();
     const ok = document.execCommand('copy');
     t.remove();
-    if (!ok) {
-      announce(`Copy this link: ${url}`);
-      return;
-    }
+    return ok;
   }
-  announce('The link is copied.');
+}
+
+// fileNameList is what Lightroom Classic's Library filter takes (Text,
+// Filename, Contains): the names without their extensions, so a raw and
+// its JPEG both match, each once, separated by commas.
+export function fileNameList(names) {
+  return [...fileBases(names)].join(', ');
+}
+
+const fileBases = (names) => new Set(names.map((n) => n.replace(/\.[^.]*$/, '')));
+
+async function copyFileNames(names, whose) {
+  const list = fileNameList(names);
+  if (await copyText(list)) announce(`${whose} file names are copied: paste them in Lightroom's Library filter (Text, Filename, Contains).`);
+  else announce(`Copy these file names: ${list}`);
 }
 
 function galleriesSection(model, offs, source) {
@@ -484,10 +503,19 @@ function galleriesSection(model, offs, source) {
       if (!g.favoriteCount) return clear(choices);
       try {
         const res = await api('GET', `/v1/galleries/${g.id}/favorites`);
-        clear(choices, res.visitors.map((v) => {
+        const rows = res.visitors.map((v) => {
+          const who = v.name || v.email || 'A visitor who gave no name';
           const names = v.fileNames.slice(0, 5).join(', ') + (v.fileNames.length > 5 ? '…' : '');
-          return h('li', {}, `${v.name || v.email || 'A visitor who gave no name'} chose ${v.assetIds.length.toLocaleString()}: ${names}`);
-        }));
+          return h('li', {}, `${who} chose ${v.assetIds.length.toLocaleString()}: ${names} `,
+            h('button', { type: 'button', class: 'small link', 'data-act': 'copy-names', 'aria-label': `Copy the file names ${who} chose`,
+              onclick: () => copyFileNames(v.fileNames, `${who}’s`) }, 'Copy file names'));
+        });
+        if (res.visitors.length > 1) {
+          const all = res.visitors.flatMap((v) => v.fileNames);
+          rows.push(h('li', {}, h('button', { type: 'button', class: 'small link', 'data-act': 'copy-all-names',
+            onclick: () => copyFileNames(all, 'All the visitors’') }, `Copy all ${fileBases(all).size.toLocaleString()} file names`)));
+        }
+        clear(choices, rows);
       } catch { /* the counts still say how many */ }
     };
     // refresh draws the gallery again, as given or as the API has it now.
