@@ -1,7 +1,10 @@
 // Command lightbox is the operators' CLI: migrations, users, API keys and
-// moving blobs, and bulk uploads to a running server.
+// moving blobs, bulk uploads to a running server, and a project's cull to
+// and from the XMP an editor reads.
 //
 //	lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
+//	lightbox xmp write --project ID [--naming adobe|darktable] [--pick P] [--embed] [--dry-run] DIR
+//	lightbox xmp read --project ID [--naming adobe|darktable] [--pick P] DIR
 //	lightbox migrate
 //	lightbox users create --email E [--admin]   prints only the new API key
 //	lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
@@ -45,6 +48,17 @@ const usage = `usage:
   lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
                                                send files and folders to the server at
                                                LIGHTBOX_URL with LIGHTBOX_API_KEY
+  lightbox xmp write --project ID [--naming adobe|darktable] [--pick none|rating:N|label:COLOUR]
+                     [--embed] [--dry-run] DIR
+                                               write the project's cull into XMP sidecars
+                                               (NAME.xmp, or NAME.EXT.xmp for darktable)
+                                               beside its originals in DIR, merging with
+                                               what is there; --embed writes JPEG, TIFF and
+                                               DNG files' own packets instead
+  lightbox xmp read --project ID [--naming adobe|darktable] [--pick P] DIR
+                                               bring back ratings, rejects, labels and
+                                               keywords from sidecars changed after Lightbox's
+                                               decision
   lightbox migrate                             apply pending database migrations
   lightbox users create --email E [--admin]    make a user; prints only its API key
   lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
@@ -124,7 +138,7 @@ func parse(args []string) (command, error) {
 	switch {
 	case name == "help" || isHelp(name):
 		return command{}, flag.ErrHelp
-	case name == "users" || name == "keys" || name == "blobs":
+	case name == "users" || name == "keys" || name == "blobs" || name == "xmp":
 		if len(rest) > 0 && isHelp(rest[0]) {
 			return command{}, flag.ErrHelp
 		}
@@ -140,6 +154,8 @@ func parse(args []string) (command, error) {
 		return withFlags(fs, rest, 0, nil, command{run: printVersion})
 	case "upload":
 		return parseUpload(fs, rest, os.Getenv)
+	case "xmp write", "xmp read":
+		return parseXMP(fs, rest, os.Getenv)
 	case "migrate":
 		return withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
 	case "keygen":
