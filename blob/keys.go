@@ -30,6 +30,12 @@ func DerivedKey(asset uuid.UUID, kind string) string {
 	return "derived/" + asset.String() + "/" + kind + ".jpg"
 }
 
+// SidecarKey is where an asset's XMP sidecar is stored, beside the files
+// made from it; writing it again replaces it.
+func SidecarKey(asset uuid.UUID) string {
+	return "derived/" + asset.String() + "/xmp_sidecar.xmp"
+}
+
 // ExportPartsPrefix is the folder an export's steps keep what they drew
 // in until the archive holds it: a render per photo (ExportPartKey), or a
 // contact sheet's pages (ExportPageKey).

@@ -108,6 +108,7 @@ func (s *Server) routes() *gin.Engine {
 	api.GET("/assets/:id/faces", s.assetFaces)
 	api.GET("/assets/:id/similar", s.similar)
 	api.GET("/assets/:id/attestation", s.assetAttestation)
+	s.routeSidecars(api)
 
 	api.POST("/projects/:id/exports", s.idempotent, s.createExport)
 	api.GET("/exports/:id", s.getExport)

@@ -118,12 +118,17 @@ func (c *client) call(ctx context.Context, method, path string, in, out any) err
 			return err
 		}
 	}
+	return c.send(ctx, method, path, "application/json", body, out)
+}
+
+// send is call with a body of contentType as it is.
+func (c *client) send(ctx context.Context, method, path, contentType string, body []byte, out any) error {
 	key := newKey()
 	for attempt := 1; ; attempt++ {
 		if err := c.held(ctx); err != nil {
 			return err
 		}
-		err := c.once(ctx, method, path, body, key, out)
+		err := c.once(ctx, method, path, contentType, body, key, out)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -186,7 +191,7 @@ func (c *client) refused(what string, e *APIError) time.Duration {
 	return pause
 }
 
-func (c *client) once(ctx context.Context, method, path string, body []byte, key string, out any) error {
+func (c *client) once(ctx context.Context, method, path, contentType string, body []byte, key string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -194,7 +199,7 @@ func (c *client) once(ctx context.Context, method, path string, body []byte, key
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if method == http.MethodPost {
 		req.Header.Set("Idempotency-Key", key)

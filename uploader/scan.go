@@ -21,6 +21,8 @@ type file struct {
 	name string // the base name the server records
 	size int64
 	sum  string // lowercase hex SHA-256, once hashed
+	// sidecar is the XMP sidecar beside it, sent once it is uploaded.
+	sidecar *sidecar
 }
 
 // scan lists the files under paths whose extension names a format the

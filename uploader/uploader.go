@@ -105,12 +105,17 @@ type Counts struct {
 	Processed    int   `json:"processed"` // of those, ended well
 	JobsFailed   int   `json:"jobsFailed"`
 	Searchable   int   `json:"searchable"` // uploads seen reaching search
+	// XMP sidecars applied to their photos' assets, and those not sent
+	// (no photo, too large) or not applied.
+	SidecarsSent    int `json:"sidecarsSent"`
+	SidecarsSkipped int `json:"sidecarsSkipped"`
 }
 
 // Stages a file fails in.
 const (
 	StageUpload     = "upload"
 	StageProcessing = "processing"
+	StageSidecar    = "sidecar"
 )
 
 // Failure is a file that did not make it.
@@ -124,6 +129,9 @@ type Result struct {
 	Counts    Counts
 	Failures  []Failure
 	Batches   []string
+	// SidecarsSkipped are the XMP sidecars not sent or not applied, each
+	// with why; they fail nothing.
+	SidecarsSkipped []Failure
 }
 
 // upload is one file on its way.
@@ -153,6 +161,7 @@ type run struct {
 	res      Result
 	report   func(Event)
 	uploaded map[string]*file // asset id → file
+	sidecars []sidecarSend    // to send once the photos are uploaded
 }
 
 // Run uploads o.Paths. Files that fail are in the Result's Failures; the
@@ -203,6 +212,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	ignored, skippedSidecars := pairSidecars(files, ignored)
+	for _, s := range skippedSidecars {
+		r.skipSidecar(s.path, "", s.why)
+	}
 	for _, p := range ignored {
 		r.report(Event{Kind: EventIgnored, Path: p})
 	}
@@ -238,6 +251,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := context.Cause(ctx); err != nil {
 		return r.result(), err
 	}
+	r.sendSidecars(ctx)
+	if err := context.Cause(ctx); err != nil {
+		return r.result(), err
+	}
 	r.report(Event{Kind: EventUploadsDone, Counts: r.counts()})
 
 	if err := r.tracker.wait(ctx); err != nil {
@@ -263,6 +280,7 @@ func (r *run) result() *Result {
 	out := r.res
 	out.Failures = append([]Failure(nil), r.res.Failures...)
 	out.Batches = append([]string(nil), r.res.Batches...)
+	out.SidecarsSkipped = append([]Failure(nil), r.res.SidecarsSkipped...)
 	return &out
 }
 
@@ -349,6 +367,7 @@ func (r *run) skip(f *file, asset, why string) {
 	r.mu.Lock()
 	r.res.Counts.Skipped++
 	r.mu.Unlock()
+	r.sidecarFor(f, asset)
 	r.report(Event{Kind: EventSkipped, Path: f.path, AssetID: asset, Message: why})
 }
 
@@ -887,6 +906,7 @@ func (r *run) finalize(ctx context.Context, ups []*upload) error {
 			r.res.Counts.Uploaded++
 			r.uploaded[a.AssetID] = u.f
 			r.mu.Unlock()
+			r.sidecarFor(u.f, a.AssetID)
 			r.report(Event{Kind: EventUploaded, Path: u.f.path, AssetID: a.AssetID, BatchID: batch})
 		case a.Status == "duplicate" && a.DuplicateOf != nil:
 			r.skip(u.f, *a.DuplicateOf, "")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,6 +111,8 @@ type bars struct {
 	tty         bool
 	up, work    *progressbar.ProgressBar
 	files, done int
+	// sidecarsSkipped name each XMP sidecar not sent, with why.
+	sidecarsSkipped []string
 }
 
 func newBars(w io.Writer) *bars {
@@ -172,6 +175,13 @@ func (b *bars) report(ev uploader.Event) {
 	case uploader.EventUploaded:
 		b.done++
 		b.describe()
+	case uploader.EventSidecarSent:
+		if ev.Message != "" {
+			b.say("%s: sidecar applied, but: %s", ev.Path, ev.Message)
+		}
+	case uploader.EventSidecarSkipped:
+		b.sidecarsSkipped = append(b.sidecarsSkipped, filepath.Base(ev.Path)+": "+ev.Message)
+		b.say("%s: sidecar skipped: %s", ev.Path, ev.Message)
 	case uploader.EventRetry:
 		b.say("retrying in %.0f s: %s", ev.WaitSeconds, ev.Message)
 	case uploader.EventRateLimited:
@@ -186,6 +196,13 @@ func (b *bars) report(ev uploader.Event) {
 			b.up = nil
 		}
 		b.finish(b.up, "uploaded %d, skipped %d already held, %d failed", c.Uploaded, c.Skipped, c.UploadFailed)
+		if c.SidecarsSent+c.SidecarsSkipped > 0 {
+			line := fmt.Sprintf("sidecars: %d sent, %d skipped", c.SidecarsSent, c.SidecarsSkipped)
+			if len(b.sidecarsSkipped) > 0 {
+				line += " (" + strings.Join(b.sidecarsSkipped, "; ") + ")"
+			}
+			fmt.Fprintln(b.w, line)
+		}
 	case uploader.EventProcessing:
 		c := ev.Counts
 		if b.tty && b.work == nil && c.Jobs > 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"lightbox/testsupport/procs"
 	"lightbox/testsupport/testenv"
 )
 
@@ -294,4 +296,43 @@ func longLine(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "\n\n")
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
+}
+
+// TestUploadSendsSidecars: against a real server and worker, a photo's
+// NAME.xmp goes with it and a sidecar without a photo is named in the
+// summary; neither is counted as a photo.
+func TestUploadSendsSidecars(t *testing.T) {
+	env := testenv.New(t)
+	stack := procs.NewStack(t, env.DSN, env.RedisURL)
+	srv := stack.AddServer(nil)
+	stack.AddWorker(nil)
+	u, err := env.Store.CreateUser(context.Background(), "ana@example.org", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := env.Store.CreateAPIKey(context.Background(), u.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	jpeg, err := os.ReadFile(photo(t, "wood.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	packet := `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">` +
+		`<rdf:Description rdf:about="" xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmp:Rating="5"/></rdf:RDF></x:xmpmeta>`
+	for name, body := range map[string]string{"IMG.jpg": string(jpeg), "IMG.xmp": packet, "orphan.xmp": packet} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
+	defer cancel()
+	cmd := testenv.BuildCommand(ctx, t, ".")
+	cmd.Env = []string{"LIGHTBOX_URL=" + srv.URL, "LIGHTBOX_API_KEY=" + key}
+	status, _, stderr := cmd.Run("upload", "--new", "Pier", dir)
+	if status != 0 || !strings.Contains(stderr, "1 files found") || !strings.Contains(stderr, "0 of other types ignored") ||
+		!strings.Contains(stderr, "sidecars: 1 sent, 1 skipped (orphan.xmp: no photo)") {
+		t.Fatalf("status %d, stderr:\n%s", status, stderr)
+	}
 }

@@ -67,10 +67,18 @@ export class KiloClient {
   }
 
   private async request<T>(method: string, path: string, body?: unknown, opts?: RequestOpts): Promise<T> {
+    const text = await this.exchange(method, path, body === undefined ? undefined : JSON.stringify(body), "application/json", "application/json", opts);
+    return (text ? safeJson(text) : undefined) as T;
+  }
+
+  // exchange sends body as contentType (none without a body) and answers
+  // the 2xx answer's text, retrying what is safe to send again.
+  private async exchange(method: string, path: string, body: string | Blob | undefined, contentType: string | undefined,
+    accept: string, opts?: RequestOpts): Promise<string> {
     const url = `${this.baseUrl}${path}`;
     const headers: Record<string, string> = {
-      "Content-Type": "application/json",
-      Accept: "application/json",
+      ...(contentType ? { "Content-Type": contentType } : {}),
+      Accept: accept,
       ...this.defaultHeaders,
       ...(opts?.headers ?? {})
     };
@@ -86,7 +94,7 @@ export class KiloClient {
         res = await this.fetchImpl(url, {
           method,
           headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
+          body,
           signal: opts?.signal,
         });
       } catch (err) {
@@ -96,17 +104,16 @@ export class KiloClient {
       }
 
       const text = await res.text();
-      const maybeJson = text ? safeJson(text) : undefined;
 
       if (!res.ok) {
-        const error = new KiloApiError(res.status, maybeJson, parseRetryAfter(res.headers.get("Retry-After")));
+        const error = new KiloApiError(res.status, text ? safeJson(text) : undefined, parseRetryAfter(res.headers.get("Retry-After")));
         // A 429 that names no wait (details.maxAtOnce) will not pass by waiting.
         const waitable = error.status !== 429 || error.retryAfter !== undefined;
         if (!error.retryable || !waitable || !again || attempt > this.maxRetries) throw error;
         await sleep(backoffDelay(attempt, this.backoff, error.retryAfter), opts?.signal);
         continue;
       }
-      return maybeJson as T;
+      return text;
     }
   }
 
@@ -366,6 +373,23 @@ export class KiloClient {
   }
 
   /**
+   * Puts an asset's XMP sidecar (NAME.xmp or NAME.EXT.xmp, at most 1 MiB)
+   * and applies its decisions: stars, flag and label become the owner's
+   * rating unless the owner rated the photo by hand; keywords and IPTC
+   * captions fill what the asset lacks. A packet the server refuses
+   * answers `applied: false` with why in `warnings`.
+   */
+  async putSidecar(assetId: UUID, xmp: string | Blob, opts?: RequestOpts): Promise<PutSidecarResponse> {
+    const text = await this.exchange("PUT", `/assets/${assetId}/sidecar`, xmp, "application/rdf+xml", "application/json", opts);
+    return safeJson(text) as PutSidecarResponse;
+  }
+
+  /** The asset's XMP sidecar as it was put; a KiloApiError `sidecar_not_found` when it has none. */
+  getSidecar(assetId: UUID, opts?: RequestOpts): Promise<string> {
+    return this.exchange("GET", `/assets/${assetId}/sidecar`, undefined, undefined, "application/rdf+xml, application/json", opts);
+  }
+
+  /**
    * stream opens a long-lived GET (an event stream) with the client's
    * credentials, returning the answer unread; a refusal is a KiloApiError.
    */
@@ -401,4 +425,28 @@ function qs(params?: Record<string, any>): string {
   }
   const s = new URLSearchParams(clean).toString();
   return s ? `?${s}` : "";
+}
+
+/** What an XMP sidecar says of its photo (PUT /v1/assets/{id}/sidecar). */
+export interface SidecarDecisions {
+  /** 1–5 stars, or 0 for none. */
+  rating: number;
+  rejected: boolean;
+  picked: boolean;
+  colorLabel: "" | "red" | "yellow" | "green" | "blue" | "purple";
+  keywords: string[];
+  /** The IPTC core captions, named as Asset.iptc names them. */
+  iptc: Record<string, string>;
+}
+
+/** The answer of PUT /v1/assets/{id}/sidecar. */
+export interface PutSidecarResponse {
+  assetId: UUID;
+  /** As read; all zero when the packet was refused. */
+  decisions: SidecarDecisions;
+  /** False when the packet was refused: nothing of it was kept. */
+  applied: boolean;
+  /** The owner had rated the photo by hand, so its stars, flag and label stayed. */
+  handDecisionKept: boolean;
+  warnings: string[];
 }

@@ -209,8 +209,9 @@ export interface UpdateAssetRequest {
 }
 
 export type AssetFileKind = "original" | "thumbnail" | "preview" | "export"
-  // Beyond the seed: an applied edit's renders.
-  | "edit_preview" | "edit_thumbnail";
+  // Beyond the seed: an applied edit's renders, and the XMP sidecar put
+  // with PUT /v1/assets/{id}/sidecar.
+  | "edit_preview" | "edit_thumbnail" | "xmp_sidecar";
 
 export interface AssetFile {
   kind: AssetFileKind;

@@ -90,9 +90,25 @@ export interface FailedFile {
 export interface UploadFilesResult {
   uploaded: UploadedFile[];
   failed: FailedFile[];
+  /**
+   * The XMP sidecars among the sources (NAME.xmp or NAME.EXT.xmp), each put
+   * to its photo's asset once the photo is uploaded, or skipped with why
+   * (no photo, too large, refused). They are never uploaded as photos.
+   */
+  sidecars: SidecarOutcome[];
   /** The batches the finalize calls started, one per chunk. */
   batchIds: UUID[];
   queuedJobs: UUID[];
+}
+
+export interface SidecarOutcome {
+  name: string;
+  /** The photo it went with. */
+  photo?: string;
+  assetId?: UUID;
+  applied: boolean;
+  /** The server's warnings, or why it was skipped. */
+  warnings: string[];
 }
 
 export interface UploadFilesOptions {
@@ -133,10 +149,12 @@ interface Entry {
  */
 export async function uploadFiles(client: KiloClient, projectId: UUID, sources: Iterable<UploadSource>, opts: UploadFilesOptions = {}): Promise<UploadFilesResult> {
   const signal = opts.signal;
-  const entries: Entry[] = [...sources].map((s) => (isBlobWithName(s)
+  const all: Entry[] = [...sources].map((s) => (isBlobWithName(s)
     ? { name: s.name, blob: s, ...(s.type ? { contentType: s.type } : {}), reprepares: 0 }
     : { name: s.name, blob: s.blob, ...(s.contentType ?? s.blob.type ? { contentType: s.contentType ?? s.blob.type } : {}), capturedAt: s.capturedAt ?? null, reprepares: 0 }));
-  const result: UploadFilesResult = { uploaded: [], failed: [], batchIds: [], queuedJobs: [] };
+  const sidecars = all.filter((e) => isSidecar(e.name));
+  const entries = all.filter((e) => !isSidecar(e.name));
+  const result: UploadFilesResult = { uploaded: [], failed: [], sidecars: [], batchIds: [], queuedJobs: [] };
   const progress: UploadProgress = {
     bytesSent: 0, bytesTotal: entries.reduce((n, e) => n + e.blob.size, 0),
     filesDone: 0, filesFailed: 0, filesTotal: entries.length,
@@ -226,7 +244,63 @@ export async function uploadFiles(client: KiloClient, projectId: UUID, sources: 
       }
     }
   }
+  await putSidecars(client, sidecars, result, signal);
   return result;
+}
+
+/** The largest sidecar the server takes, in bytes. */
+const maxSidecar = 1 << 20;
+
+function isSidecar(name: string): boolean {
+  return /\.xmp$/i.test(name);
+}
+
+function stem(name: string): string {
+  const dot = name.lastIndexOf(".");
+  return (dot > 0 ? name.slice(0, dot) : name).toLowerCase();
+}
+
+// putSidecars pairs each sidecar with the uploaded photos it belongs to,
+// as the command-line upload does: NAME.EXT.xmp with NAME.EXT, NAME.xmp
+// with every photo named NAME.* (a raw and its JPEG) that has no
+// NAME.EXT.xmp of its own; names match in any case. A duplicate's sidecar
+// goes to the asset that holds its bytes.
+async function putSidecars(client: KiloClient, sidecars: Entry[], result: UploadFilesResult, signal?: AbortSignal): Promise<void> {
+  const byPhoto = new Map<UploadedFile, Entry>();
+  const loose: Entry[] = [];
+  for (const s of sidecars) {
+    const own = result.uploaded.filter((u) => u.name.toLowerCase() === stem(s.name));
+    for (const u of own) byPhoto.set(u, s);
+    if (!own.length) loose.push(s);
+  }
+  const unpaired = new Set(loose);
+  for (const s of loose) {
+    for (const u of result.uploaded) {
+      if (stem(u.name) === stem(s.name) && !byPhoto.has(u)) {
+        byPhoto.set(u, s);
+        unpaired.delete(s);
+      }
+    }
+  }
+  for (const s of unpaired) result.sidecars.push({ name: s.name, applied: false, warnings: ["no photo"] });
+  for (const [u, s] of byPhoto) {
+    signal?.throwIfAborted();
+    const assetId = u.duplicateOf ?? u.assetId;
+    const out: SidecarOutcome = { name: s.name, photo: u.name, assetId, applied: false, warnings: [] };
+    if (s.blob.size > maxSidecar) {
+      out.warnings.push(`larger than ${maxSidecar} bytes`);
+    } else {
+      try {
+        const ans = await client.putSidecar(assetId, s.blob, signal ? { signal } : undefined);
+        out.applied = ans.applied;
+        out.warnings = ans.warnings;
+      } catch (err) {
+        signal?.throwIfAborted();
+        out.warnings.push(describe(err).message);
+      }
+    }
+    result.sidecars.push(out);
+  }
 }
 
 // prepare asks for URLs for entries. A file the server refuses alone (its
