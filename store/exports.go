@@ -323,6 +323,9 @@ type ExportItem struct {
 	Picked     bool            `db:"picked"`
 	Rejected   bool            `db:"rejected"`
 	ColorLabel *string         `db:"color_label"`
+	// SidecarKey is the XMP sidecar uploaded with the photo, if any: an
+	// export merges into it.
+	SidecarKey *string `db:"sidecar_key"`
 }
 
 // ExportPlan lists the assets e covers, in the archive's order: the ones
@@ -349,12 +352,13 @@ func (s *Store) ExportItems(ctx context.Context, e *Export, ids []uuid.UUID) ([]
 		       a.error_message, a.captured_at, a.captured_offset, f.blob_key AS preview_key,
 		       v.params AS edit_params, ef.blob_key AS edit_preview_key, a.width_px, a.height_px,
 		       a.keywords, a.iptc, r.rating, COALESCE(r.picked, false) AS picked,
-		       COALESCE(r.rejected, false) AS rejected, r.color_label
+		       COALESCE(r.rejected, false) AS rejected, r.color_label, sf.blob_key AS sidecar_key
 		FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
 		JOIN assets a ON a.id = u.id AND a.project_id = $1
 		LEFT JOIN asset_files f ON f.asset_id = a.id AND f.kind = 'preview'
 		LEFT JOIN asset_files ef ON ef.asset_id = a.id AND ef.kind = 'edit_preview'
 		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $3
+		LEFT JOIN asset_files sf ON sf.asset_id = a.id AND sf.kind = 'xmp_sidecar'
 		LEFT JOIN LATERAL (SELECT params FROM edit_versions v WHERE v.asset_id = a.id
 			ORDER BY v.created_at DESC, v.id DESC LIMIT 1) v ON true
 		ORDER BY u.n`, e.ProjectID, pq.Array(ids), e.UserID)

@@ -597,7 +597,7 @@ func (b *exportBuild) addFiles(ctx context.Context, archive *render.Archive) err
 			}
 			entry := renderItem(*items[i], drawn)
 			if b.settings.XMP {
-				if data, entry, err = b.withXMP(*items[i], data, entry); err != nil {
+				if data, entry, err = b.withXMP(ctx, *items[i], data, entry); err != nil {
 					return err
 				}
 			}
@@ -661,13 +661,31 @@ func (b *exportBuild) original(ctx context.Context, it store.ExportItem) ([]byte
 }
 
 // withXMP carries the owner's decisions and the photo's captions to an
-// editor: in a sidecar beside an original, embedded in a drawn JPEG.
-func (b *exportBuild) withXMP(it store.ExportItem, data []byte, entry render.Item) ([]byte, render.Item, error) {
+// editor: in a sidecar beside an original (merged into the one uploaded
+// with it), embedded in a drawn JPEG.
+func (b *exportBuild) withXMP(ctx context.Context, it store.ExportItem, data []byte, entry render.Item) ([]byte, render.Item, error) {
 	d := xmp.Decisions{Rating: ptr.Value(it.Rating), Picked: it.Picked, Rejected: it.Rejected,
 		ColorLabel: ptr.Value(it.ColorLabel), Keywords: it.Keywords}
 	// Captions are a free-form object; the ones that are strings are kept.
 	_ = json.Unmarshal(it.IPTC, &d.IPTC)
-	packet, err := xmp.Write(nil, d, xmp.WriteOptions{Pick: b.settings.Picked})
+	o := xmp.WriteOptions{Pick: b.settings.Picked}
+	// Merged into the photographer's own sidecar, their editor's develop
+	// settings and everything else Lightbox does not own go with it. A
+	// rendered JPEG has its edit drawn in, so it takes none of that.
+	var packet []byte
+	if it.SidecarKey != nil && !entry.Rendered {
+		own, err := b.readPart(ctx, *it.SidecarKey)
+		if err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return nil, entry, err
+		}
+		if own != nil {
+			packet, _ = xmp.Write(own, d, o) // unmergeable: a packet of its own, below
+		}
+	}
+	var err error
+	if packet == nil {
+		packet, err = xmp.Write(nil, d, o)
+	}
 	if err != nil {
 		return nil, entry, tasks.Permanent(fmt.Errorf("XMP for %s: %w", it.Filename, err))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ func exifJSON(t *testing.T, dir string, names ...string) map[string]map[string]a
 		t.Fatal("exiftool is not installed (libimage-exiftool-perl; make test installs it)")
 	}
 	args := []string{"-j", "-XMP:Rating", "-XMP:Label", "-XMP:Subject", "-XMP:HierarchicalSubject", "-XMP:Title",
-		"-XMP:City", "-XMP:PickLabel"}
+		"-XMP:City", "-XMP:PickLabel", "-XMP:Exposure2012", "-XMP:ColorTemperature"}
 	for _, n := range names {
 		args = append(args, filepath.Join(dir, n))
 	}
@@ -67,7 +68,8 @@ func unzip(t *testing.T, z *zip.Reader) (string, []string) {
 // An export with xmp carries the owner's cull to an editor: a sidecar
 // beside each original that exiftool reads the stars, reject, label,
 // keywords and captions from, named as Lightroom or darktable look for
-// it; in a rendered preset, the same fields inside each JPEG.
+// it, merged into the sidecar the photo came with; in a rendered preset,
+// the same fields inside each JPEG.
 func TestExportWritesTheCullAsXMP(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -82,6 +84,14 @@ func TestExportWritesTheCullAsXMP(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := h.env.DB.Exec(`UPDATE assets SET keywords = '{forest,autumn}', iptc = '{"title": "Old wood", "city": "Lyon"}' WHERE id = $1`, kept); err != nil {
+		t.Fatal(err)
+	}
+	// The photographer's own sidecar came with the kept photo: Lightroom's
+	// develop settings, which the export's sidecar keeps.
+	own := []byte(`<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<rdf:Description rdf:about="" xmlns:xmp="http://ns.adobe.com/xap/1.0/" xmlns:crs="http://ns.adobe.com/camera-raw-settings/1.0/"
+ xmp:Rating="2" crs:Exposure2012="+0.50" crs:Temperature="5200"/></rdf:RDF></x:xmpmeta>`)
+	if _, err := h.app().PutSidecar(ctx, slog.Default(), h.blobs, h.owner, kept, own); err != nil {
 		t.Fatal(err)
 	}
 	checkKept := func(t *testing.T, got map[string]any, naming string) {
@@ -111,6 +121,9 @@ func TestExportWritesTheCullAsXMP(t *testing.T) {
 		}
 		got := exifJSON(t, dir, c.keptSidecar, c.droppedSidecar)
 		checkKept(t, got[c.keptSidecar], c.naming)
+		if r := got[c.keptSidecar]; r["Exposure2012"] != "+0.50" || r["ColorTemperature"] != float64(5200) {
+			t.Errorf("%q: the photographer's develop settings read %v %v", c.naming, r["Exposure2012"], r["ColorTemperature"])
+		}
 		if r := got[c.droppedSidecar]; r["Rating"] != float64(-1) || r["PickLabel"] != float64(1) {
 			t.Errorf("%q: the rejected photo reads %v", c.naming, r)
 		}
