@@ -13,6 +13,33 @@ import (
 	"lightbox/store"
 )
 
+// readBody reads the request's body, at most limit bytes (-1: the
+// server's own cap on every body). A body past the limit is 413
+// body_too_large; one that stopped arriving, or could not be read, is
+// answered as such.
+func readBody(c *gin.Context, limit int64) ([]byte, error) {
+	r := io.Reader(c.Request.Body)
+	if limit >= 0 {
+		r = io.LimitReader(r, limit+1)
+	}
+	body, err := io.ReadAll(r)
+	var (
+		tooLarge *http.MaxBytesError
+		stalled  *Error // the body stopped arriving (idleBody)
+	)
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, apiError(http.StatusRequestEntityTooLarge, "body_too_large", "The request body is larger than %d bytes.", tooLarge.Limit)
+	case limit >= 0 && int64(len(body)) > limit:
+		return nil, apiError(http.StatusRequestEntityTooLarge, "body_too_large", "The request body is larger than %d bytes.", limit)
+	case errors.As(err, &stalled):
+		return nil, stalled
+	case err != nil:
+		return nil, apiError(http.StatusBadRequest, "invalid_body", "The request body could not be read.")
+	}
+	return body, nil
+}
+
 // idempotent makes a POST replayable under its Idempotency-Key: the same key
 // and body within 24 hours answers the first response again; the same key
 // with another body is 422. Answers of 5xx are not kept, so a client can
@@ -32,20 +59,9 @@ func (s *Server) idempotent(c *gin.Context) {
 		fail(c, fieldError("Idempotency-Key", "must be UTF-8 text"))
 		return
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	var (
-		tooLarge *http.MaxBytesError
-		stalled  *Error // the body stopped arriving (idleBody)
-	)
-	switch {
-	case errors.As(err, &tooLarge):
-		fail(c, apiError(http.StatusRequestEntityTooLarge, "body_too_large", "The request body is larger than %d bytes.", tooLarge.Limit))
-		return
-	case errors.As(err, &stalled):
-		fail(c, stalled)
-		return
-	case err != nil:
-		fail(c, apiError(http.StatusBadRequest, "invalid_body", "The request body could not be read."))
+	body, err := readBody(c, -1)
+	if err != nil {
+		fail(c, err)
 		return
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(body))

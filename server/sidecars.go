@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -43,20 +42,14 @@ func (s *Server) putSidecar(c *gin.Context) {
 		fail(c, tooLarge())
 		return
 	}
-	packet, err := io.ReadAll(io.LimitReader(c.Request.Body, xmp.MaxPacket+1))
-	var (
-		maxBytes *http.MaxBytesError
-		stalled  *Error // the body stopped arriving (idleBody)
-	)
+	packet, err := readBody(c, xmp.MaxPacket)
+	var apiErr *Error
 	switch {
-	case errors.As(err, &maxBytes) || len(packet) > xmp.MaxPacket:
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusRequestEntityTooLarge:
 		fail(c, tooLarge())
 		return
-	case errors.As(err, &stalled):
-		fail(c, stalled)
-		return
 	case err != nil:
-		fail(c, apiError(http.StatusBadRequest, "invalid_body", "The request body could not be read."))
+		fail(c, err)
 		return
 	case len(packet) == 0:
 		fail(c, apiError(http.StatusBadRequest, "empty_sidecar", "The body is empty; send the sidecar's bytes."))
