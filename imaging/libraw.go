@@ -12,6 +12,7 @@ typedef struct {
 	int width, height;   // the developed image, before flip
 	int flip;            // dcraw flip: 3 = 180°, 5 = 90° CCW, 6 = 90° CW
 	char make[64], model[64];
+	long long timestamp; // when the shot was taken, as LibRaw read it; 0: not known
 } lb_raw_header;
 
 // Each function opens the buffer, works and closes it within one call, so
@@ -48,6 +49,7 @@ static int lb_raw_info(const void *buf, size_t len, lb_raw_header *info) {
 	info->flip = lr->sizes.flip;
 	strncpy(info->make, lr->idata.make, sizeof info->make - 1);
 	strncpy(info->model, lr->idata.model, sizeof info->model - 1);
+	info->timestamp = (long long)lr->other.timestamp;
 	libraw_close(lr);
 	return 0;
 }
@@ -103,6 +105,9 @@ type rawInfo struct {
 	width, height int // displayed size: developed and turned
 	flip          int
 	make, model   string
+	// timestamp is the capture time in seconds, the camera's wall clock
+	// counted as if it were UTC (CIFF records it so), or 0.
+	timestamp int64
 }
 
 func librawError(code C.int) error {
@@ -118,7 +123,7 @@ func librawInfo(data []byte) (rawInfo, error) {
 		return rawInfo{}, librawError(rc)
 	}
 	ri := rawInfo{width: int(ci.width), height: int(ci.height), flip: int(ci.flip),
-		make: C.GoString(&ci.make[0]), model: C.GoString(&ci.model[0])}
+		make: C.GoString(&ci.make[0]), model: C.GoString(&ci.model[0]), timestamp: int64(ci.timestamp)}
 	if ri.flip&4 != 0 {
 		ri.width, ri.height = ri.height, ri.width
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"time"
 
 	"github.com/davidbyttow/govips/v2/vips"
 )
@@ -20,6 +21,11 @@ func (e *vipsEngine) readRawHeader(data []byte, h *header) error {
 	}
 	if h.exif == nil && h.meta == nil {
 		h.meta = &Metadata{CameraMake: ri.make, CameraModel: ri.model, Orientation: 1}
+		if ri.timestamp > 0 {
+			// The camera's wall clock, as EXIF's DateTimeOriginal holds it:
+			// a RAW+JPEG pair is matched on it.
+			h.meta.CapturedAt = time.Unix(ri.timestamp, 0).UTC().Format("2006-01-02T15:04:05")
+		}
 	}
 	h.width, h.height = ri.width, ri.height
 	h.rawTurn = flipOrientation(ri.flip)
