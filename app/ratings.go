@@ -38,13 +38,24 @@ func RatingJSONOf(r store.Rating) *RatingJSON {
 // per person and asset, store.Rate) and tells the project's other open
 // views of it, so a cull on one screen shows on the others. The caller has
 // checked that user may see the asset.
+// A decision on half of a RAW+JPEG pair is made on both, and the views
+// are told of both.
 func (a *App) Rate(ctx context.Context, log *slog.Logger, user, project uuid.UUID, change store.RatingChange) (*store.Rating, error) {
-	r, err := a.store.Rate(ctx, user, change)
+	byAsset, err := a.store.CullActions(ctx, user, project, []store.RatingChange{change})
 	if err != nil {
 		return nil, err
 	}
-	a.ratingChanged(ctx, log, project, *r)
-	return r, nil
+	r, ok := byAsset[change.AssetID]
+	if !ok {
+		return nil, store.ErrHandDecision
+	}
+	a.ratingChanged(ctx, log, project, r)
+	for id, other := range byAsset {
+		if id != change.AssetID {
+			a.ratingChanged(ctx, log, project, other)
+		}
+	}
+	return &r, nil
 }
 
 // CullResult is what a cull changed: the ratings, in the order their
@@ -78,13 +89,16 @@ func (a *App) CullActions(ctx context.Context, log *slog.Logger, user, project u
 			out.LeftAlone = append(out.LeftAlone, ch.AssetID)
 		}
 	}
-	// A thousand ratings are a few calls to Redis, not a thousand.
+	// A thousand ratings are a few calls to Redis, not a thousand. The
+	// other halves of pairs a decision reached are told too.
 	if a.Events != nil {
-		evs := make([]events.Event, len(out.Ratings))
-		for i, r := range out.Ratings {
-			if evs[i], err = events.New(events.AssetUpdated, project, uuid.Nil, ratingEventData(r)); err != nil {
+		evs := make([]events.Event, 0, len(byAsset))
+		for _, r := range byAsset {
+			ev, err := events.New(events.AssetUpdated, project, uuid.Nil, ratingEventData(r))
+			if err != nil {
 				return nil, err
 			}
+			evs = append(evs, ev)
 		}
 		if err := a.Events.PublishAll(ctx, evs); err != nil {
 			log.Warn("publish event", "event", events.AssetUpdated, "project", project, "err", err)

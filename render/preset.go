@@ -51,7 +51,17 @@ type Settings struct {
 	XMP       bool   `json:"xmp,omitempty"`
 	XMPNaming string `json:"xmpNaming,omitempty"`
 	Picked    string `json:"picked,omitempty"`
+	// Pairs says which files of a RAW+JPEG pair go in when either is
+	// chosen: PairsBoth (the default; "" too), PairsRaw or PairsJPEG.
+	Pairs string `json:"pairs,omitempty"`
 }
+
+// The files of RAW+JPEG pairs an export takes.
+const (
+	PairsBoth = "both"
+	PairsRaw  = "raw"
+	PairsJPEG = "jpeg"
+)
 
 // Sidecar namings: Adobe's drops the photo's extension, darktable's and
 // digiKam's keep it.
@@ -77,15 +87,15 @@ type Preset struct {
 // presets fill theirs, centre-cropped; the contact sheet lays thumbnails
 // out perPage to a page.
 var presets = []Preset{
-	{Name: PresetFullRes, Allowed: []string{"includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked"}},
+	{Name: PresetFullRes, Allowed: []string{"includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked", "pairs"}},
 	{Name: PresetWeb, Defaults: Settings{LongEdge: 2048, Quality: 85},
-		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
+		Allowed: []string{"longEdge", "width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked", "pairs"}},
 	{Name: PresetInstagramCarousel, Defaults: Settings{Width: 1080, Height: 1350, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked", "pairs"}},
 	{Name: PresetStory9x16, Defaults: Settings{Width: 1080, Height: 1920, Quality: 90},
-		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked"}},
+		Allowed: []string{"width", "height", "quality", "includeNotReady", "includeEdits", "xmp", "picked", "pairs"}},
 	{Name: PresetContactSheet, Defaults: Settings{PerPage: 24, Quality: 85},
-		Allowed: []string{"perPage", "quality", "includeNotReady", "includeEdits"}, FromPreview: true},
+		Allowed: []string{"perPage", "quality", "includeNotReady", "includeEdits", "pairs"}, FromPreview: true},
 }
 
 // Lookup returns the preset called name, or one of its aliases.
@@ -122,7 +132,7 @@ const (
 )
 
 // settingKeys are every setting an export takes; each preset allows some.
-var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked"}
+var settingKeys = []string{"longEdge", "width", "height", "quality", "perPage", "includeNotReady", "includeEdits", "xmp", "xmpNaming", "picked", "pairs"}
 
 // ParseSettings applies the user's settings in raw (a JSON object; empty
 // or null keeps the defaults) over p's defaults. problems maps each
@@ -182,6 +192,10 @@ func (p Preset) ParseSettings(raw json.RawMessage) (s Settings, problems map[str
 				problems[field] = `must be "none", "rating:N" or "label:COLOUR"`
 			} else if err := xmp.ParsePick(out.Picked); err != nil {
 				problems[field] = `must be "none", "rating:N" (N 1 to 5) or "label:COLOUR" (red, yellow, green, blue or purple)`
+			}
+		case key == "pairs":
+			if json.Unmarshal(v, &out.Pairs) != nil || !slices.Contains([]string{PairsBoth, PairsRaw, PairsJPEG}, out.Pairs) {
+				problems[field] = `must be "both", "raw" or "jpeg"`
 			}
 		default: // includeNotReady
 			if err := json.Unmarshal(v, &out.IncludeNotReady); err != nil {

@@ -120,8 +120,10 @@ type assetJSON struct {
 	MyRating       *app.RatingJSON `json:"myRating,omitempty"` // the caller's; left out when not rated or not known
 	Faces          *faceSummary    `json:"faces"`              // null until its faces were looked for
 	BestPreviewURL *string         `json:"bestPreviewUrl"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
+	// PairAssetID is the other half of a RAW+JPEG pair, culled as one.
+	PairAssetID *uuid.UUID `json:"pairAssetId"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
 }
 
 type gpsJSON struct {
@@ -177,7 +179,7 @@ func (s *Server) toAssetJSON(ctx context.Context, a store.Asset) assetJSON {
 			user: a.UserFlags,
 		},
 		Keywords: append([]string{}, a.Keywords...), Notes: a.Notes, IPTC: a.IPTC,
-		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+		PairAssetID: a.PairAssetID, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}
 	if a.GPSLat != nil && a.GPSLon != nil {
 		out.GPS = &gpsJSON{*a.GPSLat, *a.GPSLon}

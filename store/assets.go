@@ -53,6 +53,9 @@ type Asset struct {
 	ThumbnailAt     *time.Time      `db:"thumbnail_at"` // when its thumbnail was first made
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
+	// PairAssetID is the other half of a RAW+JPEG pair: the camera wrote
+	// both files of one shot.
+	PairAssetID *uuid.UUID `db:"pair_asset_id"`
 }
 
 // Asset states.
@@ -134,7 +137,7 @@ const assetColumns = `a.id, a.project_id, a.client_file_id, a.filename, a.conten
 	a.captured_at, a.captured_offset, a.ingested_at, a.width_px, a.height_px, a.camera_make, a.camera_model,
 	a.lens_model, a.focal_length_mm, a.shutter_speed, a.aperture, a.iso, a.gps_lat, a.gps_lon, a.exif, a.quality,
 	a.metadata_warning, a.error_code, a.error_message, a.keywords, a.notes, a.iptc, a.user_flags, a.created_at, a.updated_at,
-	a.thumbnail_at, EXISTS (SELECT 1 FROM edit_versions e WHERE e.asset_id = a.id) AS edited`
+	a.thumbnail_at, a.pair_asset_id, EXISTS (SELECT 1 FROM edit_versions e WHERE e.asset_id = a.id) AS edited`
 
 // AssetByID returns an asset whatever its owner; for the worker and uploads.
 func (s *Store) AssetByID(ctx context.Context, id uuid.UUID) (*Asset, error) {

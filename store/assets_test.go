@@ -171,7 +171,7 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	if !reflect.DeepEqual(named.AssetIDs, store.UUIDs{c, a}) {
 		t.Fatalf("asset ids read back as %v", named.AssetIDs)
 	}
-	plan, err := env.Store.ExportPlan(ctx, named)
+	plan, err := env.Store.ExportPlan(ctx, named, "")
 	if err != nil || !reflect.DeepEqual(plan, []uuid.UUID{c, a}) {
 		t.Fatalf("plan of a named export %v %v", plan, err)
 	}
@@ -184,7 +184,7 @@ func TestExportKeepsItsAssetsInTheOrderNamed(t *testing.T) {
 	if all.AssetIDs != nil {
 		t.Fatalf("an export of everything has asset ids %v", all.AssetIDs)
 	}
-	if plan, _ := env.Store.ExportPlan(ctx, all); len(plan) != 3 {
+	if plan, _ := env.Store.ExportPlan(ctx, all, ""); len(plan) != 3 {
 		t.Fatalf("an export of everything covers %d assets", len(plan))
 	}
 

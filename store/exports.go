@@ -330,16 +330,46 @@ type ExportItem struct {
 
 // ExportPlan lists the assets e covers, in the archive's order: the ones
 // it names, in the order named, or every finalized asset of its project
-// in capture order.
-func (s *Store) ExportPlan(ctx context.Context, e *Export) ([]uuid.UUID, error) {
-	if e.AssetIDs != nil {
-		return e.AssetIDs, nil
+// in capture order. pairs ("both" or "", "raw", "jpeg") says which halves
+// of RAW+JPEG pairs go in: one named brings its other half with it, right
+// after it, unless pairs leaves that half out.
+func (s *Store) ExportPlan(ctx context.Context, e *Export, pairs string) ([]uuid.UUID, error) {
+	var rows []struct {
+		ID   uuid.UUID  `db:"id"`
+		Pair *uuid.UUID `db:"pair_asset_id"`
+		Raw  bool       `db:"raw"`
 	}
-	var out []uuid.UUID
-	err := s.db.SelectContext(ctx, &out, `
-		SELECT id FROM assets WHERE project_id = $1 AND status <> 'pending_upload'
-		ORDER BY captured_at NULLS LAST, created_at, id`, e.ProjectID)
-	return out, err
+	var err error
+	if e.AssetIDs != nil {
+		err = s.db.SelectContext(ctx, &rows, `
+			SELECT u.id, a.pair_asset_id, coalesce(a.content_type = ANY($3), false) AS raw
+			FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n) LEFT JOIN assets a ON a.id = u.id AND a.project_id = $1
+			ORDER BY u.n`, e.ProjectID, e.AssetIDs, rawTypes)
+	} else {
+		err = s.db.SelectContext(ctx, &rows, `
+			SELECT id, pair_asset_id, content_type = ANY($2) AS raw FROM assets WHERE project_id = $1 AND status <> 'pending_upload'
+			ORDER BY captured_at NULLS LAST, created_at, id`, e.ProjectID, rawTypes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uuid.UUID, 0, len(rows))
+	seen := make(map[uuid.UUID]bool, len(rows))
+	add := func(id uuid.UUID, isRaw, paired bool) {
+		if seen[id] || paired && (pairs == "raw" && !isRaw || pairs == "jpeg" && isRaw) {
+			return
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	for _, r := range rows {
+		add(r.ID, r.Raw, r.Pair != nil)
+		if r.Pair != nil {
+			// The other half is the opposite kind: a pair is a raw and a JPEG.
+			add(*r.Pair, !r.Raw, true)
+		}
+	}
+	return out, nil
 }
 
 // ExportItems returns the assets of e's project among ids, in the order

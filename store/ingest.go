@@ -77,7 +77,10 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 		if err != nil {
 			return err
 		}
-		return tx.saveXMP(ctx, out)
+		if err := tx.saveXMP(ctx, out); err != nil {
+			return err
+		}
+		return tx.linkPair(ctx, out.AssetID)
 	})
 	return s.duplicateOf(ctx, out.AssetID, err)
 }

@@ -94,26 +94,66 @@ var ErrHandDecision = errors.New("store: the rating holds a decision made by han
 // rating holding a hand decision changes nothing and is ErrHandDecision,
 // decided on the row as it is locked, so a hand decision made meanwhile
 // still wins. The caller has checked that user may see the asset.
+//
+// A decision on half of a RAW+JPEG pair is made on both, in the same
+// transaction.
 func (s *Store) Rate(ctx context.Context, user uuid.UUID, change RatingChange) (*Rating, error) {
-	rs, err := s.rateEach(ctx, user, []RatingChange{change})
+	var r *Rating
+	err := s.WithTx(ctx, func(tx *Store) error {
+		byAsset, err := tx.rateAll(ctx, user, []RatingChange{change})
+		if err != nil {
+			return err
+		}
+		if got, ok := byAsset[change.AssetID]; ok {
+			r = &got
+		}
+		return nil
+	})
 	switch {
 	case err != nil:
 		return nil, err
-	case len(rs) == 0:
+	case r == nil:
 		return nil, ErrHandDecision
 	}
-	return &rs[0], nil
+	return r, nil
 }
 
 // CullActions applies several rating changes of user's to assets of project
 // in one transaction: all of them, or none when any asset is not in the
 // project (ErrForeignAssets, listing them). It returns the ratings as the
 // changes left them, by asset; an asset whose changes were all assisted
-// and left alone for a hand decision (see Rate) is not among them.
+// and left alone for a hand decision (see Rate) is not among them. The
+// other halves of RAW+JPEG pairs a decision reached are among them too.
 func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, changes []RatingChange) (map[uuid.UUID]Rating, error) {
 	ids := make([]uuid.UUID, len(changes))
 	for i, c := range changes {
 		ids[i] = c.AssetID
+	}
+	var out map[uuid.UUID]Rating
+	err := s.WithTx(ctx, func(tx *Store) error {
+		foreign, err := tx.ForeignAssets(ctx, project, ids)
+		if err != nil {
+			return err
+		}
+		if len(foreign) > 0 {
+			return &ForeignAssetsError{IDs: foreign}
+		}
+		out, err = tx.rateAll(ctx, user, changes)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rateAll applies changes, several to one asset if need be, and the same
+// decisions to the other halves of pairs (withPairs), inside the caller's
+// transaction; it returns the ratings changed, by asset.
+func (s *Store) rateAll(ctx context.Context, user uuid.UUID, changes []RatingChange) (map[uuid.UUID]Rating, error) {
+	changes, err := s.withPairs(ctx, changes)
+	if err != nil {
+		return nil, err
 	}
 	// An asset's changes apply in their order: its first with every
 	// asset's first, then its second with every second, and so on.
@@ -128,27 +168,14 @@ func (s *Store) CullActions(ctx context.Context, user, project uuid.UUID, change
 		rounds[k] = append(rounds[k], c)
 	}
 	out := make(map[uuid.UUID]Rating, len(changes))
-	err := s.WithTx(ctx, func(tx *Store) error {
-		foreign, err := tx.ForeignAssets(ctx, project, ids)
+	for _, round := range rounds {
+		rs, err := s.rateEach(ctx, user, round)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(foreign) > 0 {
-			return &ForeignAssetsError{IDs: foreign}
+		for _, r := range rs {
+			out[r.AssetID] = r
 		}
-		for _, round := range rounds {
-			rs, err := tx.rateEach(ctx, user, round)
-			if err != nil {
-				return err
-			}
-			for _, r := range rs {
-				out[r.AssetID] = r
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -277,7 +277,7 @@ func (b *exportBuild) run(ctx context.Context) (blob.Info, error) {
 		return blob.Info{}, tasks.Permanent(fmt.Errorf("export settings: %w", err))
 	}
 	if b.plan == nil {
-		ids, err := b.w.st.ExportPlan(ctx, b.e)
+		ids, err := b.w.st.ExportPlan(ctx, b.e, b.settings.Pairs)
 		if err != nil {
 			return blob.Info{}, err
 		}

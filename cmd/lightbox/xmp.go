@@ -209,6 +209,13 @@ type remoteAsset struct {
 	IPTC      json.RawMessage `json:"iptc"`
 	MyRating  *remoteRating   `json:"myRating"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+	// PairAssetID is the other half of a RAW+JPEG pair.
+	PairAssetID *string `json:"pairAssetId"`
+}
+
+// pairs reports whether a and b are the two halves of a RAW+JPEG pair.
+func (a *remoteAsset) pairs(b *remoteAsset) bool {
+	return a.PairAssetID != nil && *a.PairAssetID == b.ID
 }
 
 // remoteRating is the key owner's own rating of an asset.
@@ -651,16 +658,22 @@ func writePackets(ctx context.Context, o xmpOptions, assets []*remoteAsset) ([]w
 	})
 	if err == nil {
 		slices.Sort(held)
-		claimed := map[string]string{} // sidecar → the photo it is written for
+		claimed := map[string]*match{} // sidecar → the photo it is written for
 		for _, i := range held {
 			t, _ := targetOf(matches[i].path)
-			if other, ok := claimed[t]; ok {
+			other, ok := claimed[t]
+			switch {
+			case ok && other.asset.pairs(matches[i].asset):
+				// A RAW+JPEG pair holds one decision: the sidecar written
+				// for one half is the other's too.
+				results[i] = &writeResult{path: matches[i].path, target: t, outcome: outcomeUnchanged}
+			case ok:
 				results[i] = &writeResult{path: matches[i].path, target: t, outcome: outcomeFailed,
-					note: fmt.Sprintf("its sidecar %s is %s's too; use --naming darktable", filepath.Base(t), filepath.Base(other))}
-				continue
+					note: fmt.Sprintf("its sidecar %s is %s's too; use --naming darktable", filepath.Base(t), filepath.Base(other.path))}
+			default:
+				claimed[t] = matches[i]
+				todo <- i
 			}
-			claimed[t] = matches[i].path
-			todo <- i
 		}
 	}
 	close(todo)

@@ -66,9 +66,10 @@ func api(t *testing.T, url, key, method, path string, in, out any) {
 }
 
 type testAsset struct {
-	ID       string `json:"id"`
-	Filename string `json:"filename"`
-	Flags    struct {
+	ID          string  `json:"id"`
+	Filename    string  `json:"filename"`
+	PairAssetID *string `json:"pairAssetId"`
+	Flags       struct {
 		Readiness string `json:"readiness"`
 	} `json:"flags"`
 	MyRating *struct {
@@ -142,20 +143,20 @@ func xmpFiles(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestXMPWriteAndReadThroughAnEditor uploads four photos, culls them
-// through the API, writes their sidecars (merging with one that holds an
-// editor's develop setting), reads them with exiftool, changes a rating
-// as an editor would, and reads it back into Lightbox.
-func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
+// xmpStack runs the server and worker (services) and returns their URL,
+// an API key, and the CLI built and pointed at them, which fails the test
+// when a command does.
+func xmpStack(t *testing.T) (url, key string, lightbox func(args ...string) string) {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/exiftool"); err != nil {
 		t.Skip("exiftool is not installed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // bounds a hang only
-	defer cancel()
-	url, key := services(t)
+	t.Cleanup(cancel)
+	url, key = services(t)
 	cmd := testenv.BuildCommand(ctx, t, ".")
 	cmd.Env = []string{"LIGHTBOX_URL=" + url, "LIGHTBOX_API_KEY=" + key}
-	lightbox := func(args ...string) string {
+	return url, key, func(args ...string) string {
 		t.Helper()
 		status, stdout, stderr := cmd.Run(args...)
 		if status != 0 {
@@ -163,25 +164,38 @@ func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
 		}
 		return stdout
 	}
+}
+
+// uploadNew sends dir to a new project called title with lightbox upload
+// and returns the project's id.
+func uploadNew(t *testing.T, lightbox func(args ...string) string, title, dir string) string {
+	t.Helper()
+	for _, line := range strings.Split(lightbox("upload", "--json", "--new", title, dir), "\n") {
+		var ev struct {
+			Event     string `json:"event"`
+			ProjectID string `json:"projectId"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "project" {
+			return ev.ProjectID
+		}
+	}
+	t.Fatal("the upload named no project")
+	return ""
+}
+
+// TestXMPWriteAndReadThroughAnEditor uploads four photos, culls them
+// through the API, writes their sidecars (merging with one that holds an
+// editor's develop setting), reads them with exiftool, changes a rating
+// as an editor would, and reads it back into Lightbox.
+func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
+	url, key, lightbox := xmpStack(t)
 
 	dir := t.TempDir()
 	names := []string{"wood.jpg", "dune.jpg", "storm.jpg", "blinds.jpg"}
 	for _, n := range names {
 		copyFile(t, photo(t, n), filepath.Join(dir, n), nil)
 	}
-	project := ""
-	for _, line := range strings.Split(lightbox("upload", "--json", "--new", "Coast", dir), "\n") {
-		var ev struct {
-			Event     string `json:"event"`
-			ProjectID string `json:"projectId"`
-		}
-		if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "project" {
-			project = ev.ProjectID
-		}
-	}
-	if project == "" {
-		t.Fatal("the upload named no project")
-	}
+	project := uploadNew(t, lightbox, "Coast", dir)
 	var assets map[string]testAsset
 	testenv.EventuallyEvery(t, "the photos to be ingested", 5*time.Minute, time.Second, func() bool {
 		assets = listAssets(t, url, key, project)
@@ -272,6 +286,59 @@ func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
 	}
 	if rating, _ := exifXMP(t, filepath.Join(embedDir, "wood.jpg")); rating != "5" || len(xmpFiles(t, embedDir)) != 0 {
 		t.Errorf("wood.jpg holds rating %q after --embed, sidecars %q; want 5 and none", rating, xmpFiles(t, embedDir))
+	}
+}
+
+// TestXMPWriteGivesARawPlusJPEGPairOneSidecar: a camera's RAW+JPEG shot,
+// uploaded as it comes off the card, is one photo to cull: its halves name
+// each other, stars given to the raw are the JPEG's, and the one NAME.xmp
+// Adobe's naming gives them both holds those stars.
+func TestXMPWriteGivesARawPlusJPEGPairOneSidecar(t *testing.T) {
+	url, key, lightbox := xmpStack(t)
+
+	dir := t.TempDir()
+	raw := filepath.Join(testenv.Formats(t), "raw", "canon-eos-d30.crw")
+	copyFile(t, raw, filepath.Join(dir, "IMG_0042.CRW"), nil)
+	jpeg, err := exec.Command("/usr/bin/exiftool", "-b", "-JpgFromRaw", raw).Output()
+	if err != nil || len(jpeg) == 0 {
+		t.Fatalf("exiftool -JpgFromRaw: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "IMG_0042.JPG"), jpeg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The camera stamps both files with one time.
+	if out, err := exec.Command("/usr/bin/exiftool", "-q", "-overwrite_original", "-DateTimeOriginal=2018:01:01 13:03:32",
+		filepath.Join(dir, "IMG_0042.JPG")).CombinedOutput(); err != nil {
+		t.Fatalf("exiftool: %v\n%s", err, out)
+	}
+	project := uploadNew(t, lightbox, "Card", dir)
+	var assets map[string]testAsset
+	testenv.EventuallyEvery(t, "the pair to be ingested and paired", 5*time.Minute, time.Second, func() bool {
+		assets = listAssets(t, url, key, project)
+		for _, n := range []string{"IMG_0042.CRW", "IMG_0042.JPG"} {
+			if assets[n].Flags.Readiness == "failed" {
+				t.Fatalf("%s failed to ingest", n)
+			}
+		}
+		return assets["IMG_0042.CRW"].PairAssetID != nil && assets["IMG_0042.JPG"].PairAssetID != nil
+	})
+	raws, jpegs := assets["IMG_0042.CRW"], assets["IMG_0042.JPG"]
+	if *raws.PairAssetID != jpegs.ID || *jpegs.PairAssetID != raws.ID {
+		t.Fatalf("the raw names %s and the JPEG %s; want each other (%s, %s)", *raws.PairAssetID, *jpegs.PairAssetID, raws.ID, jpegs.ID)
+	}
+	api(t, url, key, "POST", "/v1/assets/"+raws.ID+"/ratings", map[string]any{"rating": 4}, nil)
+	if r := listAssets(t, url, key, project)["IMG_0042.JPG"].MyRating; r == nil || r.Rating == nil || *r.Rating != 4 {
+		t.Fatalf("the JPEG's rating after starring the raw: %+v, want 4", r)
+	}
+
+	if out := lightbox("xmp", "write", "--project", project, dir); !strings.Contains(out, "matched 2, written 1, unchanged 1, not found 0") {
+		t.Fatalf("xmp write printed:\n%s", out)
+	}
+	if got := xmpFiles(t, dir); strings.Join(got, " ") != "IMG_0042.xmp" {
+		t.Fatalf("sidecars %q, want the pair's one IMG_0042.xmp", got)
+	}
+	if rating, _ := exifXMP(t, filepath.Join(dir, "IMG_0042.xmp")); rating != "4" {
+		t.Errorf("IMG_0042.xmp holds rating %q, want 4", rating)
 	}
 }
 

@@ -76,6 +76,19 @@ func (f Format) ContentType() string { return table[f].mime }
 // IsRaw reports whether the format is a camera raw (DNG included).
 func (f Format) IsRaw() bool { return table[f].raw }
 
+// RawContentTypes lists the content types recorded for camera raws (DNG
+// included), sorted.
+func RawContentTypes() []string {
+	var out []string
+	for _, in := range table {
+		if in.raw {
+			out = append(out, in.mime)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // FromExt names the format a file name's extension implies, or "".
 func FromExt(name string) Format {
 	ext := strings.ToLower(path.Ext(name))

@@ -145,6 +145,11 @@ export interface Asset {
   bestPreviewUrl?: string | null;
 
   // Beyond the seed.
+  /**
+   * The other half of a RAW+JPEG pair (one base name and capture time):
+   * one photo to cull, a decision on either is made on both.
+   */
+  pairAssetId?: string | null;
   filename: string;
   contentType: string;
   byteSize: number;
@@ -768,6 +773,8 @@ export interface ExportSettings {
   xmpNaming?: "adobe" | "darktable";
   /** How a pick is written: "none" (default), "rating:N" or "label:COLOUR". */
   picked?: string;
+  /** Which files of a RAW+JPEG pair go in: both (default), the raw, or the JPEG. */
+  pairs?: "both" | "raw" | "jpeg";
 }
 
 /** A crop in fractions of the photo as shown, before the edit's turn. */
