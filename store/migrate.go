@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/jmoiron/sqlx"
 )
 
 //go:embed migrations/*.sql
@@ -49,6 +52,77 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// SchemaTooNewError refuses a database that a later Lightbox has migrated
+// past the newest migration this binary embeds: this binary's queries
+// would meet tables whose shape it does not know, and it cannot undo a
+// migration.
+type SchemaTooNewError struct {
+	Version int    // the newest migration the database has applied
+	Name    string // that migration's file name, as schema_migrations records it
+	Known   int    // the newest migration this binary embeds
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("database schema is at version %d (%s), but this Lightbox knows migrations only up to %d: "+
+		"run a Lightbox built with migration %d or newer", e.Version, e.Name, e.Known, e.Version)
+}
+
+// appliedMigrations reads the versions schema_migrations records. It
+// refuses, with a *SchemaTooNewError, a newest version past the newest of
+// all, the embedded migrations.
+func appliedMigrations(ctx context.Context, q sqlx.QueryerContext, all []Migration) (map[int]bool, error) {
+	var rows []struct {
+		Version int    `db:"version"`
+		Name    string `db:"name"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT version, name FROM schema_migrations ORDER BY version`); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	applied := make(map[int]bool, len(rows))
+	for _, r := range rows {
+		applied[r.Version] = true
+	}
+	known := 0
+	if len(all) > 0 {
+		known = all[len(all)-1].Version
+	}
+	if n := len(rows); n > 0 && rows[n-1].Version > known {
+		return nil, &SchemaTooNewError{Version: rows[n-1].Version, Name: rows[n-1].Name, Known: known}
+	}
+	return applied, nil
+}
+
+// PendingMigrations returns the newest migration version the database has
+// applied (0 for none) and the migrations Migrate would apply, in order,
+// changing nothing: a database without schema_migrations has applied
+// none. A schema newer than this binary knows is a *SchemaTooNewError, as
+// Migrate would refuse it.
+func (s *Store) PendingMigrations(ctx context.Context) (version int, pending []Migration, err error) {
+	all, err := Migrations()
+	if err != nil {
+		return 0, nil, err
+	}
+	var exists bool
+	if err := s.pool.GetContext(ctx, &exists, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
+		return 0, nil, err
+	}
+	applied := map[int]bool{}
+	if exists {
+		if applied, err = appliedMigrations(ctx, s.pool, all); err != nil {
+			return 0, nil, err
+		}
+	}
+	for v := range applied {
+		version = max(version, v)
+	}
+	for _, m := range all {
+		if !applied[m.Version] {
+			pending = append(pending, m)
+		}
+	}
+	return version, pending, nil
+}
+
 // migrationLockClass keys the advisory lock; the second key is the schema, so
 // processes migrating different schemas of one database do not wait on each
 // other while two processes migrating the same schema take turns.
@@ -56,8 +130,17 @@ const migrationLockClass = 0x4c42 // "LB"
 
 // Migrate applies every migration not yet applied, each in its own
 // transaction, under an advisory lock so concurrent starts cannot race.
-// It returns the versions it applied.
+// It returns the versions it applied. A database a later Lightbox has
+// migrated further than this binary knows is refused, before anything is
+// applied, with a *SchemaTooNewError.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) ([]int, error) {
+	return s.MigrateTo(ctx, log, math.MaxInt)
+}
+
+// MigrateTo is Migrate applying only the migrations up to and including
+// version: the schema an earlier release left, which upgrade tests fill
+// and then migrate to now.
+func (s *Store) MigrateTo(ctx context.Context, log *slog.Logger, version int) ([]int, error) {
 	all, err := Migrations()
 	if err != nil {
 		return nil, err
@@ -80,17 +163,17 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) ([]int, error) {
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, fmt.Errorf("create schema_migrations: %w", err)
 	}
-	applied := map[int]bool{}
-	var versions []int
-	if err := conn.SelectContext(ctx, &versions, `SELECT version FROM schema_migrations`); err != nil {
+	// Read under the lock, so what another start applied meanwhile counts.
+	applied, err := appliedMigrations(ctx, conn, all)
+	if err != nil {
 		return nil, err
-	}
-	for _, v := range versions {
-		applied[v] = true
 	}
 
 	var done []int
 	for _, m := range all {
+		if m.Version > version {
+			break
+		}
 		if applied[m.Version] {
 			continue
 		}

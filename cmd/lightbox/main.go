@@ -5,7 +5,7 @@
 //	lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
 //	lightbox xmp write --project ID [--naming adobe|darktable] [--pick P] [--embed] [--dry-run] DIR
 //	lightbox xmp read --project ID [--naming adobe|darktable] [--pick P] DIR
-//	lightbox migrate
+//	lightbox migrate [--dry-run]                --dry-run lists the pending migrations, applying none
 //	lightbox users create --email E [--admin]   prints only the new API key
 //	lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
 //	lightbox keys create --email E [--name N]   prints only the new API key
@@ -59,7 +59,8 @@ const usage = `usage:
                                                bring back ratings, rejects, labels and
                                                keywords from sidecars changed after Lightbox's
                                                decision
-  lightbox migrate                             apply pending database migrations
+  lightbox migrate [--dry-run]                 apply pending database migrations; --dry-run
+                                               lists them (version and file), applying none
   lightbox users create --email E [--admin]    make a user; prints only its API key
   lightbox users quota --email E [--bytes L] [--files-in-flight L] [--exports L]
                                                show a user's quotas and usage, or set
@@ -157,7 +158,13 @@ func parse(args []string) (command, error) {
 	case "xmp write", "xmp read":
 		return parseXMP(fs, rest, os.Getenv)
 	case "migrate":
-		return withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
+		dryRun := fs.Bool("dry-run", false, "list the pending migrations, applying none")
+		cmd, err := withFlags(fs, rest, 0, nil, command{db: true, run: alreadyMigrated})
+		if err == nil && *dryRun {
+			// Not db: connecting to the migrated store would apply them.
+			cmd = command{run: pendingMigrations}
+		}
+		return cmd, err
 	case "keygen":
 		return withFlags(fs, rest, 1, nil, command{run: func(_ context.Context, _ *store.Store, out, stderr io.Writer) error {
 			made, err := chain.GenerateKeyFile(fs.Arg(0))
@@ -215,8 +222,34 @@ func parse(args []string) (command, error) {
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
-// alreadyMigrated is all of "migrate": connecting applies the migrations.
+// alreadyMigrated is all of "migrate" without --dry-run: connecting applies
+// the migrations.
 func alreadyMigrated(context.Context, *store.Store, io.Writer, io.Writer) error { return nil }
+
+// pendingMigrations is "migrate --dry-run": it connects without migrating
+// and prints each migration a migrate would apply, or that there is none.
+func pendingMigrations(ctx context.Context, _ *store.Store, out, _ io.Writer) error {
+	cfg, _, err := boot.Config()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	version, pending, err := st.PendingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		fmt.Fprintf(out, "up to date (version %d)\n", version)
+	}
+	for _, m := range pending {
+		fmt.Fprintf(out, "%d\t%s\n", m.Version, m.Name)
+	}
+	return nil
+}
 
 // newFlags is a flag set that reports nothing itself: run reports its
 // errors once, with the usage.

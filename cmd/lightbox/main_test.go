@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"lightbox/chain"
+	"lightbox/store"
 	"lightbox/testsupport/testenv"
 )
 
@@ -238,5 +240,66 @@ func TestBlobsOrphans(t *testing.T) {
 
 	if status, _, stderr := cmd.Run("blobs", "orphans", "--older-than", "10m"); status != 2 || !strings.Contains(stderr, "at least 1h") {
 		t.Errorf("--older-than 10m: status %d, stderr %q; want a usage error", status, stderr)
+	}
+}
+
+// TestMigrateDryRun: `lightbox migrate --dry-run` lists the migrations a
+// database two behind would get, applying none; says it is up to date
+// once `lightbox migrate` has run; and, like `lightbox migrate` (which
+// starts as the server and worker do), refuses a schema a later release
+// made, naming the release to run.
+func TestMigrateDryRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // bounds a hang only
+	defer cancel()
+	env := testenv.New(t)
+	cmd := testenv.BuildCommand(ctx, t, ".")
+	cmd.Env = []string{"DATABASE_URL=" + env.DSN, "REDIS_URL=" + env.RedisURL, "DATA_DIR=" + t.TempDir()}
+	all, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.DB.ExecContext(ctx, "DROP SCHEMA "+env.Schema+" CASCADE; CREATE SCHEMA "+env.Schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.MigrateTo(ctx, nil, all[len(all)-3].Version); err != nil {
+		t.Fatal(err)
+	}
+	applied := func() int { return env.Count(t, `SELECT count(*) FROM schema_migrations`) }
+
+	var want strings.Builder
+	for _, m := range all[len(all)-2:] {
+		fmt.Fprintf(&want, "%d\t%s\n", m.Version, m.Name)
+	}
+	if status, stdout, stderr := cmd.Run("migrate", "--dry-run"); status != 0 || stdout != want.String() || stderr != "" {
+		t.Fatalf("lightbox migrate --dry-run: status %d, stdout %q, stderr %q; want %q", status, stdout, stderr, want.String())
+	}
+	if n := applied(); n != len(all)-2 {
+		t.Fatalf("%d migrations recorded after the dry run, want the %d there before", n, len(all)-2)
+	}
+
+	if status, _, stderr := cmd.Run("migrate"); status != 0 {
+		t.Fatalf("lightbox migrate: status %d, stderr %q", status, stderr)
+	}
+	newest := all[len(all)-1]
+	upToDate := fmt.Sprintf("up to date (version %d)\n", newest.Version)
+	if status, stdout, stderr := cmd.Run("migrate", "--dry-run"); status != 0 || stdout != upToDate || stderr != "" {
+		t.Fatalf("lightbox migrate --dry-run once migrated: status %d, stdout %q, stderr %q; want %q", status, stdout, stderr, upToDate)
+	}
+
+	later := newest.Version + 1
+	if _, err := env.DB.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`,
+		later, fmt.Sprintf("%04d_from_a_later_release.sql", later)); err != nil {
+		t.Fatal(err)
+	}
+	says := fmt.Sprintf("database schema is at version %d (%04d_from_a_later_release.sql), but this Lightbox knows migrations only up to %d: "+
+		"run a Lightbox built with migration %d or newer", later, later, newest.Version, later)
+	for _, args := range [][]string{{"migrate", "--dry-run"}, {"migrate"}} {
+		if status, stdout, stderr := cmd.Run(args...); status != 1 || stdout != "" || !strings.Contains(stderr, says) {
+			t.Errorf("lightbox %q on a newer schema: status %d, stdout %q, stderr %q; want 1 and %q", args, status, stdout, stderr, says)
+		}
+	}
+
+	if status, _, stderr := cmd.Run("migrate", "--dry-run", "now"); status != 2 || !strings.Contains(stderr, `unexpected argument "now"`) {
+		t.Errorf("lightbox migrate --dry-run now: status %d, stderr %q; want a usage error", status, stderr)
 	}
 }
