@@ -56,9 +56,9 @@ const usage = `usage:
                                                what is there; --embed writes JPEG, TIFF and
                                                DNG files' own packets instead
   lightbox xmp read --project ID [--naming adobe|darktable] [--pick P] DIR
-                                               bring back ratings, rejects, labels and
-                                               keywords from sidecars changed after Lightbox's
-                                               decision
+                                               bring back ratings, rejects, labels,
+                                               keywords and captions from sidecars changed
+                                               after Lightbox's decision
   lightbox migrate [--dry-run]                 apply pending database migrations; --dry-run
                                                lists them (version and file), applying none
   lightbox users create --email E [--admin]    make a user; prints only its API key

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -872,8 +873,15 @@ func xmpRead(ctx context.Context, api *apiClient, o xmpOptions, assets []*remote
 		}
 		rate, rateSaid := ratingChange(base, side, mtime.After(ratedAt))
 		kw, kwSaid := keywordChange(base, side, d, mtime.After(m.asset.UpdatedAt))
+		captions, capSaid := captionChange(base, side, m.asset.IPTC, mtime.After(m.asset.UpdatedAt))
+		if captions != nil {
+			if kw == nil {
+				kw = map[string]any{}
+			}
+			kw["iptc"] = captions
+		}
 		if rate == nil && kw == nil {
-			if len(rateSaid)+len(kwSaid) > 0 {
+			if len(rateSaid)+len(kwSaid)+len(capSaid) > 0 {
 				older++
 			}
 			continue
@@ -895,6 +903,7 @@ func xmpRead(ctx context.Context, api *apiClient, o xmpOptions, assets []*remote
 		}
 		if kw != nil {
 			said = append(said, kwSaid...)
+			said = append(said, capSaid...)
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", filepath.Base(m.path), strings.Join(said, "; "))
 	}
@@ -983,6 +992,60 @@ func keywordChange(base, side, current xmp.Decisions, newer bool) (map[string]an
 		return nil, said
 	}
 	return map[string]any{"keywords": append([]string{}, side.Keywords...)}, said
+}
+
+// captionChange is the asset's IPTC object with the captions the packet
+// changes from base set or cleared, every other field kept as it is, and
+// its words; nil when no caption differs or the packet is not newer.
+func captionChange(base, side xmp.Decisions, current json.RawMessage, newer bool) (map[string]any, []string) {
+	was, now := captionMap(base.IPTC), captionMap(side.IPTC)
+	var keys []string
+	for k := range now {
+		if now[k] != was[k] {
+			keys = append(keys, k)
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	slices.Sort(keys)
+	said := make([]string, len(keys))
+	for i, k := range keys {
+		said[i] = fmt.Sprintf("%s %s → %s", k, captionWord(was[k]), captionWord(now[k]))
+	}
+	if !newer {
+		return nil, said
+	}
+	out := map[string]any{}
+	_ = json.Unmarshal(current, &out) // an asset without captions has {} or null
+	for _, k := range keys {
+		if v, ok := now[k]; ok {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
+	}
+	return out, said
+}
+
+// captionMap is c's non-empty captions by their API names.
+func captionMap(c xmp.IPTC) map[string]string {
+	b, _ := json.Marshal(c) // empty captions are omitted
+	m := map[string]string{}
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func captionWord(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return strconv.Quote(s)
 }
 
 func keywordWords(ks []string) string {

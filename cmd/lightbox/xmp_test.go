@@ -66,9 +66,10 @@ func api(t *testing.T, url, key, method, path string, in, out any) {
 }
 
 type testAsset struct {
-	ID          string  `json:"id"`
-	Filename    string  `json:"filename"`
-	PairAssetID *string `json:"pairAssetId"`
+	ID          string         `json:"id"`
+	Filename    string         `json:"filename"`
+	PairAssetID *string        `json:"pairAssetId"`
+	IPTC        map[string]any `json:"iptc"`
 	Flags       struct {
 		Readiness string `json:"readiness"`
 	} `json:"flags"`
@@ -256,9 +257,9 @@ func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
 		t.Errorf("writing again printed:\n%s", out)
 	}
 
-	// An editor gives wood five stars.
+	// An editor gives wood five stars and a title.
 	sidecar := filepath.Join(dir, "wood.xmp")
-	if out, err := exec.Command("/usr/bin/exiftool", "-overwrite_original", "-XMP-xmp:Rating=5", sidecar).CombinedOutput(); err != nil {
+	if out, err := exec.Command("/usr/bin/exiftool", "-overwrite_original", "-XMP-xmp:Rating=5", "-XMP-dc:Title=Old wood", sidecar).CombinedOutput(); err != nil {
 		t.Fatalf("exiftool: %v\n%s", err, out)
 	}
 	later := time.Now().Add(time.Hour)
@@ -266,12 +267,15 @@ func TestXMPWriteAndReadThroughAnEditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = lightbox("xmp", "read", "--project", project, dir)
-	if !strings.Contains(out, "wood.jpg: rating 3 → 5") || !strings.Contains(out, "changed 1") {
+	if !strings.Contains(out, "wood.jpg: rating 3 → 5; title none → \"Old wood\"") || !strings.Contains(out, "changed 1") {
 		t.Errorf("xmp read printed:\n%s", out)
 	}
 	assets = listAssets(t, url, key, project)
 	if r := assets["wood.jpg"].MyRating; r == nil || r.Rating == nil || *r.Rating != 5 {
 		t.Errorf("wood.jpg's rating is %+v after xmp read, want 5", r)
+	}
+	if title := assets["wood.jpg"].IPTC["title"]; title != "Old wood" {
+		t.Errorf("wood.jpg's title is %v after xmp read, want Old wood", title)
 	}
 	if r := assets["dune.jpg"].MyRating; r == nil || !r.Rejected {
 		t.Errorf("dune.jpg is no longer rejected: %+v", r)
