@@ -20,7 +20,10 @@
 //   getFilter(), setFilter(patch) a q searches the server (POST /v1/projects/{id}/search with the same
 //                                  filters) and shows its best 100 matches by relevance
 //   SORTS, getSort() → {key, desc}, setSort(key, desc)   key: 'uploaded' | 'captured' | 'filename'
-//   viewIds(), viewRows()         the photos in view, in order (rows are model.js's)
+//   viewIds(), viewRows()         the photos in view, in order (rows are model.js's). A RAW+JPEG pair
+//                                  (rows naming each other in row.pair) is one photo there, the raw's,
+//                                  and counts once: its JPEG shows alone only where its raw is not
+//                                  listed or the filters leave the raw out
 //   indexOf(id)                   its place in the view, -1 when out of it
 //   rowOf(id)                     the model's row of an asset
 //   counts()                      {total, shown, flag: {any, picked, rejected, unflagged},
@@ -47,7 +50,8 @@
 //   apply(ids, change, {label})   change: any of {picked, rejected, rating: 1..5 | null, colorLabel: one of
 //                                  COLOR_LABELS | null}. Shown at once, sent at once through POST
 //                                  /v1/projects/{id}/cull:applyAction (1,000 a request), rolled back with a
-//                                  message when refused
+//                                  message when refused. The server gives the other half of a pair the
+//                                  same change, shown here at once, never sent twice
 //   applyEach(actions, {label, leftAlone})   [{assetId, picked?, rejected?, rating?, colorLabel?, assisted?}]:
 //                                  one change per photo, undone as one step (compare's keeper uses it). Actions
 //                                  marked assisted (the assistant's, as cull:suggest gives them) are undone as
@@ -485,8 +489,48 @@ async function walk() {
   const cams = new Int32Array(CAMERAS.length);
   const out = [];
   const rows = f.q ? search.rows || [] : base;
+  // Where a raw is looked for beside its JPEG: among the matches of a
+  // search (a hundred at most), else among every photo listed.
+  const matched = f.q ? new Set(rows) : null;
+  let paired = 0;
+  // How often a JPEG counted under an option its raw counts under too
+  // (the halves differ in some filter): the "any" options, the stars at
+  // least as many as both have, and the warning options both match.
+  const twice = { flag: 0, label: 0, ready: 0, stars: new Int32Array(6), warning: {} };
   const next = gen + 1;
   const odd = (next & 1) === 1;
+
+  // judge reads what a row shows for each filter into s, and which
+  // filters it misses (MISS bits; a row outside the faces or favourites
+  // filter misses them all, and counts under none of the options).
+  const judge = (r, s) => {
+    if ((wantFaces !== 'any' && !facesMatch(r.faces, wantFaces)) || (favIds && !favIds.has(r.assetId))) {
+      s.miss = MISS_ALL;
+      s.misses = 9;
+      return;
+    }
+    const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
+    s.flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
+    s.star = (m && m.rating) || 0;
+    s.label = m && m.colorLabel ? COLOR_LABELS.indexOf(m.colorLabel) + 1 : 0;
+    s.rd = READY_OF[r.stage] || 0;
+    s.cam = r.cam || 0; // 0 too for a photo this tab is still uploading
+    s.w = r.warn || 0;
+    let miss = 0;
+    let misses = 0;
+    if (wantFlag >= 0 && wantFlag !== s.flag) { miss |= MISS_FLAG; misses++; }
+    if (s.star < minStars) { miss |= MISS_STARS; misses++; }
+    if (wantLabel >= 0 && wantLabel !== s.label) { miss |= MISS_LABEL; misses++; }
+    if (!anyCam && s.cam !== wantCam) { miss |= MISS_CAMERA; misses++; }
+    if (dated && (r.captured === null || r.captured < from || r.captured > to)) { miss |= MISS_DATE; misses++; }
+    if (wantReady >= 0 && wantReady !== s.rd) { miss |= MISS_READY; misses++; }
+    if (noWarning ? s.w !== 0 : warnMask && (s.w & warnMask) === 0) { miss |= MISS_WARN; misses++; }
+    s.miss = miss;
+    s.misses = misses;
+  };
+  const J = { flag: 0, star: 0, label: 0, rd: 0, cam: 0, w: 0, miss: 0, misses: 0 };
+  const P = { ...J };
+
   let start = performance.now();
   for (let i = 0; i < rows.length; i++) {
     if ((i & 1023) === 1023 && performance.now() - start > 8) {
@@ -494,42 +538,39 @@ async function walk() {
       start = performance.now();
     }
     const r = rows[i];
-    if (wantFaces !== 'any' && !facesMatch(r.faces, wantFaces)) continue;
-    if (favIds && !favIds.has(r.assetId)) continue;
-    const m = (overlay.size && overlay.get(r.assetId)) || r.rating;
-    const flag = m ? (m.picked ? 1 : m.rejected ? 2 : 0) : 0;
-    const star = (m && m.rating) || 0;
-    const label = m && m.colorLabel ? COLOR_LABELS.indexOf(m.colorLabel) + 1 : 0;
-    const rd = READY_OF[r.stage] || 0;
-    const okFlag = wantFlag < 0 || wantFlag === flag;
-    const okStars = star >= minStars;
-    const okLabel = wantLabel < 0 || wantLabel === label;
-    const cam = r.cam || 0; // 0 too for a photo this tab is still uploading
-    const okCamera = anyCam || cam === wantCam;
-    const okDate = !dated || (r.captured !== null && r.captured >= from && r.captured <= to);
-    const okReady = wantReady < 0 || wantReady === rd;
-    const w = r.warn || 0;
-    const okWarn = noWarning ? w === 0 : !warnMask || (w & warnMask) !== 0;
-    const misses = (okFlag ? 0 : 1) + (okStars ? 0 : 1) + (okLabel ? 0 : 1) + (okCamera ? 0 : 1) + (okDate ? 0 : 1) + (okReady ? 0 : 1) +
-      (okWarn ? 0 : 1);
-    if (misses > 1) continue;
-    if (misses === 0) {
+    // The JPEG half of a RAW+JPEG pair is one photo with its raw: it
+    // shows (and counts) only where its raw, listed, does not.
+    let raw = null;
+    if (r.pair && r.jpeg) {
+      raw = model.byAsset.get(r.pair);
+      if (raw && raw.pair === r.assetId && (matched ? matched.has(raw) : !raw.hidden)) {
+        paired++;
+        judge(raw, P);
+      } else {
+        raw = null;
+      }
+    }
+    judge(r, J);
+    if (J.misses > 1) continue;
+    const covered = raw ? coveredBy(P, J) : 0;
+    if (J.misses === 0 && !(raw && P.miss === 0)) {
       if (odd) { r.i1 = out.length; r.g1 = next; } else { r.i0 = out.length; r.g0 = next; }
       out.push(r);
-      flags[flag]++;
-      stars[star]++;
-      labels[label]++;
-      cams[cam]++;
-      ready[rd]++;
-    } else if (!okFlag) flags[flag]++;
-    else if (!okStars) stars[star]++;
-    else if (!okLabel) labels[label]++;
-    else if (!okCamera) cams[cam]++;
-    else if (!okReady) ready[rd]++;
-    if (misses === 0 || !okWarn) {
-      if (w) warned[w]++;
+    }
+    // A photo shown counts under every filter's option; one that misses a
+    // single filter, under that filter's option it has. The options under
+    // which its raw would show instead are the raw's to count.
+    const counts = (J.misses === 0 ? MISS_ALL : J.miss) & ~covered;
+    if (counts & MISS_FLAG) flags[J.flag]++;
+    if (counts & MISS_STARS) stars[J.star]++;
+    if (counts & MISS_LABEL) labels[J.label]++;
+    if (counts & MISS_CAMERA) cams[J.cam]++;
+    if (counts & MISS_READY) ready[J.rd]++;
+    if (counts & MISS_WARN) {
+      if (J.w) warned[J.w]++;
       else unwarned++;
     }
+    if (raw && counts) countedTwice(P, J, counts, twice);
   }
   const t = emptyCounts();
   t.flag.unflagged = flags[0];
@@ -552,9 +593,17 @@ async function walk() {
   }
   t.warning.none = unwarned;
   t.warning.any += unwarned;
+  t.flag.any -= twice.flag;
+  t.label.any -= twice.label;
+  t.readiness.all -= twice.ready;
+  for (let k = 5, n = 0; k >= 0; k--) {
+    n += twice.stars[k];
+    t.stars[k] -= n;
+  }
+  for (const [k, n] of Object.entries(twice.warning)) t.warning[k] -= n;
   for (let k = 1; k < cams.length; k++) if (cams[k]) t.cameras.push([CAMERAS[k], cams[k]]);
   t.cameras.sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  t.total = rows.length;
+  t.total = rows.length - paired;
   t.shown = out.length;
   t.favoritesLoading = !!f.favorite && !favs.ids;
   tally = t;
@@ -589,6 +638,54 @@ function facesMatch(faces, want) {
   if (want === 'eyesClosed') return closed;
   if (want === 'soft') return soft;
   return !closed && !soft;
+}
+
+// The filters a row can miss, as bits.
+const MISS_FLAG = 1;
+const MISS_STARS = 2;
+const MISS_LABEL = 4;
+const MISS_CAMERA = 8;
+const MISS_DATE = 16;
+const MISS_READY = 32;
+const MISS_WARN = 64;
+const MISS_ALL = 127;
+
+// coveredBy is, as MISS bits, the filters under whose option a JPEG (j, as
+// judge read it) counts where its raw (p) would show in its place: p
+// passes every other filter, and has the same option of this one (at
+// least as many stars).
+function coveredBy(p, j) {
+  let out = 0;
+  const only = (bit) => (p.miss & ~bit) === 0;
+  if (only(MISS_FLAG) && p.flag === j.flag) out |= MISS_FLAG;
+  if (only(MISS_STARS) && p.star >= j.star) out |= MISS_STARS;
+  if (only(MISS_LABEL) && p.label === j.label) out |= MISS_LABEL;
+  if (only(MISS_CAMERA) && p.cam === j.cam) out |= MISS_CAMERA;
+  if (only(MISS_READY) && p.rd === j.rd) out |= MISS_READY;
+  if (only(MISS_WARN) && p.w === j.w) out |= MISS_WARN;
+  return out;
+}
+
+// countedTwice notes, for a JPEG counted under the options of the filters
+// in counts (MISS bits), those its raw (p) counts under as well: where p
+// passes every other filter, the options both halves match.
+function countedTwice(p, j, counts, twice) {
+  const only = (bit) => (counts & bit) !== 0 && (p.miss & ~bit) === 0;
+  if (only(MISS_FLAG)) twice.flag++;
+  if (only(MISS_LABEL)) twice.label++;
+  if (only(MISS_READY)) twice.ready++;
+  if (only(MISS_STARS)) twice.stars[Math.min(p.star, j.star)]++;
+  if (only(MISS_WARN)) {
+    for (const k of WARNING_OPTIONS) {
+      if (warningMatches(p.w, k) && warningMatches(j.w, k)) twice.warning[k] = (twice.warning[k] || 0) + 1;
+    }
+  }
+}
+
+// The warning filter's options, and whether a row's warn bits match one.
+const WARNING_OPTIONS = ['any', 'none', ...Object.keys(WARNING_MASKS)];
+function warningMatches(w, k) {
+  return k === 'any' || (k === 'none' ? w === 0 : (w & WARNING_MASKS[k]) !== 0);
 }
 
 // runSearch asks the server for the photos matching the words and the
@@ -735,7 +832,7 @@ function remark(id) {
   let m = (r && r.rating) || NO_MARKS;
   let any = false;
   for (const op of pending) {
-    const ch = op.actions.get(id);
+    const ch = op.actions.get(id) || op.mirror.get(id);
     if (ch) { m = merge(m, ch); any = true; }
   }
   if (any) overlay.set(id, m);
@@ -746,11 +843,37 @@ export function apply(ids, change, opts = {}) {
   return applyEach(ids.map((assetId) => ({ assetId, ...change })), opts);
 }
 
+// pairOf is the other half of a photo's RAW+JPEG pair, when both are
+// listed, else null.
+function pairOf(id) {
+  const r = rowOf(id);
+  const p = r && r.pair ? rowOf(r.pair) : null;
+  return p && p.pair === id ? p.assetId : null;
+}
+
+// onePerPair keeps, of actions on both halves of a pair, those on the
+// raw, whose tile stands for the pair: the server gives the pair one
+// decision, and the JPEG's own would split it.
+function onePerPair(actions) {
+  let ids = null;
+  const keep = [];
+  for (const a of actions) {
+    const other = rowOf(a.assetId)?.jpeg ? pairOf(a.assetId) : null;
+    if (other) {
+      ids = ids || new Set(actions.map((x) => x.assetId));
+      if (ids.has(other)) continue;
+    }
+    keep.push(a);
+  }
+  return keep;
+}
+
 // applyEach shows the changes at once, records how to undo them, and
 // sends them. It resolves true once the server has them all, false when
 // they were refused (and rolled back).
 export function applyEach(actions, { label = '', undoable = true, leftAlone = null } = {}) {
   if (!model || !actions.length) return Promise.resolve(true);
+  actions = onePerPair(actions);
   const before = new Map();
   for (const a of actions) {
     if (!before.has(a.assetId)) {
@@ -767,15 +890,21 @@ export function applyEach(actions, { label = '', undoable = true, leftAlone = nu
   const ids = [];
   const ops = [];
   for (let i = 0; i < actions.length; i += 1000) {
-    const op = { seq: ++opSeq, actions: new Map(), entry, label, project: model.projectId, left: [] };
+    // mirror: the other halves of pairs, which the server changes with
+    // their halves; shown changed at once too, never sent.
+    const op = { seq: ++opSeq, actions: new Map(), mirror: new Map(), entry, label, project: model.projectId, left: [] };
     for (const { assetId, ...ch } of actions.slice(i, i + 1000)) {
       op.actions.set(assetId, { ...(op.actions.get(assetId) || {}), ...ch });
+    }
+    for (const [id, ch] of op.actions) {
+      const other = pairOf(id);
+      if (other && !op.actions.has(other)) op.mirror.set(other, ch);
     }
     op.done = new Promise((resolve) => { op.resolve = resolve; });
     if (entry) entry.ops.add(op.seq);
     pending.push(op);
     // The new change lands on what each photo shows now.
-    for (const [id, ch] of op.actions) {
+    for (const [id, ch] of [...op.actions, ...op.mirror]) {
       const r = rowOf(id);
       overlay.set(id, merge(overlay.get(id) || (r && r.rating) || NO_MARKS, ch));
       waiting.set(id, (waiting.get(id) || 0) + 1);
@@ -886,9 +1015,10 @@ function settle(batch, res) {
   const ok = !!res;
   const left = new Set((res && res.leftAloneAssetIds) || []);
   const ids = new Set();
+  const stale = [];
   for (const op of batch) {
     pending.splice(pending.indexOf(op), 1);
-    for (const [id, ch] of op.actions) {
+    for (const [id, ch] of [...op.actions, ...op.mirror]) {
       ids.add(id);
       const n = (waiting.get(id) || 1) - 1;
       if (n) waiting.set(id, n);
@@ -898,6 +1028,12 @@ function settle(batch, res) {
       if (left.has(id)) {
         op.left.push(id);
         if (op.entry) op.entry.before.delete(id);
+        continue;
+      }
+      // The other half of a photo left alone is as the server says it is
+      // (its event), not as this change would have made it.
+      if (!op.actions.has(id) && left.has(r.pair)) {
+        stale.push(id);
         continue;
       }
       // Taken: the server now holds it, as its event will say too. What
@@ -914,6 +1050,7 @@ function settle(batch, res) {
   }
   if (!ok) for (const id of ids) remark(id);
   for (const op of batch) for (const id of op.left) remark(id);
+  for (const id of stale) remark(id);
   marksChanged.emit([...ids]);
   schedule();
 }

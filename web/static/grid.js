@@ -1,12 +1,13 @@
 // The photo grid of a project: filters that combine, sorts, text search
 // and live counts over cull.js's view; tiles that show each whole photo in
 // a square, letterboxed, with its flag, stars, colour label, edit mark and
-// the assistant's warnings (their reasons on hover), at a size the user
-// sets; selection by click, Shift-click, Ctrl/Cmd-click and keys; a bar of
-// the culling actions for pointer and touch. The bars stay compact (one
-// line each on a laptop, one scrolling line on a phone, the filters used
-// less in a drawer) and hide at F, leaving the photos alone. Only the
-// tiles in view exist (vlist.js), so 100,000 photos scroll as 100 do.
+// the assistant's warnings (their reasons on hover), a RAW+JPEG pair as
+// one tile (its raw's, marked so), at a size the user sets; selection by
+// click, Shift-click, Ctrl/Cmd-click and keys; a bar of the culling
+// actions for pointer and touch. The bars stay compact (one line each on a
+// laptop, one scrolling line on a phone, the filters used less in a
+// drawer) and hide at F, leaving the photos alone. Only the tiles in view
+// exist (vlist.js), so 100,000 photos scroll as 100 do.
 
 import * as cull from './cull.js';
 import { h, clear, announce, plural, toggled, givesKeysBack } from './ui.js';
@@ -464,10 +465,13 @@ function makeTile() {
   const warn = h('span', { class: 'warn-mark' });
   const caption = h('span', { class: 'caption' });
   const badge = h('span', { class: 'badge' });
+  // A RAW+JPEG pair's mark, over the photo's corner: the line under it
+  // has no room to spare at a phone's width.
+  const pair = h('span', { class: 'badge pair-mark', 'aria-hidden': 'true' });
   const li = h('li', { role: 'option', class: 'ptile', tabindex: '-1', 'aria-selected': 'false' },
-    h('span', { class: 'frame' }, img),
+    h('span', { class: 'frame' }, img, pair),
     h('span', { class: 'marks', 'aria-hidden': 'true' }, label, flag, stars, edit, warn, face, caption, badge));
-  li.parts = { img, flag, stars, label, edit, face, warn, caption, badge };
+  li.parts = { img, flag, stars, label, edit, face, warn, caption, badge, pair };
   return li;
 }
 
@@ -479,10 +483,11 @@ function paint(li, row, thumbs) {
   const m = cull.marksOf(row.assetId);
   const st = row.stage;
   const sel = cull.isSelected(row.assetId);
-  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.colorLabel}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}|${row.warn}|${row.score}`;
+  const paired = !!row.pair && !row.jpeg; // the raw's tile stands for the pair
+  const state = `${row.assetId}|${st}|${m.picked}|${m.rejected}|${m.rating}|${m.colorLabel}|${m.edited}|${m.eyesClosed}|${m.softFace}|${sel}|${row.name}|${row.warn}|${row.score}|${paired}`;
   if (li.painted === state) return;
   li.painted = state;
-  const { img, flag, stars, label, edit, face, warn, caption, badge } = li.parts;
+  const { img, flag, stars, label, edit, face, warn, caption, badge, pair } = li.parts;
   li.row = row;
   li.dataset.asset = row.assetId;
   li.dataset.stage = st;
@@ -507,10 +512,13 @@ function paint(li, row, thumbs) {
   li.dataset.faces = m.eyesClosed ? 'eyes-closed' : m.softFace ? 'soft' : '';
   caption.textContent = row.name;
   caption.title = row.name || '';
+  pair.textContent = paired ? 'RAW+JPEG' : '';
+  pair.title = paired ? 'A raw and its JPEG, culled as one photo' : '';
+  li.dataset.pair = paired ? 'raw+jpeg' : '';
   badge.textContent = st === 'searchable' || st === 'cull' ? '' : `${ICONS[st] || ''} ${STAGES[st]}`;
   const marks = cull.marksText(m);
   const warned = why.length ? `, warned: ${why.map(([, name, message]) => message || name).join('; ')}` : '';
-  li.setAttribute('aria-label', `${row.name}${marks ? ', ' + marks : ''}${warned}, ${STAGES[st] || st}`);
+  li.setAttribute('aria-label', `${row.name}${paired ? ' (RAW+JPEG)' : ''}${marks ? ', ' + marks : ''}${warned}, ${STAGES[st] || st}`);
   thumbs.watch(img, row);
 }
 

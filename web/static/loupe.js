@@ -31,6 +31,7 @@ function build() {
   }, text);
   el.name = h('h2', { id: 'loupe-name', class: 'loupe-name' });
   el.pos = h('span', { class: 'loupe-pos', id: 'loupe-pos' });
+  el.pair = h('span', { class: 'badge loupe-pair', id: 'loupe-pair', title: 'A raw and its JPEG, culled as one photo' });
   el.marks = h('span', { class: 'loupe-marks', id: 'loupe-marks', 'aria-live': 'polite' });
   el.label = h('span', { class: 'label-chip', id: 'loupe-label', 'aria-hidden': 'true' }); // said by el.marks
   el.exif = h('p', { class: 'loupe-exif', id: 'loupe-exif' });
@@ -50,7 +51,7 @@ function build() {
   stars.addEventListener('change', () => { if (stars.value !== '') run(stars.value); stars.value = ''; });
   dlg = h('dialog', { id: 'loupe', class: 'loupe', 'aria-labelledby': 'loupe-name', 'data-cull-keys': '' },
     h('div', { class: 'loupe-bar' },
-      h('div', { class: 'loupe-title' }, el.name, el.pos, el.marks, el.label),
+      h('div', { class: 'loupe-title' }, el.name, el.pair, el.pos, el.marks, el.label),
       h('div', { class: 'loupe-tools', role: 'toolbar', 'aria-label': 'Photo' },
         button('← Previous', 'arrowleft', { id: 'loupe-prev', onclick: () => step(-1) }),
         button('Next →', 'arrowright', { id: 'loupe-next', onclick: () => step(1) }),
@@ -223,6 +224,7 @@ function jump(to) {
 function describe(row) {
   const a = row.asset || {};
   el.name.textContent = row.name || 'Photo';
+  el.pair.textContent = row.pair && !row.jpeg ? 'RAW+JPEG' : '';
   const i = cull.indexOf(row.assetId);
   const n = cull.viewRows().length;
   el.pos.textContent = i >= 0 ? `${(i + 1).toLocaleString()} of ${n.toLocaleString()}` : 'no longer in this view';

@@ -27,6 +27,22 @@ export const UPLOAD_ERRORS = new Set(['upload_expired', 'checksum_mismatch', 'up
 
 const STATUS_RANK = { pending_upload: 0, uploaded: 1, cull: 2, search: 3, ai: 4 };
 
+// PROCESSED are the statuses of a photo ingest has read.
+const PROCESSED = new Set(['cull', 'search', 'ai']);
+
+// baseName is a file name without its extension, lower-cased: a camera
+// raw and a JPEG of one shot share it, and the server pairs them by it
+// (store/pairs.go).
+const baseName = (name) => (name || '').replace(/\.[^.]*$/, '').toLowerCase();
+
+// jpegFile says whether a row's file is a JPEG, the one half of a
+// RAW+JPEG pair that is not a raw: by its type as the server or the
+// uploader has it, else by its extension.
+function jpegFile(row) {
+  const type = (row.asset && row.asset.contentType) || row.type;
+  return type ? type === 'image/jpeg' : /\.jpe?g$/i.test(row.name || '');
+}
+
 // settled is whether a row's asset is the server's alone: listed, or
 // uploaded by this tab to the end, not one the uploader is still at.
 function settled(row) {
@@ -156,6 +172,7 @@ export class ProjectModel extends EventTarget {
     this.projectId = projectId;
     this.rows = []; // in upload order
     this.byAsset = new Map();
+    this.byBase = new Map(); // base name → row, or rows when several share it
     this.loaded = false;
     this.loading = null;
     this.live = 'off'; // off | connecting | live | polling
@@ -187,10 +204,64 @@ export class ProjectModel extends EventTarget {
   addLocal(file, name) {
     const row = {
       key: 'local-' + ++localSeq, name, size: file.size, type: '', file, assetId: null,
-      status: null, local: 'waiting', sent: 0, sha: null, error: null, note: '', attempt: 0,
+      status: null, local: 'waiting', sent: 0, sha: null, error: null, note: '', attempt: 0, pair: null, jpeg: false,
     };
     this.rows.push(row);
+    this.index(row);
     return row;
+  }
+
+  // index files a row under its base name, where the other half of a
+  // RAW+JPEG pair is looked for (seekPair).
+  index(row) {
+    const base = baseName(row.name);
+    const had = this.byBase.get(base);
+    if (!had) this.byBase.set(base, row);
+    else if (Array.isArray(had)) had.push(row);
+    else this.byBase.set(base, [had, row]);
+  }
+
+  unindex(row) {
+    const base = baseName(row.name);
+    const had = this.byBase.get(base);
+    if (had === row) this.byBase.delete(base);
+    else if (Array.isArray(had)) {
+      const rest = had.filter((r) => r !== row);
+      this.byBase.set(base, rest.length === 1 ? rest[0] : rest);
+    }
+  }
+
+  // seekPair asks the server about a photo just processed when a photo of
+  // the opposite kind (raw or JPEG) under the same base name is processed
+  // too: ingest may have made them a pair, which the status event does
+  // not say. One request a pair, none for photos without a namesake.
+  seekPair(row) {
+    if (row.pair || !row.assetId || !PROCESSED.has(row.status)) return;
+    const had = this.byBase.get(baseName(row.name));
+    if (!had || had === row) return;
+    const jpeg = jpegFile(row);
+    for (const other of Array.isArray(had) ? had : [had]) {
+      if (other !== row && other.assetId && !other.hidden && !other.pair && PROCESSED.has(other.status) && jpegFile(other) !== jpeg) {
+        this.fetchMissing(row.assetId);
+        return;
+      }
+    }
+  }
+
+  // setPair records that a row is half of a RAW+JPEG pair with the asset
+  // pair names (null: of none), on both halves: the server says so on
+  // both, but this tab may hold the other half's answer from before.
+  setPair(row, pair) {
+    if (row.pair === pair) return;
+    const old = row.pair && this.byAsset.get(row.pair);
+    if (old && old.pair === row.assetId) old.pair = null;
+    row.pair = pair;
+    const other = pair && this.byAsset.get(pair);
+    if (other) {
+      other.pair = row.assetId;
+      other.jpeg = !row.jpeg; // a pair is a raw and a JPEG
+    }
+    this.version++;
   }
 
   bindAsset(row, assetId) {
@@ -299,18 +370,20 @@ export class ProjectModel extends EventTarget {
   // applyAsset takes an asset as the API shows it.
   applyAsset(a) {
     let row = this.byAsset.get(a.id);
-    if (!row) {
+    const fresh = !row;
+    if (fresh) {
       // Every field a listed row will have, from the start: rows of one
       // shape are read fast when the culling views walk 100,000 of them.
       row = {
         key: a.id, assetId: a.id, local: 'done', sent: 0, note: '', name: '', size: 0, asset: null, status: null, error: null,
         processingFailure: false, stage: null, signedAt: 0, camera: '', cam: 0, time: 0, captured: null, edited: false, faces: null,
-        rating: null, warn: 0, score: null, reasons: null, i0: -1, g0: -1, i1: -1, g1: -1,
+        rating: null, warn: 0, score: null, reasons: null, i0: -1, g0: -1, i1: -1, g1: -1, pair: null, jpeg: false,
       };
       this.byAsset.set(a.id, row);
       this.rows.push(row);
     }
     row.name = a.filename;
+    if (fresh) this.index(row);
     row.size = a.byteSize;
     row.asset = {
       id: a.id, filename: a.filename, capturedAt: a.capturedAt, widthPx: a.widthPx, heightPx: a.heightPx,
@@ -331,15 +404,21 @@ export class ProjectModel extends EventTarget {
     row.faces = a.faces || null; // {count, eyesClosed, outOfFocus, minFaceSharpness} once looked for
     Object.assign(row, judged(a.quality));
     setRating(row, a.myRating);
+    row.jpeg = a.contentType === 'image/jpeg';
+    this.setPair(row, a.pairAssetId || null);
     this.version++;
     if (row.local && row.local !== 'done' && a.flags.status === 'pending_upload') return row; // still on its way up
     if (row.local !== 'failed' || a.flags.status !== 'pending_upload') row.local = 'done';
-    this.setStatus(row, a.flags.status, a.flags.errorCode ? { code: a.flags.errorCode, message: a.flags.errorMessage || '' } : null);
+    this.setStatus(row, a.flags.status, a.flags.errorCode ? { code: a.flags.errorCode, message: a.flags.errorMessage || '' } : null, false);
     if (a.flags.duplicateOf) row.duplicateOf = a.flags.duplicateOf;
     return row;
   }
 
-  setStatus(row, status, error) {
+  // setStatus moves a row to status. Unless told not to (the asset's own
+  // answer, which names its pair, sets it), a row just processed looks for
+  // the other half of a pair.
+  setStatus(row, status, error, seek = true) {
+    const was = row.status;
     row.status = status;
     if (status === 'failed') {
       row.error = error || row.error || { code: 'failed', message: '' };
@@ -349,6 +428,7 @@ export class ProjectModel extends EventTarget {
       row.processingFailure = false;
     }
     if (status !== 'uploaded') row.note = '';
+    if (seek && !PROCESSED.has(was)) this.seekPair(row);
     this.changed();
   }
 
@@ -518,6 +598,9 @@ export class ProjectModel extends EventTarget {
       const row = this.byAsset.get(id);
       if (!row || !settled(row)) continue;
       this.byAsset.delete(id);
+      this.unindex(row);
+      // The server leaves the other half of a pair alone, unpaired.
+      this.setPair(row, null);
       gone.add(row);
     }
     if (!gone.size) return;
@@ -526,6 +609,8 @@ export class ProjectModel extends EventTarget {
     this.changed();
   }
 
+  // fetchMissing reads assets the rows do not hold (uploaded by another
+  // client) or hold only in part (seekPair), a few at a time.
   fetchMissing(id) {
     if (!this.loaded || this.missing.has(id)) return;
     this.missing.add(id);
