@@ -13,8 +13,13 @@
 //     for a fresh URL; a bucket's 412 means the bytes already arrived;
 //   - files are prepared just in time (chunks sized to about two minutes of
 //     uploading, at most 1,000), so URLs rarely expire unused.
+//
+// XMP sidecars chosen with the photos are paired with them by name, as
+// `lightbox upload` pairs them (uploader/sidecars.go), and PUT to their
+// photo's asset once its upload is finalized.
 
 import { api, newKey, sleep, waitFor, ApiError } from './api.js';
+import { announce, plural } from './ui.js';
 
 // TYPES are the originals the service takes, by the content type recorded
 // for each, with the other types browsers send for them and their
@@ -28,12 +33,33 @@ const FORMATS = await fetch(new URL('./formats.json', import.meta.url)).then((r)
 const TYPES = Object.fromEntries(FORMATS.types.map((f) => [f.contentType, { exts: f.extensions, alias: f.aliases ?? [] }]));
 
 // FORMAT_NAMES says which files are taken, for people.
-export const FORMAT_NAMES = FORMATS.names;
+export const FORMAT_NAMES = `${FORMATS.names}, with their XMP sidecars`;
 
-// ACCEPT is the file picker's accept list: every type and extension.
+// ACCEPT is the file picker's accept list: every type and extension, and
+// the sidecars.
 export const ACCEPT = Object.entries(TYPES)
   .flatMap(([t, { exts, alias = [] }]) => [t, ...alias, ...exts])
+  .concat('.xmp')
   .join(',');
+
+// MAX_SIDECAR is the largest XMP sidecar the server takes (xmp.MaxPacket).
+const MAX_SIDECAR = 1 << 20;
+
+// SIDECARS_AT_ONCE bounds the sidecar PUTs in flight: they are small, and
+// share the API's rate budget with the page.
+const SIDECARS_AT_ONCE = 2;
+
+// isSidecar says whether a file is an XMP sidecar: NAME.xmp, as Lightroom
+// and Bridge name it, or NAME.EXT.xmp, as darktable and digiKam do.
+const isSidecar = (name) => /\.xmp$/i.test(name);
+
+// folderOf is the folder part of a chosen file's path, '' for a file
+// chosen on its own; stemOf is a name without its last extension.
+const folderOf = (path) => path.slice(0, path.lastIndexOf('/') + 1);
+function stemOf(name) {
+  const dot = name.lastIndexOf('.');
+  return dot >= 0 ? name.slice(0, dot) : name;
+}
 
 // BY_TYPE and BY_EXT find a file's content type by what the browser says
 // it is, or else by its name's extension.
@@ -156,7 +182,11 @@ export class Uploader extends EventTarget {
     this.finalizing = 0;
     this.holdUntil = 0;
     this.chunkCap = MAX_CHUNK; // lowered when one chunk is more than the rate budget holds
-    this.seen = new Set();
+    this.seen = new Map(); // a chosen photo's path, size and time → its row
+    this.seenSidecars = new Set(); // the same of the sidecars paired
+    this.sidecarQ = []; // {s, assetId}: sidecars whose photo is uploaded
+    this.sidecarsActive = 0;
+    this.sidecarNotes = []; // what went wrong with sidecars, for people
     this.adding = 0; // add calls whose files are not all rows yet
     this.added = Promise.resolve(); // the last of them
     this.hasher = new HashPool((row, sha, error) => this.hashed(row, sha, error));
@@ -167,8 +197,8 @@ export class Uploader extends EventTarget {
 
   // busy is true while any file is still on its way up.
   get busy() {
-    return this.prepareQ.length + this.readyQ.length + this.finalizeQ.length + this.active + this.finalizing + this.adding > 0 ||
-      this.preparing;
+    return this.prepareQ.length + this.readyQ.length + this.finalizeQ.length + this.active + this.finalizing + this.adding +
+      this.sidecarQ.length + this.sidecarsActive > 0 || this.preparing;
   }
 
   // add queues files ({file, path}); it resolves to what it skipped and
@@ -176,19 +206,35 @@ export class Uploader extends EventTarget {
   // yielding to the page between slices: a browser answers the first
   // question about a chosen file's size with a synchronous call, about a
   // millisecond, so choosing thousands at once must not ask them all in
-  // one task.
+  // one task. The XMP sidecars among them are paired with the photos once
+  // all are rows.
   add(entries) {
     const skipped = [];
     this.adding++;
     const added = this.added.then(async () => {
+      const photos = new Map(); // folder → [{name, row}] of the photos chosen in it
+      const sidecars = [];
       let i = 0;
       while (i < entries.length) {
         const until = performance.now() + SLICE_MS;
-        for (; i < entries.length && performance.now() < until; i++) this.addOne(entries[i], skipped);
+        for (; i < entries.length && performance.now() < until; i++) {
+          const entry = entries[i];
+          if (entry.file.name.startsWith('.')) continue; // .DS_Store, ._IMG_0001.xmp and the like
+          if (isSidecar(entry.file.name)) {
+            this.sidecarOne(entry, sidecars, skipped);
+            continue;
+          }
+          const row = this.addOne(entry, skipped);
+          if (!row) continue;
+          const folder = folderOf(entry.path || entry.file.name);
+          if (!photos.has(folder)) photos.set(folder, []);
+          photos.get(folder).push({ name: entry.file.name, row });
+        }
         this.model.changed();
         this.pump();
         if (i < entries.length) await yieldToPage();
       }
+      this.pairSidecars(photos, sidecars, skipped);
     }).finally(() => {
       this.adding--;
       this.dispatchEvent(new Event('change'));
@@ -197,19 +243,159 @@ export class Uploader extends EventTarget {
     return added.then(() => skipped);
   }
 
+  // addOne makes a chosen photo a row, and returns it; a photo added
+  // before returns its row, so a sidecar chosen with it again finds it.
   addOne({ file, path }, skipped) {
-    if (file.name.startsWith('.')) return; // .DS_Store and the like
     const { size } = file;
     const id = `${path || file.name}|${size}|${file.lastModified}`;
-    if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); return; }
+    if (this.seen.has(id)) { skipped.push({ name: file.name, why: 'already added' }); return this.seen.get(id); }
     const type = typeOf(file);
-    if (!type) { skipped.push({ name: file.name, why: `not one of ${FORMAT_NAMES}` }); return; }
-    if (size === 0) { skipped.push({ name: file.name, why: 'empty' }); return; }
-    this.seen.add(id);
+    if (!type) { skipped.push({ name: file.name, why: `not one of ${FORMATS.names}` }); return null; }
+    if (size === 0) { skipped.push({ name: file.name, why: 'empty' }); return null; }
     const row = this.model.addLocal(file, file.name);
+    this.seen.set(id, row);
     row.type = type;
     this.prepareQ.push(row);
     this.hasher.add(row);
+    return row;
+  }
+
+  // sidecarOne takes a chosen XMP sidecar to pair, unless it is one
+  // already paired, empty or larger than the server takes.
+  sidecarOne({ file, path }, sidecars, skipped) {
+    const id = `${path || file.name}|${file.size}|${file.lastModified}`;
+    if (this.seenSidecars.has(id)) { skipped.push({ name: file.name, why: 'already added' }); return; }
+    if (file.size === 0) { skipped.push({ name: file.name, why: 'empty' }); return; }
+    if (file.size > MAX_SIDECAR) { skipped.push({ name: file.name, why: 'larger than 1 MiB' }); return; }
+    sidecars.push({ id, file, name: file.name, folder: folderOf(path || file.name), sentTo: new Set() });
+  }
+
+  // pairSidecars gives each sidecar to its photo in the same folder, as
+  // `lightbox upload` does: NAME.EXT.xmp to NAME.EXT, then NAME.xmp to
+  // every photo named NAME.* (a raw and its JPEG) that has no sidecar of
+  // its own. Names match in any case. A sidecar left without a photo is
+  // skipped, and said so.
+  pairSidecars(photos, sidecars, skipped) {
+    const loose = [];
+    for (const s of sidecars) {
+      const stem = stemOf(s.name).toLowerCase();
+      let paired = false;
+      for (const p of photos.get(s.folder) || []) {
+        if (p.name.toLowerCase() === stem) {
+          this.attachSidecar(p.row, s);
+          paired = true;
+        }
+      }
+      if (!paired) loose.push(s);
+    }
+    for (const s of loose) {
+      const stem = stemOf(s.name).toLowerCase();
+      let named = false;
+      let paired = false;
+      for (const p of photos.get(s.folder) || []) {
+        if (stemOf(p.name).toLowerCase() !== stem) continue;
+        named = true;
+        if (!p.row.sidecar) {
+          this.attachSidecar(p.row, s);
+          paired = true;
+        }
+      }
+      if (!paired) skipped.push({ name: s.name, why: named ? 'its photos have sidecars of their own' : 'no photo of that name' });
+    }
+  }
+
+  // attachSidecar makes s the sidecar of row's photo, sent at once when
+  // the photo is uploaded already, else when it is.
+  attachSidecar(row, s) {
+    row.sidecar = s;
+    this.seenSidecars.add(s.id);
+    if (row.local === 'done') this.queueSidecar(row);
+  }
+
+  // queueSidecar sends the sidecar of an uploaded photo to its asset: for
+  // a duplicate, the asset it duplicates, as `lightbox upload` does. A
+  // NAME.xmp goes to each photo of a raw and its JPEG, once to each.
+  queueSidecar(row) {
+    const s = row.sidecar;
+    const assetId = row.status === 'duplicate' ? row.duplicateOf : row.assetId;
+    if (!s || !assetId || s.sentTo.has(assetId)) return;
+    s.sentTo.add(assetId);
+    this.sidecarQ.push({ s, assetId });
+    this.sendSidecars();
+  }
+
+  sendSidecars() {
+    while (this.sidecarsActive < SIDECARS_AT_ONCE && this.sidecarQ.length) {
+      const job = this.sidecarQ.shift();
+      this.sidecarsActive++;
+      this.putSidecar(job).finally(() => {
+        this.sidecarsActive--;
+        this.sendSidecars();
+        this.dispatchEvent(new Event('change'));
+      });
+    }
+  }
+
+  // putSidecar PUTs one sidecar, retrying as the uploads do. A sidecar
+  // that fails or is refused is said so, and fails nothing else.
+  async putSidecar({ s, assetId }) {
+    let body;
+    try {
+      body = await s.file.arrayBuffer();
+    } catch (err) {
+      this.sidecarNote(s.name, `not sent: it could not be read (${err.message})`);
+      return;
+    }
+    if (body.byteLength > MAX_SIDECAR) {
+      this.sidecarNote(s.name, 'not sent: larger than 1 MiB');
+      return;
+    }
+    for (let attempt = 1; ; attempt++) {
+      const wait = this.holdUntil - Date.now();
+      if (wait > 0) await sleep(wait);
+      try {
+        this.sidecarAnswered(s, assetId, await putXMP(assetId, body));
+        return;
+      } catch (err) {
+        if (err instanceof ApiError && err.transient && attempt < MAX_ATTEMPTS) {
+          await sleep(this.hold(err, attempt));
+          continue;
+        }
+        this.sidecarNote(s.name, `not sent: ${err.message}`);
+        return;
+      }
+    }
+  }
+
+  // sidecarAnswered shows what the server did with a sidecar: a refusal
+  // or a warning is said; decisions it applied show on the photo's tile
+  // at once (the server's event of a sidecar names no rating).
+  sidecarAnswered(s, assetId, ans) {
+    const why = (ans.warnings || []).join('; ');
+    if (!ans.applied) {
+      this.sidecarNote(s.name, `not applied: ${why || 'the server refused it'}`);
+      return;
+    }
+    if (why) this.sidecarNote(s.name, `applied, but ${why}`);
+    const d = ans.decisions;
+    if (ans.handDecisionKept || !d || !(d.rating || d.picked || d.rejected || d.colorLabel)) return;
+    // As the server keeps them: a pick wins over a reject, and the star
+    // mark (not a rating) stays as it was.
+    const held = this.model.byAsset.get(assetId)?.rating;
+    this.model.handle('asset.updated', {
+      assetId,
+      myRating: { rating: d.rating || null, picked: !!d.picked, rejected: !!d.rejected && !d.picked, colorLabel: d.colorLabel || null,
+        starred: !!(held && held.starred) },
+    });
+  }
+
+  // sidecarNote tells of a sidecar not sent or not applied, beside the
+  // ones before it in this tab.
+  sidecarNote(name, what) {
+    this.sidecarNotes.push(`${name} ${what}`);
+    const n = this.sidecarNotes.length;
+    announce(n === 1 ? `XMP sidecar ${this.sidecarNotes[0]}`
+      : `${plural(n, 'XMP sidecar')} with a problem: ${this.sidecarNotes.slice(-3).join(' · ')}${n > 3 ? ' · …' : ''}`, 'warn');
   }
 
   pump() {
@@ -498,6 +684,7 @@ export class Uploader extends EventTarget {
             if (a.status === 'uploaded' && row.early) this.model.setStatus(row, row.early.status, row.early.error);
             else this.model.setStatus(row, a.status, null);
             row.early = null;
+            this.queueSidecar(row);
             break;
           case 'pending_upload': // the bytes never arrived: send them again
             row.local = 'ready';
@@ -566,6 +753,26 @@ export class Uploader extends EventTarget {
     this.pump();
     return true;
   }
+}
+
+// putXMP sends a sidecar's bytes as they are, and answers what the server
+// did with them ({applied, decisions, handDecisionKept, warnings}).
+async function putXMP(assetId, body) {
+  let res;
+  try {
+    res = await fetch(`/v1/assets/${encodeURIComponent(assetId)}/sidecar`, {
+      method: 'PUT', body, credentials: 'same-origin', headers: { Accept: 'application/json', 'Content-Type': 'application/rdf+xml' },
+    });
+  } catch {
+    throw new ApiError(0, { code: 'network_error', message: 'The server cannot be reached.' });
+  }
+  let data = null;
+  try { data = await res.json(); } catch { /* not JSON */ }
+  if (!res.ok) {
+    const ra = Number(res.headers.get('Retry-After'));
+    throw new ApiError(res.status, data, ra > 0 ? ra : undefined);
+  }
+  return data || {};
 }
 
 // badFiles maps the index of each file a validation error names to its problem.
