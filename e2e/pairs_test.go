@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,21 @@ func TestPairsCullAsOne(t *testing.T) {
 	b.viewShot("pairs-05-jpeg-alone")
 	b.setField("#filter-warning", "any")
 	b.waitJS("the pair's tile again", `!!document.querySelector(`+jsq(rawTile)+`) && !document.querySelector(`+jsq(jpegTile)+`)`)
+
+	// Delivering the whole shoot with the raws alone: the JPEG half stays
+	// out, the photo shot alone goes in.
+	b.run("open Deliver", chromedp.Click(chromedp.CSS("#tab-deliver")))
+	b.run("export every photo", chromedp.Click(chromedp.CSS("#export-source-all")))
+	b.setField("#export-preset", "full_res")
+	b.setField("#export-pairs", "raw")
+	b.run("export", chromedp.Click(chromedp.CSS("#export-start")))
+	b.waitJS("the export ready with its download link", `(() => { const a = document.querySelector('.export[data-status="done"] a.export-download');
+		return !!a && !a.hidden && a.href.startsWith('http'); })()`)
+	_, names := downloadExport(t, b)
+	slices.Sort(names)
+	if want := []string{"01-blinds.jpg", "IMG_0042.CRW"}; !slices.Equal(names, want) {
+		t.Errorf("the export of the raws holds %v, want %v", names, want)
+	}
 }
 
 // thumbsLoaded is a JavaScript test that n tiles of the grid show their

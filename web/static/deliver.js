@@ -17,6 +17,22 @@ export const PRESETS = [
   ['story_9x16', 'Story 9:16', '1080 × 1920 JPEG, centre-cropped'],
   ['contact_sheet_pdf', 'Contact sheet (PDF)', 'A4 pages of thumbnails with names and capture times'],
 ];
+// XMP_SETTINGS are the XMP settings each preset takes (render/preset.go's
+// Allowed): a sidecar beside each original, or the packet inside each
+// rendered JPEG; a contact sheet carries none.
+const XMP_SETTINGS = {
+  full_res: ['xmp', 'xmpNaming', 'picked'],
+  web: ['xmp', 'picked'],
+  instagram_carousel: ['xmp', 'picked'],
+  story_9x16: ['xmp', 'picked'],
+};
+// PICKS are the ways a pick can be written (settings.picked): an editor
+// that reads no pick flag sees stars or a colour label instead.
+const PICKS = [['none', 'No stars or label (digiKam’s pick label only)'],
+  ...[1, 2, 3, 4, 5].map((n) => [`rating:${n}`, `${'★'.repeat(n)} or more`]),
+  ...['red', 'yellow', 'green', 'blue', 'purple'].map((c) => [`label:${c}`, `${c[0].toUpperCase()}${c.slice(1)} label`])];
+// PAIRS are the files of RAW+JPEG pairs an export takes (settings.pairs).
+const PAIRS = [['both', 'Both files'], ['raw', 'The raw only'], ['jpeg', 'The JPEG only']];
 const STATUS = { queued: 'Waiting', running: 'Building', done: 'Ready', failed: 'Failed', canceled: 'Cancelled', expired: 'Expired' };
 // The most photos one export or gallery takes.
 const MAX_PHOTOS = 10000;
@@ -147,10 +163,15 @@ function exportsSection(model, offs, source) {
   const project = model.projectId;
   const src = sourceBox('export', model, { all: true, initial: source || 'picks' });
   const preset = h('select', { id: 'export-preset' }, PRESETS.map(([k, label, what]) => h('option', { value: k }, `${label}: ${what}`)));
+  const pairs = h('select', { id: 'export-pairs' }, PAIRS.map(([k, label]) => h('option', { value: k }, label)));
+  const xmp = xmpFields();
+  preset.addEventListener('change', () => xmp.show(preset.value));
+  xmp.show(preset.value);
   const error = h('p', { class: 'error', role: 'alert', id: 'export-error' });
   const submit = h('button', { type: 'submit', class: 'primary', id: 'export-start' }, 'Export');
   const form = h('form', { id: 'export-form', class: 'deliver-form' }, src.box,
-    h('div', { class: 'preset-field' }, h('label', { for: 'export-preset' }, 'Preset'), preset), error, submit);
+    h('div', { class: 'preset-field' }, h('label', { for: 'export-preset' }, 'Preset'), preset),
+    h('div', { class: 'preset-field' }, h('label', { for: 'export-pairs' }, 'RAW+JPEG pairs'), pairs), xmp.el, error, submit);
   const list = h('ul', { class: 'exports', id: 'exports', 'aria-live': 'polite' });
   const rows = new Map(); // export id → its row
 
@@ -162,6 +183,9 @@ function exportsSection(model, offs, source) {
       const ids = await src.ids();
       const body = { preset: preset.value };
       if (ids) body.assetIds = ids;
+      const settings = xmp.settings(preset.value) || {};
+      if (pairs.value !== 'both') settings.pairs = pairs.value;
+      if (Object.keys(settings).length) body.settings = settings;
       const ex = await api('POST', `/v1/projects/${project}/exports`, body);
       keepExport(project, ex.id);
       const row = exportRow(ex);
@@ -184,7 +208,8 @@ function exportsSection(model, offs, source) {
     const cancel = h('button', { type: 'button', class: 'small', hidden: true }, 'Cancel');
     const forget = h('button', { type: 'button', class: 'small link', hidden: true }, 'Remove from this list');
     const el = h('li', { class: 'export', id: `export-${ex.id}`, 'data-export': ex.id },
-      h('span', { class: 'export-name' }, PRESETS.find(([k]) => k === ex.preset)?.[1] || ex.preset), ' ',
+      h('span', { class: 'export-name' }, PRESETS.find(([k]) => k === ex.preset)?.[1] || ex.preset,
+        ex.settings && ex.settings.xmp ? ' with XMP' : ''), ' ',
       h('span', { class: 'muted small' }, when(ex.createdAt)), status, bar, link, cancel, forget);
     const row = { el, ex, status, bar, link, cancel, forget, expires: 0 };
     rows.set(ex.id, row);
@@ -294,6 +319,54 @@ function exportsSection(model, offs, source) {
     h('h2', { id: 'export-h' }, 'Export'), form,
     h('h3', {}, 'Exports from this browser'), list);
   return { el, counts: () => src.counts(), focus: () => preset.focus() };
+}
+
+// xmpFields are the export's XMP settings: on or off, the sidecars' names
+// and how picks are written, each shown for the presets that take it.
+function xmpFields() {
+  const on = h('input', { type: 'checkbox', id: 'export-xmp' });
+  const onLabel = h('label', { for: 'export-xmp' });
+  const what = h('p', { class: 'muted small', id: 'export-xmp-what' });
+  const naming = h('select', { id: 'export-xmp-naming' },
+    h('option', { value: 'adobe' }, 'NAME.xmp, as Lightroom and Bridge name them'),
+    h('option', { value: 'darktable' }, 'NAME.EXT.xmp, as darktable and digiKam name them'));
+  const namingField = h('div', {}, h('label', { for: 'export-xmp-naming' }, 'Sidecar names'), naming);
+  const picked = h('select', { id: 'export-picked', 'aria-describedby': 'export-picked-hint' },
+    PICKS.map(([v, text]) => h('option', { value: v }, text)));
+  const pickedField = h('div', {}, h('label', { for: 'export-picked' }, 'Picks written as'), picked,
+    h('p', { class: 'muted small', id: 'export-picked-hint' }, 'Lightroom reads no pick flag from XMP: to see your picks there, write them as stars or a label.'));
+  const el = h('fieldset', { class: 'xmp-fields', id: 'export-xmp-fields' }, h('legend', {}, 'For editors'),
+    h('div', { class: 'xmp-switch' }, h('span', { class: 'check' }, on, onLabel), what), namingField, pickedField);
+  let shown = '';
+  const sync = () => {
+    const keys = XMP_SETTINGS[shown] || [];
+    el.hidden = !keys.length;
+    namingField.hidden = !keys.includes('xmpNaming');
+    naming.disabled = picked.disabled = !on.checked;
+  };
+  on.addEventListener('change', sync);
+  return {
+    el,
+    // show fits the fields to a preset.
+    show(p) {
+      shown = p;
+      const sidecars = p === 'full_res';
+      onLabel.textContent = sidecars ? 'XMP sidecars' : 'XMP in each JPEG';
+      what.textContent = `Your stars, rejects, colour labels, keywords and captions, ${sidecars
+        ? 'in a sidecar beside each original (a sidecar uploaded with a photo comes back with them added)'
+        : 'inside each photo'}.`;
+      sync();
+    },
+    // settings are the XMP settings to send for preset p, only those it
+    // takes; none when XMP is off.
+    settings(p) {
+      const keys = XMP_SETTINGS[p] || [];
+      if (!keys.includes('xmp') || !on.checked) return null;
+      const out = { xmp: true, picked: picked.value };
+      if (keys.includes('xmpNaming')) out.xmpNaming = naming.value;
+      return out;
+    },
+  };
 }
 
 // ---- galleries ------------------------------------------------------------------------------
