@@ -63,7 +63,7 @@ func TestSidecars(t *testing.T) {
 	key := a.user("ana@example.org", false)
 	bob := a.user("bob@example.org", false)
 	project := a.newProject(key)
-	ps := corpus(t, "photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg", "photos/blinds.jpg", "photos/wood.jpg")
+	ps := corpus(t, "photos/kite-2560x1600.jpg", "photos/path-2560x1600.jpg", "photos/blinds.jpg", "photos/wood.jpg", "photos/dune.jpg")
 	ps[0].data = withXMP(t, ps[0].data, embedded)
 	ps[3].data = withXMP(t, ps[3].data, embedded)
 	_, ups := a.uploadAll(key, project, ps[:3])
@@ -171,12 +171,21 @@ func TestSidecars(t *testing.T) {
 	// A sidecar put before finalize is applied at once, and the ingest
 	// that follows leaves it: the photo's own packet (2, blue) does not
 	// replace it.
+	// A sidecar refused before finalize keeps its warning through the
+	// ingest, which writes the photo's own.
 	pending := a.prepare(key, project, ps[3:])
-	expect(t, a.put(pending[0].UploadURL, pending[0].Headers, ps[3].data), 201, "")
+	for i, p := range pending {
+		expect(t, a.put(p.UploadURL, p.Headers, ps[3+i].data), 201, "")
+	}
 	r = put(pending[0].AssetID, key, lightroomSidecar)
 	expect(t, r, 200, "")
 	sidecarApplied(pending[0].AssetID)
-	expect(t, a.finalize(key, project, pending, []string{ps[3].sum()}), 200, "")
-	waitCount(t, a, "the late photo's ingest", 1, `SELECT count(*) FROM assets WHERE id = $1 AND ingested_at IS NOT NULL`, pending[0].AssetID)
+	expect(t, put(pending[1].AssetID, key, `<?xml version="1.0"?><!DOCTYPE x><x:xmpmeta xmlns:x="adobe:ns:meta/"/>`), 200, "")
+	expect(t, a.finalize(key, project, pending, []string{ps[3].sum(), ps[4].sum()}), 200, "")
+	waitCount(t, a, "the late photos' ingest", 2, `SELECT count(*) FROM assets WHERE id IN ($1, $2) AND ingested_at IS NOT NULL`,
+		pending[0].AssetID, pending[1].AssetID)
 	sidecarApplied(pending[0].AssetID)
+	if w, _ := asset(pending[1].AssetID).Flags["metadataWarning"].(string); !strings.Contains(w, "XMP sidecar: ") || !strings.Contains(w, "DOCTYPE") {
+		t.Fatalf("the refused sidecar's warning after the ingest: %q", w)
+	}
 }

@@ -61,19 +61,21 @@ func (s *Store) SaveIngest(ctx context.Context, out IngestOutput) error {
 			out.AssetID, out.HashAlgorithm, int64(out.PHash)); err != nil {
 			return err
 		}
-		// A client's capturedAt from prepareUpload stays when the file has none.
+		// A client's capturedAt from prepareUpload stays when the file has
+		// none; what a sidecar put before the ingest warned of stays beside
+		// the file's own warning.
 		_, err := tx.db.ExecContext(ctx, `
 			UPDATE assets SET width_px = $2, height_px = $3, captured_at = coalesce($4, captured_at),
 				captured_offset = nullif($5, ''), camera_make = nullif($6, ''), camera_model = nullif($7, ''),
 				lens_model = nullif($8, ''), focal_length_mm = nullif($9::float8, 0), shutter_speed = nullif($10, ''),
 				aperture = nullif($11::float8, 0), iso = nullif($12::int, 0), gps_lat = $13, gps_lon = $14, exif = $15, quality = $16,
-				metadata_warning = nullif($17, ''), error_code = NULL, error_message = NULL, ingested_at = now(),
+				metadata_warning = nullif(concat_ws('; ', nullif($17, ''), substring(metadata_warning from $18)), ''), error_code = NULL, error_message = NULL, ingested_at = now(),
 				status = CASE WHEN status IN ('uploaded', 'failed') THEN 'cull' ELSE status END,
 				thumbnail_at = coalesce(thumbnail_at, now()), updated_at = now()
 			WHERE id = $1`,
 			out.AssetID, out.Width, out.Height, out.CapturedAt, out.CapturedOffset, out.CameraMake, out.CameraModel,
 			out.LensModel, out.FocalLengthMm, out.ShutterSpeed, out.Aperture, out.ISO, out.GPSLat, out.GPSLon,
-			out.EXIF, out.Quality, out.MetadataWarning)
+			out.EXIF, out.Quality, out.MetadataWarning, sidecarWarningPart)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,10 @@ const KindXMPSidecar = "xmp_sidecar"
 // leaves the rest (the original's own) as it is.
 const sidecarWarning = "XMP sidecar: "
 
+// sidecarWarningPart matches the sidecar's part of a metadata warning,
+// which always comes last.
+const sidecarWarningPart = sidecarWarning + ".*$"
+
 // SidecarOutput is what an asset's XMP sidecar says, to be saved with the
 // sidecar's bytes (File, already stored).
 type SidecarOutput struct {
