@@ -18,8 +18,10 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/server ./cmd/worker ./cmd/lightbox
 
 FROM debian:bookworm-slim
+# postgresql-client: lightbox backup's pg_dump and pg_restore, of the
+# same major version as compose's Postgres.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvips42 libraw20 ca-certificates \
+    && apt-get install -y --no-install-recommends libvips42 libraw20 ca-certificates postgresql-client \
     && rm -rf /var/lib/apt/lists/*
 # /data is owned by the service user so that a new volume mounted there is too.
 RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin lightbox \

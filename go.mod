@@ -3,6 +3,7 @@ module lightbox
 go 1.26.8
 
 require (
+	filippo.io/age v1.3.2
 	github.com/bsm/redislock v0.9.4
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.22.1
@@ -34,6 +35,7 @@ require (
 )
 
 require (
+	filippo.io/hpke v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect

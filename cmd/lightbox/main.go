@@ -1,6 +1,6 @@
-// Command lightbox is the operators' CLI: migrations, users, API keys and
-// moving blobs, bulk uploads to a running server, and a project's cull to
-// and from the XMP an editor reads.
+// Command lightbox is the operators' CLI: migrations, users, API keys,
+// moving blobs, backups and their restore, bulk uploads to a running
+// server, and a project's cull to and from the XMP an editor reads.
 //
 //	lightbox upload [--project ID | --new TITLE] [--concurrency N] [--json] PATH...
 //	lightbox xmp write --project ID [--naming adobe|darktable] [--pick P] [--embed] [--dry-run] DIR
@@ -14,6 +14,10 @@
 //	lightbox keygen FILE                        a chain signing key, unless FILE exists; prints its public key
 //	lightbox blobs copy --to s3                 DATA_DIR's blobs into the S3_* bucket
 //	lightbox blobs orphans [--older-than D] [--delete]   stored objects no record names
+//	lightbox backup create --to DIR|s3://BUCKET/PREFIX [--originals-only] [--include-secrets]
+//	lightbox backup list --from LOCATION
+//	lightbox backup verify --from LOCATION [ID]
+//	lightbox backup restore --from LOCATION [--force] [--secrets-to DIR] [ID]
 //	lightbox version
 //	lightbox help
 //
@@ -77,6 +81,21 @@ const usage = `usage:
                                                list stored objects no record names, written
                                                before D (24h) ago; --delete has the sweep
                                                delete them
+  lightbox backup create --to DIR|s3://BUCKET/PREFIX [--originals-only] [--include-secrets]
+                                               back up the database, the files its rows
+                                               name and the chain's ledger while serving;
+                                               files the location holds are not copied
+                                               again; --include-secrets seals the chain
+                                               key and upload secret with a passphrase
+                                               (LIGHTBOX_BACKUP_PASSPHRASE, or asked)
+  lightbox backup list --from LOCATION         complete backups, and those stopped midway
+  lightbox backup verify --from LOCATION [ID]  read a backup (the newest) and check every
+                                               file's SHA-256 against its manifest
+  lightbox backup restore --from LOCATION [--force] [--secrets-to DIR] [ID]
+                                               restore a backup (the newest) into an empty
+                                               database and blob store, then check each
+                                               original and verify the chain; --secrets-to
+                                               writes its secrets into DIR
   lightbox version
   lightbox help
 `
@@ -139,7 +158,7 @@ func parse(args []string) (command, error) {
 	switch {
 	case name == "help" || isHelp(name):
 		return command{}, flag.ErrHelp
-	case name == "users" || name == "keys" || name == "blobs" || name == "xmp":
+	case name == "users" || name == "keys" || name == "blobs" || name == "xmp" || name == "backup":
 		if len(rest) > 0 && isHelp(rest[0]) {
 			return command{}, flag.ErrHelp
 		}
@@ -205,6 +224,8 @@ func parse(args []string) (command, error) {
 		return parseBlobsCopy(fs, rest)
 	case "blobs orphans":
 		return parseBlobsOrphans(fs, rest)
+	case "backup create", "backup list", "backup verify", "backup restore":
+		return parseBackup(fs, name, rest, os.Getenv, stdinIsTerminal())
 	case "keys revoke":
 		cmd, err := withFlags(fs, rest, 1, nil, command{db: true})
 		if err != nil {
