@@ -43,6 +43,9 @@ type fixture struct {
 	project uuid.UUID
 	mu      sync.Mutex
 	photos  []uuid.UUID // finalized, in order
+	// original is the size of each new original past the first 3,000
+	// bytes; small unless a benchmark wants photo-sized files.
+	original int
 }
 
 // newFixture is a service with an empty project, keeping its blobs in
@@ -121,7 +124,7 @@ func (f *fixture) upload(ctx context.Context, n int) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
 	for range n {
 		id := uuid.New()
-		data := bytesOf(3000 + len(f.photos))
+		data := bytesOf(3000 + f.original + len(f.photos))
 		key := blob.OriginalKey(f.project, id)
 		if _, err := f.put(ctx, key, data); err != nil {
 			return ids, err
