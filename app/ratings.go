@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,7 +95,12 @@ func (a *App) CullActions(ctx context.Context, log *slog.Logger, user, project u
 	// other halves of pairs a decision reached are told too.
 	if a.Events != nil {
 		evs := make([]events.Event, 0, len(byAsset))
-		for _, r := range byAsset {
+		told := make(map[uuid.UUID]bool, len(byAsset))
+		for _, r := range append(slices.Clone(out.Ratings), pairRatings(byAsset, seen)...) {
+			if told[r.AssetID] {
+				continue
+			}
+			told[r.AssetID] = true
 			ev, err := events.New(events.AssetUpdated, project, uuid.Nil, ratingEventData(r))
 			if err != nil {
 				return nil, err
@@ -105,6 +112,20 @@ func (a *App) CullActions(ctx context.Context, log *slog.Logger, user, project u
 		}
 	}
 	return out, nil
+}
+
+// pairRatings are the ratings of byAsset whose assets the changes did not
+// name (seen): the other halves of RAW+JPEG pairs, in asset order, so
+// views are told in the same order each time.
+func pairRatings(byAsset map[uuid.UUID]store.Rating, seen map[uuid.UUID]bool) []store.Rating {
+	var out []store.Rating
+	for id, r := range byAsset {
+		if !seen[id] {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Rating) int { return bytes.Compare(a.AssetID[:], b.AssetID[:]) })
+	return out
 }
 
 // ratingChanged tells the project's open views of a new rating.
