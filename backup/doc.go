@@ -28,9 +28,26 @@
 // version, the chain head and the chain's public keys. A backup is
 // complete when its manifest exists: one stopped midway (killed, a full or
 // unreachable target, a cancelled context) has none, List shows it apart,
-// and the next backup reuses the blobs it copied. Nothing deletes old
-// backups; removing a backups/<id>/ folder frees its dump, while blobs
-// other backups name stay.
+// and the next backup reuses the blobs it copied.
+//
+// # Pruning
+//
+// Prune keeps the newest N complete backups. It deletes the folders of
+// older complete backups and of incomplete ones older than the newest
+// complete backup (stopped midway: a newer backup completed since), each
+// manifest first, so a deletion cut short leaves an incomplete backup,
+// never a complete one lacking files. Then it deletes the blobs no kept
+// manifest names, under two rules that keep a backup in progress whole. A
+// running backup names blobs it copied and blobs it found in the target,
+// of any age, before its manifest exists; so while an incomplete backup
+// is kept (newer than every complete one: it may be running) no blob is
+// deleted, and the next prune after it completes or is overtaken does it.
+// A backup begun during the prune writes blobs only after its dump, so
+// only blobs written before the prune began are deleted, and the prune
+// lists the backups again at its end: one that appeared meanwhile may
+// have counted on a deleted blob, and is named in ErrPruneRaced to be
+// verified. The scheduled backup prunes under the same lock as it backs
+// up, so it never races itself.
 //
 // # Consistency
 //

@@ -51,44 +51,11 @@ func (e *MismatchError) Error() string {
 }
 
 // Location is where --to or --from points: a folder, or an S3 bucket with
-// a key prefix.
-type Location struct {
-	Dir    string
-	Bucket string
-	Prefix string // "" or ending in "/"
-}
+// a key prefix (blob.Location, which config reads BACKUP_TO into).
+type Location = blob.Location
 
 // ParseLocation reads "DIR" or "s3://BUCKET[/PREFIX]".
-func ParseLocation(s string) (Location, error) {
-	if s == "" {
-		return Location{}, errors.New("no backup location given")
-	}
-	if rest, ok := strings.CutPrefix(s, "s3://"); ok {
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		prefix = strings.Trim(prefix, "/")
-		if bucket == "" {
-			return Location{}, fmt.Errorf("%q names no bucket: want s3://BUCKET/PREFIX", s)
-		}
-		if prefix != "" {
-			if err := blob.CheckKey(prefix); err != nil {
-				return Location{}, fmt.Errorf("%q: the prefix is not a usable key", s)
-			}
-			prefix += "/"
-		}
-		return Location{Bucket: bucket, Prefix: prefix}, nil
-	}
-	if strings.Contains(s, "://") {
-		return Location{}, fmt.Errorf("%q: a backup goes to a folder or to s3://BUCKET/PREFIX", s)
-	}
-	return Location{Dir: s}, nil
-}
-
-func (l Location) String() string {
-	if l.Bucket != "" {
-		return "s3://" + l.Bucket + "/" + l.Prefix
-	}
-	return l.Dir
-}
+func ParseLocation(s string) (Location, error) { return blob.ParseLocation(s) }
 
 // OpenTarget opens l. A bucket is reached with s3 (its Bucket replaced by
 // l's). With create, a missing folder or bucket is made, for a first
@@ -147,7 +114,17 @@ func (t *dirTarget) Open(ctx context.Context, key string) (io.ReadSeekCloser, bl
 	return t.d.Open(ctx, key)
 }
 
-func (t *dirTarget) Delete(ctx context.Context, key string) error { return t.d.Delete(ctx, key) }
+// Delete also removes a backup's folder with its last file. Blob folders
+// stay: a backup may be about to write into one.
+func (t *dirTarget) Delete(ctx context.Context, key string) error {
+	if err := t.d.Delete(ctx, key); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, "backups/") {
+		os.Remove(filepath.Dir(filepath.Join(t.root, filepath.FromSlash(key)))) // fails while the folder holds anything
+	}
+	return nil
+}
 
 // List walks only the folder the prefix names, leaving out the temporary
 // files of writes in progress.

@@ -126,6 +126,7 @@ type Config struct {
 	CORSOrigins    []string // CORS_ORIGINS, origins whose pages may call the API and the signed URLs
 	TrustedProxies []string // TRUSTED_PROXIES, addresses or networks whose X-Forwarded-For is believed
 	Storage                 // BLOB_BACKEND, S3_*, CHAIN_KEY: see storage.go
+	Backups        Backups  // BACKUP_*: see backup.go
 }
 
 // Load reads the configuration from the process environment.
@@ -277,6 +278,7 @@ func FromLookup(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("BODY_READ_TIMEOUT", "must be between 1s and 1h")
 	}
 	readOperations(&r, c)
+	r.backups(c)
 	if err := errors.Join(r.errs...); err != nil {
 		return nil, err
 	}
@@ -318,6 +320,15 @@ func readOperations(r *reader, c *Config) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
+}
+
+// LedgerPath is the chain's file ledger; empty when the ledger is an HTTP
+// log (CHAIN_LEDGER_URL).
+func (c *Config) LedgerPath() string {
+	if c.ChainLedgerURL != "" {
+		return ""
+	}
+	return filepath.Join(c.DataDir, "chain-ledger.jsonl")
 }
 
 // SecureCookies reports whether cookies must be marked Secure: whenever

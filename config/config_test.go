@@ -210,3 +210,58 @@ func TestFacesSecretFromAFile(t *testing.T) {
 		t.Fatalf("both: %v", err)
 	}
 }
+
+// Scheduled backups are off by default; turned on, every mistake in their
+// settings is reported at once, with the rest's.
+func TestBackupSettings(t *testing.T) {
+	c, err := config.FromLookup(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Backups; b.Schedule != "" || b.Keep != 7 || b.OriginalsOnly {
+		t.Fatalf("backup defaults %+v; want off, keeping 7, everything", b)
+	}
+
+	c, err = config.FromLookup(lookup(map[string]string{"BACKUP_SCHEDULE": "0 3,4 * * *", "BACKUP_TO": "/mnt/backups",
+		"BACKUP_KEEP": "3", "BACKUP_ORIGINALS_ONLY": "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Backups; b.To.Dir != "/mnt/backups" || b.Keep != 3 || !b.OriginalsOnly || b.Period != time.Hour {
+		t.Fatalf("backups %+v; want to /mnt/backups, keeping 3, originals only, an hour apart at least", b)
+	}
+	c, err = config.FromLookup(lookup(map[string]string{"BACKUP_SCHEDULE": "@every 6h", "BACKUP_TO": "s3://backups/lightbox",
+		"S3_ENDPOINT": "http://127.0.0.1:9000", "S3_ACCESS_KEY_ID": "service", "S3_SECRET_ACCESS_KEY": "service-secret",
+		"LIGHTBOX_BACKUP_S3_ACCESS_KEY_ID": "backups", "LIGHTBOX_BACKUP_S3_SECRET_ACCESS_KEY": "backups-secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Backups; b.To.Bucket != "backups" || b.To.Prefix != "lightbox/" || b.Period != 6*time.Hour ||
+		b.ToStorage.S3Bucket != "backups" || b.ToStorage.S3AccessKeyID != "backups" || b.ToStorage.S3Endpoint != "http://127.0.0.1:9000" {
+		t.Fatalf("backups to a bucket %+v", b)
+	}
+
+	for _, c := range []struct {
+		env  map[string]string
+		says []string
+	}{
+		{map[string]string{"BACKUP_SCHEDULE": "at three", "BACKUP_KEEP": "0", "BACKUP_ORIGINALS_ONLY": "maybe", "LOG_FORMAT": "xml"},
+			[]string{`BACKUP_SCHEDULE: "at three" is not a schedule`, "BACKUP_TO: is required with BACKUP_SCHEDULE", "BACKUP_KEEP:",
+				"BACKUP_ORIGINALS_ONLY:", "LOG_FORMAT:"}},
+		{map[string]string{"BACKUP_SCHEDULE": "@every 10s", "BACKUP_TO": "ftp://example.org/x"},
+			[]string{"BACKUP_SCHEDULE: \"@every 10s\" runs more often than once a minute", "BACKUP_TO:", "want a folder or s3://"}},
+		{map[string]string{"BACKUP_SCHEDULE": "0 3 * * *", "BACKUP_TO": "s3://backups"},
+			[]string{"BACKUP_TO: s3://backups is reached with the S3_* settings", "S3_ENDPOINT", "S3_ACCESS_KEY_ID"}},
+	} {
+		_, err := config.FromLookup(lookup(c.env))
+		if err == nil {
+			t.Errorf("%v: want an error", c.env)
+			continue
+		}
+		for _, s := range c.says {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%v: the error does not say %q:\n%s", c.env, s, err)
+			}
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package config
 
-import "errors"
+import (
+	"errors"
+
+	"lightbox/blob"
+)
 
 // Storage is where the bytes live and the secrets every process sharing
 // them must agree on.
@@ -71,4 +75,10 @@ func (r *reader) bucket(s *Storage) {
 			r.fail(v.name, "is required with BLOB_BACKEND=s3")
 		}
 	}
+}
+
+// S3Config is s as the blob store takes it.
+func (s Storage) S3Config() blob.S3Config {
+	return blob.S3Config{Endpoint: s.S3Endpoint, Region: s.S3Region, Bucket: s.S3Bucket, AccessKeyID: s.S3AccessKeyID,
+		SecretAccessKey: s.S3SecretAccessKey, PathStyle: s.S3ForcePathStyle, PublicEndpoint: s.S3PublicEndpoint}
 }

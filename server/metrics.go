@@ -57,6 +57,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Help: "Live progress streams open on this server.",
 		}, func() float64 { return float64(s.hub.Subscribers()) }),
 		chainLag{s.store},
+		backupRuns{s.store},
 		passwordHashes{"viewer": s.viewerHashes, "owner": s.ownerHashes},
 	)
 	if s.inspector != nil {
@@ -134,6 +135,52 @@ func (l chainLag) Collect(ch chan<- prometheus.Metric) {
 	for state, n := range map[string]int64{"pending": q.Pending, "signing": q.Signing, "failed": q.Failed} {
 		ch <- prometheus.MustNewConstMetric(chainLagDesc, prometheus.GaugeValue, float64(n), state)
 	}
+}
+
+// backupRuns reports the scheduled backups (BACKUP_SCHEDULE), read from
+// backup_runs at scrape time: when the last one succeeded, its size and
+// how long it took, and how many failed. A service with none reports
+// only the failures' 0, so an alert on the success's age stays quiet
+// where backups are off.
+type backupRuns struct{ st *store.Store }
+
+var (
+	backupSuccessDesc = prometheus.NewDesc("lightbox_backup_last_success_timestamp_seconds",
+		"When the last scheduled backup that succeeded finished, in Unix seconds.", nil, nil)
+	backupBytesDesc = prometheus.NewDesc("lightbox_backup_last_success_bytes",
+		"The size of everything the last successful scheduled backup holds.", nil, nil)
+	backupDurationDesc = prometheus.NewDesc("lightbox_backup_last_success_duration_seconds",
+		"How long the last successful scheduled backup took.", nil, nil)
+	backupFailuresDesc = prometheus.NewDesc("lightbox_backup_failures_total",
+		"Scheduled backups that failed.", nil, nil)
+)
+
+func (b backupRuns) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{backupSuccessDesc, backupBytesDesc, backupDurationDesc, backupFailuresDesc} {
+		ch <- d
+	}
+}
+
+func (b backupRuns) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	failed, err := b.st.CountBackupRuns(ctx, store.BackupFailed)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(backupFailuresDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(backupFailuresDesc, prometheus.CounterValue, float64(failed))
+	last, err := b.st.LastBackupRun(ctx, store.BackupDone)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(backupSuccessDesc, err)
+		return
+	}
+	if last == nil || last.FinishedAt == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(backupSuccessDesc, prometheus.GaugeValue, float64(last.FinishedAt.UnixMilli())/1000)
+	ch <- prometheus.MustNewConstMetric(backupBytesDesc, prometheus.GaugeValue, float64(last.Bytes))
+	ch <- prometheus.MustNewConstMetric(backupDurationDesc, prometheus.GaugeValue, last.FinishedAt.Sub(last.StartedAt).Seconds())
 }
 
 // passwordHashes reports the password hash pools by caller: viewer (a

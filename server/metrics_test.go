@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http/httptest"
@@ -157,3 +158,49 @@ func dashboardMetrics(t *testing.T, path string) []string {
 }
 
 var metricName = regexp.MustCompile(`\b(lightbox|asynq)_[a-z_]+`)
+
+// The scheduled backups' metrics are read from their runs at each
+// scrape: nothing but the failures' 0 before any run, then the last
+// success's time, size and duration, and the count of failures.
+func TestBackupMetrics(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t)
+	a := startAppWith(t, env, env.Redis, options{env: map[string]string{"METRICS_TOKEN": testMetricsToken}})
+	scrape := func() testenv.Metrics { return testenv.Scrape(t, a.url+"/metrics", "Bearer "+testMetricsToken) }
+	m := scrape()
+	if m["lightbox_backup_last_success_timestamp_seconds"] != nil || m.Value("lightbox_backup_failures_total", nil) != 0 {
+		t.Fatal("backup metrics before any backup ran")
+	}
+
+	ctx := context.Background()
+	before := time.Now()
+	run, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.FinishBackupRun(ctx, run, "20261130T030000Z", 123456, 7, ""); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		failed, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Store.FailBackupRun(ctx, failed, "the backup target /mnt/backups is full"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m = scrape()
+	if at := m.Value("lightbox_backup_last_success_timestamp_seconds", nil); at < float64(before.Add(-time.Minute).Unix()) {
+		t.Errorf("last success at %v, want after %v", at, before.Unix())
+	}
+	if n := m.Value("lightbox_backup_last_success_bytes", nil); n != 123456 {
+		t.Errorf("last success's size %v, want 123456", n)
+	}
+	if d := m.Value("lightbox_backup_last_success_duration_seconds", nil); d < 0 || d > 3600 {
+		t.Errorf("last success's duration %v", d)
+	}
+	if n := m.Value("lightbox_backup_failures_total", nil); n != 2 {
+		t.Errorf("failures %v, want 2", n)
+	}
+}

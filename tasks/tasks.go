@@ -31,6 +31,7 @@ const (
 	TypeFaces      = "asset:faces"
 	TypeFacesScan  = "project:faces"
 	TypeSignals    = "project:signals"
+	TypeBackup     = "backup:run"
 )
 
 // Queues, by priority.
@@ -125,6 +126,12 @@ var table = map[string]spec{
 		retries: []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute},
 	},
 	TypeSweep: {queue: QueueLow, timeout: time.Minute},
+	// The scheduled backup (BACKUP_SCHEDULE): no job row, as no user owns
+	// it (its runs are rows of backup_runs), and no retry: a failed run
+	// is recorded and the next period's tries again. The timeout bounds
+	// a target that hangs; a first backup of a large library belongs to
+	// the CLI.
+	TypeBackup: {queue: QueueLow, timeout: 12 * time.Hour},
 	TypeWebhook: {
 		queue: QueueLow, timeout: time.Minute,
 		// Ten retries spread over about four hours; with jitter no wait passes an hour.
@@ -431,6 +438,12 @@ func NewChainFlush() *asynq.Task {
 // scheduler makes one each period and a run that is lost is replaced by the next.
 func NewSweep() *asynq.Task {
 	return New(TypeSweep, []byte("{}"), "")
+}
+
+// NewBackup is the scheduled backup:run task. Like the sweep it has no
+// TaskID; the scheduler's Unique keeps one per period.
+func NewBackup() *asynq.Task {
+	return New(TypeBackup, []byte("{}"), "")
 }
 
 // NewTask is the task a payload describes, with its type's options.

@@ -168,6 +168,16 @@ func New(d Deps) (*Worker, error) {
 		asynq.Unique(d.Config.SweepInterval)); err != nil {
 		return nil, fmt.Errorf("schedule sweep: %w", err)
 	}
+	// The scheduled backup: every worker's scheduler fires in the same
+	// second, and Unique lets one enqueue through. Its lock lasts half the
+	// shortest period, so a run that failed (archived, holding it) never
+	// keeps the next period's out; BackupLock stops a second run while one
+	// overruns.
+	if b := d.Config.Backups; b.Schedule != "" {
+		if _, err := w.sched.Register(b.Schedule, tasks.NewBackup(), asynq.Unique(b.Period/2)); err != nil {
+			return nil, fmt.Errorf("schedule backups: %w", err)
+		}
+	}
 	return w, nil
 }
 

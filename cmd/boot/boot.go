@@ -171,10 +171,7 @@ func Blobs(cfg *config.Config) (blob.Store, blob.URLSigner, error) {
 }
 
 // S3 is the bucket the S3_* settings of s describe.
-func S3(s config.Storage) blob.S3Config {
-	return blob.S3Config{Endpoint: s.S3Endpoint, Region: s.S3Region, Bucket: s.S3Bucket, AccessKeyID: s.S3AccessKeyID,
-		SecretAccessKey: s.S3SecretAccessKey, PathStyle: s.S3ForcePathStyle, PublicEndpoint: s.S3PublicEndpoint}
-}
+func S3(s config.Storage) blob.S3Config { return s.S3Config() }
 
 // UploadSecret is the HMAC key of signed URLs: UPLOAD_SECRET, or a random
 // one kept in DATA_DIR so every process sharing that folder agrees on it.
@@ -258,5 +255,5 @@ func Ledger(cfg *config.Config) (chain.Ledger, error) {
 	if cfg.ChainLedgerURL != "" {
 		return chain.NewHTTPLedger(cfg.ChainLedgerURL, cfg.ChainParallel)
 	}
-	return chain.OpenFileLedger(filepath.Join(cfg.DataDir, "chain-ledger.jsonl"))
+	return chain.OpenFileLedger(cfg.LedgerPath())
 }

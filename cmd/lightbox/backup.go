@@ -28,11 +28,6 @@ import (
 // without a terminal to ask on.
 const passphraseEnv = "LIGHTBOX_BACKUP_PASSPHRASE"
 
-// backupS3Prefix starts settings that reach an s3:// backup location
-// instead of the service's own S3_* ones (LIGHTBOX_BACKUP_S3_ENDPOINT…),
-// for backups kept with another provider or account.
-const backupS3Prefix = "LIGHTBOX_BACKUP_"
-
 // parseBackup parses the backup subcommands.
 func parseBackup(fs *flag.FlagSet, name string, args []string, getenv func(string) string, terminal bool) (command, error) {
 	concurrency := fs.Int("concurrency", backup.DefaultConcurrency, "files copied at once")
@@ -46,6 +41,7 @@ func parseBackup(fs *flag.FlagSet, name string, args []string, getenv func(strin
 	withSecrets := fs.Bool("include-secrets", false, "the chain's signing key and the upload secret, sealed with a passphrase")
 	force := fs.Bool("force", false, "restore over a database or store that holds data")
 	secretsTo := fs.String("secrets-to", "", "a folder to write the backup's secrets into")
+	keep := fs.Int("keep", 0, "how many complete backups to keep, the newest")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return command{}, err
@@ -60,13 +56,14 @@ func parseBackup(fs *flag.FlagSet, name string, args []string, getenv func(strin
 			"backup list":    {"from"},
 			"backup verify":  {"from", "concurrency"},
 			"backup restore": {"from", "concurrency", "force", "secrets-to"},
+			"backup prune":   {"from", "keep"},
 		}[name]
 		if !slices.Contains(allowed, f.Name) {
 			misplaced = append(misplaced, "--"+f.Name)
 		}
 	})
 	maxArgs := 1
-	if name == "backup create" || name == "backup list" {
+	if name == "backup create" || name == "backup list" || name == "backup prune" {
 		maxArgs = 0
 	}
 	switch {
@@ -80,6 +77,8 @@ func parseBackup(fs *flag.FlagSet, name string, args []string, getenv func(strin
 		return command{}, fmt.Errorf("%s: --from is required", name)
 	case *concurrency < 1 || *concurrency > 64:
 		return command{}, fmt.Errorf("%s: --concurrency must be 1 to 64", name)
+	case name == "backup prune" && *keep < 1:
+		return command{}, fmt.Errorf("%s: --keep must be given, at least 1", name)
 	}
 	loc, err := backup.ParseLocation(*where)
 	if err != nil {
@@ -117,17 +116,19 @@ func parseBackup(fs *flag.FlagSet, name string, args []string, getenv func(strin
 			if err != nil {
 				return err
 			}
-			return createBackup(ctx, cfg, tg, *originalsOnly, *withSecrets, pass, *concurrency, getenv, stdout, stderr)
+			return createBackup(ctx, cfg, tg, *originalsOnly, *withSecrets, pass, *concurrency, stdout, stderr)
 		case "backup list":
 			return listBackups(ctx, tg, stdout)
 		case "backup verify":
 			return verifyBackup(ctx, tg, id, *concurrency, stdout)
+		case "backup prune":
+			return pruneBackups(ctx, tg, *keep, stdout)
 		default:
 			pass, err := ask(stderr, false)
 			if err != nil {
 				return err
 			}
-			return restoreBackup(ctx, cfg, log, tg, id, *force, *secretsTo, pass, *concurrency, getenv, stdout, stderr)
+			return restoreBackup(ctx, cfg, log, tg, id, *force, *secretsTo, pass, *concurrency, stdout, stderr)
 		}
 	}
 	return command{run: run}, nil
@@ -166,18 +167,12 @@ func askPassphrase(stderr io.Writer, confirm bool) (string, error) {
 func openLocation(ctx context.Context, loc backup.Location, create bool, getenv func(string) string) (backup.Target, error) {
 	var s3 blob.S3Config
 	if loc.Bucket != "" {
-		st, err := config.S3FromLookup(func(name string) (string, bool) {
-			if name == "S3_BUCKET" {
-				return loc.Bucket, true
-			}
-			if v := getenv(backupS3Prefix + name); v != "" {
-				return v, true
-			}
+		st, err := config.BackupS3FromLookup(func(name string) (string, bool) {
 			v := getenv(name)
 			return v, v != ""
-		})
+		}, loc.Bucket)
 		if err != nil {
-			return nil, fmt.Errorf("%s is reached with the S3_* settings (or %sS3_*):\n%w", loc, backupS3Prefix, err)
+			return nil, fmt.Errorf("%s is reached with the S3_* settings (or %sS3_*):\n%w", loc, config.BackupS3Prefix, err)
 		}
 		s3 = boot.S3(st)
 	}
@@ -201,23 +196,14 @@ func serviceBlobs(ctx context.Context, cfg *config.Config) (blob.Store, error) {
 	return blob.NewDisk(filepath.Join(cfg.DataDir, "blobs"))
 }
 
-// ledgerPath is the chain's file ledger, as boot.Ledger opens it; none
-// with an HTTP ledger.
-func ledgerPath(cfg *config.Config) string {
-	if cfg.ChainLedgerURL != "" {
-		return ""
-	}
-	return filepath.Join(cfg.DataDir, "chain-ledger.jsonl")
-}
-
 func createBackup(ctx context.Context, cfg *config.Config, tg backup.Target, originalsOnly, withSecrets bool, passphrase string,
-	concurrency int, getenv func(string) string, stdout, stderr io.Writer) error {
+	concurrency int, stdout, stderr io.Writer) error {
 	live, err := serviceBlobs(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	o := backup.Options{DatabaseURL: cfg.DatabaseURL, Blobs: live, LedgerPath: ledgerPath(cfg), OriginalsOnly: originalsOnly,
-		Concurrency: concurrency, Lightbox: version(), PGBinDir: getenv("PG_BINDIR")}
+	o := backup.Options{DatabaseURL: cfg.DatabaseURL, Blobs: live, LedgerPath: cfg.LedgerPath(), OriginalsOnly: originalsOnly,
+		Concurrency: concurrency, Lightbox: version(), PGBinDir: cfg.Backups.PGBinDir}
 	if keys, err := boot.ChainKeys(cfg); err == nil {
 		o.ChainKeys = &keys
 	} else {
@@ -338,14 +324,32 @@ func verifyBackup(ctx context.Context, tg backup.Target, id string, concurrency 
 	return nil
 }
 
+func pruneBackups(ctx context.Context, tg backup.Target, keep int, stdout io.Writer) error {
+	rep, err := backup.Prune(ctx, tg, keep)
+	if rep != nil {
+		for _, id := range rep.Deleted {
+			fmt.Fprintf(stdout, "deleted backup %s\n", id)
+		}
+		fmt.Fprintf(stdout, "kept %d complete backups", len(rep.Kept))
+		if len(rep.KeptIncomplete) > 0 {
+			fmt.Fprintf(stdout, " and the incomplete %s", strings.Join(rep.KeptIncomplete, ", "))
+		}
+		fmt.Fprintf(stdout, "; deleted %d blobs (%s) no kept backup names\n", rep.Blobs, humanBytes(rep.BlobBytes))
+		if rep.BlobsLeft != "" {
+			fmt.Fprintf(stdout, "no blob deleted: %s\n", rep.BlobsLeft)
+		}
+	}
+	return err
+}
+
 func restoreBackup(ctx context.Context, cfg *config.Config, log *slog.Logger, tg backup.Target, id string, force bool, secretsTo, passphrase string,
-	concurrency int, getenv func(string) string, stdout, stderr io.Writer) error {
+	concurrency int, stdout, stderr io.Writer) error {
 	live, err := serviceBlobs(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	o := backup.RestoreOptions{DatabaseURL: cfg.DatabaseURL, Blobs: live, LedgerPath: ledgerPath(cfg), Force: force,
-		SecretsDir: secretsTo, Passphrase: passphrase, Concurrency: concurrency, PGBinDir: getenv("PG_BINDIR"), Log: log}
+	o := backup.RestoreOptions{DatabaseURL: cfg.DatabaseURL, Blobs: live, LedgerPath: cfg.LedgerPath(), Force: force,
+		SecretsDir: secretsTo, Passphrase: passphrase, Concurrency: concurrency, PGBinDir: cfg.Backups.PGBinDir, Log: log}
 	configured, keyErr := boot.ChainKeys(cfg)
 	if keyErr == nil {
 		o.ChainKeys = &configured
@@ -364,7 +368,7 @@ func restoreBackup(ctx context.Context, cfg *config.Config, log *slog.Logger, tg
 	fmt.Fprintf(stdout, "\nfiles: %d (%s); %d originals match their rows' SHA-256\n", rep.Blobs, humanBytes(rep.Bytes), rep.Originals)
 	switch {
 	case rep.Ledger:
-		fmt.Fprintf(stdout, "ledger: %s\n", ledgerPath(cfg))
+		fmt.Fprintf(stdout, "ledger: %s\n", cfg.LedgerPath())
 	case m.Ledger != nil:
 		fmt.Fprintln(stdout, "ledger: not restored, CHAIN_LEDGER_URL names an HTTP ledger")
 	}

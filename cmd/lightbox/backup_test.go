@@ -149,6 +149,15 @@ func TestBackupAndRestore(t *testing.T) {
 	if _, stderr := run(to, 1, "backup", "restore", "--from", t.TempDir()); !strings.Contains(stderr, "no complete backup") {
 		t.Errorf("a restore from an empty folder: %q", stderr)
 	}
+
+	// Keeping the newest: the first backup goes, the second still verifies.
+	if out, _ := run(from, 0, "backup", "prune", "--from", backups, "--keep", "1"); !strings.Contains(out, "deleted backup "+id) ||
+		!strings.Contains(out, "kept 1 complete backups") {
+		t.Errorf("backup prune printed %q", out)
+	}
+	if out, _ := run(from, 0, "backup", "verify", "--from", backups); !strings.Contains(out, "each as its manifest says") {
+		t.Errorf("backup verify after the prune printed %q", out)
+	}
 }
 
 // TestBackupUsageErrors: mistakes on the command line are usage errors
@@ -165,10 +174,14 @@ func TestBackupUsageErrors(t *testing.T) {
 		says string
 	}{
 		{[]string{"backup"}, "backup needs a subcommand"},
-		{[]string{"backup", "prune"}, `unknown command "backup prune"`},
+		{[]string{"backup", "delete"}, `unknown command "backup delete"`},
+		{[]string{"backup", "prune", "--from", dir}, "--keep must be given"},
+		{[]string{"backup", "prune", "--from", dir, "--keep", "0"}, "--keep must be given, at least 1"},
+		{[]string{"backup", "prune", "--from", dir, "--keep", "2", "--concurrency", "2"}, "does not take --concurrency"},
+		{[]string{"backup", "list", "--from", dir, "--keep", "2"}, "does not take --keep"},
 		{[]string{"backup", "create"}, "--to is required"},
 		{[]string{"backup", "list"}, "--from is required"},
-		{[]string{"backup", "create", "--to", "ftp://example.org/x"}, "a folder or to s3://BUCKET/PREFIX"},
+		{[]string{"backup", "create", "--to", "ftp://example.org/x"}, "want a folder or s3://BUCKET/PREFIX"},
 		{[]string{"backup", "create", "--to", "s3://"}, "names no bucket"},
 		{[]string{"backup", "create", "--to", dir, "--force"}, "does not take --force"},
 		{[]string{"backup", "list", "--from", dir, "extra"}, `unexpected argument "extra"`},

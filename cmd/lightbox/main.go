@@ -18,6 +18,7 @@
 //	lightbox backup list --from LOCATION
 //	lightbox backup verify --from LOCATION [ID]
 //	lightbox backup restore --from LOCATION [--force] [--secrets-to DIR] [ID]
+//	lightbox backup prune --from LOCATION --keep N
 //	lightbox version
 //	lightbox help
 //
@@ -96,6 +97,11 @@ const usage = `usage:
                                                database and blob store, then check each
                                                original and verify the chain; --secrets-to
                                                writes its secrets into DIR
+  lightbox backup prune --from LOCATION --keep N
+                                               keep the newest N complete backups: delete
+                                               the older ones, incomplete ones older than
+                                               the newest, and the files no kept backup
+                                               names
   lightbox version
   lightbox help
 `
@@ -224,7 +230,7 @@ func parse(args []string) (command, error) {
 		return parseBlobsCopy(fs, rest)
 	case "blobs orphans":
 		return parseBlobsOrphans(fs, rest)
-	case "backup create", "backup list", "backup verify", "backup restore":
+	case "backup create", "backup list", "backup verify", "backup restore", "backup prune":
 		return parseBackup(fs, name, rest, os.Getenv, stdinIsTerminal())
 	case "keys revoke":
 		cmd, err := withFlags(fs, rest, 1, nil, command{db: true})
