@@ -181,6 +181,10 @@ func TestFaults(t *testing.T) {
 		{"StopPostgres", stopPostgres},
 		{"FillBlobDisk", fillBlobDisk},
 		{"LedgerDown", ledgerDown},
+		{"BackupKilled", backupKilled},
+		{"BackupDuringUploads", backupDuringUploads},
+		{"BackupTargetFull", backupTargetFull},
+		{"BackupTargetUnreachable", backupTargetUnreachable},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
