@@ -152,6 +152,7 @@ func (s *Server) routes() *gin.Engine {
 	admin.GET("/chain", s.adminChain)
 	admin.POST("/chain/verify", s.idempotent, s.adminVerifyChain)
 	admin.POST("/chain/requeue", s.idempotent, s.adminRequeueChain)
+	admin.GET("/backups", s.adminBackups)
 
 	return r
 }

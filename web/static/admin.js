@@ -1,9 +1,10 @@
 // The admin page: queues with their sizes and latency (pause, resume),
 // failed jobs of every user (retry, delete), batches with failures (retry
-// the whole batch), and the attestation chain (head, last verify).
+// the whole batch), the attestation chain (head, last verify) and the
+// scheduled backups (last success, last failure).
 
 import { api, whenSignedOut } from './api.js';
-import { h, clear, announce, signedInUser, signInForm, userBar, when, bytes, plural, table } from './ui.js';
+import { h, clear, announce, signedInUser, signInForm, userBar, when, bytes, duration, plural, table } from './ui.js';
 
 const main = document.getElementById('main');
 let timers = [];
@@ -42,6 +43,7 @@ function render() {
   const jobs = h('div', { id: 'failed-jobs' }, h('p', { class: 'muted' }, 'Loading…'));
   const batches = h('div', { id: 'failed-batches' }, h('p', { class: 'muted' }, 'Loading…'));
   const chain = h('div', { id: 'chain' }, h('p', { class: 'muted' }, 'Loading…'));
+  const backups = h('div', { id: 'backups' }, h('p', { class: 'muted' }, 'Loading…'));
   clear(main,
     h('h1', {}, 'Admin'),
     h('p', {}, 'Operators’ view of every user’s work. For task-level detail (payloads, schedules, servers) open ',
@@ -49,11 +51,13 @@ function render() {
     h('section', { class: 'card', 'aria-labelledby': 'queues-h' }, h('h2', { id: 'queues-h' }, 'Queues'), queues),
     h('section', { class: 'card', 'aria-labelledby': 'jobs-h' }, h('h2', { id: 'jobs-h' }, 'Failed jobs'), jobs),
     h('section', { class: 'card', 'aria-labelledby': 'batches-h' }, h('h2', { id: 'batches-h' }, 'Batches with failures'), batches),
-    h('section', { class: 'card', 'aria-labelledby': 'chain-h' }, h('h2', { id: 'chain-h' }, 'Attestation chain'), chain));
+    h('section', { class: 'card', 'aria-labelledby': 'chain-h' }, h('h2', { id: 'chain-h' }, 'Attestation chain'), chain),
+    h('section', { class: 'card', 'aria-labelledby': 'backups-h' }, h('h2', { id: 'backups-h' }, 'Backups'), backups));
   every(5000, () => loadQueues(queues));
   const reloadJobs = () => { loadJobs(jobs, reloadJobs); loadBatches(batches, reloadJobs); };
   every(10000, reloadJobs);
   loadChain(chain);
+  every(60000, () => loadBackups(backups));
 }
 
 // act runs an action from a button, says how it went and refreshes.
@@ -183,6 +187,43 @@ async function loadChain(root) {
       : 'never run from this page'],
   ];
   clear(root, h('dl', { class: 'facts mono' }, facts.map(([k, val]) => [h('dt', {}, k), h('dd', {}, val)])), verify);
+}
+
+async function loadBackups(root) {
+  let res;
+  try {
+    res = await api('GET', '/v1/admin/backups');
+  } catch (err) {
+    clear(root, h('p', { class: 'error' }, `Backups unavailable: ${err.message}`));
+    return;
+  }
+  if (!res.schedule) {
+    clear(root, h('p', { class: 'muted' }, 'Backups are off (BACKUP_SCHEDULE is not set).'));
+    return;
+  }
+  const { lastSuccess: ok, lastFailure: bad } = res;
+  const facts = [
+    ['Schedule', [h('span', { class: 'mono' }, res.schedule), ' (UTC)']],
+    ['Location', h('span', { class: 'mono' }, res.location || '—')],
+    ['Keeps', plural(res.keep, 'complete backup')],
+  ];
+  // Only the newest run can be under way: one whose worker died stays
+  // "running" for good, and the next run is listed before it.
+  const current = res.runs[0];
+  const running = current && current.status === 'running';
+  if (running) facts.push(['Running', `started ${when(current.startedAt)}`]);
+  if (!ok && !bad) {
+    facts.push(['Last backup', running ? 'No backup has finished yet.' : 'No backup has run yet.']);
+  } else {
+    facts.push(['Last success', ok
+      ? `✓ ${when(ok.finishedAt)}: ${bytes(ok.bytes)} in ${duration((Date.parse(ok.finishedAt) - Date.parse(ok.startedAt)) / 1000)}` +
+        (ok.backupId ? ` (backup ${ok.backupId})` : '')
+      : 'none yet']);
+    // A failure since the last success is one still to see to.
+    const unresolved = bad && (!ok || Date.parse(bad.finishedAt) > Date.parse(ok.finishedAt));
+    facts.push(['Last failure', bad ? h('span', { class: unresolved ? 'error' : '' }, `✕ ${when(bad.finishedAt)}: ${bad.error}`) : 'none']);
+  }
+  clear(root, h('dl', { class: 'facts' }, facts.map(([k, val]) => [h('dt', {}, k), h('dd', {}, val)])));
 }
 
 boot().catch(() => {}); // signedInUser has said what went wrong
