@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -129,40 +128,7 @@ func (t *dirTarget) Delete(ctx context.Context, key string) error {
 // List walks only the folder the prefix names, leaving out the temporary
 // files of writes in progress.
 func (t *dirTarget) List(ctx context.Context, prefix string, fn func(blob.Info) error) error {
-	dir := t.root
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		dir = filepath.Join(t.root, filepath.FromSlash(prefix[:i]))
-	}
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".upload-") {
-			return nil
-		}
-		rel, err := filepath.Rel(t.root, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) {
-			return nil
-		}
-		info, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return fn(blob.Info{Key: key, Size: info.Size(), ModTime: info.ModTime()})
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return t.d.ListPrefix(ctx, prefix, fn)
 }
 
 // s3Target keeps backups under a prefix of a bucket. Reads and streamed

@@ -228,7 +228,17 @@ func (c contextReader) Read(p []byte) (int, error) {
 
 // List implements Lister, in key order.
 func (d *Disk) List(ctx context.Context, fn func(Info) error) error {
-	return filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
+	return d.ListPrefix(ctx, "", fn)
+}
+
+// ListPrefix is List of the keys that start with prefix, in key order. It
+// walks only the folder the prefix's last "/" names; none is no key.
+func (d *Disk) ListPrefix(ctx context.Context, prefix string, fn func(Info) error) error {
+	dir := d.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		dir = filepath.Join(d.root, filepath.FromSlash(prefix[:i]))
+	}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -243,7 +253,7 @@ func (d *Disk) List(ctx context.Context, fn func(Info) error) error {
 			return err
 		}
 		key := filepath.ToSlash(rel)
-		if CheckKey(key) != nil {
+		if !strings.HasPrefix(key, prefix) || CheckKey(key) != nil {
 			return nil
 		}
 		info, err := e.Info()
@@ -254,6 +264,10 @@ func (d *Disk) List(ctx context.Context, fn func(Info) error) error {
 		}
 		return fn(Info{Key: key, Size: info.Size(), ModTime: info.ModTime()})
 	})
+	if prefix != "" && errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // RemoveStale implements StaleRemover: it deletes temporary files older
