@@ -43,14 +43,11 @@ func RatingJSONOf(r store.Rating) *RatingJSON {
 // A decision on half of a RAW+JPEG pair is made on both, and the views
 // are told of both.
 func (a *App) Rate(ctx context.Context, log *slog.Logger, user, project uuid.UUID, change store.RatingChange) (*store.Rating, error) {
-	byAsset, err := a.store.CullActions(ctx, user, project, []store.RatingChange{change})
+	byAsset, err := a.store.RatePair(ctx, user, change)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := byAsset[change.AssetID]
-	if !ok {
-		return nil, store.ErrHandDecision
-	}
+	r := byAsset[change.AssetID]
 	a.ratingChanged(ctx, log, project, r)
 	for id, other := range byAsset {
 		if id != change.AssetID {

@@ -98,24 +98,30 @@ var ErrHandDecision = errors.New("store: the rating holds a decision made by han
 // A decision on half of a RAW+JPEG pair is made on both, in the same
 // transaction.
 func (s *Store) Rate(ctx context.Context, user uuid.UUID, change RatingChange) (*Rating, error) {
-	var r *Rating
-	err := s.WithTx(ctx, func(tx *Store) error {
-		byAsset, err := tx.rateAll(ctx, user, []RatingChange{change})
-		if err != nil {
-			return err
-		}
-		if got, ok := byAsset[change.AssetID]; ok {
-			r = &got
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
+	byAsset, err := s.RatePair(ctx, user, change)
+	if err != nil {
 		return nil, err
-	case r == nil:
+	}
+	r := byAsset[change.AssetID]
+	return &r, nil
+}
+
+// RatePair is Rate, answering by asset the ratings it changed: the asked
+// asset's and, when the change decides on half of a RAW+JPEG pair, the
+// other half's.
+func (s *Store) RatePair(ctx context.Context, user uuid.UUID, change RatingChange) (map[uuid.UUID]Rating, error) {
+	var byAsset map[uuid.UUID]Rating
+	err := s.WithTx(ctx, func(tx *Store) (err error) {
+		byAsset, err = tx.rateAll(ctx, user, []RatingChange{change})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := byAsset[change.AssetID]; !ok {
 		return nil, ErrHandDecision
 	}
-	return r, nil
+	return byAsset, nil
 }
 
 // CullActions applies several rating changes of user's to assets of project
