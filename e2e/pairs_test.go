@@ -2,9 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,38 +12,6 @@ import (
 
 	"lightbox/testsupport/testenv"
 )
-
-// rawAndJPEG writes to a folder what a camera set to RAW+JPEG writes for
-// one shot: the shared Canon CRW as IMG_0042.CRW, and beside it the JPEG
-// the camera embedded in it as IMG_0042.JPG, with the raw's capture time.
-func rawAndJPEG(t *testing.T) (raw, jpeg string) {
-	t.Helper()
-	exiftool, err := exec.LookPath("exiftool")
-	if err != nil {
-		t.Fatal("exiftool is not installed, and this test makes its JPEG with it: `apt-get install -y libimage-exiftool-perl`")
-	}
-	dir := t.TempDir()
-	raw, jpeg = filepath.Join(dir, "IMG_0042.CRW"), filepath.Join(dir, "IMG_0042.JPG")
-	data, err := os.ReadFile(filepath.Join(testenv.Formats(t), "raw", "canon-eos-d30.crw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(raw, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	embedded, err := exec.Command(exiftool, "-b", "-JpgFromRaw", raw).Output()
-	if err != nil || len(embedded) == 0 {
-		t.Fatalf("exiftool -b -JpgFromRaw: %v (%d bytes)", err, len(embedded))
-	}
-	if err := os.WriteFile(jpeg, embedded, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The raw's own DateTimeOriginal: the embedded JPEG carries none.
-	if out, err := exec.Command(exiftool, "-overwrite_original", "-DateTimeOriginal=2018:01:01 13:03:32", jpeg).CombinedOutput(); err != nil {
-		t.Fatalf("exiftool -DateTimeOriginal: %v\n%s", err, out)
-	}
-	return raw, jpeg
-}
 
 // pairRow is what ingest recorded of one half of a pair.
 type pairRow struct {
@@ -75,7 +40,7 @@ func TestPairsCullAsOne(t *testing.T) {
 	t.Parallel()
 	chrome := chromium(t)
 	s, key := gridStack(t, "pairs-stack.log")
-	raw, jpeg := rawAndJPEG(t)
+	raw, jpeg := testenv.RawPlusJPEG(t, t.TempDir())
 	other := distinctPhotos(t, 1)[0]
 
 	b := newBrowser(t, chrome)

@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -15,30 +13,16 @@ import (
 	"lightbox/testsupport/testenv"
 )
 
-// rawPlusJPEG is what a camera set to RAW+JPEG writes for one shot: a
-// Canon raw and the JPEG inside it, with the raw's capture time, under
-// one base name.
+// rawPlusJPEG is the bytes of a camera's RAW+JPEG shot
+// (testenv.RawPlusJPEG).
 func rawPlusJPEG(t *testing.T) (raw, jpeg []byte) {
 	t.Helper()
-	if _, err := exec.LookPath("exiftool"); err != nil {
-		t.Fatal("exiftool is not installed (libimage-exiftool-perl; make test installs it)")
-	}
-	src := filepath.Join(testenv.Formats(t), "raw", "canon-eos-d30.crw")
-	raw, err := os.ReadFile(src)
-	if err != nil {
+	rawPath, jpegPath := testenv.RawPlusJPEG(t, t.TempDir())
+	var err error
+	if raw, err = os.ReadFile(rawPath); err != nil {
 		t.Fatal(err)
 	}
-	if jpeg, err = exec.Command("exiftool", "-b", "-JpgFromRaw", src).Output(); err != nil || len(jpeg) == 0 {
-		t.Fatalf("exiftool -JpgFromRaw: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "IMG_0042.JPG")
-	if err := os.WriteFile(out, jpeg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command("exiftool", "-q", "-overwrite_original", "-DateTimeOriginal=2018:01:01 13:03:32", out).CombinedOutput(); err != nil {
-		t.Fatalf("exiftool: %v\n%s", err, b)
-	}
-	if jpeg, err = os.ReadFile(out); err != nil {
+	if jpeg, err = os.ReadFile(jpegPath); err != nil {
 		t.Fatal(err)
 	}
 	return raw, jpeg

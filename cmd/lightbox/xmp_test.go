@@ -301,20 +301,7 @@ func TestXMPWriteGivesARawPlusJPEGPairOneSidecar(t *testing.T) {
 	url, key, lightbox := xmpStack(t)
 
 	dir := t.TempDir()
-	raw := filepath.Join(testenv.Formats(t), "raw", "canon-eos-d30.crw")
-	copyFile(t, raw, filepath.Join(dir, "IMG_0042.CRW"), nil)
-	jpeg, err := exec.Command("/usr/bin/exiftool", "-b", "-JpgFromRaw", raw).Output()
-	if err != nil || len(jpeg) == 0 {
-		t.Fatalf("exiftool -JpgFromRaw: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "IMG_0042.JPG"), jpeg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The camera stamps both files with one time.
-	if out, err := exec.Command("/usr/bin/exiftool", "-q", "-overwrite_original", "-DateTimeOriginal=2018:01:01 13:03:32",
-		filepath.Join(dir, "IMG_0042.JPG")).CombinedOutput(); err != nil {
-		t.Fatalf("exiftool: %v\n%s", err, out)
-	}
+	testenv.RawPlusJPEG(t, dir)
 	project := uploadNew(t, lightbox, "Card", dir)
 	var assets map[string]testAsset
 	testenv.EventuallyEvery(t, "the pair to be ingested and paired", 5*time.Minute, time.Second, func() bool {
