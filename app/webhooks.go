@@ -19,11 +19,16 @@ const (
 	EventBatchCompleted = "batch.completed"
 	EventExportUpdated  = "export.updated"
 	EventAssetFailed    = "asset.failed"
+	EventBackupFailed   = "backup.failed"
 	EventPing           = "ping"
 )
 
 // WebhookEvents are the events a webhook may subscribe to.
-var WebhookEvents = []string{EventBatchCompleted, EventExportUpdated, EventAssetFailed}
+var WebhookEvents = []string{EventBatchCompleted, EventExportUpdated, EventAssetFailed, EventBackupFailed}
+
+// AdminEvents are the service's own events, of no project: only an
+// administrator's webhook may subscribe to them.
+var AdminEvents = []string{EventBackupFailed}
 
 // deliveryNamespace makes delivery ids from what they report (UUIDv5).
 var deliveryNamespace = uuid.MustParse("4f0c7c55-8b1e-4d6a-9a53-1f2d6c0e9b7a")

@@ -40,19 +40,19 @@ func TestAdminPageShowsBackups(t *testing.T) {
 	b.waitJS("no backup yet", `document.querySelector('#backups')?.textContent.includes('No backup has run yet.') ?? false`)
 
 	ctx := context.Background()
-	done, err := s.env.Store.StartBackupRun(ctx, to)
+	done, _, err := s.env.Store.StartBackupRun(ctx, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.env.Store.FinishBackupRun(ctx, done, "20261130T030000Z", 2_345_678_901, 1234, ""); err != nil {
+	if _, err := s.env.Store.FinishBackupRun(ctx, done, "20261130T030000Z", 2_345_678_901, 1234, ""); err != nil {
 		t.Fatal(err)
 	}
-	failed, err := s.env.Store.StartBackupRun(ctx, to)
+	failed, _, err := s.env.Store.StartBackupRun(ctx, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	failure := "the backup target " + to + " is full"
-	if err := s.env.Store.FailBackupRun(ctx, failed, failure); err != nil {
+	if _, err := s.env.Store.FailBackupRun(ctx, failed, failure); err != nil {
 		t.Fatal(err)
 	}
 

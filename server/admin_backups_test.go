@@ -54,7 +54,7 @@ func TestAdminBackups(t *testing.T) {
 	st := env.Store
 	start := func() uuid.UUID {
 		t.Helper()
-		id, err := st.StartBackupRun(ctx, dir)
+		id, _, err := st.StartBackupRun(ctx, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,16 +62,16 @@ func TestAdminBackups(t *testing.T) {
 	}
 	// Older runs, to fill the list past its 10.
 	for i := range 10 {
-		if err := st.FinishBackupRun(ctx, start(), "older", int64(i), i, ""); err != nil {
+		if _, err := st.FinishBackupRun(ctx, start(), "older", int64(i), i, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	done := start()
-	if err := st.FinishBackupRun(ctx, done, "20261130T030000Z", 2_345_678_901, 42, ""); err != nil {
+	if _, err := st.FinishBackupRun(ctx, done, "20261130T030000Z", 2_345_678_901, 42, ""); err != nil {
 		t.Fatal(err)
 	}
 	failed := start()
-	if err := st.FailBackupRun(ctx, failed, "the backup target "+dir+" is full"); err != nil {
+	if _, err := st.FailBackupRun(ctx, failed, "the backup target "+dir+" is full"); err != nil {
 		t.Fatal(err)
 	}
 	running := start()

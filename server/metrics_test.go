@@ -174,19 +174,19 @@ func TestBackupMetrics(t *testing.T) {
 
 	ctx := context.Background()
 	before := time.Now()
-	run, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
+	run, _, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Store.FinishBackupRun(ctx, run, "20261130T030000Z", 123456, 7, ""); err != nil {
+	if _, err := env.Store.FinishBackupRun(ctx, run, "20261130T030000Z", 123456, 7, ""); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		failed, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
+		failed, _, err := env.Store.StartBackupRun(ctx, "/mnt/backups")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Store.FailBackupRun(ctx, failed, "the backup target /mnt/backups is full"); err != nil {
+		if _, err := env.Store.FailBackupRun(ctx, failed, "the backup target /mnt/backups is full"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,7 +4,8 @@ package server
 //
 //   - A webhook belongs to the user who made it and hears of events in all
 //     of that user's projects: batch.completed, export.updated (final
-//     states only) and asset.failed.
+//     states only) and asset.failed. An administrator's may also hear
+//     the service's own backup.failed.
 //   - The secret signs every delivery. It is write-only: the answer to the
 //     POST that creates the webhook carries it (the one given, or one made
 //     when none is), and no later answer does.
@@ -110,6 +111,14 @@ func (s *Server) createWebhook(c *gin.Context) {
 	if err := errs.Err(); err != nil {
 		fail(c, err)
 		return
+	}
+	if !principal(c).IsAdmin {
+		for _, e := range events {
+			if slices.Contains(app.AdminEvents, e) {
+				fail(c, apiError(http.StatusForbidden, "forbidden", "%s is the service's own event: only an administrator's webhook may hear it.", e))
+				return
+			}
+		}
 	}
 	w := &store.Webhook{ID: uuid.New(), UserID: principal(c).ID, URL: in.URL, Events: events, Secret: ptr.Value(in.Secret)}
 	if err := s.app.CreateWebhook(c.Request.Context(), w); errors.Is(err, store.ErrTooManyWebhooks) {

@@ -43,6 +43,25 @@ func TestWebhookRequestValidation(t *testing.T) {
 	}
 }
 
+// TestBackupFailedIsAnAdministratorsEvent: backup.failed tells of the
+// whole service, so only an administrator's webhook may hear it.
+func TestBackupFailedIsAnAdministratorsEvent(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	ana := a.user("ana@example.org", false)
+	root := a.user("root@example.org", true)
+	body := map[string]any{"url": "https://example.com/hook", "events": []string{"asset.failed", "backup.failed"}}
+	expect(t, a.do("POST", "/v1/webhooks", ana, body), 403, "forbidden")
+	if n := a.count(`SELECT count(*) FROM webhooks`); n != 0 {
+		t.Fatalf("%d webhooks recorded from a refused request", n)
+	}
+	r := a.do("POST", "/v1/webhooks", root, body)
+	expect(t, r, 201, "")
+	if ev := r.json(t)["events"].([]any); len(ev) != 2 || ev[0] != "asset.failed" || ev[1] != "backup.failed" {
+		t.Fatalf("created %s", r.body)
+	}
+}
+
 func TestWebhookSecretIsShownOnlyOnCreation(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

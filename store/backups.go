@@ -37,28 +37,43 @@ type BackupRun struct {
 	Error       string `db:"error"`
 }
 
-// StartBackupRun records a run beginning.
-func (s *Store) StartBackupRun(ctx context.Context, location string) (uuid.UUID, error) {
+// BackupRunAbandoned is the error of a run whose worker stopped before
+// the run ended.
+const BackupRunAbandoned = "the worker taking this backup stopped before it ended"
+
+// StartBackupRun records a run beginning. The caller holds the backup
+// lock, so a run still marked running is one whose worker died: it is
+// closed as failed, and returned so it can be told.
+func (s *Store) StartBackupRun(ctx context.Context, location string) (uuid.UUID, []BackupRun, error) {
 	id := uuid.New()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO backup_runs (id, location) VALUES ($1, $2)`, id, location)
-	return id, err
+	var abandoned []BackupRun
+	err := s.db.SelectContext(ctx, &abandoned, `
+		UPDATE backup_runs SET finished_at = now(), status = 'failed', error = $1
+		WHERE status = 'running' RETURNING *`, BackupRunAbandoned)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO backup_runs (id, location) VALUES ($1, $2)`, id, location)
+	return id, abandoned, err
 }
 
-// FinishBackupRun records a run's backup complete. A backup whose prune
-// then failed is still recorded (backupID set), and failed with errText.
-func (s *Store) FinishBackupRun(ctx context.Context, id uuid.UUID, backupID string, bytes int64, filesCopied int, errText string) error {
+// FinishBackupRun records a run's end and returns it: done with its
+// backup, or failed when errText is set. A backup whose prune then failed
+// is failed and still names its backup.
+func (s *Store) FinishBackupRun(ctx context.Context, id uuid.UUID, backupID string, bytes int64, filesCopied int, errText string) (*BackupRun, error) {
 	status := BackupDone
 	if errText != "" {
 		status = BackupFailed
 	}
-	_, err := s.db.ExecContext(ctx, `
+	var r BackupRun
+	err := s.db.GetContext(ctx, &r, `
 		UPDATE backup_runs SET finished_at = now(), status = $2, backup_id = nullif($3, ''), bytes = $4, files_copied = $5, error = $6
-		WHERE id = $1`, id, status, backupID, bytes, filesCopied, errText)
-	return err
+		WHERE id = $1 RETURNING *`, id, status, backupID, bytes, filesCopied, errText)
+	return &r, notFound(err)
 }
 
 // FailBackupRun records a run that took no backup; errText is not empty.
-func (s *Store) FailBackupRun(ctx context.Context, id uuid.UUID, errText string) error {
+func (s *Store) FailBackupRun(ctx context.Context, id uuid.UUID, errText string) (*BackupRun, error) {
 	return s.FinishBackupRun(ctx, id, "", 0, 0, errText)
 }
 

@@ -127,6 +127,17 @@ func (s *Store) SubscribedWebhooks(ctx context.Context, project uuid.UUID, event
 	return hooks, err
 }
 
+// AdminWebhooks lists the enabled webhooks of administrators subscribed
+// to event: the service's own events, which belong to no project.
+func (s *Store) AdminWebhooks(ctx context.Context, event string) ([]Webhook, error) {
+	var hooks []Webhook
+	err := s.db.SelectContext(ctx, &hooks, `SELECT `+webhookColumns+` FROM webhooks w
+		JOIN users u ON u.id = w.user_id
+		WHERE u.is_admin AND $1 = ANY(w.events) AND w.disabled_at IS NULL
+		ORDER BY w.created_at, w.id`, event)
+	return hooks, err
+}
+
 // AddDelivery records d, and reports whether it is new: a delivery
 // already recorded under the same id is left alone, so reporting an event
 // again adds nothing. The caller records a new delivery's job in the same

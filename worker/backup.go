@@ -29,7 +29,8 @@ func init() { handle(tasks.TypeBackup, (*Worker).runBackup) }
 
 // runBackup takes a backup to BACKUP_TO and prunes it to BACKUP_KEEP,
 // recording the run in backup_runs. A run that finds another running ends
-// at once. A failed run is recorded and not retried (the next period's
+// at once. A failure is told to the administrators' webhooks subscribed
+// to backup.failed. A failed run is recorded and not retried (the next period's
 // tries again): the outage middleware would otherwise repeat a backup to a
 // full target every few seconds.
 func (w *Worker) runBackup(ctx context.Context, _ *asynq.Task) error {
@@ -49,7 +50,7 @@ func (w *Worker) runBackup(ctx context.Context, _ *asynq.Task) error {
 	}
 	defer release()
 
-	run, err := w.st.StartBackupRun(ctx, b.To.String())
+	run, err := w.app.StartBackupRun(ctx, b.To.String())
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (w *Worker) runBackup(ctx context.Context, _ *asynq.Task) error {
 	start := time.Now()
 	rep, err := w.takeBackup(ctx)
 	if err != nil {
-		if rerr := w.st.FailBackupRun(record, run, err.Error()); rerr != nil {
+		if rerr := w.app.FinishBackupRun(record, run, "", 0, 0, err.Error()); rerr != nil {
 			w.log.Error("backup: record the failed run", "err", rerr)
 		}
 		w.log.Warn("backup failed", "to", b.To.String(), "err", err)
@@ -77,7 +78,7 @@ func (w *Worker) runBackup(ctx context.Context, _ *asynq.Task) error {
 	if pruneErr != nil {
 		errText = "backup " + m.ID + " taken, then the prune failed: " + pruneErr.Error()
 	}
-	if err := w.st.FinishBackupRun(record, run, m.ID, m.Bytes(), rep.Copied, errText); err != nil {
+	if err := w.app.FinishBackupRun(record, run, m.ID, m.Bytes(), rep.Copied, errText); err != nil {
 		return err
 	}
 	w.log.Info("backup taken", "id", m.ID, "to", b.To.String(), "bytes", m.Bytes(), "copied", rep.Copied,

@@ -3,7 +3,9 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/backup"
 	"lightbox/blob"
 	"lightbox/store"
@@ -22,10 +25,12 @@ import (
 )
 
 // backupHarness is a worker whose scheduled backups go to dir, with two
-// photos stored and finalized.
-func backupHarness(t *testing.T, dir string) *harness {
+// photos stored and finalized; vars adds to its settings.
+func backupHarness(t *testing.T, dir string, vars map[string]string) *harness {
 	t.Helper()
-	h := newHarness(t, map[string]string{"BACKUP_SCHEDULE": "@every 1h", "BACKUP_TO": dir, "BACKUP_KEEP": "2"})
+	all := map[string]string{"BACKUP_SCHEDULE": "@every 1h", "BACKUP_TO": dir, "BACKUP_KEEP": "2"}
+	maps.Copy(all, vars)
+	h := newHarness(t, all)
 	project := h.project()
 	uploads := testenv.Files(2)
 	for i := range uploads {
@@ -62,7 +67,7 @@ func (h *harness) backupRuns() []store.BackupRun {
 func TestScheduledBackup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h := backupHarness(t, dir)
+	h := backupHarness(t, dir, nil)
 
 	for i := range 3 {
 		if err := h.runBackup(); err != nil {
@@ -113,16 +118,34 @@ func TestScheduledBackup(t *testing.T) {
 
 // TestScheduledBackupFails: a target that cannot be written (a file where
 // its backups folder goes) records a failed run with its error, ends the
-// task for good rather than retrying it, and leaves the next run free.
+// task for good rather than retrying it, tells the administrator's
+// webhook, and leaves the next run free. The next run closes a run a dead
+// worker left running, and tells that too.
 func TestScheduledBackupFails(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h := backupHarness(t, dir)
+	h := backupHarness(t, dir, map[string]string{"DOWNLOAD_ALLOW_NETS": "127.0.0.1/32"})
+	const secret = "a-secret-of-some-length"
+	admin, err := h.env.Store.CreateUser(context.Background(), "root@example.org", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := newReceiver(t, secret)
+	hook := store.Webhook{ID: uuid.New(), UserID: admin.ID, URL: told.srv.URL, Events: []string{app.EventBackupFailed}, Secret: secret}
+	if err := h.env.Store.CreateWebhook(context.Background(), &hook, 25); err != nil {
+		t.Fatal(err)
+	}
+	// Not an administrator's: the API refuses it the event, and a user
+	// who is not one hears nothing of the service's backups.
+	untold := newReceiver(t, secret)
+	h.webhook(untold.srv.URL, secret, app.EventBackupFailed)
+	h.run()
+
 	blocker := filepath.Join(dir, "backups")
 	if err := os.WriteFile(blocker, []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := h.runBackup()
+	err = h.runBackup()
 	if err == nil || !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a backup to a broken target: %v; want it failed without retries", err)
 	}
@@ -131,14 +154,51 @@ func TestScheduledBackupFails(t *testing.T) {
 		t.Fatalf("runs %+v; want one failed, with its error", runs)
 	}
 	t.Logf("recorded: %s", runs[0].Error)
+	failed := runs[0]
+	testenv.Eventually(t, "the failure told", patience, func() bool { return len(told.deliveries()) == 1 })
+	checkBackupFailed(t, told.deliveries()[0], failed, dir)
 
 	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	// A worker that died mid-backup left its run running.
+	if _, _, err := h.env.Store.StartBackupRun(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.runBackup(); err != nil {
 		t.Fatalf("the next run: %v", err)
 	}
-	if runs := h.backupRuns(); len(runs) != 2 || runs[0].Status != store.BackupDone || runs[0].FilesCopied != 2 {
-		t.Fatalf("runs %+v; want the second done", runs)
+	runs = h.backupRuns()
+	if len(runs) != 3 || runs[0].Status != store.BackupDone || runs[0].FilesCopied != 2 {
+		t.Fatalf("runs %+v; want the third done", runs)
+	}
+	abandoned := runs[1]
+	if abandoned.Status != store.BackupFailed || abandoned.Error != store.BackupRunAbandoned || abandoned.FinishedAt == nil {
+		t.Fatalf("the dead worker's run: %+v; want it closed as failed", abandoned)
+	}
+	testenv.Eventually(t, "the abandoned run told", patience, func() bool { return len(told.deliveries()) == 2 })
+	checkBackupFailed(t, told.deliveries()[1], abandoned, dir)
+	// The webhook jobs have ended, so nothing else is coming to anyone.
+	testenv.Eventually(t, "the deliveries' jobs to end", patience, func() bool {
+		return h.count(`SELECT count(*) FROM jobs WHERE type = 'webhook:deliver' AND status NOT IN ('done', 'failed')`) == 0
+	})
+	if n := len(told.deliveries()); n != 2 {
+		t.Errorf("the administrator's webhook heard %d deliveries, want 2", n)
+	}
+	if got := untold.deliveries(); len(got) != 0 {
+		t.Errorf("a user's webhook heard of the service's backups: %+v", got)
+	}
+}
+
+// checkBackupFailed checks a backup.failed delivery tells of run.
+func checkBackupFailed(t *testing.T, got received, run store.BackupRun, dir string) {
+	t.Helper()
+	var data app.BackupFailedData
+	if err := json.Unmarshal(got.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if got.Event != app.EventBackupFailed || data.RunID != run.ID || data.Location != dir || data.Error != run.Error ||
+		data.BackupID != nil || !data.StartedAt.Equal(run.StartedAt) || !data.FinishedAt.Equal(*run.FinishedAt) {
+		t.Errorf("delivered %s %s; want run %+v told", got.Event, got.Data, run)
 	}
 }
