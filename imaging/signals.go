@@ -213,6 +213,16 @@ func tilesOf(g *image.Gray) []tileStats {
 // reach up to three pixels past the tile where the image goes on.
 func tileAt(g *image.Gray, tx, ty int) tileStats {
 	w, h := g.Rect.Dx(), g.Rect.Dy()
+	if tx >= 3 && tx+signalTile+3 <= w && ty+signalTile+3 <= h {
+		return innerTileAt(g, tx, ty)
+	}
+	return anyTileAt(g, tx, ty)
+}
+
+// anyTileAt is tileAt for any tile, at the frame's edge too: a test per
+// pixel for the differences that leave the image.
+func anyTileAt(g *image.Gray, tx, ty int) tileStats {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
 	var t tileStats
 	px := func(x, y int) float64 { return float64(g.Pix[y*g.Stride+x]) }
 	sq := func(v float64) float64 { return v * v }
@@ -236,6 +246,47 @@ func tileAt(g *image.Gray, tx, ty int) tileStats {
 				t.coarse[3] += sq(px(x-3, y+3) - p)
 			}
 		}
+	}
+	return t
+}
+
+// innerTileAt is tileAt for a tile whose differences all fall inside g,
+// as nearly every tile's do: the same sums, in integers a row at a time
+// and with no test per pixel, in a third of the time.
+func innerTileAt(g *image.Gray, tx, ty int) tileStats {
+	var fine, coarse [4]int64
+	for y := ty; y < ty+signalTile; y++ {
+		row := g.Pix[y*g.Stride+tx-3:][:signalTile+6]
+		d1 := g.Pix[(y+1)*g.Stride+tx-3:][:signalTile+6]
+		d3 := g.Pix[(y+3)*g.Stride+tx-3:][:signalTile+6]
+		var f, c [4]int32
+		for x := 3; x < signalTile+3; x++ {
+			p := int32(row[x])
+			v := int32(row[x+1]) - p
+			f[0] += v * v
+			v = int32(row[x+3]) - p
+			c[0] += v * v
+			v = int32(d1[x]) - p
+			f[1] += v * v
+			v = int32(d3[x]) - p
+			c[1] += v * v
+			v = int32(d1[x+1]) - p
+			f[2] += v * v
+			v = int32(d3[x+3]) - p
+			c[2] += v * v
+			v = int32(d1[x-1]) - p
+			f[3] += v * v
+			v = int32(d3[x-3]) - p
+			c[3] += v * v
+		}
+		for d := range 4 {
+			fine[d] += int64(f[d])
+			coarse[d] += int64(c[d])
+		}
+	}
+	var t tileStats
+	for d := range 4 {
+		t.fine[d], t.coarse[d] = float64(fine[d]), float64(coarse[d])
 	}
 	return t
 }

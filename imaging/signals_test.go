@@ -3,6 +3,8 @@ package imaging
 import (
 	"context"
 	"fmt"
+	"image"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,5 +350,38 @@ func theSharpFrameWins(t *testing.T, e Engine, set []labelled) {
 	t.Logf("the sharp frame won %d of %d bursts (%d by the Laplacian alone)", wins, len(byPhoto), laplacianWins)
 	if float64(wins) < 0.9*float64(len(byPhoto)) {
 		t.Errorf("the sharp frame won %d of %d bursts, want at least 9 in 10", wins, len(byPhoto))
+	}
+}
+
+// The tiles inside the frame are summed a row at a time in integers; the
+// sums are the per-pixel ones, to the unit, on noise, on a gradient and
+// on a sub-image whose stride is wider than its rows.
+func TestInnerTilesAreTheSums(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	noise := image.NewGray(image.Rect(0, 0, 5*signalTile+7, 4*signalTile+5))
+	for i := range noise.Pix {
+		noise.Pix[i] = uint8(r.UintN(256))
+	}
+	ramp := image.NewGray(image.Rect(0, 0, 4*signalTile, 4*signalTile))
+	for y := range ramp.Rect.Dy() {
+		for x := range ramp.Rect.Dx() {
+			ramp.Pix[y*ramp.Stride+x] = uint8(x*3 + y*5)
+		}
+	}
+	sub := noise.SubImage(image.Rect(5, 2, 5+4*signalTile+3, 2+3*signalTile+3)).(*image.Gray)
+	for _, g := range []*image.Gray{noise, ramp, sub} {
+		w, h := g.Rect.Dx(), g.Rect.Dy()
+		inner := 0
+		for ty := 0; ty+signalTile+3 <= h; ty += 7 {
+			for tx := 3; tx+signalTile+3 <= w; tx += 5 {
+				if got, want := innerTileAt(g, tx, ty), anyTileAt(g, tx, ty); got != want {
+					t.Fatalf("%v tile at %d,%d: %+v, want %+v", g.Rect, tx, ty, got, want)
+				}
+				inner++
+			}
+		}
+		if inner == 0 {
+			t.Fatalf("%v: no tile inside", g.Rect)
+		}
 	}
 }
