@@ -271,10 +271,10 @@ func TestSignalsOnTheLabelledSet(t *testing.T) {
 		t.Errorf("%.3f of defective photos warned, want at least 0.9", s.defectWarned)
 	}
 	// Each defect's recall, at least what was measured when the
-	// thresholds were chosen (docs/benchmarks.md). Motion is short of
-	// 0.9 there: a smear in a photo taken already smeared, or dark all
-	// over, reads like the photo as taken.
-	floors := map[string]float64{"defocus": 0.9, "under": 0.9, "lenscap": 0.9, "motion": 0.84, "over": 0.9, "swung": 0.9}
+	// thresholds were chosen (docs/benchmarks.md). The one smear missed
+	// is in a photo taken already smeared the same way: it reads like
+	// the photo as taken.
+	floors := map[string]float64{"defocus": 0.9, "under": 0.9, "lenscap": 0.9, "motion": 0.92, "over": 0.9, "swung": 0.9}
 	for v, floor := range floors {
 		if s.recall[v] < floor {
 			t.Errorf("%s caught in %.2f of photos, want at least %.2f", v, s.recall[v], floor)
