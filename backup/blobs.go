@@ -185,6 +185,18 @@ func (c *copier) absent(ctx context.Context, r blobRef) (result, error) {
 // parallel runs fn on items 0..n-1 with conc goroutines, stopping at the
 // first error, which it returns.
 func parallel(ctx context.Context, n, conc int, fn func(ctx context.Context, i int) error) error {
+	return parallelAt(ctx, n, conc, false, fn)
+}
+
+// inBackground is parallel with its goroutines at a lower CPU priority
+// than the rest of the process (lowerPriority), for work done while the
+// service serves: on a busy machine it yields the cores to the service
+// and takes what they leave; on an idle one it runs as fast.
+func inBackground(ctx context.Context, n, conc int, fn func(ctx context.Context, i int) error) error {
+	return parallelAt(ctx, n, conc, true, fn)
+}
+
+func parallelAt(ctx context.Context, n, conc int, background bool, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan int)
@@ -195,6 +207,9 @@ func parallel(ctx context.Context, n, conc int, fn func(ctx context.Context, i i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if background {
+				lowerPriority()
+			}
 			for i := range next {
 				if err := fn(ctx, i); err != nil {
 					once.Do(func() { first = err })

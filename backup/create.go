@@ -215,8 +215,8 @@ func dumpDatabase(ctx context.Context, t Target, o Options, snap *snapshot, m *M
 	return r.refs, nil
 }
 
-// copyBlobs copies the files refs name, conc at a time, into the
-// manifest in key order.
+// copyBlobs copies the files refs name, conc at a time and in the
+// background (inBackground), into the manifest in key order.
 func copyBlobs(ctx context.Context, t Target, o Options, conc int, snap *snapshot, prev map[string]Blob, refs []blobRef, rep *Report) error {
 	c := &copier{src: o.Blobs, dst: t, prev: prev, named: snap.namedNow}
 	if err := c.loadPresent(ctx); err != nil {
@@ -225,7 +225,7 @@ func copyBlobs(ctx context.Context, t Target, o Options, conc int, snap *snapsho
 	results := make([]result, len(refs))
 	var mu sync.Mutex
 	done := 0
-	err := parallel(ctx, len(refs), conc, func(ctx context.Context, i int) error {
+	err := inBackground(ctx, len(refs), conc, func(ctx context.Context, i int) error {
 		r, err := c.copyOne(ctx, refs[i])
 		if err != nil {
 			return blobError(t, refs[i].Key, err)
