@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -138,27 +139,69 @@ func Create(ctx context.Context, t Target, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// newID names a backup started at when: its UTC time, with a number after
-// it when a backup begun in the same second holds the name.
+// newID names a backup started at when and claims the name: its UTC
+// time, with a number after it when a backup begun in the same second
+// holds the name. Two backups of one second (from two machines) could
+// both find a name free, so each writes a claim into the name's folder
+// and lists the folder again: one that finds anything but its own claim
+// gives the name up and tries the next. Of two claims, the later one's
+// listing sees the earlier, so no name is kept twice.
 func newID(ctx context.Context, t Target, when time.Time) (string, error) {
 	base := when.Format(idLayout)
+	token := make([]byte, 8)
+	if _, err := rand.Read(token); err != nil {
+		return "", err
+	}
 	for n := 1; ; n++ {
 		id := base
 		if n > 1 {
 			id += "-" + strconv.Itoa(n)
 		}
-		taken := false
-		err := t.List(ctx, backupDir(id), func(blob.Info) error {
-			taken = true
-			return errStop
-		})
-		if err != nil && !errors.Is(err, errStop) {
+		if others, err := objectsIn(ctx, t, backupDir(id), ""); err != nil || others {
+			if err != nil {
+				return "", err
+			}
+			continue
+		}
+		claim := backupDir(id) + "claim-" + hex.EncodeToString(token)
+		if _, err := t.Put(ctx, claim, bytes.NewReader(nil), 0, ""); err != nil {
 			return "", targetError(t, err)
 		}
-		if !taken {
+		others, err := objectsIn(ctx, t, backupDir(id), claim)
+		if err != nil {
+			return "", err
+		}
+		if !others {
 			return id, nil
 		}
+		// The folder is another backup's, or both claimed it at once:
+		// the next name, after a moment that parts two runs in step.
+		if err := t.Delete(ctx, claim); err != nil {
+			return "", targetError(t, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Duration(token[n%len(token)]) * time.Millisecond):
+		}
 	}
+}
+
+// objectsIn reports whether t holds anything under prefix but the object
+// except.
+func objectsIn(ctx context.Context, t Target, prefix, except string) (bool, error) {
+	found := false
+	err := t.List(ctx, prefix, func(i blob.Info) error {
+		if i.Key == except {
+			return nil
+		}
+		found = true
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return false, targetError(t, err)
+	}
+	return found, nil
 }
 
 // dumpDatabase streams pg_dump's output of the snapshot into the target,
