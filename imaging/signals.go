@@ -108,8 +108,15 @@ func motionOf(dirs, energy [4]float64) float64 {
 	var soft float64
 	if hi > 0 && hi >= 1.45*lo {
 		// 0.30 along the softest direction is sharp, 0.08 is a ninth
-		// with noise: smeared.
-		soft = clamp01((0.30 - lo) / 0.22)
+		// with noise: smeared. A subject three times sharper across one
+		// direction than along it is smeared from 0.36: JPEG's blocks
+		// and noise lift a short smear's ratio above a ninth, and
+		// neither a defocus nor real detail is that one-sided.
+		sharp := 0.30
+		if hi >= 3*lo {
+			sharp = 0.36
+		}
+		soft = clamp01((sharp - lo) / 0.22)
 	}
 	// A swung frame: next to no energy along the swing, and still sharp
 	// across it (a frame soft everywhere is blurred, not swung).
