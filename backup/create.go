@@ -157,10 +157,11 @@ func newID(ctx context.Context, t Target, when time.Time) (string, error) {
 		if n > 1 {
 			id += "-" + strconv.Itoa(n)
 		}
-		if others, err := objectsIn(ctx, t, backupDir(id), ""); err != nil || others {
-			if err != nil {
-				return "", err
-			}
+		taken, err := objectsIn(ctx, t, backupDir(id), "")
+		if err != nil {
+			return "", err
+		}
+		if taken {
 			continue
 		}
 		claim := backupDir(id) + "claim-" + hex.EncodeToString(token)
