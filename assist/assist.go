@@ -122,7 +122,7 @@ const (
 	focusLenient, focusStrict   = 12, 38 // focus under this is blurred
 	motionLenient, motionStrict = 75, 25 // motion over this is a smear
 	detailLenient, detailStrict = 0.001, 0.009
-	faceLenient, faceStrict     = 30, 70 // faces.SoftBelow is 50
+	faceLenient, faceStrict     = 16, 32 // faces.SoftBelow is 24
 	evLenient, evStrict         = 2.8, 0.8
 )
 

@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"golang.org/x/image/draw"
-
-	"lightbox/imaging"
 )
 
 // Provider finds faces. Implementations are safe for concurrent use.
@@ -136,27 +134,62 @@ func (b Box) Rect(r image.Rectangle) image.Rectangle {
 	return out.Intersect(r)
 }
 
-// SharpnessSide is the side of the square grey image a face is resampled
-// to before its sharpness is measured, so that faces of any size compare.
-const SharpnessSide = 128
+// SharpnessSide is the longest side a face is read at: a larger face is
+// shrunk to it, a smaller one read at its own pixels (enlarging would
+// soften it). At 128 the shrink hid a defocus of σ = long edge / 400 on a
+// close portrait's face; at 256 it shows on every face of the labelled
+// sets.
+const SharpnessSide = 256
 
-// Sharpness is the variance of the Laplacian over the face in box, resampled
-// to SharpnessSide × SharpnessSide grey pixels (the same measure as the
-// whole frame's imaging.Quality.Sharpness). Higher is sharper; a face in
-// focus and its blurred copy differ several fold. A face smaller than the
-// square is enlarged, which softens it: compare faces of about the same
-// size, such as one person's face across the frames of a burst. It is 0
-// for a box under 3 pixels on a side.
+// Sharpness is how crisp the face in box is, 0–100, read on its grey
+// pixels (shrunk to fit SharpnessSide) the way imaging's focus reads a
+// tile: the energy of differences one pixel apart over that of differences
+// three apart, along four directions. A crisp edge keeps about a third of
+// its energy in the fine differences, a blurred one a ninth, whatever its
+// contrast, so a smooth-skinned or softly lit face in focus is not read as
+// soft (the variance of the Laplacian, used before, was). The ratio 0.10
+// is 0 and 0.25 and above is 100. It is 0 for a box under 8 pixels on a
+// side.
 func Sharpness(img image.Image, box Box) float64 {
 	r := box.Rect(img.Bounds())
-	if r.Dx() < 3 || r.Dy() < 3 {
+	if r.Dx() < 8 || r.Dy() < 8 {
 		return 0
 	}
-	g := image.NewGray(image.Rect(0, 0, SharpnessSide, SharpnessSide))
+	w, h := r.Dx(), r.Dy()
+	if long := max(w, h); long > SharpnessSide {
+		w, h = max(1, w*SharpnessSide/long), max(1, h*SharpnessSide/long)
+	}
+	g := image.NewGray(image.Rect(0, 0, w, h))
 	// BiLinear widens its kernel when it shrinks, so a large face is
 	// averaged down rather than sampled (which would add aliasing edges).
 	draw.BiLinear.Scale(g, g.Bounds(), img, r, draw.Src, nil)
-	return math.Round(imaging.LaplacianVariance(g)*100) / 100
+	ratio := fineToCoarse(g)
+	return math.Round(1000*min(1, max(0, (ratio-0.10)/0.15))) / 10
+}
+
+// fineToCoarse is g's energy of differences one pixel apart over that of
+// differences three apart, along 0°, 90°, 45° and 135°; 0 for a flat g.
+func fineToCoarse(g *image.Gray) float64 {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	var fine, coarse int64
+	for y := 0; y+3 < h; y++ {
+		row := g.Pix[y*g.Stride:][:w]
+		d1 := g.Pix[(y+1)*g.Stride:][:w]
+		d3 := g.Pix[(y+3)*g.Stride:][:w]
+		for x := 3; x+3 < w; x++ {
+			p := int64(row[x])
+			for _, v := range [4]int64{int64(row[x+1]) - p, int64(d1[x]) - p, int64(d1[x+1]) - p, int64(d1[x-1]) - p} {
+				fine += v * v
+			}
+			for _, v := range [4]int64{int64(row[x+3]) - p, int64(d3[x]) - p, int64(d3[x+3]) - p, int64(d3[x-3]) - p} {
+				coarse += v * v
+			}
+		}
+	}
+	if coarse == 0 {
+		return 0
+	}
+	return float64(fine) / float64(coarse)
 }
 
 // EyesClosedBelow is the openness under which both eyes of a face are taken
@@ -173,6 +206,6 @@ func (f Face) EyesClosed() bool {
 }
 
 // SoftBelow is the Sharpness under which a face is out of focus. On the
-// demo photos faces in focus measured 150–310 and the same faces blurred
-// as a missed focus looks at preview size 18–35.
-const SoftBelow = 50
+// labelled people sets (docs/benchmarks.md) faces as taken read 28 and
+// more, and the same faces defocused by σ = long edge / 400 read 11–21.
+const SoftBelow = 24

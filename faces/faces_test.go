@@ -471,8 +471,20 @@ func TestSharpness(t *testing.T) {
 	}
 	box := faces.Box{X: 0.25, Y: 0.25, W: 0.5, H: 0.5}
 	sharp, soft := faces.Sharpness(tex, box), faces.Sharpness(blurred(tex), box)
-	if sharp <= 4*soft || soft <= 0 {
+	if sharp < 90 || soft <= 0 || soft > sharp*2/3 {
 		t.Errorf("texture %.1f, blurred %.1f", sharp, soft)
+	}
+	// Contrast does not count: the texture at a tenth of its contrast (a
+	// face in soft light) reads as sharp.
+	dim := image.NewRGBA(tex.Rect)
+	for i, v := range tex.Pix {
+		dim.Pix[i] = 115 + v/10
+		if i%4 == 3 {
+			dim.Pix[i] = 255
+		}
+	}
+	if s := faces.Sharpness(dim, box); s < 90 {
+		t.Errorf("the texture at a tenth of its contrast: %.1f", s)
 	}
 	flat := image.NewUniform(color.Gray{Y: 128})
 	flatImg := image.NewGray(image.Rect(0, 0, 100, 100))
