@@ -175,7 +175,7 @@ export interface FaceSummary {
   count: number;
   /** Faces whose eyes are both closed. */
   eyesClosed: number;
-  /** Faces whose sharpness is under 50. */
+  /** Faces whose sharpness is under 24. */
   outOfFocus: number;
   /** The softest face's sharpness; null without faces. */
   minFaceSharpness: number | null;
@@ -190,7 +190,9 @@ export interface Face {
   /** Degrees; 0 looking at the camera. */
   headAngles: { yaw: number; pitch: number; roll: number } | null;
   landmarks: Record<string, unknown> | null;
+  /** 0–100, how crisp the face's edges are whatever their contrast; under 24 is out of focus. */
   sharpness: number;
+  /** An eye reads closed (openness under 0.16). */
   eyesClosed: boolean;
   outOfFocus: boolean;
 }
