@@ -194,6 +194,9 @@ func photoOf(id uuid.UUID, quality json.RawMessage, faces *store.FaceCounts) ass
 		if faces.MinSharpness != nil {
 			p.Faces.MinSharpness = *faces.MinSharpness
 		}
+		if faces.Clipped != nil {
+			p.Faces.Clipped = *faces.Clipped
+		}
 	}
 	return p
 }
@@ -295,14 +298,18 @@ func AssetQuality(id uuid.UUID, quality json.RawMessage, scan *store.FaceScan) j
 	}
 	var faces *store.FaceCounts
 	if scan != nil {
-		faces = &store.FaceCounts{Count: scan.FaceCount, EyesClosed: scan.EyesClosed, MinSharpness: scan.MinSharpness}
+		faces = &store.FaceCounts{Count: scan.FaceCount, EyesClosed: scan.EyesClosed, MinSharpness: scan.MinSharpness,
+			Clipped: scan.FacesClipped}
 	}
 	reasons := assist.Judge(photoOf(id, quality, faces), assist.Defaults())
 	var warnings []string
 	json.Unmarshal(q["warnings"], &warnings) // none when it holds no list of codes
 	warnings = append([]string{}, warnings...)
 	for _, r := range reasons {
-		if (r.Code == assist.WarnEyesClosed || r.Code == assist.WarnFaceSoft) && !slices.Contains(warnings, r.Code) {
+		// The faces' warnings, blown faces' overexposed among them, are
+		// read after the ingest stored its own.
+		if (r.Code == assist.WarnEyesClosed || r.Code == assist.WarnFaceSoft || r.Code == assist.WarnOverexposed) &&
+			!slices.Contains(warnings, r.Code) {
 			warnings = append(warnings, r.Code)
 		}
 	}

@@ -92,6 +92,9 @@ type Faces struct {
 	EyesClosed int
 	// MinSharpness is the softest face's sharpness (faces.Face.Sharpness).
 	MinSharpness float64
+	// Clipped is the middle face's share of clipped pixels
+	// (faces.Clipped), 0–1; 0 when it was not read.
+	Clipped float64
 }
 
 // Reason is one judgement in words: a warning code (or a pick's reason)
@@ -124,6 +127,9 @@ const (
 	detailLenient, detailStrict = 0.001, 0.009
 	faceLenient, faceStrict     = 16, 32 // faces.SoftBelow is 24
 	evLenient, evStrict         = 2.8, 0.8
+	// A blown face: the middle face's clipped share over this is
+	// overexposed, at the exposure strictness's ends.
+	faceClipLenient, faceClipStrict = 0.5, 0.1
 )
 
 // underMargin widens the underexposure threshold past the over one: a
@@ -179,6 +185,15 @@ func Judge(p Photo, s Strictness) []Reason {
 		}
 	}
 	if f := p.Faces; f != nil && f.Count > 0 {
+		// Faces blown white are an overexposed photo, whatever the frame's
+		// midtones read (a portrait's dark hair and backdrop keep them).
+		if v, ok := on(Exposure); ok && !slices.ContainsFunc(out, func(r Reason) bool {
+			return r.Code == WarnOverexposed || r.Code == WarnMisfire
+		}) {
+			if t := faceClipLenient + (faceClipStrict-faceClipLenient)*clamp01(v); f.Clipped > t {
+				out = append(out, Reason{WarnOverexposed, fmt.Sprintf("faces blown: %.0f%% of the middle face clipped (warned over %.0f%%)", 100*f.Clipped, 100*t)})
+			}
+		}
 		if v, ok := on(EyesClosed); ok && f.EyesClosed > 0 {
 			share := float64(f.EyesClosed) / float64(f.Count)
 			// At strictness 1 one blink in a crowd is enough; at 0 every

@@ -31,6 +31,12 @@ func TestJudgeWarnsOfEachDefectAtTheDefaults(t *testing.T) {
 		{"blink", mod(func(p *Photo) { p.Faces = &Faces{Count: 1, EyesClosed: 1, MinSharpness: 200} }), []string{WarnEyesClosed}},
 		{"one blink in four", mod(func(p *Photo) { p.Faces = &Faces{Count: 4, EyesClosed: 1, MinSharpness: 200} }), nil},
 		{"soft face", mod(func(p *Photo) { p.Faces = &Faces{Count: 2, MinSharpness: 20} }), []string{WarnFaceSoft}},
+		// A portrait 2.5 EV over: the frame's midtones (dark hair, a dark
+		// backdrop) read well exposed, the faces are blown.
+		{"blown faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.6} }), []string{WarnOverexposed}},
+		{"bright faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.2} }), nil},
+		{"over, faces blown too", mod(func(p *Photo) { p.EV = 2.5; p.Faces = &Faces{Count: 1, MinSharpness: 60, Clipped: 0.9} }),
+			[]string{WarnOverexposed}},
 	} {
 		got := Warnings(c.p, Defaults())
 		if !slices.Equal(got, c.want) {

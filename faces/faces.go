@@ -212,3 +212,40 @@ func (f Face) EyesClosed() bool {
 // labelled people sets (docs/benchmarks.md) faces as taken read 28 and
 // more, and the same faces defocused by σ = long edge / 400 read 11–21.
 const SoftBelow = 24
+
+// ClippedLevel is the channel value from which a pixel counts as clipped,
+// as imaging's highlights do.
+const ClippedLevel = 250
+
+// Clipped is the share of the face's pixels in box with a channel at
+// ClippedLevel or above: skin lit past the sensor's range. A face keeps
+// its highlights in a photo exposed right, however bright the rest of the
+// frame; 2.5 EV over, most of the face is gone. 0 for an empty box.
+func Clipped(img image.Image, box Box) float64 {
+	r := box.Rect(img.Bounds())
+	if r.Empty() {
+		return 0
+	}
+	clipped := 0
+	if rgba, ok := img.(*image.RGBA); ok {
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			row := rgba.Pix[rgba.PixOffset(r.Min.X, y):][:4*r.Dx()]
+			for i := 0; i < len(row); i += 4 {
+				if max(row[i], row[i+1], row[i+2]) >= ClippedLevel {
+					clipped++
+				}
+			}
+		}
+	} else {
+		const level = ClippedLevel * 0x101
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				cr, cg, cb, _ := img.At(x, y).RGBA()
+				if max(cr, cg, cb) >= level {
+					clipped++
+				}
+			}
+		}
+	}
+	return float64(clipped) / float64(r.Dx()*r.Dy())
+}

@@ -94,16 +94,18 @@ func peopleSet(t *testing.T) []peoplePhoto {
 // The versions of each photo, as the worker reads them (the preview): the
 // photo as taken; a shallow depth of field, all but the faces blurred by
 // σ = long edge / 100 (good: its faces are sharp); a defocus of the whole
-// frame by σ = long edge / 400; and focus missed behind the people, the
-// faces alone blurred by that σ (both defects: every face is soft).
+// frame by σ = long edge / 400; focus missed behind the people, the faces
+// alone blurred by that σ (both defects: every face is soft); and the
+// photo 2.5 EV over, in linear light (overexposed).
 var peopleVersions = []struct {
-	name string
-	soft bool
+	name       string
+	soft, over bool
 }{
-	{"good", false},
-	{"shallow", false},
-	{"defocus", true},
-	{"behind", true},
+	{"good", false, false},
+	{"shallow", false, false},
+	{"defocus", true, false},
+	{"behind", true, false},
+	{"over", false, true},
 }
 
 // vipsRun runs the vips command.
@@ -153,6 +155,7 @@ type judgedFace struct {
 	photo, version string
 	box            faces.Box
 	sharpness      float64
+	clipped        float64
 	eyes           [2]float64 // left, right openness
 	soft, closed   bool
 	// Labels: the face's eyes are closed, or cannot be told.
@@ -199,6 +202,9 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 			long := max(good.Bounds().Dx(), good.Bounds().Dy())
 			vipsRun(t, "gaussblur", base+"-good.v", base+"-defocus.jpg[Q=92]", fmt.Sprint(float64(long)/400))
 			vipsRun(t, "gaussblur", base+"-good.v", base+"-soft.jpg[Q=92]", fmt.Sprint(float64(long)/100))
+			vipsRun(t, "colourspace", base+"-good.v", base+"-lin.v", "scrgb")
+			vipsRun(t, "linear", base+"-lin.v", base+"-over.v", "5.657", "0")
+			vipsRun(t, "colourspace", base+"-over.v", base+"-over.jpg[Q=92]", "srgb")
 			asTaken := detect(good)
 			defocus := readJPEG(t, base+"-defocus.jpg")
 			images := map[string]*image.RGBA{
@@ -206,6 +212,7 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 				"defocus": defocus,
 				"shallow": paste(readJPEG(t, base+"-soft.jpg"), good, asTaken),
 				"behind":  paste(good, defocus, asTaken),
+				"over":    readJPEG(t, base+"-over.jpg"),
 			}
 			var js []judgedFace
 			var vs []photoVerdict
@@ -215,7 +222,7 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 				if v.name != "good" {
 					fs = detect(img)
 				}
-				verdict := photoVerdict{photo: ph.name, version: v.name, wantSoft: v.soft, labelledClosed: len(ph.closed)}
+				verdict := photoVerdict{photo: ph.name, version: v.name, wantSoft: v.soft, wantOver: v.over, labelledClosed: len(ph.closed)}
 				for _, f := range fs {
 					j := judgeFace(img, f)
 					j.photo, j.version = ph.name, v.name
@@ -247,8 +254,8 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 		return cmp.Or(strings.Compare(a.photo, b.photo), strings.Compare(a.version, b.version), cmp.Compare(a.box.X, b.box.X))
 	})
 	for _, j := range all {
-		t.Logf("%-24.24s %-8s box %.3f,%.3f %.3fx%.3f sharpness %5.1f eyes %.2f %.2f soft %-5v closed %-5v labelled closed %-5v unsure %v",
-			j.photo, j.version, j.box.X, j.box.Y, j.box.W, j.box.H, j.sharpness, j.eyes[0], j.eyes[1], j.soft, j.closed, j.labelledClosed, j.unsure)
+		t.Logf("%-24.24s %-8s box %.3f,%.3f %.3fx%.3f sharpness %5.1f clipped %.3f eyes %.2f %.2f soft %-5v closed %-5v labelled closed %-5v unsure %v",
+			j.photo, j.version, j.box.X, j.box.Y, j.box.W, j.box.H, j.sharpness, j.clipped, j.eyes[0], j.eyes[1], j.soft, j.closed, j.labelledClosed, j.unsure)
 	}
 	s := scorePeople(all, photos, missed)
 	for _, l := range s.lines {
@@ -263,6 +270,10 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 	}
 	if s.goodSoftWarned > 0.05 {
 		t.Errorf("face_soft warned on %.3f of good photos, want at most 0.05", s.goodSoftWarned)
+	}
+	if s.overWarned < 0.9 || s.goodOverWarned > 0.05 {
+		t.Errorf("blown faces warned overexposed on %.2f of the photos 2.5 EV over (want at least 0.9) and %.3f of good ones (want at most 0.05)",
+			s.overWarned, s.goodOverWarned)
 	}
 	if s.closedRead < 3 || s.openReadClosed > 0 {
 		t.Errorf("closed eyes read on %d of %d faces labelled closed (want 3); %d open faces read closed (want none)",
@@ -280,7 +291,7 @@ func holdsAny(b faces.Box, points [][2]float64) bool {
 // judgeFace reads f in img as the worker's faceRow does.
 func judgeFace(img image.Image, f faces.Face) judgedFace {
 	sharp := faces.Sharpness(img, f.Box)
-	j := judgedFace{box: f.Box, sharpness: sharp, soft: sharp < faces.SoftBelow, closed: f.EyesClosed()}
+	j := judgedFace{box: f.Box, sharpness: sharp, clipped: faces.Clipped(img, f.Box), soft: sharp < faces.SoftBelow, closed: f.EyesClosed()}
 	if e := f.EyeOpenness; e != nil {
 		j.eyes = [2]float64{e.Left, e.Right}
 	}
@@ -290,10 +301,11 @@ func judgeFace(img image.Image, f faces.Face) judgedFace {
 // photoVerdict is one version of one photo as the assistant sums up its
 // faces.
 type photoVerdict struct {
-	photo, version string
-	wantSoft       bool
-	labelledClosed int
-	faces          assist.Faces
+	photo, version     string
+	wantSoft, wantOver bool
+	labelledClosed     int
+	faces              assist.Faces
+	clipped            []float64
 }
 
 func (v *photoVerdict) add(j judgedFace) {
@@ -304,6 +316,10 @@ func (v *photoVerdict) add(j judgedFace) {
 	if j.closed {
 		v.faces.EyesClosed++
 	}
+	// The middle face's clipped share, as the store sums a scan up.
+	v.clipped = append(v.clipped, j.clipped)
+	slices.Sort(v.clipped)
+	v.faces.Clipped = v.clipped[(len(v.clipped)-1)/2]
 }
 
 // warns reports whether the assistant warns v of code at the default
@@ -319,6 +335,7 @@ func (v photoVerdict) warns(code string) bool {
 // peopleScores are a people set's figures.
 type peopleScores struct {
 	softWarned, goodSoftWarned float64 // shares of photos
+	overWarned, goodOverWarned float64 // of photos with faces found
 	closedLabelled, closedRead int     // faces
 	openReadClosed             int
 	lines                      []string
@@ -360,36 +377,21 @@ func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScor
 			}
 		}
 	}
-	var soft, softOf, good, goodOf, blinkWarned, blinkOf, openWarned, openOf int
+	// Photos warned of a code, by whether they should be.
+	var over, goodOver, soft, goodSoft, blink, openBlink tally
 	for _, v := range photos {
-		warned := v.warns(assist.WarnFaceSoft)
-		if v.wantSoft {
-			softOf++
-			if warned {
-				soft++
-			}
-		} else {
-			goodOf++
-			if warned {
-				good++
-			}
+		if v.faces.Count > 0 && (v.wantOver || v.version == "good" || v.version == "shallow") {
+			pick(v.wantOver, &over, &goodOver).add(v.warns(assist.WarnOverexposed))
+		}
+		if !v.wantOver {
+			pick(v.wantSoft, &soft, &goodSoft).add(v.warns(assist.WarnFaceSoft))
 		}
 		if v.version == "good" && v.faces.Count > 0 {
-			if v.labelledClosed > 0 {
-				blinkOf++
-				if v.warns(assist.WarnEyesClosed) {
-					blinkWarned++
-				}
-			} else {
-				openOf++
-				if v.warns(assist.WarnEyesClosed) {
-					openWarned++
-				}
-			}
+			pick(v.labelledClosed > 0, &blink, &openBlink).add(v.warns(assist.WarnEyesClosed))
 		}
 	}
-	s.softWarned = float64(soft) / float64(max(softOf, 1))
-	s.goodSoftWarned = float64(good) / float64(max(goodOf, 1))
+	s.overWarned, s.goodOverWarned = over.share(), goodOver.share()
+	s.softWarned, s.goodSoftWarned = soft.share(), goodSoft.share()
 	s.closedLabelled += missed
 	for _, v := range peopleVersions {
 		c := softFaces[v.name]
@@ -399,8 +401,31 @@ func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScor
 		s.lines = append(s.lines, fmt.Sprintf("%s: %d of %d faces read soft", v.name, c.n, c.of))
 	}
 	s.lines = append(s.lines,
-		fmt.Sprintf("face_soft warned: photos made soft %d of %d (%.2f); good photos %d of %d (%.3f)", soft, softOf, s.softWarned, good, goodOf, s.goodSoftWarned),
+		fmt.Sprintf("overexposed warned by the faces: photos 2.5 EV over %v; good photos %v", over, goodOver),
+		fmt.Sprintf("face_soft warned: photos made soft %v; good photos %v", soft, goodSoft),
 		fmt.Sprintf("eyes closed read: %d of %d faces labelled closed (%d of them not found); %d of %d open faces; %d faces not told", s.closedRead, s.closedLabelled, missed, s.openReadClosed, open, unsure),
-		fmt.Sprintf("eyes_closed warned (default strictness): photos with a face labelled closed %d of %d; the others %d of %d", blinkWarned, blinkOf, openWarned, openOf))
+		fmt.Sprintf("eyes_closed warned (default strictness): photos with a face labelled closed %v; the others %v", blink, openBlink))
 	return s
+}
+
+// tally counts photos, and those of them warned.
+type tally struct{ warned, of int }
+
+func (t *tally) add(warned bool) {
+	t.of++
+	if warned {
+		t.warned++
+	}
+}
+
+func (t tally) share() float64 { return float64(t.warned) / float64(max(t.of, 1)) }
+
+func (t tally) String() string { return fmt.Sprintf("%d of %d (%.3f)", t.warned, t.of, t.share()) }
+
+// pick is a when cond holds, else b.
+func pick(cond bool, a, b *tally) *tally {
+	if cond {
+		return a
+	}
+	return b
 }

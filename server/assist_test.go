@@ -173,26 +173,30 @@ func TestCullSuggestJudgesLeavesHandDecisionsAndPicksInBursts(t *testing.T) {
 	// its twin, a duplicate of the last, scores better than it.
 	frame := func(s signals, motion float64) *signals { s.motion = motion; return &s }
 	project, ps := u.shoot(t, &sharp, &blurred, &smeared, &dark, &misfired, nil, &sharp,
-		frame(sharp, 0), frame(sharp, sharp.motion*2), frame(*between(0.5, 1), sharp.motion*3), &blurred, frame(sharp, sharp.motion*2))
+		frame(sharp, 0), frame(sharp, sharp.motion*2), frame(*between(0.5, 1), sharp.motion*3), &blurred, frame(sharp, sharp.motion*2), &sharp)
 	keeper, blurry, smear, under, misfire, unjudged, blink, best, second, third, kept, twin := ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7], ps[8], ps[9], ps[10], ps[11]
+	blown := ps[12]
 	crisp := at(assist.FaceSoft, 1) + 10
 	saveFaces(t, a, blink, store.Face{W: 0.2, H: 0.3, Score: 0.9, Sharpness: crisp, EyesClosed: true},
 		store.Face{W: 0.2, H: 0.3, Score: 0.9, Sharpness: crisp, EyesClosed: true})
 	saveFaces(t, a, keeper, store.Face{W: 0.2, H: 0.3, Score: 0.9, Sharpness: crisp})
+	// A portrait whose frame reads well exposed and whose face is blown.
+	saveFaces(t, a, blown, store.Face{W: 0.2, H: 0.3, Score: 0.9, Sharpness: crisp, Clipped: new(0.8)})
 	u.groups(t, project, burst(best, second, third), group("twins", third, twin))
 	// Picked by hand, though blurred: the assistant leaves it alone.
 	u.apply(t, project, map[string]any{"assetId": kept, "picked": true})
 
 	sg := u.suggest(t, project, nil) // no body: every default
-	want := map[uuid.UUID]string{blurry: "blurry", smear: "motion_blur", under: "underexposed", misfire: "misfire", blink: "eyes_closed"}
+	want := map[uuid.UUID]string{blurry: "blurry", smear: "motion_blur", under: "underexposed", misfire: "misfire", blink: "eyes_closed",
+		blown: "overexposed"}
 	if got := codes(sg.Rejects); !maps.Equal(got, want) {
 		t.Fatalf("rejects %v, want %v", got, want)
 	}
 	c := sg.Counts
-	if c.Photos != 12 || c.Rejects != 5 || c.Picks != 0 || c.LeftAlone != 1 || c.Unjudged != 1 || len(sg.Picks) != 0 {
+	if c.Photos != 13 || c.Rejects != 6 || c.Picks != 0 || c.LeftAlone != 1 || c.Unjudged != 1 || len(sg.Picks) != 0 {
 		t.Fatalf("counts %+v", c)
 	}
-	if b := c.Buckets; b["blurry"] != 2 || b["motion_blur"] != 1 || b["underexposed"] != 1 || b["overexposed"] != 0 ||
+	if b := c.Buckets; b["blurry"] != 2 || b["motion_blur"] != 1 || b["underexposed"] != 1 || b["overexposed"] != 1 ||
 		b["misfire"] != 1 || b["eyes_closed"] != 1 || b["face_soft"] != 0 || len(b) != 7 {
 		t.Fatalf("buckets %v: the hand-picked blurred photo counts, every code is there", b)
 	}
@@ -202,7 +206,7 @@ func TestCullSuggestJudgesLeavesHandDecisionsAndPicksInBursts(t *testing.T) {
 			t.Fatalf("strictness %s = %v: want the default 0.5, blurry below it", crit, v)
 		}
 	}
-	if len(sg.Actions) != 5 {
+	if len(sg.Actions) != 6 {
 		t.Fatalf("actions %v, want one a reject", sg.Actions)
 	}
 	for _, act := range sg.Actions {
@@ -213,7 +217,8 @@ func TestCullSuggestJudgesLeavesHandDecisionsAndPicksInBursts(t *testing.T) {
 
 	// Criteria off, or stricter and more lenient than the default.
 	sg = u.suggest(t, project, map[string]any{"strictness": map[string]any{"blurry": "off", "eyesClosed": nil, "exposure": 0}})
-	want = map[uuid.UUID]string{smear: "motion_blur", misfire: "misfire", under: "underexposed"}
+	// A face 80 % blown is over even at the most lenient exposure.
+	want = map[uuid.UUID]string{smear: "motion_blur", misfire: "misfire", under: "underexposed", blown: "overexposed"}
 	if got := codes(sg.Rejects); !maps.Equal(got, want) {
 		t.Fatalf("with blurry and eyesClosed off: rejects %v, want %v", got, want)
 	}
@@ -245,7 +250,7 @@ func TestCullSuggestJudgesLeavesHandDecisionsAndPicksInBursts(t *testing.T) {
 	// is left to do; the hand decision is still left alone.
 	sg = u.suggest(t, project, map[string]any{"keepPerGroup": 1})
 	updated, leftAlone := u.apply(t, project, sg.Actions...)
-	if len(updated) != 9 || len(leftAlone) != 0 {
+	if len(updated) != 10 || len(leftAlone) != 0 {
 		t.Fatalf("applied: updated %v, left alone %v", updated, leftAlone)
 	}
 	if m := find(a.assetList(u.key, project.String(), ""), second).MyRating; m == nil || !m.Rejected {

@@ -28,6 +28,8 @@ type FaceCounts struct {
 	Count, EyesClosed int
 	// MinSharpness is the softest face's; nil without faces.
 	MinSharpness *float64
+	// Clipped is the middle face's clipped share; nil when not read.
+	Clipped *float64
 }
 
 // cullRow is a CullPhoto as one row reads it.
@@ -37,6 +39,7 @@ type cullRow struct {
 	FaceCount    *int            `db:"face_count"`
 	EyesClosed   *int            `db:"eyes_closed"`
 	MinSharpness *float64        `db:"min_sharpness"`
+	FacesClipped *float64        `db:"faces_clipped"`
 	Burst        *uuid.UUID      `db:"burst_id"`
 	Duplicate    *uuid.UUID      `db:"duplicate_id"`
 	Picked       *bool           `db:"picked"`
@@ -54,7 +57,8 @@ const cullRatingColumns = `r.picked, r.rejected, r.rating, r.color_label, r.assi
 func (row cullRow) photo(user uuid.UUID) CullPhoto {
 	p := CullPhoto{ID: row.ID, Quality: row.Quality, Burst: row.Burst, Duplicate: row.Duplicate}
 	if row.FaceCount != nil {
-		p.Faces = &FaceCounts{Count: *row.FaceCount, EyesClosed: *row.EyesClosed, MinSharpness: row.MinSharpness}
+		p.Faces = &FaceCounts{Count: *row.FaceCount, EyesClosed: *row.EyesClosed, MinSharpness: row.MinSharpness,
+			Clipped: row.FacesClipped}
 	}
 	if row.UpdatedAt != nil { // updated_at is never null in a rating
 		p.Rating = &Rating{AssetID: row.ID, UserID: user, Rating: row.Rating, Picked: *row.Picked, Rejected: *row.Rejected,
@@ -75,7 +79,7 @@ func (s *Store) CullPhotos(ctx context.Context, project, user uuid.UUID) ([]Cull
 			FROM clusters c JOIN cluster_assets ca ON ca.cluster_id = c.id
 			WHERE c.project_id = $1 AND c.kind IN ('burst', 'duplicate_group')
 			GROUP BY ca.asset_id)
-		SELECT a.id, a.quality, fs.face_count, fs.eyes_closed, fs.min_sharpness, g.burst_id, g.duplicate_id, `+cullRatingColumns+`
+		SELECT a.id, a.quality, fs.face_count, fs.eyes_closed, fs.min_sharpness, fs.faces_clipped, g.burst_id, g.duplicate_id, `+cullRatingColumns+`
 		FROM assets a`+faceJoin+`a.id
 		LEFT JOIN groups g ON g.asset_id = a.id
 		LEFT JOIN ratings r ON r.asset_id = a.id AND r.user_id = $2
@@ -91,7 +95,7 @@ func (s *Store) CullPhotos(ctx context.Context, project, user uuid.UUID) ([]Cull
 func (s *Store) HandDecisions(ctx context.Context, user uuid.UUID, limit int) ([]CullPhoto, error) {
 	var rows []cullRow
 	err := s.db.SelectContext(ctx, &rows, `
-		SELECT a.id, a.quality, fs.face_count, fs.eyes_closed, fs.min_sharpness, NULL::uuid AS burst_id,
+		SELECT a.id, a.quality, fs.face_count, fs.eyes_closed, fs.min_sharpness, fs.faces_clipped, NULL::uuid AS burst_id,
 		       NULL::uuid AS duplicate_id, `+cullRatingColumns+`
 		FROM ratings r JOIN assets a ON a.id = r.asset_id JOIN projects p ON p.id = a.project_id`+faceJoin+`a.id
 		WHERE r.user_id = $1 AND `+handDecisionSQL+`

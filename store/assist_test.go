@@ -39,7 +39,7 @@ func TestCullPhotosReadGroupsFacesAndRatings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := env.Store.SaveFaces(ctx, store.FaceScan{AssetID: ps[3], Model: "test", Width: 10, Height: 10},
-		[]store.Face{{Sharpness: 40, EyesClosed: true}, {Sharpness: 90}}); err != nil {
+		[]store.Face{{Sharpness: 40, EyesClosed: true, Clipped: new(0.75)}, {Sharpness: 90, Clipped: new(0.25)}}); err != nil {
 		t.Fatal(err)
 	}
 	yes := true
@@ -70,7 +70,9 @@ func TestCullPhotosReadGroupsFacesAndRatings(t *testing.T) {
 		third.Burst != nil || third.Duplicate == nil || *third.Duplicate != *second.Duplicate || fourth.Burst != nil || fourth.Duplicate != nil {
 		t.Fatalf("groups: %+v %+v %+v %+v", first, second, third, fourth)
 	}
-	if f := fourth.Faces; f == nil || f.Count != 2 || f.EyesClosed != 1 || f.MinSharpness == nil || *f.MinSharpness != 40 || first.Faces != nil {
+	// Of two faces' clipped shares, the lower is the middle one.
+	if f := fourth.Faces; f == nil || f.Count != 2 || f.EyesClosed != 1 || f.MinSharpness == nil || *f.MinSharpness != 40 ||
+		f.Clipped == nil || *f.Clipped != 0.25 || first.Faces != nil {
 		t.Fatalf("faces: %+v, %+v", fourth.Faces, first.Faces)
 	}
 	if r := first.Rating; r == nil || !r.HandDecision() || r.UserID != owner {

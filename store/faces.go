@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,9 @@ type FaceScan struct {
 	EyesClosed   int       `db:"eyes_closed"`
 	OutOfFocus   int       `db:"out_of_focus"`
 	MinSharpness *float64  `db:"min_sharpness"`
+	// FacesClipped is the middle face's Face.Clipped (the median of the
+	// faces'); nil without faces, or for a scan from before it was read.
+	FacesClipped *float64  `db:"faces_clipped"`
 	ScannedAt    time.Time `db:"scanned_at"`
 }
 
@@ -41,6 +45,9 @@ type Face struct {
 	Sharpness  float64         `db:"sharpness"`
 	EyesClosed bool            `db:"eyes_closed"`
 	OutOfFocus bool            `db:"out_of_focus"`
+	// Clipped is the share of the face's pixels with a channel clipped
+	// (faces.Clipped); nil for a face from before it was read.
+	Clipped *float64 `db:"clipped"`
 }
 
 // SaveFaces replaces the faces of scan's asset with faces, numbered in
@@ -60,6 +67,7 @@ func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (*Fa
 			return notFound(err)
 		}
 		scan.FaceCount, scan.EyesClosed, scan.OutOfFocus, scan.MinSharpness = len(faces), 0, 0, nil
+		scan.FacesClipped = middleClipped(faces)
 		for _, f := range faces {
 			if f.EyesClosed {
 				scan.EyesClosed++
@@ -73,13 +81,15 @@ func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (*Fa
 			}
 		}
 		if _, err := tx.db.ExecContext(ctx, `
-			INSERT INTO face_scans (asset_id, project_id, model, width_px, height_px, face_count, eyes_closed, out_of_focus, min_sharpness)
-			SELECT $1, project_id, $2, $3, $4, $5, $6, $7, $8 FROM assets WHERE id = $1
+			INSERT INTO face_scans (asset_id, project_id, model, width_px, height_px, face_count, eyes_closed, out_of_focus,
+				min_sharpness, faces_clipped)
+			SELECT $1, project_id, $2, $3, $4, $5, $6, $7, $8, $9 FROM assets WHERE id = $1
 			ON CONFLICT (asset_id) DO UPDATE SET model = EXCLUDED.model, width_px = EXCLUDED.width_px,
 				height_px = EXCLUDED.height_px, face_count = EXCLUDED.face_count, eyes_closed = EXCLUDED.eyes_closed,
-				out_of_focus = EXCLUDED.out_of_focus, min_sharpness = EXCLUDED.min_sharpness, scanned_at = now()`,
+				out_of_focus = EXCLUDED.out_of_focus, min_sharpness = EXCLUDED.min_sharpness,
+				faces_clipped = EXCLUDED.faces_clipped, scanned_at = now()`,
 			scan.AssetID, scan.Model, scan.Width, scan.Height, scan.FaceCount, scan.EyesClosed, scan.OutOfFocus,
-			scan.MinSharpness); err != nil {
+			scan.MinSharpness, scan.FacesClipped); err != nil {
 			return err
 		}
 		if _, err := tx.db.ExecContext(ctx, `DELETE FROM faces WHERE asset_id = $1`, scan.AssetID); err != nil {
@@ -92,10 +102,10 @@ func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (*Fa
 			}
 			if _, err := tx.db.ExecContext(ctx, `
 				INSERT INTO faces (asset_id, n, box_x, box_y, box_w, box_h, score, eye_left, eye_right, yaw, pitch, roll,
-					landmarks, sharpness, eyes_closed, out_of_focus)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+					landmarks, sharpness, eyes_closed, out_of_focus, clipped)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 				scan.AssetID, i, f.X, f.Y, f.W, f.H, f.Score, f.EyeLeft, f.EyeRight, f.Yaw, f.Pitch, f.Roll,
-				landmarks, f.Sharpness, f.EyesClosed, f.OutOfFocus); err != nil {
+				landmarks, f.Sharpness, f.EyesClosed, f.OutOfFocus, f.Clipped); err != nil {
 				return err
 			}
 		}
@@ -105,12 +115,30 @@ func (s *Store) SaveFaces(ctx context.Context, scan FaceScan, faces []Face) (*Fa
 	return saved, err
 }
 
+// middleClipped is the median of faces' clipped shares (the lower middle
+// of an even count), read over the faces that have one; nil when none
+// has.
+func middleClipped(faces []Face) *float64 {
+	var shares []float64
+	for _, f := range faces {
+		if f.Clipped != nil {
+			shares = append(shares, *f.Clipped)
+		}
+	}
+	if len(shares) == 0 {
+		return nil
+	}
+	slices.Sort(shares)
+	m := shares[(len(shares)-1)/2]
+	return &m
+}
+
 // Faces returns an asset's scan and its faces, or a nil scan when its
 // faces were not looked for.
 func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, error) {
 	scan := &FaceScan{}
 	err := s.db.GetContext(ctx, scan, `SELECT asset_id, project_id, model, width_px, height_px, face_count, eyes_closed,
-		out_of_focus, min_sharpness, scanned_at FROM face_scans WHERE asset_id = $1`, asset)
+		out_of_focus, min_sharpness, faces_clipped, scanned_at FROM face_scans WHERE asset_id = $1`, asset)
 	if err = notFound(err); err == ErrNotFound {
 		return nil, []Face{}, nil
 	} else if err != nil {
@@ -118,7 +146,8 @@ func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, 
 	}
 	faces := []Face{}
 	err = s.db.SelectContext(ctx, &faces, `SELECT n, box_x, box_y, box_w, box_h, score, eye_left, eye_right, yaw, pitch,
-		roll, coalesce(landmarks, 'null') AS landmarks, sharpness, eyes_closed, out_of_focus FROM faces WHERE asset_id = $1 ORDER BY n`, asset)
+		roll, coalesce(landmarks, 'null') AS landmarks, sharpness, eyes_closed, out_of_focus, clipped FROM faces
+		WHERE asset_id = $1 ORDER BY n`, asset)
 	return scan, faces, err
 }
 
@@ -126,7 +155,7 @@ func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, 
 func (s *Store) FaceScans(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]FaceScan, error) {
 	var rows []FaceScan
 	err := s.db.SelectContext(ctx, &rows, `SELECT asset_id, project_id, model, width_px, height_px, face_count, eyes_closed,
-		out_of_focus, min_sharpness, scanned_at FROM face_scans WHERE asset_id = ANY($1)`, pq.Array(ids))
+		out_of_focus, min_sharpness, faces_clipped, scanned_at FROM face_scans WHERE asset_id = ANY($1)`, pq.Array(ids))
 	out := make(map[uuid.UUID]FaceScan, len(rows))
 	for _, r := range rows {
 		out[r.AssetID] = r

@@ -117,9 +117,9 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 // faceRow is a provider's face as stored, with its sharpness measured in
 // img, the pixels the provider read.
 func faceRow(img image.Image, f faces.Face) store.Face {
-	sharp := faces.Sharpness(img, f.Box)
+	sharp, clipped := faces.Sharpness(img, f.Box), faces.Clipped(img, f.Box)
 	row := store.Face{X: f.Box.X, Y: f.Box.Y, W: f.Box.W, H: f.Box.H, Score: f.Score, Sharpness: sharp,
-		EyesClosed: f.EyesClosed(), OutOfFocus: sharp < faces.SoftBelow}
+		EyesClosed: f.EyesClosed(), OutOfFocus: sharp < faces.SoftBelow, Clipped: &clipped}
 	if e := f.EyeOpenness; e != nil {
 		row.EyeLeft, row.EyeRight = &e.Left, &e.Right
 	}
