@@ -195,7 +195,7 @@ func photoOf(id uuid.UUID, quality json.RawMessage, faces *store.FaceCounts) ass
 			p.Faces.MinSharpness = *faces.MinSharpness
 		}
 		if faces.Clipped != nil {
-			p.Faces.Clipped = *faces.Clipped
+			p.Faces.Clipped, p.Faces.ClippedRead = *faces.Clipped, true
 		}
 	}
 	return p

@@ -93,8 +93,17 @@ type Faces struct {
 	// MinSharpness is the softest face's sharpness (faces.Face.Sharpness).
 	MinSharpness float64
 	// Clipped is the middle face's share of clipped pixels
-	// (faces.Clipped), 0–1; 0 when it was not read.
-	Clipped float64
+	// (faces.Clipped), 0–1, when ClippedRead (scans from before it was
+	// measured have none).
+	Clipped     float64
+	ClippedRead bool
+}
+
+// keptHighlights reports whether faces were found and the middle one
+// keeps its highlights: a portrait exposed for the face, however much of
+// a white backdrop or a window is blown.
+func (f *Faces) keptHighlights() bool {
+	return f != nil && f.Count > 0 && f.ClippedRead && f.Clipped < faceKept
 }
 
 // Reason is one judgement in words: a warning code (or a pick's reason)
@@ -130,6 +139,11 @@ const (
 	// A blown face: the middle face's clipped share over this is
 	// overexposed, at the exposure strictness's ends.
 	faceClipLenient, faceClipStrict = 0.5, 0.1
+	// Under this share clipped the middle face keeps its highlights, and
+	// a frame read as over is a bright backdrop (high key), not a blown
+	// photo: faces 2.5 EV over had 0.31 and more clipped on the labelled
+	// people sets, faces as taken in bright high-key frames 0.01.
+	faceKept = 0.1
 )
 
 // underMargin widens the underexposure threshold past the over one: a
@@ -166,7 +180,7 @@ func Judge(p Photo, s Strictness) []Reason {
 			switch {
 			case p.EV < -(t + underMargin):
 				out = append(out, Reason{WarnUnderexposed, fmt.Sprintf("underexposed by %.1f EV (warned under −%.1f)", -p.EV, t+underMargin)})
-			case p.EV > t:
+			case p.EV > t && !p.Faces.keptHighlights():
 				out = append(out, Reason{WarnOverexposed, fmt.Sprintf("overexposed by %.1f EV (warned over +%.1f)", p.EV, t)})
 			}
 		}
@@ -190,7 +204,7 @@ func Judge(p Photo, s Strictness) []Reason {
 		if v, ok := on(Exposure); ok && !slices.ContainsFunc(out, func(r Reason) bool {
 			return r.Code == WarnOverexposed || r.Code == WarnMisfire
 		}) {
-			if t := faceClipLenient + (faceClipStrict-faceClipLenient)*clamp01(v); f.Clipped > t {
+			if t := faceClipLenient + (faceClipStrict-faceClipLenient)*clamp01(v); f.ClippedRead && f.Clipped > t {
 				out = append(out, Reason{WarnOverexposed, fmt.Sprintf("faces blown: %.0f%% of the middle face clipped (warned over %.0f%%)", 100*f.Clipped, 100*t)})
 			}
 		}

@@ -33,9 +33,20 @@ func TestJudgeWarnsOfEachDefectAtTheDefaults(t *testing.T) {
 		{"soft face", mod(func(p *Photo) { p.Faces = &Faces{Count: 2, MinSharpness: 20} }), []string{WarnFaceSoft}},
 		// A portrait 2.5 EV over: the frame's midtones (dark hair, a dark
 		// backdrop) read well exposed, the faces are blown.
-		{"blown faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.6} }), []string{WarnOverexposed}},
-		{"bright faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.2} }), nil},
-		{"over, faces blown too", mod(func(p *Photo) { p.EV = 2.5; p.Faces = &Faces{Count: 1, MinSharpness: 60, Clipped: 0.9} }),
+		{"blown faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.6, ClippedRead: true} }), []string{WarnOverexposed}},
+		{"bright faces", mod(func(p *Photo) { p.Faces = &Faces{Count: 3, MinSharpness: 60, Clipped: 0.2, ClippedRead: true} }), nil},
+		{"over, faces blown too", mod(func(p *Photo) {
+			p.EV = 2.5
+			p.Faces = &Faces{Count: 1, MinSharpness: 60, Clipped: 0.9, ClippedRead: true}
+		}),
+			[]string{WarnOverexposed}},
+		// A high-key portrait: the white backdrop reads over, the face
+		// keeps its highlights.
+		{"high key, face kept", mod(func(p *Photo) {
+			p.EV = 2.5
+			p.Faces = &Faces{Count: 1, MinSharpness: 60, Clipped: 0.01, ClippedRead: true}
+		}), nil},
+		{"over, faces from an older scan", mod(func(p *Photo) { p.EV = 2.5; p.Faces = &Faces{Count: 1, MinSharpness: 60} }),
 			[]string{WarnOverexposed}},
 	} {
 		got := Warnings(c.p, Defaults())

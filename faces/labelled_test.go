@@ -95,8 +95,9 @@ func peopleSet(t *testing.T) []peoplePhoto {
 // photo as taken; a shallow depth of field, all but the faces blurred by
 // σ = long edge / 100 (good: its faces are sharp); a defocus of the whole
 // frame by σ = long edge / 400; focus missed behind the people, the faces
-// alone blurred by that σ (both defects: every face is soft); and the
-// photo 2.5 EV over, in linear light (overexposed).
+// alone blurred by that σ (both defects: every face is soft); a high-key
+// version, midtones lifted (good); and the photo 2.5 EV over, in linear
+// light (overexposed).
 var peopleVersions = []struct {
 	name       string
 	soft, over bool
@@ -105,6 +106,7 @@ var peopleVersions = []struct {
 	{"shallow", false, false},
 	{"defocus", true, false},
 	{"behind", true, false},
+	{"highkey", false, false},
 	{"over", false, true},
 }
 
@@ -205,6 +207,7 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 			vipsRun(t, "colourspace", base+"-good.v", base+"-lin.v", "scrgb")
 			vipsRun(t, "linear", base+"-lin.v", base+"-over.v", "5.657", "0")
 			vipsRun(t, "colourspace", base+"-over.v", base+"-over.jpg[Q=92]", "srgb")
+			vipsRun(t, "gamma", base+"-good.v", base+"-highkey.jpg[Q=92]", "--exponent", "1.8")
 			asTaken := detect(good)
 			defocus := readJPEG(t, base+"-defocus.jpg")
 			images := map[string]*image.RGBA{
@@ -213,6 +216,7 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 				"shallow": paste(readJPEG(t, base+"-soft.jpg"), good, asTaken),
 				"behind":  paste(good, defocus, asTaken),
 				"over":    readJPEG(t, base+"-over.jpg"),
+				"highkey": readJPEG(t, base+"-highkey.jpg"),
 			}
 			var js []judgedFace
 			var vs []photoVerdict
@@ -222,7 +226,8 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 				if v.name != "good" {
 					fs = detect(img)
 				}
-				verdict := photoVerdict{photo: ph.name, version: v.name, wantSoft: v.soft, wantOver: v.over, labelledClosed: len(ph.closed)}
+				verdict := photoVerdict{photo: ph.name, version: v.name, wantSoft: v.soft, wantOver: v.over, labelledClosed: len(ph.closed),
+					quality: imaging.SignalsOf(img)}
 				for _, f := range fs {
 					j := judgeFace(img, f)
 					j.photo, j.version = ph.name, v.name
@@ -275,6 +280,10 @@ func TestFacesOnTheLabelledSet(t *testing.T) {
 		t.Errorf("blown faces warned overexposed on %.2f of the photos 2.5 EV over (want at least 0.9) and %.3f of good ones (want at most 0.05)",
 			s.overWarned, s.goodOverWarned)
 	}
+	if s.wholeOverWarned < 0.9 || s.wholeGoodOverWarned > 0.05 {
+		t.Errorf("frame and faces together warned overexposed on %.2f of the photos 2.5 EV over (want at least 0.9) and %.3f of good ones (want at most 0.05)",
+			s.wholeOverWarned, s.wholeGoodOverWarned)
+	}
 	if s.closedRead < 3 || s.openReadClosed > 0 {
 		t.Errorf("closed eyes read on %d of %d faces labelled closed (want 3); %d open faces read closed (want none)",
 			s.closedRead, s.closedLabelled, s.openReadClosed)
@@ -306,6 +315,7 @@ type photoVerdict struct {
 	labelledClosed     int
 	faces              assist.Faces
 	clipped            []float64
+	quality            imaging.Quality // the frame's signals
 }
 
 func (v *photoVerdict) add(j judgedFace) {
@@ -319,11 +329,11 @@ func (v *photoVerdict) add(j judgedFace) {
 	// The middle face's clipped share, as the store sums a scan up.
 	v.clipped = append(v.clipped, j.clipped)
 	slices.Sort(v.clipped)
-	v.faces.Clipped = v.clipped[(len(v.clipped)-1)/2]
+	v.faces.Clipped, v.faces.ClippedRead = v.clipped[(len(v.clipped)-1)/2], true
 }
 
-// warns reports whether the assistant warns v of code at the default
-// strictness.
+// warns reports whether the assistant, reading v's faces alone, warns it
+// of code at the default strictness.
 func (v photoVerdict) warns(code string) bool {
 	if v.faces.Count == 0 {
 		return false
@@ -332,13 +342,28 @@ func (v photoVerdict) warns(code string) bool {
 	return slices.Contains(assist.Warnings(assist.Photo{Faces: &f}, assist.Defaults()), code)
 }
 
+// warnsWhole reports whether the assistant warns v of code at the default
+// strictness reading its frame's signals, and its faces too when faces
+// is true.
+func (v photoVerdict) warnsWhole(code string, faces bool) bool {
+	q := v.quality
+	p := assist.Photo{Judged: true, Focus: q.Focus, Motion: q.MotionBlur, EV: q.Exposure, Detail: q.Detail}
+	if f := v.faces; faces && f.Count > 0 {
+		p.Faces = &f
+	}
+	return slices.Contains(assist.Warnings(p, assist.Defaults()), code)
+}
+
 // peopleScores are a people set's figures.
 type peopleScores struct {
 	softWarned, goodSoftWarned float64 // shares of photos
 	overWarned, goodOverWarned float64 // of photos with faces found
-	closedLabelled, closedRead int     // faces
-	openReadClosed             int
-	lines                      []string
+	// Over-exposure read from the frame's signals and the faces together,
+	// of all photos (good: as taken, shallow, high key).
+	wholeOverWarned, wholeGoodOverWarned float64
+	closedLabelled, closedRead           int // faces
+	openReadClosed                       int
+	lines                                []string
 }
 
 func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScores {
@@ -379,8 +404,15 @@ func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScor
 	}
 	// Photos warned of a code, by whether they should be.
 	var over, goodOver, soft, goodSoft, blink, openBlink tally
+	// Over-exposure as the whole assistant reads it, from the frame alone
+	// and with the faces.
+	var frameOver, frameGoodOver, wholeOver, wholeGoodOver tally
 	for _, v := range photos {
-		if v.faces.Count > 0 && (v.wantOver || v.version == "good" || v.version == "shallow") {
+		if v.wantOver || v.version == "good" || v.version == "shallow" || v.version == "highkey" {
+			pick(v.wantOver, &frameOver, &frameGoodOver).add(v.warnsWhole(assist.WarnOverexposed, false))
+			pick(v.wantOver, &wholeOver, &wholeGoodOver).add(v.warnsWhole(assist.WarnOverexposed, true))
+		}
+		if v.faces.Count > 0 && (v.wantOver || v.version == "good" || v.version == "shallow" || v.version == "highkey") {
 			pick(v.wantOver, &over, &goodOver).add(v.warns(assist.WarnOverexposed))
 		}
 		if !v.wantOver {
@@ -391,6 +423,7 @@ func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScor
 		}
 	}
 	s.overWarned, s.goodOverWarned = over.share(), goodOver.share()
+	s.wholeOverWarned, s.wholeGoodOverWarned = wholeOver.share(), wholeGoodOver.share()
 	s.softWarned, s.goodSoftWarned = soft.share(), goodSoft.share()
 	s.closedLabelled += missed
 	for _, v := range peopleVersions {
@@ -402,6 +435,8 @@ func scorePeople(all []judgedFace, photos []photoVerdict, missed int) peopleScor
 	}
 	s.lines = append(s.lines,
 		fmt.Sprintf("overexposed warned by the faces: photos 2.5 EV over %v; good photos %v", over, goodOver),
+		fmt.Sprintf("overexposed warned, the frame alone: photos 2.5 EV over %v; good photos %v", frameOver, frameGoodOver),
+		fmt.Sprintf("overexposed warned, the frame and the faces: photos 2.5 EV over %v; good photos %v", wholeOver, wholeGoodOver),
 		fmt.Sprintf("face_soft warned: photos made soft %v; good photos %v", soft, goodSoft),
 		fmt.Sprintf("eyes closed read: %d of %d faces labelled closed (%d of them not found); %d of %d open faces; %d faces not told", s.closedRead, s.closedLabelled, missed, s.openReadClosed, open, unsure),
 		fmt.Sprintf("eyes_closed warned (default strictness): photos with a face labelled closed %v; the others %v", blink, openBlink))
