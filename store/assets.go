@@ -383,7 +383,13 @@ type DeletedAsset struct {
 // task has run. No live row can name them: keys are the asset's own.
 func (s *Store) DeleteAsset(ctx context.Context, owner, id uuid.UUID, late []string, lateUntil time.Time) (*DeletedAsset, error) {
 	out := &DeletedAsset{}
-	err := s.WithTx(ctx, func(tx *Store) error {
+	until := lateUntil
+	// The chain's flush holds an asset's queue rows while its insert
+	// waits for the asset, which the cascade below holds while it waits
+	// for those rows: Postgres ends one of the two, and the delete runs
+	// again rather than fail the request.
+	err := s.retryDeadlocks(ctx, func(tx *Store) error {
+		*out, lateUntil = DeletedAsset{}, until
 		var a struct {
 			ProjectID  uuid.UUID  `db:"project_id"`
 			BlobKey    string     `db:"blob_key"`

@@ -209,6 +209,26 @@ func (s *Store) retryCollisions(ctx context.Context, fn func(tx *Store) error) e
 	return err
 }
 
+// deadlockTries is how often retryDeadlocks runs its transaction.
+const deadlockTries = 3
+
+// retryDeadlocks runs fn in a new transaction, and again in another when
+// Postgres ends the first to break a deadlock (40P01): the other side has
+// gone on by then. fn must start from scratch each time. Inside a
+// caller's transaction it only joins it: that transaction is the one to
+// retry.
+func (s *Store) retryDeadlocks(ctx context.Context, fn func(tx *Store) error) error {
+	var err error
+	for range deadlockTries {
+		err = s.WithTx(ctx, fn)
+		var pqErr *pq.Error
+		if s.tx || !errors.As(err, &pqErr) || pqErr.Code != "40P01" {
+			return err
+		}
+	}
+	return err
+}
+
 // compareIDs orders ids byte by byte, as Postgres orders uuids.
 func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
 
