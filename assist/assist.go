@@ -234,8 +234,9 @@ func Warnings(p Photo, s Strictness) []string {
 	return out
 }
 
-// Score is p's keeper score, 0–100: focus, steadiness and exposure, and
-// eyes open and faces sharp where faces were looked for. A photo that is
+// Score is p's keeper score, 0–100: focus, steadiness and exposure (the
+// faces' too, where their clipped share was read), and eyes open and
+// faces sharp where faces were looked for. A photo that is
 // not judged scores 50 on the signals it lacks.
 func Score(p Photo) int {
 	focus, steady, exposure := 0.5, 0.5, 0.5
@@ -246,6 +247,12 @@ func Score(p Photo) int {
 		if p.Detail < detailStrict {
 			return int(math.Round(100 * 0.1 * clamp01(p.Detail/detailStrict)))
 		}
+	}
+	if f := p.Faces; f.keptHighlights() && p.EV > 0 {
+		// A bright backdrop behind faces exposed right.
+		exposure = 1 - clamp01(f.Clipped/0.5)
+	} else if f != nil && f.Count > 0 && f.ClippedRead {
+		exposure = min(exposure, 1-clamp01(f.Clipped/0.5))
 	}
 	score := 0.45*focus + 0.25*steady + 0.3*exposure
 	if f := p.Faces; f != nil && f.Count > 0 {

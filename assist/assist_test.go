@@ -133,3 +133,26 @@ func TestLearnMovesACriterionByWhatThePhotographerKept(t *testing.T) {
 		t.Errorf("asked twice: %v then %v", *learned[Blurry], *again[Blurry])
 	}
 }
+
+func TestScoreReadsTheFacesExposure(t *testing.T) {
+	portrait := func(ev, clipped float64) Photo {
+		p := sharpPhoto()
+		p.EV = ev
+		p.Faces = &Faces{Count: 1, MinSharpness: 60, Clipped: clipped, ClippedRead: true}
+		return p
+	}
+	kept, blown := Score(portrait(0, 0.01)), Score(portrait(0, 0.8))
+	if blown >= kept-10 {
+		t.Errorf("a blown face scores %d, a face kept %d: want the blown one well below", blown, kept)
+	}
+	// High key: the frame reads +3 EV, the face keeps its highlights.
+	if hk := Score(portrait(3, 0.01)); hk != kept {
+		t.Errorf("a high-key portrait scores %d, the same exposed face on a plain frame %d", hk, kept)
+	}
+	// Faces from a scan without the clipped share: the frame alone.
+	old := portrait(3, 0)
+	old.Faces.ClippedRead = false
+	if s := Score(old); s >= kept {
+		t.Errorf("over by the frame, faces unread: score %d, want under %d", s, kept)
+	}
+}
