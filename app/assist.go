@@ -289,8 +289,9 @@ func (m cullMark) actions(sg assist.Suggestion, ratings map[uuid.UUID]*store.Rat
 
 // AssetQuality is an asset's stored quality as the API shows it: its
 // stored keys, with reasons, why assist.Judge warns of the photo at the
-// default strictness, faces included, and the faces' warnings added to
-// the stored ones. A quality that is no JSON object is left as it is.
+// default strictness, faces included, and warnings, their codes. A photo
+// without signals (ingested before them) keeps its stored warnings, with
+// the faces' added. A quality that is no JSON object is left as it is.
 func AssetQuality(id uuid.UUID, quality json.RawMessage, scan *store.FaceScan) json.RawMessage {
 	var q map[string]json.RawMessage
 	if json.Unmarshal(quality, &q) != nil || q == nil {
@@ -301,15 +302,18 @@ func AssetQuality(id uuid.UUID, quality json.RawMessage, scan *store.FaceScan) j
 		faces = &store.FaceCounts{Count: scan.FaceCount, EyesClosed: scan.EyesClosed, MinSharpness: scan.MinSharpness,
 			Clipped: scan.FacesClipped}
 	}
-	reasons := assist.Judge(photoOf(id, quality, faces), assist.Defaults())
+	p := photoOf(id, quality, faces)
+	reasons := assist.Judge(p, assist.Defaults())
 	var warnings []string
-	json.Unmarshal(q["warnings"], &warnings) // none when it holds no list of codes
+	if !p.Judged {
+		json.Unmarshal(q["warnings"], &warnings) // none when it holds no list of codes
+	}
 	warnings = append([]string{}, warnings...)
+	// Judged with the faces, which the ingest had not found: they add
+	// warnings, and faces that keep their highlights take back an
+	// over-exposure the frame alone read.
 	for _, r := range reasons {
-		// The faces' warnings, blown faces' overexposed among them, are
-		// read after the ingest stored its own.
-		if (r.Code == assist.WarnEyesClosed || r.Code == assist.WarnFaceSoft || r.Code == assist.WarnOverexposed) &&
-			!slices.Contains(warnings, r.Code) {
+		if !slices.Contains(warnings, r.Code) {
 			warnings = append(warnings, r.Code)
 		}
 	}

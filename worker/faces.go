@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"lightbox/app"
 	"lightbox/blob"
 	"lightbox/events"
 	"lightbox/faces"
@@ -107,9 +108,16 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 	if err != nil || scan == nil {
 		return err
 	}
-	// Asset.faces, for the grid's marks.
-	w.tracker.Tell(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, map[string]any{"assetId": p.AssetID, "faces": map[string]any{
-		"count": scan.FaceCount, "eyesClosed": scan.EyesClosed, "outOfFocus": scan.OutOfFocus, "minFaceSharpness": scan.MinSharpness}})
+	// Asset.faces, for the grid's marks, and the quality judged again
+	// with them: blown faces warn of over-exposure, faces that keep their
+	// highlights take back the frame's. Without the quality (a read that
+	// failed) the page keeps the warnings it has.
+	update := map[string]any{"assetId": p.AssetID, "faces": map[string]any{
+		"count": scan.FaceCount, "eyesClosed": scan.EyesClosed, "outOfFocus": scan.OutOfFocus, "minFaceSharpness": scan.MinSharpness}}
+	if q, err := w.st.StoredQuality(ctx, p.AssetID); err == nil {
+		update["quality"] = app.AssetQuality(p.AssetID, q, scan)
+	}
+	w.tracker.Tell(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, update)
 	// Group winners weigh open eyes and sharp faces.
 	return w.scheduleCluster(ctx, p.ProjectID)
 }

@@ -7,14 +7,16 @@
 import { abortReason, backoffDelay, sleep, type BackoffOptions } from "./backoff.js";
 import type { KiloClient } from "./client.js";
 import { isKiloApiError } from "./errors.js";
-import type { Batch, Job, ProjectStats } from "./types.js";
+import type { Batch, FaceSummary, Job, ProjectStats } from "./types.js";
 
 export type RealtimeEvent =
   | { type: "job.progress"; jobId: string; assetId?: string; progress?: number; status?: string; jobType?: string; batchId?: string | null; attempt?: number; error?: { code: string; message: string } | null }
   | { type: "job.done"; jobId: string; status?: string; assetId?: string | null; progress?: number; jobType?: string; batchId?: string | null; attempt?: number; error?: { code: string; message: string } | null }
   | { type: "cluster.updated"; clusterId: string }
-  // thumbnail: true when its thumbnail was made ahead of the rest (status unchanged).
-  | { type: "asset.updated"; assetId: string; status?: string; errorCode?: string | null; thumbnail?: boolean }
+  // thumbnail: true when its thumbnail was made ahead of the rest (status unchanged);
+  // faces and quality (judged again with them) after a face scan.
+  | { type: "asset.updated"; assetId: string; status?: string; errorCode?: string | null; thumbnail?: boolean;
+      faces?: FaceSummary; quality?: Record<string, unknown> }
   | { type: "export.updated"; exportId: string; status?: string; progress?: number }
   // Beyond the seed: a batch's counts as its jobs end, and the snapshot
   // a resumed stream starts with.

@@ -173,7 +173,7 @@ export interface Asset {
 
 export interface FaceSummary {
   count: number;
-  /** Faces whose eyes are both closed. */
+  /** Faces with an eye read closed. */
   eyesClosed: number;
   /** Faces whose sharpness is under 24. */
   outOfFocus: number;

@@ -506,11 +506,12 @@ export class ProjectModel extends EventTarget {
           if (rated || edited || data.faces !== undefined) this.marked(data.assetId);
         }
         if (data.quality !== undefined) {
-          // Judged again (a project:signals run): the faces' warnings are
-          // not part of it, so the row keeps those it has.
+          // Judged again. After a face scan, with the faces: the whole
+          // judgement. After a project:signals run, without them: the
+          // row keeps the faces' warnings it has.
           const row = this.byAsset.get(data.assetId);
           if (!row) return;
-          const faceBits = WARNING_BITS.eyes_closed | WARNING_BITS.face_soft;
+          const faceBits = data.faces !== undefined ? 0 : WARNING_BITS.eyes_closed | WARNING_BITS.face_soft;
           const j = judged(data.quality);
           const faceReasons = (row.reasons || []).filter((r) => WARNING_BITS[r.code] & faceBits);
           row.warn = (j.warn & ~faceBits) | (row.warn & faceBits);
