@@ -226,25 +226,14 @@ func Clipped(img image.Image, box Box) float64 {
 	if r.Empty() {
 		return 0
 	}
+	// The face's pixels as 8-bit RGBA, whatever the image's own model
+	// (a decoded preview is YCbCr): one conversion, one loop.
+	face := image.NewRGBA(r)
+	draw.Draw(face, r, img, r.Min, draw.Src)
 	clipped := 0
-	if rgba, ok := img.(*image.RGBA); ok {
-		for y := r.Min.Y; y < r.Max.Y; y++ {
-			row := rgba.Pix[rgba.PixOffset(r.Min.X, y):][:4*r.Dx()]
-			for i := 0; i < len(row); i += 4 {
-				if max(row[i], row[i+1], row[i+2]) >= ClippedLevel {
-					clipped++
-				}
-			}
-		}
-	} else {
-		const level = ClippedLevel * 0x101
-		for y := r.Min.Y; y < r.Max.Y; y++ {
-			for x := r.Min.X; x < r.Max.X; x++ {
-				cr, cg, cb, _ := img.At(x, y).RGBA()
-				if max(cr, cg, cb) >= level {
-					clipped++
-				}
-			}
+	for i := 0; i < len(face.Pix); i += 4 {
+		if max(face.Pix[i], face.Pix[i+1], face.Pix[i+2]) >= ClippedLevel {
+			clipped++
 		}
 	}
 	return float64(clipped) / float64(r.Dx()*r.Dy())

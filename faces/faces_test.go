@@ -503,3 +503,23 @@ func TestSharpness(t *testing.T) {
 		t.Errorf("Rect: %v", r)
 	}
 }
+
+func TestClippedReadsADecodedPreview(t *testing.T) {
+	// A decoded JPEG is YCbCr: white over its top half, grey below.
+	img := image.NewYCbCr(image.Rect(0, 0, 40, 40), image.YCbCrSubsampleRatio444)
+	for y := range 40 {
+		for x := range 40 {
+			img.Y[img.YOffset(x, y)] = map[bool]uint8{true: 255, false: 100}[y < 20]
+			img.Cb[img.COffset(x, y)], img.Cr[img.COffset(x, y)] = 128, 128
+		}
+	}
+	if got := faces.Clipped(img, faces.Box{W: 1, H: 1}); got != 0.5 {
+		t.Errorf("half white: %v clipped, want 0.5", got)
+	}
+	if got := faces.Clipped(img, faces.Box{Y: 0.5, W: 1, H: 0.5}); got != 0 {
+		t.Errorf("the grey half: %v clipped, want 0", got)
+	}
+	if got := faces.Clipped(img, faces.Box{X: 0.5, Y: 0.5}); got != 0 {
+		t.Errorf("an empty box: %v", got)
+	}
+}
