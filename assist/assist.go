@@ -153,8 +153,13 @@ const underMargin = 0.4
 // Threshold is criterion c's threshold at strictness s.
 func Threshold(c string, s float64) float64 {
 	t := thresholds[c]
-	s = math.Max(0, math.Min(1, s))
-	return t.lenient + (t.strict-t.lenient)*s
+	return between(t.lenient, t.strict, s)
+}
+
+// between is the threshold at strictness s (clamped to 0–1) of one that
+// runs from lenient at 0 to strict at 1.
+func between(lenient, strict, s float64) float64 {
+	return lenient + (strict-lenient)*clamp01(s)
 }
 
 // Judge lists the warnings p earns under s, with why.
@@ -204,7 +209,7 @@ func Judge(p Photo, s Strictness) []Reason {
 		if v, ok := on(Exposure); ok && !slices.ContainsFunc(out, func(r Reason) bool {
 			return r.Code == WarnOverexposed || r.Code == WarnMisfire
 		}) {
-			if t := faceClipLenient + (faceClipStrict-faceClipLenient)*clamp01(v); f.ClippedRead && f.Clipped > t {
+			if t := between(faceClipLenient, faceClipStrict, v); f.ClippedRead && f.Clipped > t {
 				out = append(out, Reason{WarnOverexposed, fmt.Sprintf("faces blown: %.0f%% of the middle face clipped (warned over %.0f%%)", 100*f.Clipped, 100*t)})
 			}
 		}
@@ -248,11 +253,13 @@ func Score(p Photo) int {
 			return int(math.Round(100 * 0.1 * clamp01(p.Detail/detailStrict)))
 		}
 	}
-	if f := p.Faces; f.keptHighlights() && p.EV > 0 {
-		// A bright backdrop behind faces exposed right.
-		exposure = 1 - clamp01(f.Clipped/0.5)
-	} else if f != nil && f.Count > 0 && f.ClippedRead {
-		exposure = min(exposure, 1-clamp01(f.Clipped/0.5))
+	if f := p.Faces; f != nil && f.Count > 0 && f.ClippedRead {
+		faces := 1 - clamp01(f.Clipped/0.5)
+		if f.keptHighlights() && p.EV > 0 {
+			exposure = faces // a bright backdrop behind faces exposed right
+		} else {
+			exposure = min(exposure, faces)
+		}
 	}
 	score := 0.45*focus + 0.25*steady + 0.3*exposure
 	if f := p.Faces; f != nil && f.Count > 0 {
