@@ -309,10 +309,14 @@ func innerTileAt(g *image.Gray, tx, ty int) tileStats {
 // exposureEV judges exposure as an EV offset from a well-exposed photo,
 // on the subject's pixels (hist, n of them) and the whole frame's.
 //
-// Under: the subject's brightest tenth starts well below 0.45 linear
-// (sRGB 180), and nothing in the frame is bright. A night sky or a lamp
-// lit scene keeps its lights bright however dark the rest; a frame 3 EV
-// under has nothing above sRGB 100.
+// Under: the subject's brightest hundredth starts well below 0.75 linear
+// (sRGB 225), and nothing in the frame is bright. An exposure puts a
+// subject's highlights near white whatever the scene, while its brightest
+// tenth (read before) is a white shirt in one photo and dark hair in
+// another: −3 EV read from −1.9 to −5.8 on the labelled sets by the tenth,
+// −2.3 to −5.0 by the hundredth. A night sky or a lamp lit scene keeps its
+// lights bright however dark the rest; a frame 3 EV under has nothing
+// above sRGB 100.
 //
 // Over: the subject has lost its highlights and its midtones are lifted.
 // Bright midtones alone (fog, high key, a pale wood) are not over, nor is
@@ -331,7 +335,7 @@ func exposureEV(hist, frame *[256]int, n int) float64 {
 	for v := brightLevel; v < 256; v++ {
 		bright += frame[v]
 	}
-	if under := math.Log2(max(linear(percentile(hist, n, 0.90)), 1e-4) / 0.45); under < 0 {
+	if under := math.Log2(max(linear(percentile(hist, n, 0.99)), 1e-4) / 0.75); under < 0 {
 		if float64(bright) >= 1e-4*float64(total) {
 			return 0
 		}
