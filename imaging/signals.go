@@ -355,32 +355,47 @@ func exposureEV(hist, frame *[256]int, n int) float64 {
 // clips one channel before the luminance, so a green leaf or a blue sky
 // 2.5 EV over is yellow-green or cyan and none of its pixels reads 255
 // as grey, and blown areas lose their detail, so the detailed tiles
-// exposureEV reads no longer hold them. A third of the frame with a
-// channel clipped and the midtones lifted is over; the photos as taken
-// in the labelled set have at most a quarter clipped (a white bird in
-// sun) and the +2.5 EV ones 46 % and more. 20 % reads +1 EV, 40 % +2.
+// exposureEV reads no longer hold them. Two readings, the larger wins:
+//
+//   - A third of the frame with a channel at 250 or more and the midtones
+//     lifted is over; the photos as taken in the labelled set have at
+//     most a quarter so (a white bird in sun) and the +2.5 EV ones 46 %
+//     and more. 20 % reads +1 EV, 40 % +2.
+//   - A channel at its very end (255) in a tenth of the frame is over
+//     whatever the midtones: a low-key portrait 2.5 EV over keeps its
+//     dark backdrop, and its face and shirt are gone. Good photos of the
+//     labelled sets have at most 12 % so (a blown sky behind a bird),
+//     and their +2.5 EV versions mostly a fifth and more. 10 % reads
+//     +1 EV, 20 % +2.
 func blownEV(img *image.RGBA, median uint8) float64 {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
-	if w == 0 || h == 0 || median < overMidtone {
+	if w == 0 || h == 0 {
 		return 0
 	}
 	// Every other pixel of every other row: a share of a frame needs no
 	// more, and this pass is a quarter of the cost.
-	blown, n := 0, 0
+	blown, saturated, n := 0, 0, 0
 	for y := 0; y < h; y += 2 {
 		row := img.Pix[y*img.Stride:][:4*w]
 		for i := 0; i < len(row); i += 8 {
-			if max(row[i], row[i+1], row[i+2]) >= highlightLevel {
+			switch m := max(row[i], row[i+1], row[i+2]); {
+			case m == 255:
+				saturated++
+				blown++
+			case m >= highlightLevel:
 				blown++
 			}
 			n++
 		}
 	}
-	share := float64(blown) / float64(n)
-	if share < 0.2 {
-		return 0
+	var ev float64
+	if share := float64(blown) / float64(n); share >= 0.2 && median >= overMidtone {
+		ev = 1 + math.Log2(share/0.2)
 	}
-	return 1 + math.Log2(share/0.2)
+	if share := float64(saturated) / float64(n); share >= 0.1 {
+		ev = max(ev, 1+math.Log2(share/0.1))
+	}
+	return ev
 }
 
 // overMidtone is the subject's median from which clipped detail means
