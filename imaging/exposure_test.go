@@ -89,3 +89,20 @@ func TestLowKeyPortraitBlownIsOverexposed(t *testing.T) {
 		t.Errorf("a photo with 11 %% of its frame blown is warned %v (exposure %+.2f EV)", w, q.Exposure)
 	}
 }
+
+// A red flower filling two fifths of the frame: its red channel at 255,
+// the others low. That is a colour past sRGB's gamut, dark as light
+// goes, and the photo is not overexposed.
+func TestDeepColourIsNotOverexposed(t *testing.T) {
+	img := scene(0, 0, 120, 15, 0)
+	r := rand.New(rand.NewPCG(9, 10))
+	for y := range 768 {
+		for x := range 2 * 1024 / 5 {
+			i := y*img.Stride + 4*x
+			img.Pix[i], img.Pix[i+1], img.Pix[i+2] = 255, uint8(20+r.IntN(30)), uint8(30+r.IntN(30))
+		}
+	}
+	if w, q := warnings(img); len(w) > 0 {
+		t.Errorf("a deep red flower is warned %v (exposure %+.2f EV)", w, q.Exposure)
+	}
+}

@@ -361,12 +361,15 @@ func exposureEV(hist, frame *[256]int, n int) float64 {
 //     lifted is over; the photos as taken in the labelled set have at
 //     most a quarter so (a white bird in sun) and the +2.5 EV ones 46 %
 //     and more. 20 % reads +1 EV, 40 % +2.
-//   - A channel at its very end (255) in a tenth of the frame is over
-//     whatever the midtones: a low-key portrait 2.5 EV over keeps its
-//     dark backdrop, and its face and shirt are gone. Good photos of the
-//     labelled sets have at most 12 % so (a blown sky behind a bird),
-//     and their +2.5 EV versions mostly a fifth and more. 10 % reads
-//     +1 EV, 20 % +2.
+//   - A tenth of the frame bright (luminance sRGB 200 and more) with a
+//     channel at its very end (255) is over whatever the midtones: a
+//     low-key portrait 2.5 EV over keeps its dark backdrop, and its face
+//     and shirt are gone. Good photos of the labelled sets have at most
+//     12 % so (a blown sky behind a bird), and their +2.5 EV versions
+//     mostly a fifth and more. 10 % reads +1 EV, 20 % +2. A deep red or
+//     blue (a flower, stage light) reaches 255 in one channel while
+//     dark: a colour past sRGB's gamut, not light past the sensor's
+//     range, so it does not count.
 func blownEV(img *image.RGBA, median uint8) float64 {
 	w, h := img.Rect.Dx(), img.Rect.Dy()
 	if w == 0 || h == 0 {
@@ -378,12 +381,11 @@ func blownEV(img *image.RGBA, median uint8) float64 {
 	for y := 0; y < h; y += 2 {
 		row := img.Pix[y*img.Stride:][:4*w]
 		for i := 0; i < len(row); i += 8 {
-			switch m := max(row[i], row[i+1], row[i+2]); {
-			case m == 255:
-				saturated++
+			if m := max(row[i], row[i+1], row[i+2]); m >= highlightLevel {
 				blown++
-			case m >= highlightLevel:
-				blown++
+				if m == 255 && luma(row[i], row[i+1], row[i+2]) >= brightLevel {
+					saturated++
+				}
 			}
 			n++
 		}
