@@ -12,8 +12,8 @@ import (
 
 // scene paints a 1024 × 768 frame: the left share of it textured around
 // sRGB level a (±spread), the rest around b, grey, with noise enough for
-// every tile to hold detail. exposed then scales it in linear light by
-// 2^ev, as a camera set ev stops away would have caught it.
+// every tile to hold detail, then scaled in linear light by 2^ev, as a
+// camera set ev stops away would have caught it.
 func scene(share float64, a, b, spread int, ev float64) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, 1024, 768))
 	r := rand.New(rand.NewPCG(7, 8))
@@ -66,8 +66,8 @@ func TestHighKeyPortraitThreeStopsDarkIsUnderexposed(t *testing.T) {
 // A low-key portrait: a dark backdrop (two thirds of the frame) beside a
 // subject in its midtones. Made 2.5 EV bright the backdrop stays dark, so
 // the frame's midtones never lift, and the subject is white: a tenth of
-// the frame and more with a channel at 255 is overexposed. A good photo
-// with a smaller blown sky is not.
+// the frame and more bright with a channel at 255 is overexposed. A good
+// photo with a smaller blown sky is not.
 func TestLowKeyPortraitBlownIsOverexposed(t *testing.T) {
 	if w, q := warnings(scene(2.0/3, 25, 140, 15, 0)); len(w) > 0 {
 		t.Fatalf("the portrait as taken is warned %v (exposure %+.2f EV)", w, q.Exposure)
