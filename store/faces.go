@@ -151,14 +151,6 @@ func (s *Store) Faces(ctx context.Context, asset uuid.UUID) (*FaceScan, []Face, 
 	return scan, faces, err
 }
 
-// StoredQuality is an asset's stored quality, as ingest and the signals
-// wrote it; ErrNotFound for a missing asset.
-func (s *Store) StoredQuality(ctx context.Context, asset uuid.UUID) (json.RawMessage, error) {
-	var q json.RawMessage
-	err := s.db.GetContext(ctx, &q, `SELECT coalesce(quality, 'null') FROM assets WHERE id = $1`, asset)
-	return q, notFound(err)
-}
-
 // FaceScans returns the scans of those of ids that have one, by asset.
 func (s *Store) FaceScans(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]FaceScan, error) {
 	var rows []FaceScan

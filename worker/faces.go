@@ -114,8 +114,8 @@ func (w *Worker) findFaces(ctx context.Context, t *asynq.Task) error {
 	// failed) the page keeps the warnings it has.
 	update := map[string]any{"assetId": p.AssetID, "faces": map[string]any{
 		"count": scan.FaceCount, "eyesClosed": scan.EyesClosed, "outOfFocus": scan.OutOfFocus, "minFaceSharpness": scan.MinSharpness}}
-	if q, err := w.st.StoredQuality(ctx, p.AssetID); err == nil {
-		update["quality"] = app.AssetQuality(p.AssetID, q, scan)
+	if a, err := w.st.AssetByID(ctx, p.AssetID); err == nil {
+		update["quality"] = app.AssetQuality(p.AssetID, a.Quality, scan)
 	}
 	w.tracker.Tell(ctx, events.AssetUpdated, p.ProjectID, uuid.Nil, update)
 	// Group winners weigh open eyes and sharp faces.
