@@ -26,20 +26,12 @@ func scene(share float64, a, b, spread int, ev float64) *image.RGBA {
 				level = a
 			}
 			v := min(255, max(0, level+r.IntN(2*spread+1)-spread))
-			out := uint8(math.Round(255 * srgb(min(1, gain*linear(uint8(v))))))
+			out := uint8(math.Round(255 * encodeSRGB(min(1, gain*linear(uint8(v))))))
 			i := y*img.Stride + 4*x
 			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = out, out, out, 255
 		}
 	}
 	return img
-}
-
-// srgb turns linear light, 0–1, into sRGB, 0–1.
-func srgb(l float64) float64 {
-	if l <= 0.0031308 {
-		return 12.92 * l
-	}
-	return 1.055*math.Pow(l, 1/2.4) - 0.055
 }
 
 func warnings(img image.Image) ([]string, Quality) {

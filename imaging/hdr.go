@@ -68,13 +68,7 @@ func toneMapSDR(pix []byte, stride, primaries, transfer int) {
 	const knee = 0.75
 	var enc [4096]byte // sRGB curve over [0, 1]
 	for i := range enc {
-		v := float64(i) / float64(len(enc)-1)
-		if v <= 0.0031308 {
-			v *= 12.92
-		} else {
-			v = 1.055*math.Pow(v, 1/2.4) - 0.055
-		}
-		enc[i] = byte(math.Round(v * 255))
+		enc[i] = byte(math.Round(encodeSRGB(float64(i)/float64(len(enc)-1)) * 255))
 	}
 	for i := 0; i+2 < len(pix); i += stride {
 		r, g, b := lin[pix[i]], lin[pix[i+1]], lin[pix[i+2]]

@@ -421,6 +421,15 @@ func percentile(hist *[256]int, n int, p float64) uint8 {
 	return 255
 }
 
+// encodeSRGB turns linear light, 0–1, into an sRGB value, 0–1: linear's
+// inverse.
+func encodeSRGB(l float64) float64 {
+	if l <= 0.0031308 {
+		return 12.92 * l
+	}
+	return 1.055*math.Pow(l, 1/2.4) - 0.055
+}
+
 // linear turns an 8-bit sRGB value into linear light, 0–1.
 func linear(v uint8) float64 {
 	c := float64(v) / 255
