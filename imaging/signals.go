@@ -364,9 +364,9 @@ func exposureEV(hist, frame *[256]int, n int) float64 {
 //   - A tenth of the frame bright (luminance sRGB 200 and more) with a
 //     channel at its very end (255) is over whatever the midtones: a
 //     low-key portrait 2.5 EV over keeps its dark backdrop, and its face
-//     and shirt are gone. Good photos of the labelled sets have at most
-//     12 % so (a blown sky behind a bird), and their +2.5 EV versions
-//     mostly a fifth and more. 10 % reads +1 EV, 20 % +2. A deep red or
+//     and shirt are gone. No good photo of the labelled sets reaches
+//     it (a blown sky behind a bird stays under), and most of their
+//     +2.5 EV versions do. 10 % reads +1 EV, 20 % +2. A deep red or
 //     blue (a flower, stage light) reaches 255 in one channel while
 //     dark: a colour past sRGB's gamut, not light past the sensor's
 //     range, so it does not count.
